@@ -1,0 +1,74 @@
+// resil/clock.hpp — the time seam: every policy reads time and sleeps through
+// a clock object, never through std::chrono or std::this_thread directly.
+//
+//   resil::steady_clock clock;                    // the default: real time
+//   auto t0 = clock.now();
+//   bool slept = clock.sleep_for(100ms, stop);    // false when `stop` fired first
+//
+// Tests use resil::testing::manual_clock (resil/testing/manual_clock.hpp),
+// whose sleeps advance virtual time at once.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <condition_variable>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+
+namespace resil {
+
+/// Durations and instants used throughout resil: nanosecond ticks of a
+/// monotonic clock. Every clock, real or manual, speaks these types, so
+/// deadlines and windows are plain values whichever clock produced them.
+using duration = std::chrono::nanoseconds;
+using time_point = std::chrono::time_point<std::chrono::steady_clock, duration>;
+
+/// An instance clock: `now()` and an interruptible `sleep_for`.
+/// `sleep_for(d, stop)` returns true when the whole of `d` elapsed and false
+/// when `stop` was requested first (including before the call). A clock is a
+/// cheap handle: policies copy it, and copies observe the same time.
+template <class C>
+concept clock = std::copy_constructible<C> && requires(const C& c, duration d, std::stop_token stop) {
+    { c.now() } -> std::same_as<time_point>;
+    { c.sleep_for(d, stop) } -> std::same_as<bool>;
+};
+
+/// The real monotonic clock (std::chrono::steady_clock). Stateless; thread-safe.
+class steady_clock {
+public:
+    [[nodiscard]] time_point now() const noexcept {
+        return std::chrono::time_point_cast<duration>(std::chrono::steady_clock::now());
+    }
+
+    /// Sleeps for `d`, waking early when `stop` is requested. A non-positive
+    /// `d` returns at once. Does not allocate.
+    bool sleep_for(duration d, std::stop_token stop = {}) const {
+        if (stop.stop_requested()) return false;
+        if (d <= duration::zero()) return true;
+        const auto until = now() + d;
+        if (!stop.stop_possible()) {
+            std::this_thread::sleep_until(until);
+            return true;
+        }
+        struct waiter {
+            std::mutex mutex;
+            std::condition_variable woken;
+            bool stopped = false;
+        } w;
+        std::stop_callback on_stop(stop, [&w] {
+            {
+                std::lock_guard lock(w.mutex);
+                w.stopped = true;
+            }
+            w.woken.notify_all();
+        });
+        std::unique_lock lock(w.mutex);
+        w.woken.wait_until(lock, until, [&w] { return w.stopped; });
+        return !w.stopped;
+    }
+};
+
+static_assert(clock<steady_clock>);
+
+}  // namespace resil
