@@ -1,0 +1,149 @@
+// resil/context.hpp — what every policy and the callable see during one call:
+// the deadline, the attempt number, the stop token, the per-attempt timeouts,
+// the operation's idempotency key and the last server hint.
+//
+//   auto out = pipeline([&](resil::context& ctx) {
+//       auto t = ctx.attempt_timeouts();              // clamped to the deadline now
+//       return client.get(url, t.connect, t.total, ctx.stop_token());
+//   });
+//
+// A pipeline makes one context per call. To pass in what the caller knows (a
+// stop token, an upstream deadline, "this operation is idempotent", a key
+// kept from an earlier try), build the context yourself and call
+// `pipeline.execute(ctx, callable)`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stop_token>
+#include <utility>
+
+#include "backoff.hpp"
+#include "clock.hpp"
+#include "deadline.hpp"
+#include "detail/thread_jitter.hpp"
+#include "idempotency_key.hpp"
+#include "outcome.hpp"
+#include "timeouts.hpp"
+
+namespace resil {
+
+/// Which UUID version a context generates for its idempotency key.
+enum class key_version : std::uint8_t { v4, v7 };
+
+/// What a caller can tell a call up front; every field is optional.
+template <clock Clock = steady_clock>
+struct basic_call_options {
+    /// An upstream deadline (e.g. decoded from the caller's timeout header).
+    basic_deadline<Clock> deadline{};
+    /// Fires to cancel the call: waits end at once, the curl adapter aborts.
+    std::stop_token stop{};
+    /// The operation may be repeated safely (GET, PUT, DELETE, a pure POST).
+    bool idempotent = false;
+    /// A key made earlier for this same operation (e.g. kept across restarts).
+    std::optional<resil::idempotency_key> idempotency_key{};
+    /// The version of a key the context generates when asked for one.
+    key_version new_key_version = key_version::v4;
+    /// Draws for jitter; null: a per-thread engine seeded from the OS.
+    jitter_engine* jitter = nullptr;
+};
+using call_options = basic_call_options<>;
+
+/// The per-call state. Not thread-safe: one call, one thread at a time.
+template <clock Clock = steady_clock>
+class basic_context {
+public:
+    using clock_type = Clock;
+
+    basic_context() = default;
+    explicit basic_context(Clock c) : deadline_(c) {}
+    explicit basic_context(basic_call_options<Clock> options)
+        : deadline_(std::move(options.deadline)),
+          stop_(std::move(options.stop)),
+          jitter_(options.jitter),
+          key_(options.idempotency_key.value_or(resil::idempotency_key{})),
+          has_key_(options.idempotency_key.has_value()),
+          idempotent_(options.idempotent),
+          key_version_(options.new_key_version) {}
+
+    // Time.
+    [[nodiscard]] const Clock& clock() const noexcept { return deadline_.clock(); }
+    /// Reads the clock (and remembers the reading for recent_now()).
+    [[nodiscard]] time_point now() const noexcept { return last_now_ = clock().now(); }
+    /// The last reading taken through this context, or a fresh one if none:
+    /// lets bookkeeping that tolerates a few stale nanoseconds (a budget's
+    /// one-second slots) share one clock read per call instead of taking its own.
+    [[nodiscard]] time_point recent_now() const noexcept { return last_now_ == time_point{} ? now() : last_now_; }
+
+    // The deadline of the whole call (all attempts). No deadline by default.
+    [[nodiscard]] const basic_deadline<Clock>& deadline() const noexcept { return deadline_; }
+    /// Moves the deadline earlier to `t`; a later `t` changes nothing.
+    void tighten_deadline(time_point t) { deadline_ = deadline_.earliest(t); }
+    /// Replaces the deadline (policies restore an outer one with this).
+    void set_deadline(basic_deadline<Clock> d) noexcept { deadline_ = std::move(d); }
+    [[nodiscard]] duration remaining() const noexcept { return deadline_.remaining(); }
+
+    /// 1 for the first attempt; 0 before any.
+    [[nodiscard]] std::uint32_t attempt() const noexcept { return attempt_; }
+    void set_attempt(std::uint32_t n) noexcept { attempt_ = n; }
+
+    [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_; }
+    [[nodiscard]] bool stop_requested() const noexcept { return stop_.stop_requested(); }
+
+    /// The per-attempt timeouts as configured (unclamped); no limits by default.
+    [[nodiscard]] const resil::timeouts& timeouts() const noexcept { return timeouts_; }
+    void set_timeouts(const resil::timeouts& t) noexcept { timeouts_ = t; }
+    /// The per-attempt timeouts clamped to what is left of the deadline now:
+    /// none exceeds it. A 0 ms value means no time is left.
+    [[nodiscard]] resil::timeouts attempt_timeouts() const noexcept { return timeouts_.clamp_to(deadline_); }
+
+    /// Whether the operation may be repeated without harm.
+    [[nodiscard]] bool idempotent() const noexcept { return idempotent_; }
+    void mark_idempotent(bool yes = true) noexcept { idempotent_ = yes; }
+
+    /// The operation's idempotency key: made on first use, then the same for
+    /// every attempt of this call.
+    [[nodiscard]] const resil::idempotency_key& idempotency_key() {
+        if (!has_key_) {
+            key_ = key_version_ == key_version::v7 ? resil::idempotency_key::v7() : resil::idempotency_key::v4();
+            has_key_ = true;
+        }
+        return key_;
+    }
+    [[nodiscard]] bool has_idempotency_key() const noexcept { return has_key_; }
+    void set_idempotency_key(const resil::idempotency_key& k) noexcept {
+        key_ = k;
+        has_key_ = true;
+    }
+    /// A failure that may have reached the server can be retried when true.
+    [[nodiscard]] bool safe_to_repeat() const noexcept { return idempotent_ || has_key_; }
+
+    /// What the last attempt's result said besides its verdict.
+    [[nodiscard]] const server_hint& last_hint() const noexcept { return last_hint_; }
+    void set_last_hint(const server_hint& h) noexcept { last_hint_ = h; }
+
+    /// The random source for jitter: the caller's, or this thread's engine.
+    [[nodiscard]] jitter_engine& jitter() noexcept { return jitter_ ? *jitter_ : detail::thread_jitter(); }
+
+    /// Events from policies; a plain context has no listener. (A pipeline's
+    /// context type carries its listener and hides this.)
+    template <class Event>
+    constexpr void emit(const Event&) const noexcept {}
+
+private:
+    basic_deadline<Clock> deadline_{};
+    mutable time_point last_now_{};
+    std::stop_token stop_{};
+    resil::timeouts timeouts_{};
+    server_hint last_hint_{};
+    jitter_engine* jitter_ = nullptr;
+    resil::idempotency_key key_{};
+    std::uint32_t attempt_ = 0;
+    bool has_key_ = false;
+    bool idempotent_ = false;
+    key_version key_version_ = key_version::v4;
+};
+
+using context = basic_context<>;
+
+}  // namespace resil

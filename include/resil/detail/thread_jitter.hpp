@@ -1,0 +1,59 @@
+// resil/detail/thread_jitter.hpp — the per-thread jitter engine policies draw
+// from when the caller injects none. Seeded from the OS once per thread and
+// again in a forked child: pre-forked workers must not share one jitter
+// sequence, or their retries would line up into the herd jitter exists to break.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <thread>
+
+#include <pthread.h>
+#if __has_include(<sys/random.h>)
+#include <sys/random.h>
+#endif
+
+#include "../backoff.hpp"
+
+namespace resil::detail {
+
+/// Counts fork()s in this process's ancestry as seen by this process: a child
+/// sees one more than its parent had. Cheap to read (one relaxed load).
+inline std::atomic<std::uint64_t> fork_count{0};
+
+inline std::uint64_t fork_generation() noexcept {
+    static const bool registered = [] {
+        return pthread_atfork(nullptr, nullptr, [] { fork_count.fetch_add(1, std::memory_order_relaxed); }) == 0;
+    }();
+    (void)registered;
+    return fork_count.load(std::memory_order_relaxed);
+}
+
+inline std::uint64_t os_seed() noexcept {
+    std::uint64_t seed = 0;
+#if __has_include(<sys/random.h>)
+    if (getrandom(&seed, sizeof seed, 0) == static_cast<ssize_t>(sizeof seed)) return seed;
+#endif
+    // Jitter needs spread, not secrecy: time and thread identity are enough
+    // when the OS has no entropy call to offer.
+    seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    seed ^= static_cast<std::uint64_t>(std::hash<std::thread::id>{}(std::this_thread::get_id())) * 0x9e3779b97f4a7c15ULL;
+    return seed;
+}
+
+inline jitter_engine& thread_jitter() noexcept {
+    struct seeded {
+        jitter_engine engine{os_seed()};
+        std::uint64_t generation = fork_generation();
+    };
+    thread_local seeded state;
+    if (const auto g = fork_generation(); g != state.generation) {
+        state.engine.seed(os_seed());
+        state.generation = g;
+    }
+    return state.engine;
+}
+
+}  // namespace resil::detail

@@ -1,0 +1,109 @@
+// resil/events.hpp — what policies tell a listener, one struct per kind of event.
+//
+//   auto pipe = resil::pipeline(resil::deadline_policy{250ms}, resil::retry_policy{})
+//                   .with_listener([](const auto& event) { log(event); });
+//
+// A listener is any object callable with the events it cares about: a generic
+// lambda sees them all; a struct with a few operator() overloads sees those
+// and ignores the rest. Events are aggregates passed by const reference, so a
+// field added later breaks no listener. With no listener (the default), every
+// emission site compiles to nothing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+
+#include "clock.hpp"
+#include "outcome.hpp"
+
+namespace resil {
+
+/// A circuit breaker's state.
+enum class circuit_state : std::uint8_t { closed, open, half_open };
+
+[[nodiscard]] constexpr std::string_view to_string(circuit_state s) noexcept {
+    switch (s) {
+        case circuit_state::closed: return "closed";
+        case circuit_state::open: return "open";
+        case circuit_state::half_open: return "half_open";
+    }
+    return "unknown";
+}
+
+/// Names the policy that emitted an event, for labels (e.g. "retry").
+using policy_name = std::string_view;
+
+namespace events {
+
+/// An attempt is about to call the callable.
+struct attempt_started {
+    std::uint32_t attempt = 0;  ///< 1 for the first
+};
+
+/// An attempt returned (or threw an exception a classifier judged).
+struct attempt_finished {
+    std::uint32_t attempt = 0;
+    resil::verdict verdict = verdict::success;
+    duration elapsed{};
+};
+
+/// The retry policy decided to retry and is about to wait.
+struct retry_scheduled {
+    std::uint32_t attempt = 0;  ///< the attempt that failed
+    duration delay{};           ///< how long it waits before the next one
+    resil::verdict verdict = verdict::retryable;  ///< why the failed attempt is retried
+    bool from_retry_after = false;                ///< the server's Retry-After set the delay
+};
+
+/// The retry policy stopped retrying: every allowed attempt failed.
+struct retries_exhausted {
+    std::uint32_t attempts = 0;
+};
+
+/// The retry budget refused a retry.
+struct budget_refused {
+    std::uint32_t attempt = 0;
+};
+
+/// A circuit breaker changed state.
+struct breaker_state_changed {
+    circuit_state from = circuit_state::closed;
+    circuit_state to = circuit_state::closed;
+    double failure_ratio = 0.0;       ///< in the window, when it changed
+    std::uint64_t calls_in_window = 0;
+};
+
+/// A policy rejected the call before (or instead of) an attempt.
+struct rejected {
+    resil::reason reason = reason::none;
+    std::optional<duration> retry_after{};
+};
+
+/// A fallback produced the value for a failed call.
+struct fallback_used {
+    resil::reason reason = reason::none;
+};
+
+/// The call ran out of time.
+struct deadline_exceeded {
+    std::uint32_t attempts = 0;  ///< attempts made before it did
+};
+
+}  // namespace events
+
+/// The default listener: wants nothing, so emission compiles away.
+struct no_listener {};
+
+/// True when listener L handles event E (so producing E is worth any work).
+template <class L, class E>
+inline constexpr bool listens_to = std::is_invocable_v<L&, const E&>;
+
+/// Delivers `event` to `listener` when it handles that kind; nothing otherwise.
+template <class L, class E>
+constexpr void emit(L& listener, const E& event) {
+    if constexpr (listens_to<L, E>) listener(event);
+}
+
+}  // namespace resil

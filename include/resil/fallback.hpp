@@ -1,0 +1,82 @@
+// resil/fallback.hpp — plan B: turns a failed call into a value, and counts
+// every time it does, by reason, so a silent fallback cannot hide an outage.
+//
+//   resil::fallback_policy category_picker{[](const auto& failed) {
+//       return response::category_picker();     // cheap, and independent of what failed
+//   }};
+//   auto pipe = resil::pipeline(category_picker, resil::deadline_policy{250ms}, ...);
+//   ...
+//   category_picker.count(resil::reason::circuit_open);   // alert on these
+//
+// The fallback function is called with the failed outcome (`const
+// resil::outcome<T>&`), or with nothing, and returns something convertible to
+// T. Copies of a fallback_policy share their counters, so the copy you keep
+// reads what the pipeline's copy counted. Counting is a relaxed atomic
+// increment: free to leave on. Exceptions that no classifier judged are not
+// failures of the call but errors of the program: they propagate untouched.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "events.hpp"
+#include "outcome.hpp"
+
+namespace resil {
+
+/// How many times a fallback ran, per reason; a snapshot.
+struct fallback_counts {
+    std::array<std::uint64_t, reason_count> by_reason{};
+
+    [[nodiscard]] std::uint64_t operator[](reason r) const noexcept { return by_reason[static_cast<std::size_t>(r)]; }
+    [[nodiscard]] std::uint64_t total() const noexcept {
+        std::uint64_t n = 0;
+        for (auto c : by_reason) n += c;
+        return n;
+    }
+};
+
+template <class Fallback>
+class fallback_policy {
+public:
+    explicit fallback_policy(Fallback fallback)
+        : fallback_(std::move(fallback)), counters_(std::make_shared<counters>()) {}
+
+    /// Times the fallback ran for `r` so far.
+    [[nodiscard]] std::uint64_t count(reason r) const noexcept {
+        return counters_->by_reason[static_cast<std::size_t>(r)].load(std::memory_order_relaxed);
+    }
+    /// All counters at once.
+    [[nodiscard]] fallback_counts counts() const noexcept {
+        fallback_counts c;
+        for (std::size_t i = 0; i < reason_count; ++i) c.by_reason[i] = counters_->by_reason[i].load(std::memory_order_relaxed);
+        return c;
+    }
+
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        auto out = next(ctx);
+        if (out.ok()) return out;
+        const auto why = out.reason();
+        counters_->by_reason[static_cast<std::size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+        ctx.emit(events::fallback_used{why});
+        if constexpr (std::is_invocable_v<const Fallback&, const decltype(out)&>)
+            out.replace_with_fallback(fallback_(std::as_const(out)));
+        else
+            out.replace_with_fallback(fallback_());
+        return out;
+    }
+
+private:
+    struct counters {
+        std::array<std::atomic<std::uint64_t>, reason_count> by_reason{};
+    };
+    Fallback fallback_;
+    std::shared_ptr<counters> counters_;
+};
+
+}  // namespace resil

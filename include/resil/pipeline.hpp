@@ -1,0 +1,274 @@
+// resil/pipeline.hpp — composes policies outer → inner around any callable.
+//
+//   auto pipe = resil::pipeline(
+//       resil::deadline_policy{250ms},          // outermost: the whole call
+//       resil::retry_policy{},                  // 3 attempts, full jitter
+//       std::ref(breaker),                      // shared state: by reference
+//       resil::timeout_policy{{.total = 150ms}});
+//   auto out = pipe([&](resil::context& ctx) { return call(ctx); }, classify);
+//
+// Policies run in the order written; each is any type with
+//
+//   template <class Context, class Next>
+//   auto execute(Context& ctx, Next&& next) const;   // returns next(ctx)'s outcome type
+//
+// so users can write their own. `next(ctx)` runs the rest of the pipeline and
+// returns a resil::outcome<T>. Everything is a template: the composition
+// inlines and allocates nothing per call. Policies given by value are owned
+// by the pipeline and must be safe to call from several threads at once
+// (resil's are); shared-state policies are passed with std::ref and outlive it.
+//
+// The callable takes the context (`resil::basic_context<Clock>&`) or nothing.
+// Its result is judged by a classifier: a callable (const R&) -> verdict or
+// classification. Give one as the second argument, or declare
+// `resil::classification classify(const R&)` next to R (found by ADL); a
+// callable returning void is a success unless it throws. Exceptions propagate
+// unchanged, unless the classifier also accepts a `const std::exception_ptr&`:
+// then they are judged and retried like results (and rethrown by value()).
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "clock.hpp"
+#include "context.hpp"
+#include "events.hpp"
+#include "outcome.hpp"
+
+namespace resil {
+
+/// The value type of a callable returning void.
+using unit = std::monostate;
+
+/// A classifier for results that are always a success; exceptions propagate.
+struct always_success {
+    template <class R>
+        requires(!std::is_same_v<R, std::exception_ptr>)  // exceptions are not judged: they propagate
+    constexpr verdict operator()(const R&) const noexcept {
+        return verdict::success;
+    }
+};
+
+/// Combines a result classifier and an exception classifier into one.
+template <class OnResult, class OnException>
+struct classifier : OnResult, OnException {
+    using OnResult::operator();
+    using OnException::operator();
+};
+template <class OnResult, class OnException>
+classifier(OnResult, OnException) -> classifier<OnResult, OnException>;
+
+namespace detail {
+
+template <class T>
+struct is_reference_wrapper : std::false_type {};
+template <class T>
+struct is_reference_wrapper<std::reference_wrapper<T>> : std::true_type {};
+
+template <class P>
+constexpr decltype(auto) unwrap(const P& p) noexcept {
+    if constexpr (is_reference_wrapper<P>::value)
+        return p.get();
+    else
+        return (p);
+}
+
+template <class R>
+concept adl_classifiable = requires(const R& r) {
+    { classify(r) } -> std::convertible_to<classification>;
+};
+
+/// The classifier used when the caller gives none.
+struct default_classifier {
+    template <class R>
+        requires(!std::is_same_v<R, std::exception_ptr>)  // exceptions are not judged: they propagate
+    constexpr classification operator()(const R& r) const {
+        if constexpr (std::is_same_v<R, unit>) {
+            return verdict::success;
+        } else {
+            static_assert(adl_classifiable<R>,
+                          "resil: no classifier for this result type. Pass one as the pipeline call's second "
+                          "argument, e.g. pipe(fn, [](const R& r) { return ok(r) ? resil::verdict::success : "
+                          "resil::verdict::retryable; }), pass resil::always_success, or declare "
+                          "`resil::classification classify(const R&)` in R's namespace.");
+            return classify(r);
+        }
+    }
+};
+
+template <class F, class Ctx>
+decltype(auto) invoke_callable(F& f, Ctx& ctx) {
+    if constexpr (std::is_invocable_v<F&, Ctx&>)
+        return std::invoke(f, ctx);
+    else if constexpr (std::is_invocable_v<F&>)
+        return std::invoke(f);
+    else
+        static_assert(std::is_invocable_v<F&>,
+                      "resil: the callable must take the context (resil::basic_context<Clock>&) or nothing");
+}
+
+template <class F, class Ctx>
+using callable_result_t = decltype(invoke_callable(std::declval<F&>(), std::declval<Ctx&>()));
+
+template <class R>
+using value_of_t = std::conditional_t<std::is_void_v<R>, unit, std::remove_cvref_t<R>>;
+
+/// The context type a pipeline's policies see: the user's context plus the
+/// pipeline's listener. The callable receives it as basic_context<Clock>&.
+template <class Clock, class Listener>
+class pipeline_context : public basic_context<Clock> {
+public:
+    pipeline_context(basic_context<Clock> base, Listener& listener)
+        : basic_context<Clock>(std::move(base)), listener_(&listener) {}
+
+    template <class Event>
+    constexpr void emit(const Event& event) const {
+        resil::emit(*listener_, event);
+    }
+    template <class Event>
+    static constexpr bool listens = listens_to<Listener, Event>;
+
+private:
+    Listener* listener_;
+};
+
+/// Whether a context type carries a listener that wants Event.
+template <class Ctx, class Event>
+constexpr bool context_listens() noexcept {
+    if constexpr (requires { Ctx::template listens<Event>; })
+        return Ctx::template listens<Event>;
+    else
+        return false;
+}
+
+}  // namespace detail
+
+/// A composed pipeline; made by resil::pipeline(...).
+template <clock Clock, class Listener, class... Policies>
+class basic_pipeline {
+public:
+    using clock_type = Clock;
+
+    constexpr basic_pipeline(Clock c, Listener l, Policies... policies)
+        : clock_(std::move(c)), listener_(std::move(l)), policies_(std::move(policies)...) {}
+
+    /// Runs `fn` through the policies with a fresh context.
+    template <class F, class Classifier = detail::default_classifier>
+    auto operator()(F&& fn, Classifier classify = {}) const {
+        basic_context<Clock> ctx{clock_};
+        return execute(ctx, std::forward<F>(fn), std::move(classify));
+    }
+
+    /// Runs `fn` with a context the caller prepared (stop token, upstream
+    /// deadline, idempotency); `ctx` holds the final state afterwards.
+    template <class F, class Classifier = detail::default_classifier>
+    auto execute(basic_context<Clock>& ctx, F&& fn, Classifier classify = {}) const {
+        using listener_type = std::remove_reference_t<decltype(detail::unwrap(listener_))>;
+        using pctx_type = detail::pipeline_context<Clock, listener_type>;
+        using result_type = detail::callable_result_t<F, basic_context<Clock>>;
+        using value_type = detail::value_of_t<result_type>;
+
+        pctx_type pctx{std::move(ctx), detail::unwrap(listener_)};
+        auto innermost = [&fn, &classify](pctx_type& c) -> outcome<value_type> {
+            return attempt<value_type>(c, fn, classify);
+        };
+        auto out = run<0>(pctx, innermost);
+        ctx = std::move(static_cast<basic_context<Clock>&>(pctx));
+        return out;
+    }
+
+    /// The I-th policy as given (a reference_wrapper stays one).
+    template <std::size_t I>
+    [[nodiscard]] const auto& policy() const noexcept {
+        return std::get<I>(policies_);
+    }
+    [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
+
+    /// The same pipeline, telling `listener` about every event.
+    template <class L>
+    [[nodiscard]] auto with_listener(L listener) const {
+        return std::apply(
+            [&](const auto&... p) { return basic_pipeline<Clock, L, Policies...>(clock_, std::move(listener), p...); },
+            policies_);
+    }
+
+private:
+    template <std::size_t I, class Ctx, class Innermost>
+    auto run(Ctx& ctx, Innermost& innermost) const {
+        if constexpr (I == sizeof...(Policies)) {
+            return innermost(ctx);
+        } else {
+            return detail::unwrap(std::get<I>(policies_))
+                .execute(ctx, [this, &innermost](Ctx& c) { return this->run<I + 1>(c, innermost); });
+        }
+    }
+
+    template <class T, class Ctx, class F, class Classifier>
+    static outcome<T> attempt(Ctx& ctx, F& fn, Classifier& classify) {
+        constexpr bool timed = detail::context_listens<Ctx, events::attempt_finished>();
+        ctx.emit(events::attempt_started{ctx.attempt()});
+        [[maybe_unused]] time_point started{};
+        if constexpr (timed) started = ctx.now();
+
+        auto out = judged<T>(ctx, fn, classify);
+
+        ctx.set_last_hint(server_hint{out.retry_after(), out.dont_retry()});
+        if constexpr (timed) ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), ctx.now() - started});
+        return out;
+    }
+
+    template <class T, class Ctx, class F, class Classifier>
+    static outcome<T> judged(Ctx& ctx, F& fn, Classifier& classify) {
+        if constexpr (std::is_invocable_v<Classifier&, const std::exception_ptr&>) {
+            try {
+                return call<T>(ctx, fn, classify);
+            } catch (...) {
+                auto e = std::current_exception();
+                return outcome<T>::from_exception(e, classification(std::invoke(classify, std::as_const(e))));
+            }
+        } else {
+            return call<T>(ctx, fn, classify);
+        }
+    }
+
+    template <class T, class Ctx, class F, class Classifier>
+    static outcome<T> call(Ctx& ctx, F& fn, Classifier& classify) {
+        basic_context<Clock>& user_ctx = ctx;
+        using R = detail::callable_result_t<F, basic_context<Clock>>;
+        if constexpr (std::is_void_v<R>) {
+            detail::invoke_callable(fn, user_ctx);
+            return outcome<T>::from_value(classification(std::invoke(classify, unit{})));
+        } else {
+            // Classify before moving the result into the outcome: the
+            // classifier sees the object the callable returned.
+            decltype(auto) r = detail::invoke_callable(fn, user_ctx);
+            auto c = classification(std::invoke(classify, std::as_const(r)));
+            return outcome<T>::from_value(std::move(c), std::forward<decltype(r)>(r));
+        }
+    }
+
+    [[no_unique_address]] Clock clock_;
+    [[no_unique_address]] Listener listener_;
+    std::tuple<Policies...> policies_;
+};
+
+/// Composes `policies` outer → inner on the real clock.
+template <class... Policies>
+    requires(!clock<std::remove_cvref_t<Policies>> && ...)
+[[nodiscard]] constexpr auto pipeline(Policies... policies) {
+    return basic_pipeline<steady_clock, no_listener, Policies...>(steady_clock{}, no_listener{}, std::move(policies)...);
+}
+
+/// Composes `policies` outer → inner on `clock` (e.g. a manual clock in tests).
+template <clock Clock, class... Policies>
+[[nodiscard]] constexpr auto pipeline(Clock clock, Policies... policies) {
+    return basic_pipeline<Clock, no_listener, Policies...>(std::move(clock), no_listener{}, std::move(policies)...);
+}
+
+}  // namespace resil

@@ -1,0 +1,183 @@
+// resil/retry.hpp — bounded retries of what is safe to retry, with jittered
+// backoff, Retry-After, a retry budget and the deadline all respected.
+//
+//   resil::retry_budget budget;                           // shared: 10 % + 10/s
+//   auto pipe = resil::pipeline(
+//       resil::deadline_policy{2s},
+//       resil::retry_policy{{.max_attempts = 3,
+//                            .backoff = resil::full_jitter{100ms, 1s},
+//                            .budget = &budget}});
+//
+// After a failed attempt the policy retries only when all of these hold:
+//  - the failure came from an attempt (a rejection by an inner breaker, bucket
+//    or limit is returned as is);
+//  - its verdict is in `retry_on` (retryable and ambiguous by default), and an
+//    ambiguous one belongs to an operation that is idempotent or carries an
+//    idempotency key (else reason::unsafe_to_retry);
+//  - the server did not say "don't retry" (reason::dont_retry);
+//  - attempts remain (else reason::retries_exhausted);
+//  - the wait, max(backoff delay, Retry-After), fits: shorter than what is left
+//    of the deadline and at most `max_wait` — else it gives up at once, without
+//    sleeping (reason::retry_after_exceeds_deadline when the server's
+//    Retry-After was the longer one, reason::deadline_exceeded otherwise);
+//  - the budget, if any, grants the retry (else reason::budget_exhausted).
+// The wait ends early when the context's stop token fires (reason::cancelled).
+// When it gives up on a retryable failure, the outcome tells outer layers
+// "don't retry" (unless `tell_callers_dont_retry` is off), so retries happen in
+// one layer instead of multiplying through every layer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "backoff.hpp"
+#include "clock.hpp"
+#include "events.hpp"
+#include "outcome.hpp"
+#include "retry_budget.hpp"
+
+namespace resil {
+
+/// A small set of verdicts.
+class verdict_set {
+public:
+    constexpr verdict_set() = default;
+    constexpr verdict_set(std::initializer_list<verdict> vs) noexcept {
+        for (auto v : vs) bits_ |= bit(v);
+    }
+    [[nodiscard]] constexpr bool contains(verdict v) const noexcept { return (bits_ & bit(v)) != 0; }
+    friend constexpr bool operator==(verdict_set, verdict_set) = default;
+
+private:
+    static constexpr std::uint8_t bit(verdict v) noexcept { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(v)); }
+    std::uint8_t bits_ = 0;
+};
+
+/// Options of a retry_policy; the defaults are the documented ones.
+struct retry_options {
+    /// Attempts in all, the first included (1 = never retry). Default 3.
+    std::uint32_t max_attempts = 3;
+    /// The wait before retry n (n = 1, 2, ...). Default full jitter, base
+    /// 100 ms, cap 1 s: uniform in [0, min(1 s, 100 ms × 2ⁿ)).
+    resil::backoff backoff = full_jitter{std::chrono::milliseconds{100}, std::chrono::seconds{1}};
+    /// Verdicts worth retrying. Default: retryable and ambiguous (the latter
+    /// only for idempotent or keyed operations).
+    verdict_set retry_on{verdict::retryable, verdict::ambiguous};
+    /// Shared retry budget, or null for none. Not owned; must outlive the policy.
+    retry_budget* budget = nullptr;
+    /// The longest single wait, whatever the server asks. Default 60 s.
+    duration max_wait = std::chrono::seconds{60};
+    /// When giving up on a retryable failure, mark the outcome "don't retry"
+    /// for outer layers. Default on.
+    bool tell_callers_dont_retry = true;
+
+    friend bool operator==(const retry_options&, const retry_options&) = default;
+};
+
+/// One retry decision, from retry_policy::decide.
+struct retry_decision {
+    bool retry = false;
+    duration delay{};               ///< the wait before the next attempt, when retrying
+    resil::reason reason = reason::none;  ///< why not, when not retrying
+    bool from_retry_after = false;  ///< the server's Retry-After set the delay
+};
+
+/// What retry_policy::decide needs to know about the failed attempt.
+struct failed_attempt {
+    std::uint32_t attempt = 1;       ///< 1 for the first
+    classification result{};         ///< its verdict and server hint
+    bool safe_to_repeat = false;     ///< idempotent, or carries an idempotency key
+    duration previous_delay{};       ///< the last wait (for decorrelated jitter)
+    duration remaining = duration::max();  ///< left of the deadline now
+};
+
+class retry_policy {
+public:
+    /// Throws std::invalid_argument for options outside their documented ranges.
+    explicit retry_policy(retry_options options = {}) : options_(std::move(options)) {
+        if (options_.max_attempts < 1) throw std::invalid_argument("resil::retry_policy: max_attempts must be >= 1, got 0");
+        if (options_.max_attempts > 100)
+            throw std::invalid_argument("resil::retry_policy: max_attempts must be <= 100, got " +
+                                        std::to_string(options_.max_attempts));
+        if (auto why = options_.backoff.invalid_reason())
+            throw std::invalid_argument("resil::retry_policy: " + std::string(*why));
+        if (options_.max_wait <= duration::zero())
+            throw std::invalid_argument("resil::retry_policy: max_wait must be positive");
+    }
+
+    [[nodiscard]] const retry_options& options() const noexcept { return options_; }
+
+    /// The pure decision after a failed attempt (budget aside): whether to
+    /// retry and after how long. Draws jitter from `rng`.
+    template <std::uniform_random_bit_generator URBG>
+    [[nodiscard]] retry_decision decide(const failed_attempt& f, URBG& rng) const noexcept {
+        const auto v = f.result.verdict;
+        if (!options_.retry_on.contains(v) || v == verdict::success) return {false, {}, reason::failed, false};
+        if (v == verdict::ambiguous && !f.safe_to_repeat) return {false, {}, reason::unsafe_to_retry, false};
+        if (f.result.hint.dont_retry) return {false, {}, reason::dont_retry, false};
+        if (f.attempt >= options_.max_attempts) return {false, {}, reason::retries_exhausted, false};
+
+        auto delay = options_.backoff.delay(f.attempt, f.previous_delay, rng);
+        bool from_server = false;
+        if (const auto& ra = f.result.hint.retry_after; ra && *ra > delay) {
+            delay = *ra;
+            from_server = true;
+        }
+        // Waiting must leave time for the attempt after it: a wait that ends
+        // at (or after) the deadline is not worth starting.
+        if (delay >= f.remaining || delay > options_.max_wait)
+            return {false, {}, from_server ? reason::retry_after_exceeds_deadline : reason::deadline_exceeded, false};
+        return {true, delay, reason::none, from_server};
+    }
+
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        if (options_.budget) options_.budget->deposit(ctx.recent_now());
+        duration previous{};
+        for (std::uint32_t attempt = 1;; ++attempt) {
+            ctx.set_attempt(attempt);
+            auto out = next(ctx);
+            if (out.ok() || !out.attempted()) return out;  // success, or an inner rejection
+            if (ctx.stop_requested()) {
+                out.fail(reason::cancelled);
+                return out;
+            }
+            const failed_attempt f{attempt, classification(out.verdict(), server_hint{out.retry_after(), out.dont_retry()}),
+                                   ctx.safe_to_repeat(), previous, ctx.deadline().remaining()};
+            auto d = decide(f, ctx.jitter());
+            if (d.retry && options_.budget && !options_.budget->try_withdraw(ctx.now())) {
+                ctx.emit(events::budget_refused{attempt});
+                d = {false, {}, reason::budget_exhausted, false};
+            }
+            if (!d.retry) {
+                give_up(ctx, out, d.reason, attempt);
+                return out;
+            }
+            ctx.emit(events::retry_scheduled{attempt, d.delay, out.verdict(), d.from_retry_after});
+            if (!ctx.clock().sleep_for(d.delay, ctx.stop_token())) {
+                out.fail(reason::cancelled);
+                return out;
+            }
+            previous = d.delay;
+        }
+    }
+
+private:
+    template <class Context, class Outcome>
+    void give_up(Context& ctx, Outcome& out, resil::reason why, std::uint32_t attempt) const {
+        out.fail(why);
+        if (why == reason::retries_exhausted) ctx.emit(events::retries_exhausted{attempt});
+        if (why == reason::deadline_exceeded) ctx.emit(events::deadline_exceeded{attempt});
+        // Retrying happens in one layer: tell the layers above not to add theirs.
+        if (options_.tell_callers_dont_retry && why != reason::failed && why != reason::unsafe_to_retry)
+            out.mark_dont_retry();
+    }
+
+    retry_options options_;
+};
+
+}  // namespace resil

@@ -1,0 +1,165 @@
+// resil/retry_budget.hpp — caps retries at a share of a client's requests, so
+// a failing dependency sees at most ~10 % extra load instead of a multiple.
+//
+//   resil::retry_budget budget{{.ratio = 0.10, .min_per_second = 10}};
+//   auto pipe = resil::pipeline(resil::retry_policy{{.budget = &budget}});
+//
+// The shape of Finagle's RetryBudget: every request deposits `ratio` of a
+// retry, every retry withdraws one, deposits expire after `window`, and a
+// reserve of `min_per_second × window` retries lets a quiet client (too few
+// requests to earn a retry) still retry now and then. When the balance is
+// spent, the retry is refused and the call fails at once with
+// reason::budget_exhausted.
+//
+// Thread-safe and lock-free: the window is a ring of 10 slots, each one
+// atomic word packing the slot's epoch, requests and retries. A retry is
+// granted by a compare-and-swap on the current slot, so concurrent withdrawals
+// can never overdraw the balance. Share one budget per downstream dependency.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "clock.hpp"
+
+namespace resil {
+
+/// Options of a retry_budget; the defaults are the documented ones.
+struct retry_budget_options {
+    /// Retries allowed per request made, in [0, 1]. Default 10 %.
+    double ratio = 0.10;
+    /// Retries per second allowed regardless of traffic. Default 10.
+    std::uint32_t min_per_second = 10;
+    /// How long a deposit counts. Default 10 s; at least 10 ms.
+    duration window = std::chrono::seconds{10};
+
+    friend bool operator==(const retry_budget_options&, const retry_budget_options&) = default;
+};
+
+class retry_budget {
+public:
+    static constexpr std::size_t slots = 10;
+
+    /// Throws std::invalid_argument for options outside their documented ranges.
+    explicit retry_budget(retry_budget_options options = {}) : options_(options) {
+        if (!(options.ratio >= 0.0 && options.ratio <= 1.0))
+            throw std::invalid_argument("resil::retry_budget: ratio must be in [0, 1], got " +
+                                        std::to_string(options.ratio));
+        if (options.window < std::chrono::milliseconds{10} || options.window > std::chrono::hours{24})
+            throw std::invalid_argument("resil::retry_budget: window must be in [10ms, 24h]");
+        if (options.min_per_second > 1'000'000)
+            throw std::invalid_argument("resil::retry_budget: min_per_second must be <= 1000000");
+        slot_length_ = options.window / static_cast<duration::rep>(slots);
+        const auto window_seconds = std::chrono::duration<double>(options.window).count();
+        reserve_ = static_cast<std::int64_t>(std::floor(options.min_per_second * window_seconds));
+    }
+    retry_budget(const retry_budget&) = delete;
+    retry_budget& operator=(const retry_budget&) = delete;
+
+    /// Records one request (a first attempt) made at `now`.
+    void deposit(time_point now) noexcept {
+        const auto epoch = epoch_of(now);
+        auto& slot = slots_[epoch % slots];
+        auto word = slot.load(std::memory_order_relaxed);
+        for (;;) {
+            if (newer_than(word, epoch)) return;  // a thread with a later clock read owns the slot
+            const auto desired = packed_epoch(word) == (epoch & epoch_mask)
+                                     ? (requests_of(word) < count_max ? word + request_one : word)
+                                     : pack(epoch, 1, 0);
+            if (desired == word || slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel)) return;
+        }
+    }
+
+    /// Takes one retry from the balance at `now`; false (and nothing taken)
+    /// when it is spent.
+    [[nodiscard]] bool try_withdraw(time_point now) noexcept {
+        const auto epoch = epoch_of(now);
+        auto& slot = slots_[epoch % slots];
+        auto word = slot.load(std::memory_order_acquire);
+        for (;;) {
+            if (newer_than(word, epoch)) return false;
+            const bool current = packed_epoch(word) == (epoch & epoch_mask);
+            const auto others = totals(epoch, epoch % slots);
+            const auto requests = others.requests + (current ? requests_of(word) : 0);
+            const auto retries = others.retries + (current ? retries_of(word) : 0);
+            if (static_cast<std::int64_t>(retries) >= allowed(requests)) return false;
+            const auto desired = current ? word + retry_one : pack(epoch, 0, 1);
+            if (current && retries_of(word) == count_max) return false;  // saturated: refuse rather than wrap
+            if (slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel)) return true;
+        }
+    }
+
+    /// Retries that would be granted at `now`.
+    [[nodiscard]] std::int64_t balance(time_point now) const noexcept {
+        const auto t = totals(epoch_of(now), slots);
+        return allowed(t.requests) - static_cast<std::int64_t>(t.retries);
+    }
+
+    [[nodiscard]] const retry_budget_options& options() const noexcept { return options_; }
+
+private:
+    // Word layout: | epoch (24 bits) | requests (20 bits) | retries (20 bits) |.
+    // A slot whose epoch is not one of the window's last `slots` is stale and
+    // counts nothing. 20 bits hold ~1 M requests per slot; beyond that the
+    // count saturates, which only makes the budget stricter.
+    static constexpr int count_bits = 20;
+    static constexpr std::uint64_t count_max = (std::uint64_t{1} << count_bits) - 1;
+    static constexpr std::uint64_t epoch_mask = (std::uint64_t{1} << 24) - 1;
+    static constexpr std::uint64_t retry_one = 1;
+    static constexpr std::uint64_t request_one = std::uint64_t{1} << count_bits;
+
+    struct counts {
+        std::uint64_t requests = 0;
+        std::uint64_t retries = 0;
+    };
+
+    static constexpr std::uint64_t pack(std::uint64_t epoch, std::uint64_t requests, std::uint64_t retries) noexcept {
+        return ((epoch & epoch_mask) << (2 * count_bits)) | (requests << count_bits) | retries;
+    }
+    static constexpr std::uint64_t packed_epoch(std::uint64_t w) noexcept { return w >> (2 * count_bits); }
+    static constexpr std::uint64_t requests_of(std::uint64_t w) noexcept { return (w >> count_bits) & count_max; }
+    static constexpr std::uint64_t retries_of(std::uint64_t w) noexcept { return w & count_max; }
+
+    // True when the slot was written for a later epoch than `epoch` (this
+    // thread's clock read is older than another's): never overwrite it.
+    static constexpr bool newer_than(std::uint64_t w, std::uint64_t epoch) noexcept {
+        const auto age = ((epoch & epoch_mask) - packed_epoch(w)) & epoch_mask;
+        return age > epoch_mask / 2;
+    }
+
+    std::uint64_t epoch_of(time_point now) const noexcept {
+        const auto ticks = now.time_since_epoch().count();
+        return ticks <= 0 ? 0 : static_cast<std::uint64_t>(ticks / slot_length_.count());
+    }
+
+    std::int64_t allowed(std::uint64_t requests) const noexcept {
+        return static_cast<std::int64_t>(std::floor(options_.ratio * static_cast<double>(requests))) + reserve_;
+    }
+
+    // Sums the slots inside the window ending at `epoch`, skipping `skip`.
+    counts totals(std::uint64_t epoch, std::size_t skip) const noexcept {
+        counts c;
+        for (std::size_t i = 0; i < slots; ++i) {
+            if (i == skip) continue;
+            const auto w = slots_[i].load(std::memory_order_acquire);
+            const auto age = ((epoch & epoch_mask) - packed_epoch(w)) & epoch_mask;
+            if (age >= slots) continue;
+            c.requests += requests_of(w);
+            c.retries += retries_of(w);
+        }
+        return c;
+    }
+
+    retry_budget_options options_;
+    duration slot_length_{};
+    std::int64_t reserve_ = 0;
+    std::array<std::atomic<std::uint64_t>, slots> slots_{};
+};
+
+}  // namespace resil

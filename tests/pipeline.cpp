@@ -1,0 +1,221 @@
+#include <resil/deadline_policy.hpp>
+#include <resil/fallback.hpp>
+#include <resil/pipeline.hpp>
+#include <resil/retry.hpp>
+#include <resil/testing/manual_clock.hpp>
+#include <resil/timeout_policy.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+
+// Counts every allocation in this test binary, to show a call allocates nothing.
+static std::atomic<long> allocations{0};
+void* operator new(std::size_t n) {
+    allocations.fetch_add(1, std::memory_order_relaxed);
+    if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+    throw std::bad_alloc{};
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+using namespace std::chrono_literals;
+using resil::reason;
+using resil::verdict;
+using resil::testing::manual_clock;
+
+namespace {
+
+// A user-written policy: records the order policies run in.
+struct tracer {
+    std::vector<std::string>* log;
+    std::string name;
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        log->push_back(name + " in");
+        auto out = next(ctx);
+        log->push_back(name + " out");
+        return out;
+    }
+};
+
+struct move_only {
+    std::unique_ptr<int> value;
+};
+resil::classification classify(const move_only& m) { return m.value ? verdict::success : verdict::retryable; }
+
+struct no_default {
+    explicit no_default(int v) : value(v) {}
+    int value;
+};
+
+int answer() { return 42; }
+
+struct service {
+    int base = 40;
+    int add(int x) const { return base + x; }
+};
+
+}  // namespace
+
+TEST_CASE("pipeline: policies run outer to inner in the order written") {
+    std::vector<std::string> log;
+    auto pipe = resil::pipeline(tracer{&log, "a"}, tracer{&log, "b"}, tracer{&log, "c"});
+    auto out = pipe([&] { log.push_back("call"); return 1; }, resil::always_success{});
+    CHECK(out.ok());
+    CHECK(log == std::vector<std::string>{"a in", "b in", "c in", "call", "c out", "b out", "a out"});
+}
+
+TEST_CASE("pipeline: move-only and non-default-constructible results") {
+    manual_clock clock;
+    auto pipe = resil::pipeline(clock, resil::retry_policy{});
+    int calls = 0;
+    auto out = pipe([&] { return ++calls < 2 ? move_only{} : move_only{std::make_unique<int>(7)}; });
+    REQUIRE(out.ok());
+    CHECK(*out->value == 7);
+    move_only taken = std::move(out).value();
+    CHECK(*taken.value == 7);
+
+    auto out2 = pipe([] { return no_default{5}; }, resil::always_success{});
+    REQUIRE(out2.ok());
+    CHECK(out2->value == 5);
+}
+
+TEST_CASE("pipeline: function pointers, member calls and void callables") {
+    auto pipe = resil::pipeline(resil::retry_policy{});
+    CHECK(pipe(&answer, resil::always_success{}).value() == 42);
+
+    service s;
+    CHECK(pipe(std::bind_front(&service::add, &s, 2), resil::always_success{}).value() == 42);
+
+    int touched = 0;
+    auto out = pipe([&] { ++touched; });
+    CHECK(out.ok());
+    CHECK(touched == 1);
+}
+
+TEST_CASE("pipeline: the callable may take the context") {
+    manual_clock clock;
+    auto pipe = resil::pipeline(clock, resil::deadline_policy{250ms},
+                                resil::timeout_policy{{.connect = 20ms, .read = 100ms, .total = 150ms}});
+    auto out = pipe(
+        [&](resil::basic_context<manual_clock>& ctx) {
+            CHECK(ctx.attempt() == 0);  // no retry policy: attempts are not numbered
+            CHECK(ctx.deadline().is_set());
+            CHECK(ctx.remaining() == 250ms);
+            const auto t = ctx.attempt_timeouts();
+            CHECK(t.connect == 20ms);
+            CHECK(t.total == 150ms);
+            clock.advance(160ms);  // time spent before the model call (C01: 250 - 160 = 90 ms left)
+            CHECK(ctx.attempt_timeouts().total == 90ms);
+            CHECK(ctx.attempt_timeouts().read == 90ms);
+            CHECK(ctx.attempt_timeouts().connect == 20ms);
+            return 1;
+        },
+        resil::always_success{});
+    CHECK(out.ok());
+}
+
+TEST_CASE("deadline policy: an inner deadline never extends an outer one") {
+    manual_clock clock;
+    auto pipe = resil::pipeline(clock, resil::deadline_policy{300ms}, resil::deadline_policy{5s});
+    auto out = pipe([](resil::basic_context<manual_clock>& ctx) { return ctx.remaining(); }, resil::always_success{});
+    CHECK(out.value() == 300ms);
+}
+
+TEST_CASE("deadline policy: an upstream deadline already passed rejects before any attempt") {
+    manual_clock clock;
+    auto pipe = resil::pipeline(clock, resil::deadline_policy{250ms});
+    resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{
+        .deadline = resil::basic_deadline<manual_clock>::at(clock.now() - 1ms, clock)}};
+    int calls = 0;
+    auto out = pipe.execute(ctx, [&] { return ++calls; }, resil::always_success{});
+    CHECK(calls == 0);
+    CHECK(out.reason() == reason::deadline_exceeded);
+    CHECK_FALSE(out.has_value());
+    CHECK_THROWS_AS(out.value(), resil::bad_outcome_access);
+}
+
+TEST_CASE("deadline policy: a call that fails after its deadline passed reports deadline_exceeded") {
+    manual_clock clock;
+    auto pipe = resil::pipeline(clock, resil::deadline_policy{100ms});
+    auto out = pipe([&] { clock.advance(150ms); return 0; }, [](int) { return verdict::ambiguous; });
+    CHECK(out.reason() == reason::deadline_exceeded);
+    CHECK(out.has_value());
+}
+
+TEST_CASE("deadline and timeout policies refuse nonsense") {
+    CHECK_THROWS_AS(resil::deadline_policy{0ms}, std::invalid_argument);
+    CHECK_THROWS_AS(resil::deadline_policy{-5s}, std::invalid_argument);
+    CHECK_THROWS_AS(resil::timeout_policy({.connect = 0ms}), std::invalid_argument);
+    CHECK_THROWS_AS(resil::timeout_policy({.read = -1ms}), std::invalid_argument);
+}
+
+TEST_CASE("pipelines nest: an inner pipeline's outcome is judged by what it says") {
+    manual_clock clock;
+    int bottom = 0;
+    auto inner = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 2}});
+    auto outer = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 2}});
+    auto out = outer([&] { return inner([&] { return ++bottom; }, [](int) { return verdict::retryable; }); });
+    // The inner layer retried and then said "don't retry": the outer did not add its own.
+    CHECK(bottom == 2);
+    CHECK_FALSE(out.ok());
+}
+
+TEST_CASE("fallback: counts every use by reason, copies share the counters") {
+    manual_clock clock;
+    resil::fallback_policy plan_b{[](const resil::outcome<int>& failed) { return failed.has_value() ? -*failed : -1; }};
+    auto pipe = resil::pipeline(clock, plan_b, resil::retry_policy{{.max_attempts = 2}});
+    auto out = pipe([] { return 7; }, [](int) { return verdict::retryable; });
+    REQUIRE(out.ok());
+    CHECK(*out == -7);
+    CHECK(out.from_fallback());
+    CHECK(out.fallback_reason() == reason::retries_exhausted);
+    auto out2 = pipe([] { return 8; }, [](int) { return verdict::permanent; });
+    CHECK(*out2 == -8);
+    CHECK(plan_b.count(reason::retries_exhausted) == 1);
+    CHECK(plan_b.count(reason::failed) == 1);
+    CHECK(plan_b.counts().total() == 2);
+    auto ok = pipe([] { return 9; }, [](int) { return verdict::success; });
+    CHECK(*ok == 9);
+    CHECK_FALSE(ok.from_fallback());
+    CHECK(plan_b.counts().total() == 2);
+}
+
+TEST_CASE("events: one listener sees attempts, retries and the fallback, each once") {
+    manual_clock clock;
+    std::vector<std::string> seen;
+    auto listener = [&](const auto& e) {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, resil::events::attempt_started>) seen.push_back("start " + std::to_string(e.attempt));
+        else if constexpr (std::is_same_v<E, resil::events::attempt_finished>) seen.push_back("finish " + std::string(resil::to_string(e.verdict)));
+        else if constexpr (std::is_same_v<E, resil::events::retry_scheduled>) seen.push_back("retry");
+        else if constexpr (std::is_same_v<E, resil::events::retries_exhausted>) seen.push_back("exhausted");
+        else if constexpr (std::is_same_v<E, resil::events::fallback_used>) seen.push_back("fallback " + std::string(resil::to_string(e.reason)));
+        else seen.push_back("other");
+    };
+    auto pipe = resil::pipeline(clock, resil::fallback_policy{[] { return 0; }}, resil::retry_policy{{.max_attempts = 2}})
+                    .with_listener(listener);
+    (void)pipe([] { return 1; }, [](int) { return verdict::retryable; });
+    CHECK(seen == std::vector<std::string>{"start 1", "finish retryable", "retry", "start 2", "finish retryable",
+                                           "exhausted", "fallback retries_exhausted"});
+}
+
+TEST_CASE("pipeline: a call allocates nothing") {
+    resil::retry_budget budget;
+    auto pipe = resil::pipeline(resil::fallback_policy{[] { return 0; }}, resil::deadline_policy{1s},
+                                resil::retry_policy{{.budget = &budget}}, resil::timeout_policy{{.total = 100ms}});
+    (void)pipe([] { return 1; }, resil::always_success{});  // warm the per-thread jitter engine
+    const auto before = allocations.load();
+    for (int i = 0; i < 1000; ++i) {
+        auto out = pipe([i] { return i; }, resil::always_success{});
+        REQUIRE(out.ok());
+    }
+    CHECK(allocations.load() == before);
+}
