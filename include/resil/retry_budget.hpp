@@ -91,7 +91,7 @@ public:
             if (static_cast<std::int64_t>(retries) >= allowed(requests)) return false;
             const auto desired = current ? word + retry_one : pack(epoch, 0, 1);
             if (current && retries_of(word) == count_max) return false;  // saturated: refuse rather than wrap
-            if (slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel)) return true;
+            if (slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel)) return confirm(epoch, slot);
         }
     }
 
@@ -104,6 +104,20 @@ public:
     [[nodiscard]] const retry_budget_options& options() const noexcept { return options_; }
 
 private:
+    // A withdrawal racing another at a slot boundary checked a sum that did
+    // not include the other's retry. Re-check after committing and give the
+    // retry back if the two together overdrew: both may give back (stricter),
+    // neither can keep an overdraft.
+    bool confirm(std::uint64_t epoch, std::atomic<std::uint64_t>& slot) noexcept {
+        const auto t = totals(epoch, slots);
+        if (static_cast<std::int64_t>(t.retries) <= allowed(t.requests)) return true;
+        auto word = slot.load(std::memory_order_acquire);
+        while (packed_epoch(word) == (epoch & epoch_mask) && retries_of(word) > 0 &&
+               !slot.compare_exchange_weak(word, word - retry_one, std::memory_order_acq_rel)) {
+        }
+        return false;
+    }
+
     // Word layout: | epoch (24 bits) | requests (20 bits) | retries (20 bits) |.
     // A slot whose epoch is not one of the window's last `slots` is stale and
     // counts nothing. 20 bits hold ~1 M requests per slot; beyond that the

@@ -1,0 +1,112 @@
+#include <resil/retry_budget.hpp>
+#include <resil/testing/manual_clock.hpp>
+
+#include <thread>
+#include <vector>
+
+#include "catch.hpp"
+
+using namespace std::chrono_literals;
+using resil::testing::manual_clock;
+
+TEST_CASE("retry budget: a quiet client may still retry, up to the floor") {
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 0.10, .min_per_second = 10, .window = 10s}};
+    CHECK(budget.balance(clock.now()) == 100);  // 10/s over a 10 s window
+    int granted = 0;
+    while (budget.try_withdraw(clock.now())) ++granted;
+    CHECK(granted == 100);
+    CHECK(budget.balance(clock.now()) == 0);
+}
+
+TEST_CASE("retry budget: every ten requests earn one retry at 10%") {
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 0.10, .min_per_second = 0}};
+    CHECK_FALSE(budget.try_withdraw(clock.now()));
+    for (int i = 0; i < 9; ++i) budget.deposit(clock.now());
+    CHECK_FALSE(budget.try_withdraw(clock.now()));
+    budget.deposit(clock.now());
+    CHECK(budget.try_withdraw(clock.now()));
+    CHECK_FALSE(budget.try_withdraw(clock.now()));
+    // The classic numbers: 500 requests per second, 20 % failing, allow 50 retries per second.
+    for (int i = 0; i < 500; ++i) budget.deposit(clock.now());
+    int granted = 0;
+    for (int i = 0; i < 100; ++i) granted += budget.try_withdraw(clock.now()) ? 1 : 0;
+    CHECK(granted == 50);
+}
+
+TEST_CASE("retry budget: deposits and withdrawals expire with the window") {
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 0.5, .min_per_second = 0, .window = 10s}};
+    for (int i = 0; i < 100; ++i) budget.deposit(clock.now());
+    for (int i = 0; i < 50; ++i) REQUIRE(budget.try_withdraw(clock.now()));
+    CHECK_FALSE(budget.try_withdraw(clock.now()));
+    clock.advance(5s);
+    CHECK(budget.balance(clock.now()) == 0);  // both still inside the window
+    clock.advance(6s);
+    CHECK(budget.balance(clock.now()) == 0);  // both gone: nothing earned, nothing owed
+    for (int i = 0; i < 10; ++i) budget.deposit(clock.now());
+    CHECK(budget.balance(clock.now()) == 5);
+    clock.advance(1h);  // a long idle period: stale slots count nothing
+    CHECK(budget.balance(clock.now()) == 0);
+}
+
+TEST_CASE("retry budget: the window slides slot by slot") {
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 1.0, .min_per_second = 0, .window = 10s}};
+    for (int s = 0; s < 10; ++s) {
+        budget.deposit(clock.now());
+        clock.advance(1s);
+    }
+    // 10 deposits one second apart: the oldest has just left the window.
+    CHECK(budget.balance(clock.now()) == 9);
+    clock.advance(4s);
+    CHECK(budget.balance(clock.now()) == 5);
+}
+
+TEST_CASE("retry budget: invalid options are refused with a clear message") {
+    CHECK_THROWS_WITH(resil::retry_budget({.ratio = 1.5}), "resil::retry_budget: ratio must be in [0, 1], got 1.500000");
+    CHECK_THROWS_AS(resil::retry_budget({.ratio = -0.1}), std::invalid_argument);
+    CHECK_THROWS_AS(resil::retry_budget({.window = 0s}), std::invalid_argument);
+    CHECK_THROWS_AS(resil::retry_budget({.window = 48h}), std::invalid_argument);
+    CHECK_THROWS_AS(resil::retry_budget({.min_per_second = 2'000'000}), std::invalid_argument);
+    const resil::retry_budget ok{{.ratio = 0.2, .min_per_second = 3, .window = 1s}};
+    CHECK(ok.options().ratio == 0.2);
+    CHECK(ok.options().window == 1s);
+}
+
+TEST_CASE("retry budget: a thread with an older clock reading never wipes a newer slot") {
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 1.0, .min_per_second = 0, .window = 10s}};
+    const auto old = clock.now();
+    clock.advance(10s);  // same slot index, one window later
+    budget.deposit(clock.now());
+    budget.deposit(old);  // a stalled thread finally writes
+    CHECK(budget.balance(clock.now()) == 1);
+    CHECK_FALSE(budget.try_withdraw(old));
+    CHECK(budget.try_withdraw(clock.now()));
+}
+
+TEST_CASE("retry budget: concurrent deposits and withdrawals across a moving clock stay bounded") {
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 0.10, .min_per_second = 0, .window = 10s}};
+    std::atomic<long> deposits{0};
+    std::atomic<long> granted{0};
+    {
+        std::vector<std::jthread> pool;
+        for (int t = 0; t < 3; ++t)
+            pool.emplace_back([&] {
+                for (int i = 0; i < 20'000; ++i) {
+                    budget.deposit(clock.now());
+                    deposits.fetch_add(1);
+                    if (budget.try_withdraw(clock.now())) granted.fetch_add(1);
+                }
+            });
+        pool.emplace_back([&] {
+            for (int i = 0; i < 2'000; ++i) clock.advance(1ms);
+        });
+    }
+    // Over all time, retries never exceed 10 % of requests (no floor here).
+    CHECK(granted.load() <= deposits.load() / 10);
+    CHECK(granted.load() > 0);
+}
