@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "clock.hpp"
+#include "detail/saturate.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
 
@@ -35,7 +36,7 @@ public:
         using result = decltype(next(ctx));
         auto outer = ctx.deadline();
         const auto now = ctx.now();
-        ctx.tighten_deadline(saturating_add(now, budget_));
+        ctx.tighten_deadline(detail::saturating_add(now, budget_));
         if (ctx.deadline().expired(now)) {
             ctx.emit(events::deadline_exceeded{0});
             ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
@@ -54,10 +55,6 @@ public:
     }
 
 private:
-    static time_point saturating_add(time_point t, duration d) noexcept {
-        return d >= time_point::max() - t ? time_point::max() : t + d;
-    }
-
     duration budget_;
 };
 

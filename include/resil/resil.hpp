@@ -1,0 +1,22 @@
+// resil/resil.hpp — the whole core in one include: every policy and
+// primitive that needs only the standard library. The integrations have their
+// own headers and CMake targets: resil/curl.hpp (resil::curl),
+// resil/json.hpp (resil::json), resil/fmt.hpp (resil::fmt).
+#pragma once
+
+#include "backoff.hpp"
+#include "clock.hpp"
+#include "context.hpp"
+#include "deadline.hpp"
+#include "deadline_policy.hpp"
+#include "events.hpp"
+#include "fallback.hpp"
+#include "idempotency_key.hpp"
+#include "outcome.hpp"
+#include "pipeline.hpp"
+#include "retry.hpp"
+#include "retry_after.hpp"
+#include "retry_budget.hpp"
+#include "timeout_policy.hpp"
+#include "timeouts.hpp"
+#include "version.hpp"
