@@ -210,13 +210,17 @@ TEST_CASE("events: one listener sees attempts, retries and the fallback, each on
         else if constexpr (std::is_same_v<E, resil::events::retry_scheduled>) seen.push_back("retry");
         else if constexpr (std::is_same_v<E, resil::events::retries_exhausted>) seen.push_back("exhausted");
         else if constexpr (std::is_same_v<E, resil::events::fallback_used>) seen.push_back("fallback " + std::string(resil::to_string(e.reason)));
+        else if constexpr (std::is_same_v<E, resil::events::call_finished>)
+            seen.push_back("call " + std::string(resil::to_string(e.reason)) + " after " + std::to_string(e.attempts) +
+                           (e.from_fallback ? " (fallback)" : ""));
         else seen.push_back("other");
     };
     auto pipe = resil::pipeline(clock, resil::fallback_policy{[] { return 0; }}, resil::retry_policy{{.max_attempts = 2}})
                     .with_listener(listener);
     (void)pipe([] { return 1; }, [](int) { return verdict::retryable; });
     CHECK(seen == std::vector<std::string>{"start 1", "finish retryable", "retry", "start 2", "finish retryable",
-                                           "exhausted", "fallback retries_exhausted"});
+                                           "exhausted", "fallback retries_exhausted",
+                                           "call retries_exhausted after 2 (fallback)"});
 }
 
 TEST_CASE("pipeline: a call allocates nothing") {

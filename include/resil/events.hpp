@@ -73,6 +73,7 @@ struct breaker_state_changed {
     circuit_state to = circuit_state::closed;
     double failure_ratio = 0.0;       ///< in the window, when it changed
     std::uint64_t calls_in_window = 0;
+    time_point at{};                  ///< when, on the breaker's clock
 };
 
 /// A policy rejected the call before (or instead of) an attempt.
@@ -84,6 +85,13 @@ struct rejected {
 /// A fallback produced the value for a failed call.
 struct fallback_used {
     resil::reason reason = reason::none;
+};
+
+/// A call through a pipeline ended (emitted once per call, last).
+struct call_finished {
+    resil::reason reason = reason::none;  ///< none: success (possibly through a fallback)
+    std::uint32_t attempts = 0;           ///< attempts that ran the callable
+    bool from_fallback = false;
 };
 
 /// The call ran out of time.

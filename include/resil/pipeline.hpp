@@ -28,6 +28,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstdint>
 #include <cstddef>
 #include <exception>
 #include <functional>
@@ -134,8 +135,15 @@ public:
     template <class Event>
     static constexpr bool listens = listens_to<Listener, Event>;
 
+    // Attempts that ran the callable; counted only when someone listens.
+    void count_attempt() noexcept {
+        if constexpr (listens<events::call_finished>) ++attempts_;
+    }
+    [[nodiscard]] std::uint32_t attempts_run() const noexcept { return attempts_; }
+
 private:
     Listener* listener_;
+    std::uint32_t attempts_ = 0;
 };
 
 /// Whether a context type carries a listener that wants Event.
@@ -179,6 +187,8 @@ public:
             return attempt<value_type>(c, fn, classify);
         };
         auto out = run<0>(pctx, innermost);
+        pctx.emit(events::call_finished{out.ok() ? out.fallback_reason() : out.reason(), pctx.attempts_run(),
+                                        out.from_fallback()});
         ctx = std::move(static_cast<basic_context<Clock>&>(pctx));
         return out;
     }
@@ -212,6 +222,7 @@ private:
     template <class T, class Ctx, class F, class Classifier>
     static outcome<T> attempt(Ctx& ctx, F& fn, Classifier& classify) {
         constexpr bool timed = detail::context_listens<Ctx, events::attempt_finished>();
+        ctx.count_attempt();
         ctx.emit(events::attempt_started{ctx.attempt()});
         [[maybe_unused]] time_point started{};
         if constexpr (timed) started = ctx.now();
