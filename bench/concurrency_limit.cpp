@@ -1,0 +1,104 @@
+// The concurrency limit's cost per call (admit + release), next to the
+// textbook baseline: a std::mutex around the in-flight count and the
+// counters. Run with 1 and 2 threads on one shared limit.
+#include "bench_support.hpp"
+
+#include <resil/concurrency_limit.hpp>
+#include <resil/pipeline.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+
+namespace {
+
+class mutex_concurrency_limit {
+public:
+    explicit mutex_concurrency_limit(std::uint32_t limit) : limit_(limit) {}
+
+    bool try_acquire() {
+        std::lock_guard lock(mutex_);
+        if (in_flight_ >= limit_) {
+            ++shed_;
+            return false;
+        }
+        ++in_flight_;
+        ++admitted_;
+        return true;
+    }
+    void release() {
+        std::lock_guard lock(mutex_);
+        --in_flight_;
+    }
+
+private:
+    std::mutex mutex_;
+    std::uint32_t limit_;
+    std::uint32_t in_flight_ = 0;
+    std::uint64_t admitted_ = 0;
+    std::uint64_t shed_ = 0;
+};
+
+// Large enough that no thread is ever shed: each iteration admits and releases.
+constexpr std::uint32_t roomy = 1024;
+
+resil::concurrency_limit& shared_limit() {
+    static resil::concurrency_limit limit{{.max_in_flight = roomy}};
+    return limit;
+}
+mutex_concurrency_limit& shared_mutex_limit() {
+    static mutex_concurrency_limit limit{roomy};
+    return limit;
+}
+
+}  // namespace
+
+static void concurrency_limit_acquire_release(benchmark::State& state) {
+    auto& limit = shared_limit();
+    const auto before = resil_bench::allocations.load();
+    for (auto _ : state) {
+        auto permit = limit.try_acquire();
+        benchmark::DoNotOptimize(permit);
+    }
+    resil_bench::report_allocations(state, before);
+}
+BENCHMARK(concurrency_limit_acquire_release)->Threads(1)->Threads(2);
+
+static void baseline_mutex_limit_acquire_release(benchmark::State& state) {
+    auto& limit = shared_mutex_limit();
+    const auto before = resil_bench::allocations.load();
+    for (auto _ : state) {
+        const bool admitted = limit.try_acquire();
+        benchmark::DoNotOptimize(admitted);
+        if (admitted) limit.release();
+    }
+    resil_bench::report_allocations(state, before);
+}
+BENCHMARK(baseline_mutex_limit_acquire_release)->Threads(1)->Threads(2);
+
+// A full limit: the shed path, which must stay cheap under overload.
+static void concurrency_limit_shed(benchmark::State& state) {
+    static resil::concurrency_limit full{{.max_in_flight = 1}};
+    static auto held = full.try_acquire();
+    benchmark::DoNotOptimize(held);
+    const auto before = resil_bench::allocations.load();
+    for (auto _ : state) {
+        auto permit = full.try_acquire();
+        benchmark::DoNotOptimize(permit);
+    }
+    resil_bench::report_allocations(state, before);
+}
+BENCHMARK(concurrency_limit_shed)->Threads(1)->Threads(2);
+
+// Through a pipeline holding the limit by std::ref, around a trivial call.
+static void concurrency_limit_in_pipeline(benchmark::State& state) {
+    auto& limit = shared_limit();
+    const auto pipe = resil::pipeline(std::ref(limit));
+    const auto before = resil_bench::allocations.load();
+    int x = 0;
+    for (auto _ : state) benchmark::DoNotOptimize(pipe([&] { return ++x; }, resil::always_success{}));
+    resil_bench::report_allocations(state, before);
+}
+BENCHMARK(concurrency_limit_in_pipeline);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,149 @@
+// resil/concurrency_limit.hpp — load shedding by a bound on calls in flight
+// (a bulkhead, MAX_INFLIGHT): call N+1 is rejected at once, never queued.
+//
+//   resil::concurrency_limit limit{{.max_in_flight = 16}};
+//
+//   // Directly: hold a permit for the duration of the work.
+//   if (auto permit = limit.try_acquire()) {
+//       handle(request);                     // released when `permit` goes away
+//   } else {
+//       reply(503);                          // shed, in microseconds
+//   }
+//
+//   // In a pipeline: reason::shed when full.
+//   auto pipe = resil::pipeline(resil::retry_policy{}, std::ref(limit));
+//
+// Lock-free: admission is a compare-and-swap loop that increments the count
+// only while it is below the limit, so no thread ever observes more than N
+// in flight, not even for an instant (an increment-then-undo would let others
+// see N+1 and shed calls that should have been admitted). A permit is an RAII
+// handle released on every path, exceptions included. Share one limit per
+// protected resource; it is not copyable (pass it to a pipeline with std::ref).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "events.hpp"
+#include "outcome.hpp"
+
+namespace resil {
+
+/// Options of a concurrency_limit; the defaults are the documented ones.
+struct concurrency_limit_options {
+    /// Most calls in flight at once; at least 1. Default 16.
+    std::uint32_t max_in_flight = 16;
+
+    friend bool operator==(const concurrency_limit_options&, const concurrency_limit_options&) = default;
+};
+
+/// A bound on concurrent calls. Thread-safe and lock-free: every member may
+/// be called from any number of threads at once. Members are const because
+/// the state is atomic (a const limit still admits calls), which is what lets
+/// a pipeline share it by std::ref.
+class concurrency_limit {
+public:
+    /// The right to be in flight: move-only, released when destroyed (or by
+    /// release()). An empty permit (the call was shed) converts to false.
+    /// A permit must not outlive the limit that issued it.
+    class permit {
+    public:
+        /// An empty permit.
+        permit() noexcept = default;
+        permit(permit&& other) noexcept : limit_(std::exchange(other.limit_, nullptr)) {}
+        permit& operator=(permit&& other) noexcept {
+            if (this != &other) {
+                release();
+                limit_ = std::exchange(other.limit_, nullptr);
+            }
+            return *this;
+        }
+        permit(const permit&) = delete;
+        permit& operator=(const permit&) = delete;
+        ~permit() { release(); }
+
+        /// True while this permit holds a place.
+        [[nodiscard]] bool held() const noexcept { return limit_ != nullptr; }
+        explicit operator bool() const noexcept { return held(); }
+
+        /// Gives the place back now; the permit becomes empty. Idempotent.
+        void release() noexcept {
+            if (auto* l = std::exchange(limit_, nullptr)) l->release_one();
+        }
+
+    private:
+        friend class concurrency_limit;
+        explicit permit(const concurrency_limit* l) noexcept : limit_(l) {}
+        const concurrency_limit* limit_ = nullptr;
+    };
+
+    /// Throws std::invalid_argument when max_in_flight is 0.
+    explicit concurrency_limit(concurrency_limit_options options = {}) : options_(options) {
+        if (options.max_in_flight < 1)
+            throw std::invalid_argument("resil::concurrency_limit: max_in_flight must be >= 1, got 0");
+    }
+    concurrency_limit(const concurrency_limit&) = delete;
+    concurrency_limit& operator=(const concurrency_limit&) = delete;
+
+    /// A permit when fewer than limit() calls are in flight; an empty one
+    /// (counted as shed) otherwise. Never waits, never allocates.
+    [[nodiscard]] permit try_acquire() const noexcept {
+        auto current = state_.in_flight.load(std::memory_order_relaxed);
+        do {
+            if (current >= options_.max_in_flight) {
+                state_.shed.fetch_add(1, std::memory_order_relaxed);
+                return permit{};
+            }
+            // Acquire pairs with the release in release_one(), as for any
+            // semaphore: work done under a permit happens-before its reuse.
+        } while (!state_.in_flight.compare_exchange_weak(current, current + 1, std::memory_order_acquire,
+                                                         std::memory_order_relaxed));
+        state_.admitted.fetch_add(1, std::memory_order_relaxed);
+        return permit{this};
+    }
+
+    /// Calls in flight now (a snapshot), in [0, limit()].
+    [[nodiscard]] std::uint32_t in_flight() const noexcept { return state_.in_flight.load(std::memory_order_relaxed); }
+    /// The most calls in flight at once: options().max_in_flight.
+    [[nodiscard]] std::uint32_t limit() const noexcept { return options_.max_in_flight; }
+    /// Calls admitted since construction.
+    [[nodiscard]] std::uint64_t admitted() const noexcept { return state_.admitted.load(std::memory_order_relaxed); }
+    /// Calls shed (rejected because the limit was reached) since construction.
+    [[nodiscard]] std::uint64_t shed() const noexcept { return state_.shed.load(std::memory_order_relaxed); }
+
+    [[nodiscard]] const concurrency_limit_options& options() const noexcept { return options_; }
+
+    /// As a pipeline policy: holds a permit around the rest of the pipeline;
+    /// when full, rejects with reason::shed at once (events::rejected is
+    /// emitted). The permit is released however the call ends, exceptions
+    /// included.
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        using result_type = decltype(next(ctx));
+        const auto held = try_acquire();
+        if (!held) {
+            ctx.emit(events::rejected{reason::shed, std::nullopt});
+            return result_type::rejected(reason::shed);
+        }
+        return std::forward<Next>(next)(ctx);
+    }
+
+private:
+    void release_one() const noexcept { state_.in_flight.fetch_sub(1, std::memory_order_release); }
+
+    concurrency_limit_options options_;
+    // One cache line of its own: the counters are written by the thread that
+    // just won the line for the admission, so they cost no extra transfer,
+    // and neighbouring objects cannot falsely share it.
+    struct alignas(64) counters {
+        std::atomic<std::uint32_t> in_flight{0};
+        std::atomic<std::uint64_t> admitted{0};
+        std::atomic<std::uint64_t> shed{0};
+    };
+    mutable counters state_;
+};
+
+}  // namespace resil

@@ -1,0 +1,289 @@
+// resil/token_bucket.hpp — a rate limiter: rate r tokens per second, burst B,
+// starting full; a request takes a token or is told how long to wait.
+//
+//   resil::token_bucket bucket{{.rate = 50, .burst = 100}};
+//
+//   // Server side: a gateway answering 429 with Retry-After.
+//   if (auto r = bucket.try_acquire(); !r) {
+//       if (r.status == resil::token_bucket_status::exceeds_burst) return reply(413);
+//       return reply(429, {"Retry-After", std::to_string(r.retry_after.count())});
+//   }
+//
+//   // Client side: pace a batch job, waiting at most until the deadline.
+//   for (auto& item : batch)
+//       if (bucket.acquire(resil::deadline::after(5s))) send(item);
+//
+//   // In a pipeline: reject (reason::rate_limited, retry_after = the wait).
+//   auto pipe = resil::pipeline(resil::retry_policy{}, std::ref(bucket));
+//
+// Lock-free: the whole state is one atomic int64 updated by compare-and-swap,
+// using GCRA (see resil/detail/gcra.hpp) in integer arithmetic, so there is no
+// drift and no overflow anywhere in the documented range (rate 1e-3 … 1e9 per
+// second). A rejected request takes nothing. Share one bucket per limited
+// resource; it is not copyable (pass it to a pipeline with std::ref).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "clock.hpp"
+#include "deadline.hpp"
+#include "detail/gcra.hpp"
+#include "detail/saturate.hpp"
+#include "events.hpp"
+#include "outcome.hpp"
+
+namespace resil {
+
+/// Options of a token bucket; the defaults are the documented ones.
+struct token_bucket_options {
+    /// Tokens added per second, in [0.001, 1e9]. Default 50.
+    double rate = 50.0;
+    /// Tokens the bucket holds when full, which is also the largest request
+    /// it can ever grant; in [1, 1e15], with burst / rate (the time to refill
+    /// an empty bucket) at most 1e9 s. The bucket starts full. Default 100.
+    std::int64_t burst = 100;
+    /// In a pipeline only: how long a call may wait for its token (never past
+    /// the call's deadline) before it is rejected. Default zero: reject at
+    /// once, as a server does; set it for client-side pacing.
+    duration max_wait = duration::zero();
+
+    friend bool operator==(const token_bucket_options&, const token_bucket_options&) = default;
+};
+
+/// What a token bucket said about a request.
+enum class token_bucket_status : std::uint8_t {
+    granted,        ///< the tokens were taken
+    rejected,       ///< not enough tokens now (for acquire(): not before the deadline); see `wait`
+    exceeds_burst,  ///< more tokens than the bucket can ever hold: no wait will help
+    cancelled,      ///< acquire() only: the stop token fired; nothing was taken
+};
+
+[[nodiscard]] constexpr std::string_view to_string(token_bucket_status s) noexcept {
+    switch (s) {
+        case token_bucket_status::granted: return "granted";
+        case token_bucket_status::rejected: return "rejected";
+        case token_bucket_status::exceeds_burst: return "exceeds_burst";
+        case token_bucket_status::cancelled: return "cancelled";
+    }
+    return "unknown";
+}
+
+/// The answer to one request for tokens.
+struct token_bucket_result {
+    token_bucket_status status = token_bucket_status::granted;
+    /// rejected: how long until the tokens exist (at least 1 ns). granted by
+    /// acquire(): how long it slept for them. Otherwise zero.
+    duration wait{};
+    /// rejected: `wait` rounded up to whole seconds and at least 1 s, the
+    /// value of a Retry-After header. Otherwise zero.
+    std::chrono::seconds retry_after{};
+
+    [[nodiscard]] constexpr bool granted() const noexcept { return status == token_bucket_status::granted; }
+    explicit constexpr operator bool() const noexcept { return granted(); }
+
+    friend constexpr bool operator==(const token_bucket_result&, const token_bucket_result&) = default;
+};
+
+/// A token bucket on `Clock`. Thread-safe and lock-free: every member may be
+/// called from any number of threads at once. Members are const because the
+/// state is one atomic word (a const bucket still grants tokens), which is
+/// what lets a pipeline share it by std::ref.
+template <clock Clock = steady_clock>
+class basic_token_bucket {
+public:
+    using clock_type = Clock;
+
+    /// A full bucket. Throws std::invalid_argument for options outside their
+    /// documented ranges.
+    explicit basic_token_bucket(token_bucket_options options = {}, Clock clock = {})
+        : options_(validated(options)),
+          params_(detail::gcra::make_params(options_.rate, options_.burst)),
+          clock_(std::move(clock)),
+          origin_(clock_.now()) {}
+
+    basic_token_bucket(const basic_token_bucket&) = delete;
+    basic_token_bucket& operator=(const basic_token_bucket&) = delete;
+
+    /// Takes `n` tokens now if the bucket holds them; never waits. n = 0 is
+    /// granted and takes nothing; n > burst is `exceeds_burst`. Throws
+    /// std::invalid_argument for a negative n. Does not allocate.
+    [[nodiscard]] token_bucket_result try_acquire(std::int64_t n = 1) const { return try_acquire(clock_.now(), n); }
+
+    /// try_acquire as of instant `now` (a reading of this bucket's clock),
+    /// for callers that already read the clock.
+    [[nodiscard]] token_bucket_result try_acquire(time_point now, std::int64_t n = 1) const {
+        if (auto early = screen(n)) return *early;
+        const auto elapsed = elapsed_ns(now);
+        const auto now_units = detail::gcra::to_units(params_, elapsed);
+        // Relaxed is enough: the word is the whole state and publishes no
+        // other data; its modification order alone keeps the count exact.
+        auto tat = tat_.load(std::memory_order_relaxed);
+        for (;;) {
+            const auto d = detail::gcra::decide(params_, tat, now_units, n);
+            if (!d.conforming) return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed);
+            if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) return {};
+        }
+    }
+
+    /// Takes `n` tokens, sleeping (through the clock's interruptible
+    /// sleep_for) until they exist, but never past the deadline `until`: when the wait
+    /// would end after it, returns `rejected` at once without sleeping. The
+    /// tokens are reserved before the sleep, so concurrent waiters are served
+    /// first come, first served, without a stampede. `stop` cancels the wait
+    /// (`cancelled`): the reservation goes back to the bucket when nobody took
+    /// tokens after it, and is otherwise forfeited (erring on the side of the
+    /// limit). A deadline that is not set lets it wait as long as needed (the
+    /// wait is capped at 18 years).
+    [[nodiscard]] token_bucket_result acquire(const basic_deadline<Clock>& until, std::int64_t n = 1,
+                                std::stop_token stop = {}) const {
+        return acquire_until(clock_.now(), until.when(), n, stop);
+    }
+
+    /// acquire() within a call's context: its deadline and its stop token.
+    template <class Context>
+        requires requires(const Context& c) {
+            { c.deadline().when() } -> std::convertible_to<time_point>;
+            { c.stop_token() } -> std::convertible_to<std::stop_token>;
+        }
+    [[nodiscard]] token_bucket_result acquire(const Context& ctx, std::int64_t n = 1) const {
+        return acquire_until(clock_.now(), ctx.deadline().when(), n, ctx.stop_token());
+    }
+
+    /// Tokens in the bucket at `now`, in [0, burst], counting the fraction of
+    /// the one refilling; for tests and metrics. Lock-free, no side effects.
+    [[nodiscard]] double tokens(time_point now) const noexcept {
+        return detail::gcra::tokens(params_, tat_.load(std::memory_order_relaxed),
+                                    detail::gcra::to_units(params_, elapsed_ns(now)));
+    }
+    [[nodiscard]] double tokens() const noexcept { return tokens(clock_.now()); }
+
+    /// Whole tokens a request could take now, in [0, burst].
+    [[nodiscard]] std::int64_t available() const noexcept { return available(clock_.now()); }
+    [[nodiscard]] std::int64_t available(time_point now) const noexcept {
+        return detail::gcra::whole_tokens(params_, tat_.load(std::memory_order_relaxed),
+                                          detail::gcra::to_units(params_, elapsed_ns(now)));
+    }
+
+    [[nodiscard]] const token_bucket_options& options() const noexcept { return options_; }
+    [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
+
+    /// As a pipeline policy: one token per call. Without a token the call is
+    /// rejected with reason::rate_limited and the wait as its retry_after
+    /// (events::rejected is emitted); with options().max_wait > 0 it first
+    /// waits up to that long, within the call's deadline and stop token
+    /// (reason::cancelled when the stop token fires).
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        using result_type = decltype(next(ctx));
+        if constexpr (requires { typename Context::clock_type; })
+            static_assert(std::is_same_v<typename Context::clock_type, Clock>,
+                          "resil::basic_token_bucket: the pipeline's clock type must be the bucket's clock type");
+        // The bucket's own clock, not the context's: a context built by the
+        // caller may carry another time line than the one the bucket counts on.
+        const auto now = clock_.now();
+        token_bucket_result r;
+        if (options_.max_wait > duration::zero()) {
+            const auto patience = detail::saturating_add(now, options_.max_wait);
+            const auto call_deadline = ctx.deadline().when();
+            r = acquire_until(now, call_deadline < patience ? call_deadline : patience, 1, ctx.stop_token());
+        } else {
+            r = try_acquire(now, 1);
+        }
+        if (!r) {
+            if (r.status == token_bucket_status::cancelled) {
+                ctx.emit(events::rejected{reason::cancelled, std::nullopt});
+                return result_type::rejected(reason::cancelled);
+            }
+            ctx.emit(events::rejected{reason::rate_limited, r.wait});
+            return result_type::rejected(reason::rate_limited, r.wait);
+        }
+        return std::forward<Next>(next)(ctx);
+    }
+
+private:
+    static const token_bucket_options& validated(const token_bucket_options& o) {
+        if (!detail::gcra::valid(o.rate, o.burst))
+            throw std::invalid_argument(
+                "resil::token_bucket: rate must be in [0.001, 1e9] per second and burst in [1, 1e15] with "
+                "burst / rate <= 1e9 s, got rate " + std::to_string(o.rate) + ", burst " + std::to_string(o.burst));
+        if (o.max_wait < duration::zero())
+            throw std::invalid_argument("resil::token_bucket: max_wait must not be negative");
+        return o;
+    }
+
+    // The answers that need no clock: bad input, nothing asked, too much asked.
+    std::optional<token_bucket_result> screen(std::int64_t n) const {
+        if (n < 0)
+            throw std::invalid_argument("resil::token_bucket: cannot take a negative number of tokens, got " +
+                                        std::to_string(n));
+        if (n == 0) return token_bucket_result{};
+        if (n > params_.burst) return token_bucket_result{token_bucket_status::exceeds_burst, {}, {}};
+        return std::nullopt;
+    }
+
+    static token_bucket_result rejected(std::int64_t wait_ns) noexcept {
+        const duration wait{wait_ns > 0 ? wait_ns : 1};
+        auto seconds = std::chrono::ceil<std::chrono::seconds>(wait);
+        if (seconds < std::chrono::seconds{1}) seconds = std::chrono::seconds{1};
+        return {token_bucket_status::rejected, wait, seconds};
+    }
+
+    std::int64_t elapsed_ns(time_point now) const noexcept {
+        return detail::gcra::clamp_elapsed(detail::saturating_sub(now, origin_).count());
+    }
+
+    token_bucket_result acquire_until(time_point now, time_point until, std::int64_t n,
+                                      const std::stop_token& stop) const {
+        if (stop.stop_requested()) return {token_bucket_status::cancelled, {}, {}};
+        if (auto early = screen(n)) return *early;
+        const auto elapsed = elapsed_ns(now);
+        const auto now_units = detail::gcra::to_units(params_, elapsed);
+        std::int64_t horizon = until <= now ? 0 : detail::saturating_sub(until, now).count();
+        if (horizon > detail::gcra::max_lookahead_ns) horizon = detail::gcra::max_lookahead_ns;
+        const auto lookahead = detail::gcra::to_units(params_, elapsed + horizon) - now_units;
+
+        auto tat = tat_.load(std::memory_order_relaxed);
+        detail::gcra::decision d;
+        for (;;) {  // on success `tat` keeps the value replaced, for a refund
+            d = detail::gcra::decide(params_, tat, now_units, n, lookahead);
+            if (!d.conforming) return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed);
+            if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) break;
+        }
+        const auto wait_ns = detail::gcra::first_ns_at(params_, d.ready_at) - elapsed;
+        if (wait_ns <= 0) return {};
+        const duration wait{wait_ns};
+        if (!clock_.sleep_for(wait, stop)) {
+            // Undo the reservation only while it is still the last change:
+            // then restoring the old word is exactly "it never happened". Once
+            // others built on it (or the bucket refilled past it), subtracting
+            // it could hand out tokens a real bucket would not have.
+            auto expected = d.new_tat;
+            tat_.compare_exchange_strong(expected, tat, std::memory_order_relaxed);
+            return {token_bucket_status::cancelled, {}, {}};
+        }
+        return {token_bucket_status::granted, wait, {}};
+    }
+
+    token_bucket_options options_;
+    detail::gcra::params params_;
+    [[no_unique_address]] Clock clock_;
+    time_point origin_;
+    // The theoretical arrival time, in units since origin_ (see detail/gcra.hpp).
+    // 0 means full at the origin.
+    mutable std::atomic<std::int64_t> tat_{0};
+};
+
+/// A token bucket on the real monotonic clock.
+using token_bucket = basic_token_bucket<>;
+
+}  // namespace resil
