@@ -123,7 +123,7 @@ public:
     void set_last_hint(const server_hint& h) noexcept { last_hint_ = h; }
 
     /// The random source for jitter: the caller's, or this thread's engine.
-    [[nodiscard]] jitter_engine& jitter() noexcept { return jitter_ ? *jitter_ : detail::thread_jitter(); }
+    [[nodiscard]] jitter_engine& jitter() { return jitter_ ? *jitter_ : detail::thread_jitter(); }
 
     /// Events from policies; a plain context has no listener. (A pipeline's
     /// context type carries its listener and hides this.)

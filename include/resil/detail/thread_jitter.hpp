@@ -10,25 +10,24 @@
 #include <functional>
 #include <thread>
 
-#include <pthread.h>
 #if __has_include(<sys/random.h>)
 #include <sys/random.h>
 #endif
 
 #include "../backoff.hpp"
+#include "csprng.hpp"
 
 namespace resil::detail {
 
-/// Counts fork()s in this process's ancestry as seen by this process: a child
-/// sees one more than its parent had. Cheap to read (one relaxed load).
-inline std::atomic<std::uint64_t> fork_count{0};
-
-inline std::uint64_t fork_generation() noexcept {
+/// The fork epoch the idempotency-key generator keeps (one pthread_atfork
+/// handler serves both): it changes in every forked child.
+inline std::uint64_t fork_generation() {
     static const bool registered = [] {
-        return pthread_atfork(nullptr, nullptr, [] { fork_count.fetch_add(1, std::memory_order_relaxed); }) == 0;
+        (void)csprng::state_key();  // registers the fork handler, once per process
+        return true;
     }();
     (void)registered;
-    return fork_count.load(std::memory_order_relaxed);
+    return csprng::fork_epoch.load(std::memory_order_relaxed);
 }
 
 inline std::uint64_t os_seed() noexcept {
@@ -43,7 +42,7 @@ inline std::uint64_t os_seed() noexcept {
     return seed;
 }
 
-inline jitter_engine& thread_jitter() noexcept {
+inline jitter_engine& thread_jitter() {
     struct seeded {
         jitter_engine engine{os_seed()};
         std::uint64_t generation = fork_generation();
