@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# resil's whole test suite. Exits non-zero when any step fails.
+#
+# Usage: scripts/test.sh [--quick]
+#
+#   (no option)  On a fresh Debian 12 machine, installs the missing packages
+#                (as root; otherwise names them and stops), then runs:
+#                  a. g++ RelWithDebInfo, warnings as errors: builds tests,
+#                     examples and benchmarks; ctest; a benchmark smoke pass
+#                     (every bench_* binary, tiny min time, figures ignored)
+#                  b. clang++ ASan+UBSan Debug, tests only; ctest under a
+#                     non-UTC TZ (America/Santiago)
+#                  c. clang++ TSan, tests only; ctest
+#                  d. consumers: find_package on an installed copy,
+#                     add_subdirectory of this tree, FetchContent of a
+#                     tarball made from this tree
+#   --quick      step a without the benchmark smoke, for local iteration.
+#
+# Build directories live under build/ (ci-gcc, ci-asan, ci-tsan, ci-consumer)
+# and are reused, so a second run only rebuilds what changed. Parallelism is
+# RESIL_JOBS (default: nproc). A run ends with step timings and the line
+# "N passed, N failed", counting the steps.
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+quick=0
+case "${1:-}" in
+    "") ;;
+    --quick) quick=1 ;;
+    -h | --help)
+        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "usage: scripts/test.sh [--quick]" >&2
+        exit 2
+        ;;
+esac
+
+cd "$RESIL_ROOT"
+BUILD="$RESIL_ROOT/build"
+CI_TZ="America/Santiago"
+SANITIZE_ADDRESS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+SANITIZE_THREAD="-fsanitize=thread -O1 -fno-omit-frame-pointer"
+
+run_started=$(resil_now)
+resil_ensure_packages "${RESIL_TEST_PACKAGES[@]}"
+
+# --- step bookkeeping --------------------------------------------------------
+
+step_names=()
+step_results=()
+step_seconds=()
+
+# run_step NAME COMMAND...: announces, times and records one step; a failing
+# step is recorded and the run goes on, so one failure does not hide others.
+run_step() {
+    local name="$1"
+    shift
+    resil_banner "$name"
+    local started rc=0
+    started=$(resil_now)
+    "$@" || rc=$?
+    step_names+=("$name")
+    step_seconds+=($(($(resil_now) - started)))
+    if ((rc == 0)); then
+        step_results+=(ok)
+    else
+        step_results+=(FAILED)
+        echo "---- step failed: $name"
+    fi
+}
+
+summary() {
+    local passed=0 failed=0 i
+    resil_banner "summary"
+    for i in "${!step_names[@]}"; do
+        printf '  %-7s %5ss  %s\n' "${step_results[$i]}" "${step_seconds[$i]}" "${step_names[$i]}"
+        if [[ "${step_results[$i]}" == ok ]]; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1))
+        fi
+    done
+    printf '  total   %5ss\n' "$(($(resil_now) - run_started))"
+    echo "$passed passed, $failed failed"
+    ((failed == 0))
+}
+
+# --- a. g++ ------------------------------------------------------------------
+
+gcc_build() {
+    cmake -S "$RESIL_ROOT" -B "$BUILD/ci-gcc" \
+        -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=ON -DRESIL_BUILD_BENCH=ON &&
+        resil_build "$BUILD/ci-gcc"
+}
+
+# run_ctest DIR [PREFIX...]: every test in DIR, PREFIX (e.g. setarch) in front.
+run_ctest() {
+    local dir="$1"
+    shift
+    "$@" ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$RESIL_JOBS"
+}
+
+# Runs every benchmark binary briefly: a benchmark that no longer builds,
+# crashes or hangs fails the step. The figures are not looked at.
+bench_smoke() {
+    local dir="$BUILD/ci-gcc/bench" failed=0 found=0 src name log started
+    for src in "$RESIL_ROOT"/bench/*.cpp; do
+        [[ -e "$src" ]] || continue
+        found=1
+        name="bench_$(basename "$src" .cpp)"
+        log="$dir/$name.smoke.log"
+        if [[ ! -x "$dir/$name" ]]; then
+            echo "FAILED  $name: not built"
+            failed=1
+            continue
+        fi
+        started=$(date +%s%N)
+        if timeout 120 "$dir/$name" --benchmark_min_time=0.001 >"$log" 2>&1; then
+            echo "ok      $name ($((($(date +%s%N) - started) / 1000000)) ms)"
+        else
+            echo "FAILED  $name (exit $?); last lines of $log:"
+            tail -n 40 "$log"
+            failed=1
+        fi
+    done
+    ((found)) || echo "no bench/*.cpp: nothing to run"
+    ((failed == 0))
+}
+
+# --- b, c. clang++ sanitizers ------------------------------------------------
+
+# Set by sanitizer_probe: what sanitized programs must run under here.
+sanitizer_prefix=()
+
+# sanitizer_probe DIR FLAGS: builds and runs a tiny threaded program with
+# FLAGS. clang 14's sanitizer runtimes (TSan above all) abort with
+# "unexpected memory mapping" on kernels whose ASLR uses more mmap entropy
+# than they expect; running with address randomization off (setarch -R)
+# avoids it. Sets sanitizer_prefix to whichever works, or fails.
+sanitizer_probe() {
+    local dir="$1" flags="$2"
+    mkdir -p "$dir"
+    cat >"$dir/sanitizer_probe.cpp" <<'EOF'
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+int main() {
+    std::mutex mutex;
+    std::vector<int> seen;
+    std::thread worker([&] { std::lock_guard lock(mutex); seen.push_back(1); });
+    { std::lock_guard lock(mutex); seen.push_back(2); }
+    worker.join();
+    std::printf("sanitizer probe: %zu\n", seen.size());
+    return seen.size() == 2 ? 0 : 1;
+}
+EOF
+    # shellcheck disable=SC2086 # FLAGS is a list of words
+    clang++ -std=c++20 -g $flags -pthread "$dir/sanitizer_probe.cpp" -o "$dir/sanitizer_probe" || return 1
+    sanitizer_prefix=()
+    if "$dir/sanitizer_probe" >"$dir/sanitizer_probe.log" 2>&1; then
+        return 0
+    fi
+    echo "sanitized programs fail on this kernel as they are:"
+    cat "$dir/sanitizer_probe.log"
+    sanitizer_prefix=(setarch "$(uname -m)" -R)
+    if "${sanitizer_prefix[@]}" "$dir/sanitizer_probe" >"$dir/sanitizer_probe.log" 2>&1; then
+        echo "note: running them with address randomization off (${sanitizer_prefix[*]})"
+        return 0
+    fi
+    echo "...and with address randomization off too:"
+    cat "$dir/sanitizer_probe.log"
+    return 1
+}
+
+# sanitizer_build DIR FLAGS: tests only, clang++, Debug.
+sanitizer_build() {
+    local dir="$1" flags="$2"
+    cmake -S "$RESIL_ROOT" -B "$dir" \
+        -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$flags" \
+        -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF &&
+        resil_build "$dir"
+}
+
+asan_ctest() {
+    if [[ ! -e "/usr/share/zoneinfo/$CI_TZ" ]]; then
+        echo "error: /usr/share/zoneinfo/$CI_TZ is missing (install tzdata): TZ=$CI_TZ would silently mean UTC"
+        return 1
+    fi
+    sanitizer_probe "$BUILD/ci-asan" "$SANITIZE_ADDRESS" || return 1
+    TZ="$CI_TZ" \
+        ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1" \
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+        run_ctest "$BUILD/ci-asan" "${sanitizer_prefix[@]}"
+}
+
+tsan_ctest() {
+    sanitizer_probe "$BUILD/ci-tsan" "$SANITIZE_THREAD" || return 1
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+        run_ctest "$BUILD/ci-tsan" "${sanitizer_prefix[@]}"
+}
+
+# --- d. consumers ------------------------------------------------------------
+
+CONSUMERS="$BUILD/ci-consumer"
+CONSUMER_SOURCES="$RESIL_ROOT/tests/consumer"
+
+# run_consumer NAME [CMAKE ARGS...]: configures, builds and runs one consumer
+# project of tests/consumer, and checks that resil's warning flags did not
+# reach its compile commands.
+run_consumer() {
+    local name="$1"
+    shift
+    local dir="$CONSUMERS/$name"
+    cmake -S "$CONSUMER_SOURCES/$name" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "$@" || return 1
+    resil_build "$dir" || return 1
+    local commands
+    commands=$(grep '"command":.*consumer\.cpp' "$dir/compile_commands.json") || {
+        echo "error: no compile command for consumer.cpp in $dir/compile_commands.json"
+        return 1
+    }
+    if grep -Eq -- ' -W(error|all|extra|pedantic|conversion|shadow)( |$)' <<<"$commands"; then
+        echo "error: resil's warning flags leaked into the consumer:"
+        echo "$commands"
+        return 1
+    fi
+    local output
+    output=$("$dir/consumer") || {
+        echo "error: the consumer exited with $?: $output"
+        return 1
+    }
+    echo "consumer says: $output"
+    grep -q "via $name" <<<"$output"
+}
+
+# Fails when resil, used as a subproject in DIR, built anything of its own.
+check_subproject_builds_nothing_extra() {
+    local dir="$1" extra
+    extra=$(cmake --build "$dir" --target help | grep -E '(test_|example_|bench_|resil_test_main|resil_headers_alone|resil_warnings)' || true)
+    if [[ -n "$extra" ]]; then
+        echo "error: as a subproject resil still builds its own targets:"
+        echo "$extra"
+        return 1
+    fi
+}
+
+consumer_find_package() {
+    local prefix="$CONSUMERS/prefix"
+    cmake -S "$RESIL_ROOT" -B "$CONSUMERS/install-build" -DCMAKE_BUILD_TYPE=Release \
+        -DRESIL_BUILD_TESTS=OFF -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF -DRESIL_INSTALL=ON ||
+        return 1
+    rm -rf "$prefix"
+    cmake --install "$CONSUMERS/install-build" --prefix "$prefix" || return 1
+    # -U: search again every run, so a stale or foreign resil_DIR is never used.
+    run_consumer find_package -Uresil_DIR -DCMAKE_PREFIX_PATH="$prefix" || return 1
+    local found
+    found=$(sed -n 's/^resil_DIR:PATH=//p' "$CONSUMERS/find_package/CMakeCache.txt")
+    if [[ "$found" != "$prefix"/* ]]; then
+        echo "error: find_package found resil in $found, not in $prefix"
+        return 1
+    fi
+}
+
+consumer_add_subdirectory() {
+    run_consumer add_subdirectory -DRESIL_SOURCE_DIR="$RESIL_ROOT" &&
+        check_subproject_builds_nothing_extra "$CONSUMERS/add_subdirectory"
+}
+
+# Makes a tarball of the current sources: `git archive` of HEAD in a clean
+# checkout, otherwise the working tree without build output. Its name carries
+# its hash, so FetchContent fetches again exactly when the sources changed.
+# Prints the tarball's path and SHA-256.
+make_source_tarball() {
+    local scratch="$CONSUMERS/resil-src.tmp.tar.gz"
+    mkdir -p "$CONSUMERS"
+    if [[ "$(git -C "$RESIL_ROOT" rev-parse --show-toplevel 2>/dev/null)" == "$RESIL_ROOT" &&
+        -z "$(git -C "$RESIL_ROOT" status --porcelain)" ]]; then
+        echo "tarball: git archive of HEAD ($(git -C "$RESIL_ROOT" rev-parse --short HEAD))" >&2
+        git -C "$RESIL_ROOT" archive --format=tar.gz --prefix=resil/ -o "$scratch" HEAD || return 1
+    else
+        echo "tarball: working tree (not a clean git checkout), build output excluded" >&2
+        tar -C "$RESIL_ROOT" --exclude=./build --exclude='./build-*' --exclude=./.git \
+            --transform 's,^\.,resil,' -czf "$scratch" . || return 1
+    fi
+    local sha
+    sha=$(sha256sum "$scratch" | cut -d' ' -f1)
+    local tarball="$CONSUMERS/resil-src-${sha:0:16}.tar.gz"
+    find "$CONSUMERS" -maxdepth 1 -name 'resil-src-*.tar.gz' ! -path "$tarball" -delete
+    mv -f "$scratch" "$tarball"
+    echo "$tarball $sha"
+}
+
+consumer_fetch_content() {
+    local made tarball sha
+    made=$(make_source_tarball) || return 1
+    read -r tarball sha <<<"$made"
+    run_consumer fetch_content -DRESIL_TARBALL="$tarball" -DRESIL_TARBALL_SHA256="$sha" &&
+        check_subproject_builds_nothing_extra "$CONSUMERS/fetch_content"
+}
+
+# --- the run -----------------------------------------------------------------
+
+run_step "a. g++ RelWithDebInfo -Werror: build tests, examples, benchmarks" gcc_build
+run_step "a. g++: ctest" run_ctest "$BUILD/ci-gcc"
+if ((!quick)); then
+    run_step "a. g++: benchmark smoke" bench_smoke
+    run_step "b. clang++ ASan+UBSan: build tests" sanitizer_build "$BUILD/ci-asan" "$SANITIZE_ADDRESS"
+    run_step "b. clang++ ASan+UBSan: ctest (TZ=$CI_TZ)" asan_ctest
+    run_step "c. clang++ TSan: build tests" sanitizer_build "$BUILD/ci-tsan" "$SANITIZE_THREAD"
+    run_step "c. clang++ TSan: ctest" tsan_ctest
+    run_step "d. consumer: cmake --install + find_package" consumer_find_package
+    run_step "d. consumer: add_subdirectory" consumer_add_subdirectory
+    run_step "d. consumer: FetchContent (URL tarball)" consumer_fetch_content
+fi
+summary

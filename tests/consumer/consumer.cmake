@@ -1,0 +1,48 @@
+# Shared by the three consumer projects: one program that uses resil the way
+# a user's program does, linked to every resil target the package provides.
+# Include it after resil was made available (find_package, add_subdirectory
+# or FetchContent); RESIL_CONSUMER_HOW names which, for the program's output.
+
+add_executable(consumer "${CMAKE_CURRENT_LIST_DIR}/consumer.cpp")
+target_compile_definitions(consumer PRIVATE RESIL_CONSUMER_HOW="${RESIL_CONSUMER_HOW}")
+target_link_libraries(consumer PRIVATE resil::resil)
+
+# An integration must come through the package whenever its dependency is
+# installed here: a silently missing resil::curl is a packaging bug.
+find_package(CURL QUIET)
+find_package(nlohmann_json 3.9 QUIET)
+find_package(fmt 9 QUIET)
+foreach(_integration curl json fmt)
+  string(TOUPPER ${_integration} _upper)
+  if(TARGET resil::${_integration})
+    target_link_libraries(consumer PRIVATE resil::${_integration})
+    target_compile_definitions(consumer PRIVATE RESIL_CONSUMER_HAVE_${_upper}=1)
+  endif()
+endforeach()
+if(CURL_FOUND AND NOT TARGET resil::curl)
+  message(FATAL_ERROR "libcurl is installed but resil::curl did not come through the package")
+endif()
+if(nlohmann_json_FOUND AND NOT TARGET resil::json)
+  message(FATAL_ERROR "nlohmann_json is installed but resil::json did not come through the package")
+endif()
+if(fmt_FOUND AND NOT TARGET resil::fmt)
+  message(FATAL_ERROR "fmt is installed but resil::fmt did not come through the package")
+endif()
+
+# resil_consumer_check_subproject(<resil source dir>): resil, as somebody's
+# subproject, must define its library targets and nothing else: no tests,
+# examples, benchmarks, warning target or CTest set-up of its own.
+function(resil_consumer_check_subproject resil_dir)
+  get_property(_subdirs DIRECTORY "${resil_dir}" PROPERTY SUBDIRECTORIES)
+  if(_subdirs)
+    message(FATAL_ERROR "resil as a subproject added its own directories: ${_subdirs}")
+  endif()
+  get_property(_targets DIRECTORY "${resil_dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  list(REMOVE_ITEM _targets resil resil_curl resil_json resil_fmt)
+  if(_targets)
+    message(FATAL_ERROR "resil as a subproject defined extra targets: ${_targets}")
+  endif()
+  if(DEFINED CACHE{BUILD_TESTING})
+    message(FATAL_ERROR "resil as a subproject included CTest (BUILD_TESTING is set)")
+  endif()
+endfunction()
