@@ -1,0 +1,754 @@
+// resil/circuit_breaker.hpp — stops calling a dependency that is failing, and
+// answers plan B at once instead, until probes show that it has recovered.
+//
+//   using namespace std::chrono_literals;
+//   resil::circuit_breaker breaker{{.failure_ratio = 0.5, .window = 10s, .min_calls = 20,
+//                                   .open_for = 30s, .half_open_probes = 5}};
+//   auto pipe = resil::pipeline(resil::retry_policy{}, std::ref(breaker));   // as a policy
+//
+//   if (auto permit = breaker.try_acquire()) {                              // or by hand
+//       auto response = call();
+//       breaker.record(permit, classify(response));
+//   } else {
+//       reply_503(permit.retry_after());           // time left until the next probe
+//   }
+//
+// States. Closed: calls go through and their results are counted. When more
+// than `failure_ratio` of the calls in the window failed (strictly more, with
+// at least `min_calls` calls), or after `consecutive_failures` failures in a
+// row in that mode, the breaker opens: every call is rejected at once with
+// reason::circuit_open and the time left until the next probe. After
+// `open_for` it is half-open: exactly `half_open_probes` calls are let
+// through, never more. If they all succeed it closes with an empty window;
+// the first failure opens it again for the whole `open_for`. Probes that never
+// report back time out after `probe_timeout`, which also opens it again.
+// `isolate()` holds it open until `reset()`.
+//
+// Only verdicts in `failure_verdicts` (retryable and ambiguous by default)
+// count as failures: a permanent verdict (a 4xx caused by the request itself)
+// says the dependency answered, and counts as a success. With
+// `slow_call_threshold` set, a call slower than that counts as a failure too.
+//
+// Thread-safe without locks. The state is one atomic word (state, generation,
+// probe counts) changed by compare-and-swap; the time window is a ring of
+// atomic buckets, one ring per stripe of threads (detail/rolling_window.hpp).
+// A closed breaker admits a call with one relaxed load and no clock read;
+// recording reads the clock once and does one compare-and-swap on a bucket.
+// A change of state is claimed by one thread (a pending bit in the word) and
+// published with one store; no call waits for it: one arriving in that
+// instant is judged by the state before, or rejected with a zero
+// retry-after. Nothing allocates per call. For a cheaper clock read, use
+// basic_circuit_breaker<coarse_steady_clock> (resil/coarse_clock.hpp).
+//
+// Share one breaker per dependency, for the lifetime of the service; in a
+// pipeline pass it as std::ref(breaker). State changes are reported to
+// `on_state_change` and, through a pipeline, as events to its listener.
+#pragma once
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "clock.hpp"
+#include "detail/rolling_window.hpp"
+#include "detail/saturate.hpp"
+#include "events.hpp"
+#include "outcome.hpp"
+
+namespace resil {
+
+/// How a circuit breaker decides to open.
+enum class breaker_mode : std::uint8_t {
+    time_window,           ///< failure ratio over the last `window` of time (the default)
+    count_window,          ///< failure ratio over the last `window_calls` calls
+    consecutive_failures,  ///< `consecutive_failures` failures in a row
+};
+
+[[nodiscard]] constexpr std::string_view to_string(breaker_mode m) noexcept {
+    switch (m) {
+        case breaker_mode::time_window: return "time_window";
+        case breaker_mode::count_window: return "count_window";
+        case breaker_mode::consecutive_failures: return "consecutive_failures";
+    }
+    return "unknown";
+}
+
+/// Options of a circuit breaker; the defaults are the documented ones.
+/// Checked at construction: a value out of range throws std::invalid_argument.
+struct circuit_breaker_options {
+    /// How the breaker decides to open. Default: failure ratio over time.
+    breaker_mode mode = breaker_mode::time_window;
+    /// Ratio modes: opens when failures / calls is strictly above this, in
+    /// [0, 1). Default 0.5 (more than half failed). 0 opens on any failure.
+    double failure_ratio = 0.5;
+    /// time_window mode: the span counted, in [10 ms, 24 h]. Default 10 s.
+    /// Kept as 10 buckets of window / 10, so the counted span is between 90 %
+    /// and 100 % of it.
+    duration window = std::chrono::seconds{10};
+    /// count_window mode: how many of the last calls are counted, in
+    /// [1, 1'000'000]. Default 100.
+    std::uint32_t window_calls = 100;
+    /// Ratio modes: no decision before this many calls in the window, so 2
+    /// failures out of 3 calls at 4 a.m. do not open it. At least 1; in
+    /// count_window mode at most window_calls. Default 20.
+    std::uint32_t min_calls = 20;
+    /// consecutive_failures mode: opens after this many failures in a row,
+    /// in [1, 1'000'000]. Default 5.
+    std::uint32_t consecutive_failures = 5;
+    /// When set (positive), a call that took longer than this counts as a
+    /// failure whatever its verdict. Default: unset, and nothing is timed.
+    std::optional<duration> slow_call_threshold{};
+    /// How long the breaker stays open before probing, in [1 ms, 24 h]. Default 30 s.
+    duration open_for = std::chrono::seconds{30};
+    /// Calls let through when half-open, in [1, 1000]. Default 5.
+    std::uint32_t half_open_probes = 5;
+    /// How long half-open waits, from its start, for its probes to report
+    /// back; then it opens again. Zero (the default) means the same as
+    /// open_for, and options() shows the value in force. At most 24 h.
+    duration probe_timeout{};
+    /// Verdicts counted as failures. Default: retryable and ambiguous (a
+    /// permanent verdict means the dependency answered). Must not hold success.
+    verdict_set failure_verdicts{verdict::retryable, verdict::ambiguous};
+    /// Called on every change of state, never otherwise, by the thread that
+    /// made the change, once it took effect; calls for successive changes may
+    /// overlap on different threads. An exception it throws is swallowed: the
+    /// change has happened regardless.
+    std::function<void(const events::breaker_state_changed&)> on_state_change{};
+};
+
+/// Counters of a circuit breaker; a snapshot (see metrics()).
+struct circuit_breaker_metrics {
+    circuit_state state = circuit_state::closed;
+    bool isolated = false;            ///< held open by isolate()
+    std::uint64_t calls = 0;          ///< admitted calls whose result was recorded
+    std::uint64_t failures = 0;       ///< of those, the ones counted as failures
+    std::uint64_t slow_calls = 0;     ///< of those, the ones slower than slow_call_threshold
+    std::uint64_t rejections = 0;     ///< calls rejected while open or half-open
+    std::uint64_t transitions = 0;    ///< changes of state
+    std::uint64_t calls_in_window = 0;     ///< what the next decision counts: the window,
+    std::uint64_t failures_in_window = 0;  ///< or the current run of failures
+};
+
+/// A circuit breaker on `Clock` (see the top of this header). Every member
+/// may be called from any thread at any time. Neither copyable nor movable:
+/// share it by reference (std::ref in a pipeline). Size: about 1.5 KB, plus
+/// window_calls / 8 bytes in count_window mode, allocated at construction.
+template <clock Clock = steady_clock>
+class basic_circuit_breaker {
+public:
+    using clock_type = Clock;
+
+    /// The answer of try_acquire(): admitted (then hand it to record() or
+    /// release()) or rejected (then retry_after() says for how long).
+    /// Move-only; a moved-from permit is a rejection. A probe permit
+    /// destroyed without being recorded is released, so a forgotten or
+    /// unwound call does not hold a half-open slot.
+    class permit {
+    public:
+        permit() noexcept = default;
+        permit(permit&& other) noexcept { take(other); }
+        permit& operator=(permit&& other) noexcept {
+            if (this != &other) {
+                settle();
+                take(other);
+            }
+            return *this;
+        }
+        permit(const permit&) = delete;
+        permit& operator=(const permit&) = delete;
+        ~permit() { settle(); }
+
+        /// True when the call may go ahead.
+        [[nodiscard]] bool admitted() const noexcept { return kind_ != kind::rejected; }
+        explicit operator bool() const noexcept { return admitted(); }
+        /// True for one of the calls a half-open breaker lets through.
+        [[nodiscard]] bool probe() const noexcept { return kind_ == kind::probe; }
+        /// For a rejection: how long until the breaker lets a call through
+        /// again (usable as Retry-After). Unset when admitted, and when the
+        /// breaker is isolated (open until someone resets it).
+        [[nodiscard]] std::optional<duration> retry_after() const noexcept {
+            if (kind_ != kind::rejected || !has_retry_after_) return std::nullopt;
+            return retry_after_;
+        }
+
+    private:
+        friend class basic_circuit_breaker;
+        enum class kind : std::uint8_t { rejected, closed, probe };
+
+        permit(const basic_circuit_breaker* owner, std::uint64_t generation, kind k) noexcept
+            : owner_(owner), generation_(generation), kind_(k) {}
+        static permit rejection(std::optional<duration> wait) noexcept {
+            permit p;
+            p.retry_after_ = wait.value_or(duration::zero());
+            p.has_retry_after_ = wait.has_value();
+            return p;
+        }
+        void take(permit& other) noexcept {
+            owner_ = std::exchange(other.owner_, nullptr);
+            generation_ = other.generation_;
+            started_ = other.started_;
+            retry_after_ = other.retry_after_;
+            kind_ = std::exchange(other.kind_, kind::rejected);  // a moved-from permit admits nothing
+            has_retry_after_ = std::exchange(other.has_retry_after_, false);
+        }
+        void settle() noexcept {
+            if (owner_ != nullptr && kind_ == kind::probe) owner_->release_probe(*this);
+            owner_ = nullptr;
+        }
+
+        const basic_circuit_breaker* owner_ = nullptr;  // null once recorded or released
+        std::uint64_t generation_ = 0;
+        time_point started_{};  // when admitted; read only with a slow-call threshold
+        duration retry_after_{};
+        kind kind_ = kind::rejected;
+        bool has_retry_after_ = false;
+    };
+
+    /// Throws std::invalid_argument for options outside their documented ranges.
+    explicit basic_circuit_breaker(circuit_breaker_options options = {}, Clock clock = {})
+        : options_(validated(std::move(options))),
+          clock_(std::move(clock)),
+          timed_(options_.slow_call_threshold.has_value()),
+          plain_time_window_(!timed_ && options_.mode == breaker_mode::time_window),
+          time_window_(options_.window),
+          count_window_(options_.mode == breaker_mode::count_window ? options_.window_calls : 0) {}
+
+    basic_circuit_breaker(const basic_circuit_breaker&) = delete;
+    basic_circuit_breaker& operator=(const basic_circuit_breaker&) = delete;
+
+    /// Asks to make a call. Closed: admitted, without reading the clock (unless
+    /// a slow-call threshold is set). Open: rejected with the time left until
+    /// the next probe; once open_for has passed, the first caller becomes the
+    /// first probe. Half-open: admitted as a probe while probes remain.
+    [[nodiscard]] permit try_acquire() noexcept { return acquire(nullptr); }
+
+    /// Reports an admitted call's verdict; the permit is spent. Results of
+    /// calls admitted before the breaker last changed state are counted in
+    /// metrics() but decide nothing. A rejected or spent permit is ignored.
+    void record(permit& p, verdict v) noexcept { record_result(p, v, std::nullopt, nullptr); }
+    void record(permit&& p, verdict v) noexcept { record_result(p, v, std::nullopt, nullptr); }
+    /// The same, with the call's duration for the slow-call rule (instead of
+    /// the time since try_acquire()).
+    void record(permit& p, verdict v, duration elapsed) noexcept { record_result(p, v, elapsed, nullptr); }
+    void record(permit&& p, verdict v, duration elapsed) noexcept { record_result(p, v, elapsed, nullptr); }
+
+    /// Gives an admitted permit back without a verdict (the call was not made,
+    /// e.g. an inner limit refused it): a probe's slot goes to the next caller.
+    void release(permit& p) noexcept { release_probe(p); }
+    void release(permit&& p) noexcept { release_probe(p); }
+
+    /// Holds the breaker open, rejecting every call, until reset().
+    void isolate() noexcept {
+        auto s = state_.load(std::memory_order_acquire);
+        for (;;) {
+            if (s & pending_bit) {
+                std::this_thread::yield();
+                s = state_.load(std::memory_order_acquire);
+                continue;
+            }
+            if (s & isolated_bit) return;
+            if (state_.compare_exchange_weak(s, next_word(s, open_state) | isolated_bit, std::memory_order_acq_rel,
+                                             std::memory_order_acquire)) {
+                transitions_.fetch_add(1, std::memory_order_relaxed);
+                notify({state_of(s), circuit_state::open, 0.0, 0, clock_.now()}, nullptr);
+                return;
+            }
+        }
+    }
+
+    /// Closes the breaker with an empty window, whatever its state (ends isolate()).
+    void reset() noexcept {
+        auto s = state_.load(std::memory_order_acquire);
+        for (;;) {
+            if (s & pending_bit) {
+                std::this_thread::yield();
+                s = state_.load(std::memory_order_acquire);
+                continue;
+            }
+            if (begin_transition(s)) break;
+        }
+        clear_window();
+        finish_transition(s, closed_state, std::nullopt);
+        if (state_of(s) != circuit_state::closed)
+            notify({state_of(s), circuit_state::closed, 0.0, 0, clock_.now()}, nullptr);
+    }
+
+    /// The current state. Open turns half-open when the first call arrives
+    /// after open_for, not by itself.
+    [[nodiscard]] circuit_state state() const noexcept { return state_of(state_.load(std::memory_order_acquire)); }
+    /// True while held open by isolate().
+    [[nodiscard]] bool isolated() const noexcept { return (state_.load(std::memory_order_acquire) & isolated_bit) != 0; }
+
+    /// The options in force (probe_timeout resolved).
+    [[nodiscard]] const circuit_breaker_options& options() const noexcept { return options_; }
+    [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
+
+    /// A snapshot of the counters; exact when no call is in progress. Reads
+    /// the clock in time_window mode (for the window's counts).
+    [[nodiscard]] circuit_breaker_metrics metrics() const noexcept {
+        const auto s = state_.load(std::memory_order_acquire);
+        circuit_breaker_metrics m;
+        m.state = state_of(s);
+        m.isolated = (s & isolated_bit) != 0;
+        detail::window_counts lifetime;
+        detail::window_counts window;
+        switch (options_.mode) {
+            case breaker_mode::time_window:
+                lifetime = time_window_.lifetime();
+                window = time_window_.totals(clock_.now());
+                break;
+            case breaker_mode::count_window:
+                lifetime = {count_window_.lifetime_calls(), failures_.load(std::memory_order_relaxed)};
+                window = count_window_.totals();
+                break;
+            case breaker_mode::consecutive_failures: {
+                lifetime = {calls_.total(), failures_.load(std::memory_order_relaxed)};
+                const std::uint64_t run = run_.load(std::memory_order_relaxed);
+                window = {run, run};
+                break;
+            }
+        }
+        m.calls = lifetime.calls + other_calls_.load(std::memory_order_relaxed);
+        m.failures = lifetime.failures + other_failures_.load(std::memory_order_relaxed);
+        m.slow_calls = slow_calls_.load(std::memory_order_relaxed);
+        m.rejections = rejections_.total();
+        m.transitions = transitions_.load(std::memory_order_relaxed);
+        m.calls_in_window = window.calls;
+        m.failures_in_window = window.failures;
+        return m;
+    }
+
+    /// The pipeline policy: rejects with reason::circuit_open (emitting
+    /// events::rejected) or runs the rest of the pipeline and records the
+    /// attempt's verdict. An inner rejection (nothing attempted) gives the
+    /// permit back uncounted. State changes are emitted as
+    /// events::breaker_state_changed. Thread-safe (const: the state is atomic).
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        using result_type = decltype(next(ctx));
+        std::optional<events::breaker_state_changed> changed;
+        permit p = acquire(&changed);
+        if (changed) {
+            ctx.emit(*changed);
+            changed.reset();
+        }
+        if (!p) {
+            const auto wait = p.retry_after();
+            ctx.emit(events::rejected{reason::circuit_open, wait});
+            return result_type::rejected(reason::circuit_open, wait);
+        }
+        auto out = next(ctx);  // if it throws, the permit's destructor gives a probe back
+        if (out.attempted())
+            record_result(p, out.verdict(), std::nullopt, &changed);
+        else
+            release_probe(p);
+        if (changed) ctx.emit(*changed);
+        return out;
+    }
+
+private:
+    using transition_note = std::optional<events::breaker_state_changed>;
+
+    // The state word: | generation (40) | probes succeeded (10) | probes admitted (10) |
+    // pending (1) | isolated (1) | state (2) |. The generation grows with every
+    // change of state, so a permit knows whether its state still holds and no
+    // compare-and-swap can mistake a later state for an earlier one.
+    // `pending` marks a change in progress: the one thread that set it is the
+    // only writer of `deadline_` and of the next state, and nobody else
+    // modifies a pending word (they treat it as the state it was, or wait).
+    static constexpr std::uint64_t state_mask = 0b11;
+    static constexpr std::uint64_t closed_state = 0;
+    static constexpr std::uint64_t open_state = 1;
+    static constexpr std::uint64_t half_open_state = 2;
+    static constexpr std::uint64_t isolated_bit = 1u << 2;
+    static constexpr std::uint64_t pending_bit = 1u << 3;
+    static constexpr int admitted_shift = 4;
+    static constexpr int succeeded_shift = 14;
+    static constexpr int generation_shift = 24;
+    static constexpr std::uint64_t probe_count_max = (1u << 10) - 1;
+    static constexpr std::uint64_t admitted_one = std::uint64_t{1} << admitted_shift;
+    static constexpr std::uint64_t succeeded_one = std::uint64_t{1} << succeeded_shift;
+    static constexpr std::uint64_t probe_counts_mask = (probe_count_max << admitted_shift) | (probe_count_max << succeeded_shift);
+    static constexpr std::uint32_t max_probes = 1000;
+    static_assert(max_probes <= probe_count_max);
+
+    static constexpr circuit_state state_of(std::uint64_t s) noexcept {
+        switch (s & state_mask) {
+            case open_state: return circuit_state::open;
+            case half_open_state: return circuit_state::half_open;
+            default: return circuit_state::closed;
+        }
+    }
+    static constexpr std::uint64_t generation_of(std::uint64_t s) noexcept { return s >> generation_shift; }
+    static constexpr std::uint64_t admitted_of(std::uint64_t s) noexcept { return (s >> admitted_shift) & probe_count_max; }
+    static constexpr std::uint64_t succeeded_of(std::uint64_t s) noexcept { return (s >> succeeded_shift) & probe_count_max; }
+    /// The word of the next generation in `state`, with no flags or counts.
+    static constexpr std::uint64_t next_word(std::uint64_t s, std::uint64_t state) noexcept {
+        return ((generation_of(s) + 1) << generation_shift) | state;
+    }
+
+    static std::string format(double value) {
+        char buffer[32];
+        const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+        return ec == std::errc{} ? std::string(buffer, end) : std::string("?");
+    }
+    /// In the largest unit that divides it exactly: "30s", "250ms", "-5ns".
+    static std::string format(duration d) {
+        const auto n = d.count();
+        if (n != 0 && n % 1'000'000'000 == 0) return std::to_string(n / 1'000'000'000) + "s";
+        if (n != 0 && n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "ms";
+        if (n != 0 && n % 1'000 == 0) return std::to_string(n / 1'000) + "us";
+        return std::to_string(n) + "ns";
+    }
+    [[noreturn]] static void invalid(const std::string& what) {
+        throw std::invalid_argument("resil::circuit_breaker: " + what);
+    }
+
+    static circuit_breaker_options validated(circuit_breaker_options o) {
+        using std::chrono::hours;
+        using std::chrono::milliseconds;
+        if (o.mode != breaker_mode::time_window && o.mode != breaker_mode::count_window &&
+            o.mode != breaker_mode::consecutive_failures)
+            invalid("mode is not a breaker_mode");
+        if (!(o.failure_ratio >= 0.0 && o.failure_ratio < 1.0))
+            invalid("failure_ratio must be in [0, 1) (it opens when the ratio is strictly above it), got " +
+                    format(o.failure_ratio));
+        if (o.window < milliseconds{10} || o.window > hours{24})
+            invalid("window must be in [10ms, 24h], got " + format(o.window));
+        if (o.window_calls < 1 || o.window_calls > 1'000'000)
+            invalid("window_calls must be in [1, 1000000], got " + std::to_string(o.window_calls));
+        if (o.min_calls < 1) invalid("min_calls must be at least 1, got 0");
+        if (o.mode == breaker_mode::count_window && o.min_calls > o.window_calls)
+            invalid("min_calls (" + std::to_string(o.min_calls) + ") must not exceed window_calls (" +
+                    std::to_string(o.window_calls) + "), or the breaker could never open");
+        if (o.consecutive_failures < 1 || o.consecutive_failures > 1'000'000)
+            invalid("consecutive_failures must be in [1, 1000000], got " + std::to_string(o.consecutive_failures));
+        if (o.slow_call_threshold && *o.slow_call_threshold <= duration::zero())
+            invalid("slow_call_threshold must be positive when set, got " + format(*o.slow_call_threshold));
+        if (o.open_for < milliseconds{1} || o.open_for > hours{24})
+            invalid("open_for must be in [1ms, 24h], got " + format(o.open_for));
+        if (o.half_open_probes < 1 || o.half_open_probes > max_probes)
+            invalid("half_open_probes must be in [1, 1000], got " + std::to_string(o.half_open_probes));
+        if (o.probe_timeout == duration::zero()) o.probe_timeout = o.open_for;
+        if (o.probe_timeout < milliseconds{1} || o.probe_timeout > hours{24})
+            invalid("probe_timeout must be 0 (same as open_for) or in [1ms, 24h], got " + format(o.probe_timeout));
+        if (o.failure_verdicts.contains(verdict::success)) invalid("failure_verdicts must not contain success");
+        return o;
+    }
+
+    // ---- admission ----
+
+    permit acquire(transition_note* note) const noexcept {
+        const auto s = state_.load(std::memory_order_relaxed);
+        if ((s & state_mask) == closed_state) [[likely]]
+            return admitted(s, permit::kind::closed, std::nullopt);
+        return acquire_slow(note);
+    }
+
+    permit admitted(std::uint64_t s, typename permit::kind k, std::optional<time_point> now) const noexcept {
+        permit p{this, generation_of(s), k};
+        if (timed_) p.started_ = now ? *now : clock_.now();
+        return p;
+    }
+
+    permit rejected(std::optional<duration> wait) const noexcept {
+        rejections_.add();
+        return permit::rejection(wait);
+    }
+
+    permit acquire_slow(transition_note* note) const noexcept {
+        // Loaded again with acquire, so that the deadline read below is at
+        // least as new as the state that published it.
+        auto s = state_.load(std::memory_order_acquire);
+        std::optional<time_point> now;
+        const auto read_now = [&] {
+            if (!now) now = clock_.now();
+            return *now;
+        };
+        for (;;) {
+            switch (s & state_mask) {
+                case closed_state: return admitted(s, permit::kind::closed, now);
+                case open_state: {
+                    if (s & isolated_bit) return rejected(std::nullopt);
+                    if (s & pending_bit) return rejected(duration::zero());  // half-open any moment now
+                    const auto until = read_deadline(s);
+                    if (!until) {
+                        s = state_.load(std::memory_order_acquire);
+                        continue;
+                    }
+                    const auto t = read_now();
+                    if (t < *until) return rejected(*until - t);
+                    if (!begin_transition(s)) continue;
+                    // This caller is the first probe.
+                    const auto word =
+                        finish_transition(s, half_open_state | admitted_one, detail::saturating_add(t, options_.probe_timeout));
+                    notify({circuit_state::open, circuit_state::half_open, 0.0, 0, t}, note);
+                    return admitted(word, permit::kind::probe, now);
+                }
+                default: {  // half-open
+                    if (s & pending_bit) return rejected(duration::zero());  // closing or reopening right now
+                    if (admitted_of(s) < options_.half_open_probes) {
+                        if (state_.compare_exchange_weak(s, s + admitted_one, std::memory_order_acq_rel,
+                                                         std::memory_order_acquire))
+                            return admitted(s, permit::kind::probe, now);
+                        continue;
+                    }
+                    const auto deadline = read_deadline(s);
+                    if (!deadline) {
+                        s = state_.load(std::memory_order_acquire);
+                        continue;
+                    }
+                    const auto t = read_now();
+                    if (t < *deadline) return rejected(*deadline - t);
+                    // The probes did not all report back in time: the dependency
+                    // is still not answering. Open again.
+                    if (!begin_transition(s)) continue;
+                    const auto admitted_probes = admitted_of(s);
+                    const auto unanswered = admitted_probes - succeeded_of(s);
+                    finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
+                    notify({circuit_state::half_open, circuit_state::open,
+                            static_cast<double>(unanswered) / static_cast<double>(admitted_probes), admitted_probes, t},
+                           note);
+                    return rejected(options_.open_for);
+                }
+            }
+        }
+    }
+
+    // The deadline of state `s` (end of open, or of the probes' time), or
+    // nothing when the state changed meanwhile. deadline_ is written only by
+    // the thread holding a pending word, before it publishes the next state;
+    // reading the state again after it proves the value belongs to `s`.
+    std::optional<time_point> read_deadline(std::uint64_t s) const noexcept {
+        const auto ticks = deadline_.load(std::memory_order_acquire);
+        const auto again = state_.load(std::memory_order_relaxed);
+        if ((again & ~probe_counts_mask) != (s & ~probe_counts_mask)) return std::nullopt;
+        return time_point{duration{ticks}};
+    }
+
+    // ---- changes of state ----
+
+    /// Claims the right to change state `s` (sets pending). On failure `s`
+    /// holds the current word. A word already pending belongs to another
+    /// thread's change: never claimed twice.
+    bool begin_transition(std::uint64_t& s) const noexcept {
+        if (s & pending_bit) {
+            s = state_.load(std::memory_order_acquire);
+            return false;
+        }
+        return state_.compare_exchange_strong(s, s | pending_bit, std::memory_order_acq_rel, std::memory_order_acquire);
+    }
+
+    /// Publishes the next state (`state_and_counts` in the next generation)
+    /// after begin_transition(s); returns the new word.
+    std::uint64_t finish_transition(std::uint64_t s, std::uint64_t state_and_counts,
+                                    std::optional<time_point> deadline) const noexcept {
+        if (deadline) deadline_.store(deadline->time_since_epoch().count(), std::memory_order_release);
+        const auto word = next_word(s, 0) | state_and_counts;
+        state_.store(word, std::memory_order_release);
+        if (state_of(word) != state_of(s)) transitions_.fetch_add(1, std::memory_order_relaxed);
+        return word;
+    }
+
+    void notify(const events::breaker_state_changed& e, transition_note* note) const noexcept {
+        if (note) *note = e;
+        if (options_.on_state_change) {
+            try {
+                options_.on_state_change(e);
+            } catch (...) {  // NOLINT(bugprone-empty-catch): a listener cannot undo the change
+            }
+        }
+    }
+
+    void clear_window() const noexcept {
+        switch (options_.mode) {
+            case breaker_mode::time_window: time_window_.clear(); break;
+            case breaker_mode::count_window: count_window_.clear(); break;
+            case breaker_mode::consecutive_failures: run_.store(0, std::memory_order_relaxed); break;
+        }
+    }
+
+    // ---- results ----
+
+    void record_result(permit& p, verdict v, std::optional<duration> elapsed, transition_note* note) const noexcept {
+        if (p.owner_ != this || p.kind_ == permit::kind::rejected) return;
+        p.owner_ = nullptr;  // spent
+        const bool failed = options_.failure_verdicts.contains(v);
+        if (plain_time_window_ && p.kind_ == permit::kind::closed) [[likely]] {
+            // The hot path: one state load, one clock read, one compare-and-swap.
+            const auto s = state_.load(std::memory_order_acquire);
+            if ((s & state_mask) == closed_state && generation_of(s) == p.generation_) [[likely]] {
+                const auto t = clock_.now();
+                time_window_.record(t, failed);
+                if (failed) judge_time_window(s, t, note);
+                return;
+            }
+        }
+        record_general(p, failed, elapsed, note);
+    }
+
+    void record_general(const permit& p, bool failed, std::optional<duration> elapsed,
+                        transition_note* note) const noexcept {
+        std::optional<time_point> now;
+        if (timed_) {
+            if (!elapsed) {
+                now = clock_.now();
+                elapsed = *now - p.started_;
+            }
+            if (*elapsed > *options_.slow_call_threshold) {
+                slow_calls_.fetch_add(1, std::memory_order_relaxed);
+                failed = true;
+            }
+        }
+        const auto s = state_.load(std::memory_order_acquire);
+        if (p.kind_ == permit::kind::closed) {
+            if ((s & state_mask) != closed_state || generation_of(s) != p.generation_) return count_other(failed);
+            record_closed(s, failed, now, note);
+        } else {
+            count_other(failed);
+            record_probe(p, s, failed, now, note);
+        }
+    }
+
+    void count_other(bool failed) const noexcept {
+        other_calls_.fetch_add(1, std::memory_order_relaxed);
+        if (failed) other_failures_.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    void record_closed(std::uint64_t s, bool failed, std::optional<time_point> now, transition_note* note) const noexcept {
+        if (options_.mode == breaker_mode::time_window) [[likely]] {
+            const auto t = now ? *now : clock_.now();
+            time_window_.record(t, failed);
+            if (failed) judge_time_window(s, t, note);
+            return;
+        }
+        record_closed_by_count(s, failed, now, note);
+    }
+
+    void judge_time_window(std::uint64_t s, time_point now, transition_note* note) const noexcept {
+        const auto counts = time_window_.totals(now);
+        if (ratio_exceeded(counts)) open_from_closed(s, counts, now, note);
+    }
+
+    void record_closed_by_count(std::uint64_t s, bool failed, std::optional<time_point> now,
+                                transition_note* note) const noexcept {
+        detail::window_counts counts;
+        switch (options_.mode) {
+            case breaker_mode::time_window: return;  // handled by record_closed
+            case breaker_mode::count_window:
+                counts = count_window_.record(failed);
+                if (!failed) return;
+                failures_.fetch_add(1, std::memory_order_relaxed);
+                if (!ratio_exceeded(counts)) return;
+                break;
+            case breaker_mode::consecutive_failures: {
+                calls_.add();
+                if (!failed) {
+                    // Only write when there is a run to end: successes then share the line.
+                    if (run_.load(std::memory_order_relaxed) != 0) run_.store(0, std::memory_order_relaxed);
+                    return;
+                }
+                failures_.fetch_add(1, std::memory_order_relaxed);
+                const std::uint64_t run = run_.fetch_add(1, std::memory_order_relaxed) + 1;
+                if (run < options_.consecutive_failures) return;
+                counts = {run, run};
+                break;
+            }
+        }
+        open_from_closed(s, counts, now, note);
+    }
+
+    void open_from_closed(std::uint64_t s, detail::window_counts counts, std::optional<time_point> now,
+                          transition_note* note) const noexcept {
+        // Time is read before claiming the change: the claim is held for as
+        // short a moment as possible.
+        const auto t = now ? *now : clock_.now();
+        if (!begin_transition(s)) return;  // another thread is opening it (or it changed)
+        finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
+        notify({circuit_state::closed, circuit_state::open,
+                counts.calls == 0 ? 0.0 : static_cast<double>(counts.failures) / static_cast<double>(counts.calls),
+                counts.calls, t},
+               note);
+    }
+
+    bool ratio_exceeded(detail::window_counts c) const noexcept {
+        return c.calls >= options_.min_calls &&
+               static_cast<double>(c.failures) > options_.failure_ratio * static_cast<double>(c.calls);
+    }
+
+    void record_probe(const permit& p, std::uint64_t s, bool failed, std::optional<time_point> now,
+                      transition_note* note) const noexcept {
+        for (;;) {
+            // A probe of a finished round (timed out, reset, ...) decides nothing.
+            if ((s & state_mask) != half_open_state || (s & pending_bit) || generation_of(s) != p.generation_) return;
+            const auto succeeded = succeeded_of(s) + (failed ? 0 : 1);
+            if (failed) {
+                if (!now) now = clock_.now();  // before the claim, to keep it short
+                const auto t = *now;
+                if (!begin_transition(s)) continue;
+                finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
+                notify({circuit_state::half_open, circuit_state::open, 1.0 / static_cast<double>(succeeded + 1),
+                        succeeded + 1, t},
+                       note);
+                return;
+            }
+            if (succeeded >= options_.half_open_probes) {
+                if (!begin_transition(s)) continue;
+                clear_window();
+                finish_transition(s, closed_state, std::nullopt);
+                notify({circuit_state::half_open, circuit_state::closed, 0.0, succeeded, now ? *now : clock_.now()},
+                       note);
+                return;
+            }
+            if (state_.compare_exchange_weak(s, s + succeeded_one, std::memory_order_acq_rel, std::memory_order_acquire))
+                return;
+        }
+    }
+
+    void release_probe(permit& p) const noexcept {
+        if (p.owner_ != this) return;
+        p.owner_ = nullptr;
+        if (p.kind_ != permit::kind::probe) return;
+        auto s = state_.load(std::memory_order_acquire);
+        while ((s & state_mask) == half_open_state && !(s & pending_bit) && generation_of(s) == p.generation_ &&
+               admitted_of(s) > succeeded_of(s)) {
+            if (state_.compare_exchange_weak(s, s - admitted_one, std::memory_order_acq_rel, std::memory_order_acquire))
+                return;
+        }
+    }
+
+    circuit_breaker_options options_;
+    [[no_unique_address]] Clock clock_;
+
+    // Read by every call; written only on changes of state. Kept apart from
+    // the window's buckets, which every recorded call writes.
+    alignas(64) mutable std::atomic<std::uint64_t> state_{0};
+    mutable std::atomic<duration::rep> deadline_{0};  // end of open / of the probes' time
+    bool timed_;                                      // a slow-call threshold is set
+    bool plain_time_window_;                          // time_window mode, not timed: the fast path
+
+    alignas(64) mutable detail::rolling_time_window time_window_;
+    mutable detail::rolling_count_window count_window_;
+    mutable std::atomic<std::uint64_t> run_{0};       // consecutive failures so far
+    mutable detail::striped_counter calls_;          // consecutive mode's lifetime calls
+    mutable std::atomic<std::uint64_t> failures_{0};  // count and consecutive modes' lifetime failures
+
+    mutable detail::striped_counter rejections_;  // striped: every rejection adds one
+    alignas(64) mutable std::atomic<std::uint64_t> transitions_{0};
+    mutable std::atomic<std::uint64_t> other_calls_{0};  // probes, and calls whose state had passed
+    mutable std::atomic<std::uint64_t> other_failures_{0};
+    mutable std::atomic<std::uint64_t> slow_calls_{0};
+};
+
+/// A circuit breaker on the real clock.
+using circuit_breaker = basic_circuit_breaker<>;
+
+}  // namespace resil
