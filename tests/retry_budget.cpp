@@ -87,6 +87,19 @@ TEST_CASE("retry budget: a thread with an older clock reading never wipes a newe
     CHECK(budget.try_withdraw(clock.now()));
 }
 
+TEST_CASE("retry budget: a slot idle for longer than half the epoch range reads as stale, not as the future") {
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 1.0, .min_per_second = 0, .window = 10ms}};
+    budget.deposit(clock.now());
+    // 2^23 slots of 1 ms and a little more, landing on the same slot of the
+    // ring (a multiple of 10): the 24-bit epoch has gone past halfway.
+    clock.advance(std::chrono::milliseconds{(1 << 23) + 5'002});
+    budget.deposit(clock.now());
+    budget.deposit(clock.now());
+    CHECK(budget.balance(clock.now()) == 2);
+    CHECK(budget.try_withdraw(clock.now()));
+}
+
 TEST_CASE("retry budget: concurrent deposits and withdrawals across a moving clock stay bounded") {
     manual_clock clock;
     resil::retry_budget budget{{.ratio = 0.10, .min_per_second = 0, .window = 10s}};

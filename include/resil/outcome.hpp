@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,21 @@ enum class verdict : std::uint8_t {
     permanent,  ///< failed, and would fail again (400, 404, 422, a malformed URL, ...)
     ambiguous,  ///< may have reached the server (a timeout after sending): retry only
                 ///< when the operation is idempotent or carries an idempotency key
+};
+
+/// A small set of verdicts.
+class verdict_set {
+public:
+    constexpr verdict_set() = default;
+    constexpr verdict_set(std::initializer_list<verdict> vs) noexcept {
+        for (auto v : vs) bits_ |= bit(v);
+    }
+    [[nodiscard]] constexpr bool contains(verdict v) const noexcept { return (bits_ & bit(v)) != 0; }
+    friend constexpr bool operator==(verdict_set, verdict_set) = default;
+
+private:
+    static constexpr std::uint8_t bit(verdict v) noexcept { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(v)); }
+    std::uint8_t bits_ = 0;
 };
 
 /// What the server (or a lower layer) said besides the verdict.

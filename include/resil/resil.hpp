@@ -5,13 +5,17 @@
 #pragma once
 
 #include "backoff.hpp"
+#include "circuit_breaker.hpp"
 #include "clock.hpp"
+#include "coarse_clock.hpp"
+#include "concurrency_limit.hpp"
 #include "context.hpp"
 #include "deadline.hpp"
 #include "deadline_policy.hpp"
 #include "events.hpp"
 #include "fallback.hpp"
 #include "idempotency_key.hpp"
+#include "metrics.hpp"
 #include "outcome.hpp"
 #include "pipeline.hpp"
 #include "retry.hpp"
@@ -19,4 +23,5 @@
 #include "retry_budget.hpp"
 #include "timeout_policy.hpp"
 #include "timeouts.hpp"
+#include "token_bucket.hpp"
 #include "version.hpp"

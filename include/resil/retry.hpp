@@ -29,7 +29,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -41,21 +40,6 @@
 #include "retry_budget.hpp"
 
 namespace resil {
-
-/// A small set of verdicts.
-class verdict_set {
-public:
-    constexpr verdict_set() = default;
-    constexpr verdict_set(std::initializer_list<verdict> vs) noexcept {
-        for (auto v : vs) bits_ |= bit(v);
-    }
-    [[nodiscard]] constexpr bool contains(verdict v) const noexcept { return (bits_ & bit(v)) != 0; }
-    friend constexpr bool operator==(verdict_set, verdict_set) = default;
-
-private:
-    static constexpr std::uint8_t bit(verdict v) noexcept { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(v)); }
-    std::uint8_t bits_ = 0;
-};
 
 /// Options of a retry_policy; the defaults are the documented ones.
 struct retry_options {

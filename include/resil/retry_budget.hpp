@@ -141,10 +141,13 @@ private:
     static constexpr std::uint64_t retries_of(std::uint64_t w) noexcept { return w & count_max; }
 
     // True when the slot was written for a later epoch than `epoch` (this
-    // thread's clock read is older than another's): never overwrite it.
+    // thread's clock read is older than another's): never overwrite it. Only
+    // a few windows ahead count as newer: a slot idle for ages wraps around
+    // the 24-bit epoch and must read as stale, not as the future.
+    static constexpr std::uint64_t newer_horizon = 4 * slots;
     static constexpr bool newer_than(std::uint64_t w, std::uint64_t epoch) noexcept {
-        const auto age = ((epoch & epoch_mask) - packed_epoch(w)) & epoch_mask;
-        return age > epoch_mask / 2;
+        const auto ahead = (packed_epoch(w) - (epoch & epoch_mask)) & epoch_mask;
+        return ahead != 0 && ahead <= newer_horizon;
     }
 
     std::uint64_t epoch_of(time_point now) const noexcept {
