@@ -2,8 +2,8 @@
 // exportable as JSON and in the Prometheus text format.
 //
 //   resil::metrics triton{"triton"};                       // one per dependency
+//   breaker_options.on_state_change = triton.breaker_hook(); // transitions, time open
 //   auto pipe = resil::pipeline(...).with_listener(std::ref(triton));
-//   breaker_options.on_state_change = std::ref(triton);    // transitions, time open
 //   ...
 //   auto s = triton.snapshot();        // s.calls, s.rejections[reason::circuit_open], ...
 //   http_respond(triton.prometheus()); // resil_rejections_total{policy="triton",reason="circuit_open"} 12
@@ -12,14 +12,22 @@
 // atomic, so it is thread-safe and cheap, and one object may serve several
 // pipelines. Each event is counted once where it happens: a rejection by the
 // breaker counts as one rejection however many policies it passes through.
+//
+// Breaker transitions are counted through the breaker's own hook, not the
+// pipeline listener: a breaker changes state for all its callers (and on
+// reset() or isolate(), outside any call), and a pipeline also forwards the
+// transitions its calls cause, so counting both would count them twice.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "clock.hpp"
 #include "events.hpp"
@@ -56,11 +64,17 @@ struct metrics_snapshot {
     std::uint64_t breaker_opened = 0;     ///< transitions into open
     std::uint64_t breaker_half_opened = 0;
     std::uint64_t breaker_closed = 0;     ///< transitions back to closed
-    duration time_open{};                 ///< total time the breaker spent open (closed periods of open state)
+    /// Total time the breaker spent open: the open periods that ended, plus,
+    /// for snapshot(now), the current one up to `now`.
+    duration time_open{};
 
     friend bool operator==(const metrics_snapshot&, const metrics_snapshot&) = default;
 };
 
+/// Counters of one dependency's calls; a listener for its pipelines and the
+/// state-change hook of its breaker. Thread-safe: every member may be called
+/// from any number of threads at once. Not copyable (it is shared state:
+/// pass std::ref(m) to with_listener).
 class metrics {
 public:
     /// `name` labels every exported sample (policy="name"): name the dependency.
@@ -88,48 +102,57 @@ public:
         else
             add(failures_[index(e.reason)]);
     }
-    void operator()(const events::breaker_state_changed& e) noexcept {
+    /// Not a pipeline event for metrics: count transitions with breaker_hook().
+    /// (Deleted, so a pipeline listening through std::ref(metrics) skips the
+    /// transitions it forwards, and `on_state_change = std::ref(m)` does not
+    /// compile instead of counting every transition twice.)
+    void operator()(const events::breaker_state_changed&) = delete;
+
+    /// The breaker's hook: `options.on_state_change = m.breaker_hook()`.
+    /// Counts transitions by the state entered and the time spent open (from
+    /// the events' `at`). Holds a pointer: `*this` must outlive the breaker.
+    /// One breaker per metrics object: the time open pairs its transitions.
+    struct breaker_hook_type {
+        metrics* owner;
+        void operator()(const events::breaker_state_changed& e) const noexcept { owner->record_transition(e); }
+    };
+    [[nodiscard]] breaker_hook_type breaker_hook() noexcept { return {this}; }
+
+    /// Records one breaker transition (what breaker_hook() calls).
+    void record_transition(const events::breaker_state_changed& e) noexcept {
         const auto at = e.at.time_since_epoch().count();
         if (e.to == circuit_state::open) {
             add(opened_);
-            open_since_.store(at, std::memory_order_relaxed);
         } else if (e.to == circuit_state::half_open) {
             add(half_opened_);
         } else {
             add(closed_);
         }
-        if (e.from == circuit_state::open) {
-            const auto since = open_since_.exchange(0, std::memory_order_relaxed);
-            if (since != 0 && at > since) time_open_.fetch_add(at - since, std::memory_order_relaxed);
+        if (e.from == circuit_state::open && e.to != circuit_state::open) {
+            const auto since = open_since_.exchange(not_open, std::memory_order_relaxed);
+            if (since != not_open && at > since) time_open_.fetch_add(at - since, std::memory_order_relaxed);
+        }
+        if (e.to == circuit_state::open) {
+            // Keep the earliest start when an open state is entered again
+            // without leaving it (isolate() while open).
+            auto expected = not_open;
+            open_since_.compare_exchange_strong(expected, at, std::memory_order_relaxed);
         }
     }
 
-    [[nodiscard]] metrics_snapshot snapshot() const noexcept {
-        metrics_snapshot s;
-        s.calls = load(calls_);
-        s.successes = load(successes_);
-        s.attempts = load(attempts_);
-        s.retries = load(retries_);
-        s.retries_after_server_hint = load(retries_after_hint_);
-        s.retries_exhausted = load(retries_exhausted_);
-        s.budget_refusals = load(budget_refusals_);
-        s.deadlines_exceeded = load(deadlines_exceeded_);
-        for (std::size_t i = 0; i < reason_count; ++i) {
-            s.failures.by_reason[i] = load(failures_[i]);
-            s.rejections.by_reason[i] = load(rejections_[i]);
-            s.fallbacks.by_reason[i] = load(fallbacks_[i]);
-        }
-        s.breaker_opened = load(opened_);
-        s.breaker_half_opened = load(half_opened_);
-        s.breaker_closed = load(closed_);
-        s.time_open = duration{time_open_.load(std::memory_order_relaxed)};
-        return s;
-    }
+    /// The counters now. time_open holds the open periods that ended.
+    [[nodiscard]] metrics_snapshot snapshot() const noexcept { return snapshot_impl(std::nullopt); }
+    /// The counters, with time_open including the current open period up to
+    /// `now` (a reading of the breaker's clock).
+    [[nodiscard]] metrics_snapshot snapshot(time_point now) const noexcept { return snapshot_impl(now); }
 
     /// The counters in the Prometheus text exposition format (version 0.0.4).
     [[nodiscard]] std::string prometheus() const { return to_prometheus(snapshot(), name_); }
+    /// The same, counting the current open period up to `now` (see snapshot(now)).
+    [[nodiscard]] std::string prometheus(time_point now) const { return to_prometheus(snapshot(now), name_); }
     /// The counters as one JSON object.
     [[nodiscard]] std::string json() const { return to_json(snapshot(), name_); }
+    [[nodiscard]] std::string json(time_point now) const { return to_json(snapshot(now), name_); }
 
     /// Formats a snapshot in the Prometheus text format; `name` is the policy label.
     static std::string to_prometheus(const metrics_snapshot& s, std::string_view name) {
@@ -209,6 +232,33 @@ public:
 private:
     using counter = std::atomic<std::uint64_t>;
 
+    [[nodiscard]] metrics_snapshot snapshot_impl(std::optional<time_point> now) const noexcept {
+        metrics_snapshot s;
+        s.calls = load(calls_);
+        s.successes = load(successes_);
+        s.attempts = load(attempts_);
+        s.retries = load(retries_);
+        s.retries_after_server_hint = load(retries_after_hint_);
+        s.retries_exhausted = load(retries_exhausted_);
+        s.budget_refusals = load(budget_refusals_);
+        s.deadlines_exceeded = load(deadlines_exceeded_);
+        for (std::size_t i = 0; i < reason_count; ++i) {
+            s.failures.by_reason[i] = load(failures_[i]);
+            s.rejections.by_reason[i] = load(rejections_[i]);
+            s.fallbacks.by_reason[i] = load(fallbacks_[i]);
+        }
+        s.breaker_opened = load(opened_);
+        s.breaker_half_opened = load(half_opened_);
+        s.breaker_closed = load(closed_);
+        s.time_open = duration{time_open_.load(std::memory_order_relaxed)};
+        if (now) {
+            const auto since = open_since_.load(std::memory_order_relaxed);
+            const auto t = now->time_since_epoch().count();
+            if (since != not_open && t > since) s.time_open += duration{t - since};
+        }
+        return s;
+    }
+
     static void add(counter& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
     static std::uint64_t load(const counter& c) noexcept { return c.load(std::memory_order_relaxed); }
     static std::size_t index(reason r) noexcept {
@@ -273,7 +323,8 @@ private:
     counter calls_{0}, successes_{0}, attempts_{0}, retries_{0}, retries_after_hint_{0}, retries_exhausted_{0},
         budget_refusals_{0}, deadlines_exceeded_{0}, opened_{0}, half_opened_{0}, closed_{0};
     std::array<counter, reason_count> failures_{}, rejections_{}, fallbacks_{};
-    std::atomic<duration::rep> open_since_{0};
+    static constexpr duration::rep not_open = std::numeric_limits<duration::rep>::min();
+    std::atomic<duration::rep> open_since_{not_open};
     std::atomic<duration::rep> time_open_{0};
 };
 

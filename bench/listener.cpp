@@ -1,0 +1,142 @@
+// What listening costs per call, on a pipeline of fallback → deadline →
+// retry (budget) → breaker → timeout around a callable that succeeds at once:
+//
+//   no_listener              the default: every emission compiles away
+//   noop_listener            a struct handling every event with an empty body
+//   noop_listener_untimed    the same without attempt_finished
+//   metrics_listener         resil::metrics counting (relaxed atomics)
+//
+// A listener that handles attempt_finished makes the pipeline read the clock
+// before and after each attempt (the event carries the attempt's duration),
+// empty body or not; every other event costs nothing until its handler does
+// something. Compare each line with no_listener; direct_call is the floor.
+#include "bench_support.hpp"
+
+#include <resil/circuit_breaker.hpp>
+#include <resil/deadline_policy.hpp>
+#include <resil/events.hpp>
+#include <resil/fallback.hpp>
+#include <resil/metrics.hpp>
+#include <resil/pipeline.hpp>
+#include <resil/retry.hpp>
+#include <resil/retry_budget.hpp>
+#include <resil/timeout_policy.hpp>
+
+#include <chrono>
+#include <functional>
+
+using namespace std::chrono_literals;
+namespace events = resil::events;
+
+namespace {
+
+// The callable: opaque enough that the compiler cannot delete the call.
+int no_op(int x) {
+    benchmark::DoNotOptimize(x);
+    return x;
+}
+
+struct noop_listener {
+    void operator()(const events::attempt_started&) const noexcept {}
+    void operator()(const events::attempt_finished&) const noexcept {}
+    void operator()(const events::retry_scheduled&) const noexcept {}
+    void operator()(const events::retries_exhausted&) const noexcept {}
+    void operator()(const events::budget_refused&) const noexcept {}
+    void operator()(const events::breaker_state_changed&) const noexcept {}
+    void operator()(const events::rejected&) const noexcept {}
+    void operator()(const events::fallback_used&) const noexcept {}
+    void operator()(const events::call_finished&) const noexcept {}
+    void operator()(const events::deadline_exceeded&) const noexcept {}
+};
+
+struct noop_listener_untimed {
+    void operator()(const events::attempt_started&) const noexcept {}
+    void operator()(const events::retry_scheduled&) const noexcept {}
+    void operator()(const events::retries_exhausted&) const noexcept {}
+    void operator()(const events::budget_refused&) const noexcept {}
+    void operator()(const events::breaker_state_changed&) const noexcept {}
+    void operator()(const events::rejected&) const noexcept {}
+    void operator()(const events::fallback_used&) const noexcept {}
+    void operator()(const events::call_finished&) const noexcept {}
+    void operator()(const events::deadline_exceeded&) const noexcept {}
+};
+
+static_assert(resil::listens_to<noop_listener, events::attempt_finished>);
+static_assert(!resil::listens_to<noop_listener_untimed, events::attempt_finished>);
+
+// Shared state of one dependency, as a service holds it.
+struct dependency {
+    resil::metrics metrics{"bench"};
+    resil::retry_budget budget;
+    resil::circuit_breaker breaker{{.on_state_change = metrics.breaker_hook()}};
+
+    auto pipeline() {
+        return resil::pipeline(resil::fallback_policy{[] { return -1; }}, resil::deadline_policy{250ms},
+                               resil::retry_policy{{.budget = &budget}}, std::ref(breaker),
+                               resil::timeout_policy{{.connect = 20ms, .read = 100ms, .total = 150ms}});
+    }
+};
+
+template <class Pipeline>
+void run(benchmark::State& state, const Pipeline& pipe) {
+    const auto before = resil_bench::allocations.load();
+    int i = 0;
+    for (auto _ : state) {
+        ++i;
+        benchmark::DoNotOptimize(pipe([i] { return no_op(i); }, resil::always_success{}).value());
+    }
+    resil_bench::report_allocations(state, before);
+}
+
+}  // namespace
+
+static void direct_call(benchmark::State& state) {
+    const auto before = resil_bench::allocations.load();
+    int i = 0;
+    for (auto _ : state) benchmark::DoNotOptimize(no_op(++i));
+    resil_bench::report_allocations(state, before);
+}
+BENCHMARK(direct_call);
+
+static void no_listener(benchmark::State& state) {
+    dependency dep;
+    run(state, dep.pipeline());
+}
+BENCHMARK(no_listener);
+
+static void noop_listener_all_events(benchmark::State& state) {
+    dependency dep;
+    run(state, dep.pipeline().with_listener(noop_listener{}));
+}
+BENCHMARK(noop_listener_all_events);
+
+static void noop_listener_but_attempt_finished(benchmark::State& state) {
+    dependency dep;
+    run(state, dep.pipeline().with_listener(noop_listener_untimed{}));
+}
+BENCHMARK(noop_listener_but_attempt_finished);
+
+static void metrics_listener(benchmark::State& state) {
+    dependency dep;
+    run(state, dep.pipeline().with_listener(std::ref(dep.metrics)));
+    state.counters["calls_counted"] = static_cast<double>(dep.metrics.snapshot().calls);
+}
+BENCHMARK(metrics_listener);
+
+// Two threads sharing one metrics object (and breaker and budget): the cost
+// of its counters' cache lines moving between cores.
+static void metrics_listener_shared_2_threads(benchmark::State& state) {
+    static dependency dep;
+    static const auto pipe = dep.pipeline().with_listener(std::ref(dep.metrics));
+    run(state, pipe);
+}
+BENCHMARK(metrics_listener_shared_2_threads)->Threads(2);
+
+static void no_listener_shared_2_threads(benchmark::State& state) {
+    static dependency dep;
+    static const auto pipe = dep.pipeline();
+    run(state, pipe);
+}
+BENCHMARK(no_listener_shared_2_threads)->Threads(2);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,295 @@
+// resil/fmt.hpp — fmt formatters for resil's verdicts, reasons, breaker
+// states, events and metric snapshots, and a listener that logs one line per
+// event through a sink of your choice.
+//
+//   fmt::print("{}\n", out.reason());                               // circuit_open
+//   fmt::print("{:>12}|\n", resil::verdict::retryable);              //    retryable|
+//
+//   auto pipe = resil::pipeline(...).with_listener(resil::log_listener{
+//       [](std::string_view line) { spdlog::info("{}", line); }, "triton"});
+//   // triton: attempt 1: retryable in 12ms
+//   // triton: retry 1 in 137ms (retryable, Retry-After)
+//   // triton: call finished: ok after 2 attempts
+//
+// Durations in log lines are rounded to three significant digits ("137ms",
+// "1.5s", "29.8s") — for people, unlike the exact forms of resil/json.hpp.
+// Needs the resil::fmt CMake target (fmt 9 or later).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "clock.hpp"
+#include "events.hpp"
+#include "metrics.hpp"
+#include "outcome.hpp"
+
+namespace resil {
+
+namespace detail {
+
+/// A duration as people read it: three significant digits in the largest
+/// unit that keeps it >= 1 (ns, us, ms, s, m, h).
+struct readable_duration {
+    duration value;
+};
+
+/// Formatters of aggregates take no format spec: "{}" only.
+struct spec_free_formatter {
+    template <class ParseContext>
+    constexpr auto parse(ParseContext& ctx) {
+        auto it = ctx.begin();
+        if (it != ctx.end() && *it != '}') throw ::fmt::format_error("resil: this type takes no format spec, use {}");
+        return it;
+    }
+};
+
+inline std::string_view attempts_word(std::uint32_t n) noexcept { return n == 1 ? "attempt" : "attempts"; }
+
+template <class E>
+inline constexpr bool is_event =
+    std::is_same_v<E, events::attempt_started> || std::is_same_v<E, events::attempt_finished> ||
+    std::is_same_v<E, events::retry_scheduled> || std::is_same_v<E, events::retries_exhausted> ||
+    std::is_same_v<E, events::budget_refused> || std::is_same_v<E, events::breaker_state_changed> ||
+    std::is_same_v<E, events::rejected> || std::is_same_v<E, events::fallback_used> ||
+    std::is_same_v<E, events::call_finished> || std::is_same_v<E, events::deadline_exceeded>;
+
+}  // namespace detail
+
+/// A listener that writes one line per event to `sink`, a callable taking
+/// std::string_view (a logger, a file, a vector in tests), prefixed with
+/// "name: " when a name is given. Formats into a stack buffer: a line
+/// allocates nothing unless it exceeds 500 characters. The sink is called from
+/// whichever thread emitted the event, so it must be thread-safe when the
+/// pipeline is shared. Listening to attempt_finished makes the pipeline read
+/// the clock around each attempt (for its duration). Also usable as a
+/// breaker's on_state_change.
+template <class Sink>
+class log_listener {
+public:
+    explicit log_listener(Sink sink, std::string name = {}) : sink_(std::move(sink)), name_(std::move(name)) {}
+
+    template <class Event>
+        requires detail::is_event<Event>
+    void operator()(const Event& event) const {
+        ::fmt::memory_buffer line;
+        if (!name_.empty()) ::fmt::format_to(std::back_inserter(line), "{}: ", name_);
+        ::fmt::format_to(std::back_inserter(line), "{}", event);
+        sink_(std::string_view(line.data(), line.size()));
+    }
+
+    [[nodiscard]] const Sink& sink() const noexcept { return sink_; }
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+private:
+    Sink sink_;
+    std::string name_;
+};
+
+template <class Sink>
+log_listener(Sink) -> log_listener<Sink>;
+template <class Sink, class Name>
+log_listener(Sink, Name) -> log_listener<Sink>;
+
+}  // namespace resil
+
+// ---------------------------------------------------------------------------
+// Enumerations: their snake_case names; width, fill and alignment work as for
+// strings ("{:>12}").
+
+template <>
+struct fmt::formatter<resil::verdict> : fmt::formatter<std::string_view> {
+    template <class FormatContext>
+    auto format(resil::verdict v, FormatContext& ctx) const {
+        return fmt::formatter<std::string_view>::format(resil::to_string(v), ctx);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::reason> : fmt::formatter<std::string_view> {
+    template <class FormatContext>
+    auto format(resil::reason r, FormatContext& ctx) const {
+        return fmt::formatter<std::string_view>::format(resil::to_string(r), ctx);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::circuit_state> : fmt::formatter<std::string_view> {
+    template <class FormatContext>
+    auto format(resil::circuit_state s, FormatContext& ctx) const {
+        return fmt::formatter<std::string_view>::format(resil::to_string(s), ctx);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::detail::readable_duration> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(resil::detail::readable_duration d, FormatContext& ctx) const {
+        struct unit {
+            std::string_view name;
+            double ns;
+        };
+        static constexpr unit units[] = {{"h", 3.6e12}, {"m", 6e10}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}};
+        const auto count = d.value.count();
+        if (count == 0) return fmt::format_to(ctx.out(), "0s");
+        const double magnitude = count < 0 ? -static_cast<double>(count) : static_cast<double>(count);
+        const unit* chosen = &units[5];
+        for (const auto& u : units) {
+            if (magnitude >= u.ns) {
+                chosen = &u;
+                break;
+            }
+        }
+        const double v = magnitude / chosen->ns;
+        const int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+        fmt::memory_buffer digits;
+        fmt::format_to(std::back_inserter(digits), "{:.{}f}", v, decimals);
+        std::string_view text(digits.data(), digits.size());
+        if (text.find('.') != std::string_view::npos) {
+            while (text.back() == '0') text.remove_suffix(1);
+            if (text.back() == '.') text.remove_suffix(1);
+        }
+        return fmt::format_to(ctx.out(), "{}{}{}", count < 0 ? "-" : "", text, chosen->name);
+    }
+};
+
+// ---------------------------------------------------------------------------
+// Events: one line each, as the log listener writes them.
+
+template <>
+struct fmt::formatter<resil::events::attempt_started> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::attempt_started& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "attempt {} started", e.attempt);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::attempt_finished> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::attempt_finished& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "attempt {}: {} in {}", e.attempt, e.verdict,
+                              resil::detail::readable_duration{e.elapsed});
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::retry_scheduled> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::retry_scheduled& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "retry {} in {} ({}{})", e.attempt, resil::detail::readable_duration{e.delay},
+                              e.verdict, e.from_retry_after ? ", Retry-After" : "");
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::retries_exhausted> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::retries_exhausted& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "retries exhausted after {} {}", e.attempts,
+                              resil::detail::attempts_word(e.attempts));
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::budget_refused> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::budget_refused& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "retry {} refused by the retry budget", e.attempt);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::breaker_state_changed> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::breaker_state_changed& e, FormatContext& ctx) const {
+        auto out = fmt::format_to(ctx.out(), "circuit breaker {} -> {}", e.from, e.to);
+        if (e.calls_in_window == 0) return out;
+        return fmt::format_to(out, " (failure ratio {:.3g} over {} call{})", e.failure_ratio, e.calls_in_window,
+                              e.calls_in_window == 1 ? "" : "s");
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::rejected> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::rejected& e, FormatContext& ctx) const {
+        auto out = fmt::format_to(ctx.out(), "rejected: {}", e.reason);
+        if (!e.retry_after) return out;
+        return fmt::format_to(out, " (retry after {})", resil::detail::readable_duration{*e.retry_after});
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::fallback_used> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::fallback_used& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "fallback used for {}", e.reason);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::call_finished> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::call_finished& e, FormatContext& ctx) const {
+        const auto outcome = e.reason == resil::reason::none ? std::string_view("ok") : resil::to_string(e.reason);
+        return fmt::format_to(ctx.out(), "call finished: {} after {} {}{}", outcome, e.attempts,
+                              resil::detail::attempts_word(e.attempts),
+                              e.from_fallback ? ", answered by the fallback" : "");
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::deadline_exceeded> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::deadline_exceeded& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "deadline exceeded after {} {}", e.attempts,
+                              resil::detail::attempts_word(e.attempts));
+    }
+};
+
+// ---------------------------------------------------------------------------
+// A metrics snapshot: one line, counts by reason listed only when non-zero.
+//   calls 7: 2 ok, 5 failed (retries_exhausted 1, circuit_open 1, ...); attempts 12; ...
+
+template <>
+struct fmt::formatter<resil::reason_counts> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::reason_counts& c, FormatContext& ctx) const {
+        auto out = ctx.out();
+        bool first = true;
+        for (std::size_t i = 1; i < resil::reason_count; ++i) {
+            if (c.by_reason[i] == 0) continue;
+            out = fmt::format_to(out, "{}{} {}", first ? "" : ", ", static_cast<resil::reason>(i), c.by_reason[i]);
+            first = false;
+        }
+        if (first) out = fmt::format_to(out, "none");
+        return out;
+    }
+};
+
+template <>
+struct fmt::formatter<resil::metrics_snapshot> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::metrics_snapshot& s, FormatContext& ctx) const {
+        auto out = fmt::format_to(ctx.out(), "calls {}: {} ok, {} failed", s.calls, s.successes, s.failures.total());
+        if (s.failures.total() > 0) out = fmt::format_to(out, " ({})", s.failures);
+        out = fmt::format_to(out, "; attempts {}; retries {}", s.attempts, s.retries);
+        if (s.retries_after_server_hint > 0) out = fmt::format_to(out, " ({} after Retry-After)", s.retries_after_server_hint);
+        out = fmt::format_to(out, "; retries exhausted {}; budget refusals {}; deadlines exceeded {}", s.retries_exhausted,
+                             s.budget_refusals, s.deadlines_exceeded);
+        out = fmt::format_to(out, "; rejections {}", s.rejections.total());
+        if (s.rejections.total() > 0) out = fmt::format_to(out, " ({})", s.rejections);
+        out = fmt::format_to(out, "; fallbacks {}", s.fallbacks.total());
+        if (s.fallbacks.total() > 0) out = fmt::format_to(out, " ({})", s.fallbacks);
+        return fmt::format_to(out, "; breaker opened {}, half-opened {}, closed {}, open {}", s.breaker_opened,
+                              s.breaker_half_opened, s.breaker_closed, resil::detail::readable_duration{s.time_open});
+    }
+};

@@ -1,0 +1,226 @@
+// resil/json/duration.hpp — durations as text for configuration files:
+// "250ms", "1.5s", "2m", "100us", "1h", "10ns". Exact both ways: the text is
+// read with decimal arithmetic (no floating point), and written in the
+// shortest form that reads back to the same count.
+//
+//   auto d = resil::json::parse_duration("1.5s");            // 1'500'000'000 ns
+//   auto t = resil::json::parse_duration<std::chrono::milliseconds>("250ms");
+//   resil::json::format_duration(std::chrono::milliseconds{1500});   // "1.5s"
+//   resil::json::format_duration(std::chrono::milliseconds{250});    // "250ms"
+//
+// Grammar: digits, optionally '.' and more digits, then a unit among ns, us,
+// ms, s, m (minutes) and h. No sign, no spaces, no exponent, no bare numbers:
+// a configuration value always says its unit. Uses the standard library only.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <ratio>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace resil::json {
+
+/// Why a duration text was refused.
+enum class duration_text_error : std::uint8_t {
+    none,
+    syntax,        ///< not digits[.digits]unit
+    too_precise,   ///< finer than the target type can hold ("1.5ms" as milliseconds, "0.5ns")
+    out_of_range,  ///< more than the target type can hold (about 292 years in nanoseconds)
+};
+
+/// The result of parsing a duration text: a value, or why not.
+template <class Duration>
+struct duration_text_result {
+    std::optional<Duration> value{};
+    duration_text_error error = duration_text_error::none;
+
+    explicit operator bool() const noexcept { return value.has_value(); }
+};
+
+namespace detail {
+
+/// A unit of the text form: its name and its length in nanoseconds as
+/// factor × 10^exponent (a minute is 6 × 10^10 ns, an hour 36 × 10^11 ns),
+/// so every conversion is a small multiplication or division of digits.
+struct duration_unit {
+    std::string_view name;
+    unsigned factor;
+    int exponent;
+};
+
+// Largest first: the formatter prefers the larger unit on a tie.
+inline constexpr std::array<duration_unit, 6> duration_units{{
+    {"h", 36, 11},
+    {"m", 6, 10},
+    {"s", 1, 9},
+    {"ms", 1, 6},
+    {"us", 1, 3},
+    {"ns", 1, 0},
+}};
+
+/// log10 of the duration type's tick in nanoseconds: 0 for nanoseconds, 6
+/// for milliseconds, 9 for seconds.
+template <class Duration>
+constexpr int tick_exponent() {
+    using period = typename Duration::period;
+    static_assert(period::num == 1 && std::giga::num % period::den == 0,
+                  "resil::json: durations must tick in ns, us, ms or s (a power of ten of a second)");
+    int e = 9;
+    for (auto den = period::den; den > 1; den /= 10) --e;
+    return e;
+}
+
+/// digits × small, on a decimal digit string (most significant first).
+inline std::string multiply_digits(const std::string& digits, unsigned small) {
+    std::string out(digits.size(), '0');
+    unsigned carry = 0;
+    for (std::size_t i = digits.size(); i-- > 0;) {
+        const unsigned v = static_cast<unsigned>(digits[i] - '0') * small + carry;
+        out[i] = static_cast<char>('0' + v % 10);
+        carry = v / 10;
+    }
+    while (carry > 0) {
+        out.insert(out.begin(), static_cast<char>('0' + carry % 10));
+        carry /= 10;
+    }
+    return out;
+}
+
+inline void strip_leading_zeros(std::string& digits) {
+    const auto first = digits.find_first_not_of('0');
+    digits.erase(0, first == std::string::npos ? digits.size() - 1 : first);
+}
+
+}  // namespace detail
+
+/// Reads a duration text into `Duration` (resil::duration, i.e. nanoseconds,
+/// by default; milliseconds for the timeout triad). Exact: a value the type
+/// cannot hold exactly is refused, never rounded. Does not throw.
+template <class Duration = std::chrono::nanoseconds>
+[[nodiscard]] duration_text_result<Duration> parse_duration(std::string_view text) {
+    using rep = typename Duration::rep;
+    static_assert(std::is_signed_v<rep> && sizeof(rep) == 8, "resil::json: durations must count in int64");
+    constexpr int target = detail::tick_exponent<Duration>();
+    const auto syntax = duration_text_result<Duration>{std::nullopt, duration_text_error::syntax};
+
+    std::size_t i = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    if (i == 0) return syntax;
+    std::string whole(text.substr(0, i));
+    std::string fraction;
+    if (i < text.size() && text[i] == '.') {
+        const auto start = ++i;
+        while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+        if (i == start) return syntax;
+        fraction = std::string(text.substr(start, i - start));
+    }
+    const auto suffix = text.substr(i);
+    const detail::duration_unit* unit = nullptr;
+    for (const auto& u : detail::duration_units)
+        if (u.name == suffix) unit = &u;
+    if (unit == nullptr) return syntax;
+
+    // value = digits × 10^-fraction_digits × factor × 10^exponent ns
+    //       = digits × factor × 10^(exponent − fraction_digits − target) ticks.
+    while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+    detail::strip_leading_zeros(whole);
+    // Bounds that keep the digit strings short; anything past them is out of
+    // range (whole part) or finer than a nanosecond (fraction) anyway.
+    if (whole.size() > 24) return {std::nullopt, duration_text_error::out_of_range};
+    if (fraction.size() > 24) return {std::nullopt, duration_text_error::too_precise};
+    std::string digits = whole + fraction;
+    detail::strip_leading_zeros(digits);
+    digits = detail::multiply_digits(digits, unit->factor);
+    const int shift = unit->exponent - static_cast<int>(fraction.size()) - target;
+    if (shift >= 0) {
+        if (digits != "0") digits.append(static_cast<std::size_t>(shift), '0');
+    } else {
+        const auto drop = static_cast<std::size_t>(-shift);
+        if (digits.size() <= drop) {
+            if (digits.find_first_not_of('0') != std::string::npos)
+                return {std::nullopt, duration_text_error::too_precise};
+            digits = "0";
+        } else {
+            if (digits.find_first_not_of('0', digits.size() - drop) != std::string::npos)
+                return {std::nullopt, duration_text_error::too_precise};
+            digits.resize(digits.size() - drop);
+        }
+    }
+    detail::strip_leading_zeros(digits);
+    const std::string max = std::to_string(std::numeric_limits<rep>::max());
+    if (digits.size() > max.size() || (digits.size() == max.size() && digits > max))
+        return {std::nullopt, duration_text_error::out_of_range};
+    rep count = 0;
+    for (char c : digits) count = count * 10 + (c - '0');
+    return {Duration{count}, duration_text_error::none};
+}
+
+/// Writes `d` in the shortest text that parse_duration reads back exactly,
+/// with a whole part of at least 1 ("250ms", not "0.25s"); on a tie the larger
+/// unit wins ("1.5s", "90s", "2m", "36h", "100us", "1ns"). Zero is "0s"; a
+/// negative duration gets a leading '-' (which parse_duration refuses: no
+/// option takes a negative duration).
+template <class Rep, class Period>
+[[nodiscard]] std::string format_duration(std::chrono::duration<Rep, Period> d) {
+    using Duration = std::chrono::duration<Rep, Period>;
+    constexpr int source = detail::tick_exponent<Duration>();
+    const auto count = d.count();
+    if (count == 0) return "0s";
+    using magnitude_type = std::make_unsigned_t<Rep>;
+    const auto magnitude = count < 0 ? magnitude_type(0) - static_cast<magnitude_type>(count)
+                                     : static_cast<magnitude_type>(count);
+    std::string best;
+    for (const auto& unit : detail::duration_units) {
+        // count × 10^source / (factor × 10^exponent): divide by the factor
+        // (a terminating decimal has at most 2 more digits for 36 = 4 × 9),
+        // then move the decimal point.
+        const magnitude_type quotient = magnitude / unit.factor;
+        auto rest = magnitude % unit.factor;
+        std::string fraction;
+        for (int i = 0; i < 2 && rest != 0; ++i) {
+            rest *= 10;
+            fraction += static_cast<char>('0' + rest / unit.factor);
+            rest %= unit.factor;
+        }
+        if (rest != 0) continue;  // not a terminating decimal in this unit
+        std::string whole = std::to_string(quotient);
+        const int shift = source - unit.exponent;  // decimal point to the right when positive
+        if (shift >= 0) {
+            const auto n = static_cast<std::size_t>(shift);
+            const auto moved = fraction.substr(0, n < fraction.size() ? n : fraction.size());
+            whole += moved + std::string(n - moved.size(), '0');
+            fraction.erase(0, moved.size());
+        } else {
+            const auto n = static_cast<std::size_t>(-shift);
+            if (whole.size() < n + 1) whole.insert(0, n + 1 - whole.size(), '0');
+            fraction.insert(0, whole.substr(whole.size() - n));
+            whole.resize(whole.size() - n);
+        }
+        detail::strip_leading_zeros(whole);
+        while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+        if (whole == "0") continue;  // "0.25s": prefer "250ms"
+        auto text = fraction.empty() ? whole : whole + "." + fraction;
+        text += unit.name;
+        if (best.empty() || text.size() < best.size()) best = std::move(text);
+    }
+    return count < 0 ? "-" + best : best;
+}
+
+/// The name of a duration_text_error, for messages.
+[[nodiscard]] constexpr std::string_view to_string(duration_text_error e) noexcept {
+    switch (e) {
+        case duration_text_error::none: return "none";
+        case duration_text_error::syntax: return "syntax";
+        case duration_text_error::too_precise: return "too_precise";
+        case duration_text_error::out_of_range: return "out_of_range";
+    }
+    return "unknown";
+}
+
+}  // namespace resil::json
