@@ -116,6 +116,19 @@ struct step {
 
 using breaker_type = resil::basic_circuit_breaker<manual_clock>;
 
+// A listener that asks the pipeline to time each attempt.
+template <class F>
+struct timed_listener {
+    static constexpr bool times_attempts = true;
+    F f;
+    template <class Event>
+    void operator()(const Event& e) const {
+        f(e);
+    }
+};
+template <class F>
+timed_listener(F) -> timed_listener<F>;
+
 // Everything one run needs, built the same way for every listener.
 struct rig {
     manual_clock clock;
@@ -369,11 +382,12 @@ TEST_CASE("metrics: a scripted failure sequence gives the exact events and count
     rig r;
     const describer describe{r.origin};
     std::vector<std::string> log;
-    // One generic lambda sees every event; it also feeds the counters.
-    const auto pipe = r.pipeline([&](const auto& event) {
+    // One generic lambda sees every event, with attempt durations; it also
+    // feeds the counters.
+    const auto pipe = r.pipeline(timed_listener{[&](const auto& event) {
         log.push_back(describe(event));
         if constexpr (resil::listens_to<resil::metrics, std::remove_cvref_t<decltype(event)>>) r.metrics(event);
-    });
+    }});
 
     CHECK(run_script(r, pipe) == expected_outcomes);
 

@@ -252,3 +252,27 @@ TEST_CASE("pipeline: a call allocates nothing") {
     CHECK(allocations.load() == before);
 }
 #endif
+
+namespace {
+struct timing {
+    std::vector<resil::duration>* seen;
+    static constexpr bool times_attempts = true;
+    void operator()(const resil::events::attempt_finished& e) const { seen->push_back(e.elapsed); }
+};
+}  // namespace
+
+TEST_CASE("events: attempt durations are measured only for a listener that asks for them") {
+    manual_clock clock;
+    std::vector<resil::duration> untimed;
+    auto plain = resil::pipeline(clock, resil::retry_policy{})
+                     .with_listener([&](const resil::events::attempt_finished& e) { untimed.push_back(e.elapsed); });
+    (void)plain([&] { clock.advance(40ms); return 1; }, resil::always_success{});
+    REQUIRE(untimed.size() == 1);
+    CHECK(untimed[0] == resil::duration::zero());
+
+    std::vector<resil::duration> timed;
+    auto measured = resil::pipeline(clock, resil::retry_policy{}).with_listener(timing{&timed});
+    (void)measured([&] { clock.advance(40ms); return 1; }, resil::always_success{});
+    REQUIRE(timed.size() == 1);
+    CHECK(timed[0] == 40ms);
+}

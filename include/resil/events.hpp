@@ -46,6 +46,10 @@ struct attempt_started {
 struct attempt_finished {
     std::uint32_t attempt = 0;
     resil::verdict verdict = verdict::success;
+    /// How long the attempt took; measured only for a listener that asks for
+    /// it (`static constexpr bool times_attempts = true;`), zero otherwise:
+    /// timing costs two clock reads per attempt, which a listener that does
+    /// not use them should not pay.
     duration elapsed{};
 };
 
@@ -107,6 +111,15 @@ struct no_listener {};
 /// True when listener L handles event E (so producing E is worth any work).
 template <class L, class E>
 inline constexpr bool listens_to = std::is_invocable_v<L&, const E&>;
+
+/// True when listener L asks for attempt durations (see attempt_finished).
+template <class L>
+inline constexpr bool listener_times_attempts = [] {
+    if constexpr (requires { std::remove_cvref_t<L>::times_attempts; })
+        return static_cast<bool>(std::remove_cvref_t<L>::times_attempts);
+    else
+        return false;
+}();
 
 /// Delivers `event` to `listener` when it handles that kind; nothing otherwise.
 template <class L, class E>

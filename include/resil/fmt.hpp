@@ -68,12 +68,14 @@ inline constexpr bool is_event =
 /// "name: " when a name is given. Formats into a stack buffer: a line
 /// allocates nothing unless it exceeds 500 characters. The sink is called from
 /// whichever thread emitted the event, so it must be thread-safe when the
-/// pipeline is shared. Listening to attempt_finished makes the pipeline read
-/// the clock around each attempt (for its duration). Also usable as a
-/// breaker's on_state_change.
+/// pipeline is shared. It asks for attempt durations (times_attempts), so the
+/// pipeline reads the clock around each attempt. Also usable as a breaker's
+/// on_state_change.
 template <class Sink>
 class log_listener {
 public:
+    static constexpr bool times_attempts = true;
+
     explicit log_listener(Sink sink, std::string name = {}) : sink_(std::move(sink)), name_(std::move(name)) {}
 
     template <class Event>

@@ -134,6 +134,8 @@ public:
     }
     template <class Event>
     static constexpr bool listens = listens_to<Listener, Event>;
+    /// Whether attempt_finished carries the attempt's duration (two clock reads).
+    static constexpr bool times_attempts = listener_times_attempts<Listener>;
 
     // Attempts that ran the callable; counted only when someone listens.
     void count_attempt() noexcept {
@@ -151,6 +153,14 @@ template <class Ctx, class Event>
 constexpr bool context_listens() noexcept {
     if constexpr (requires { Ctx::template listens<Event>; })
         return Ctx::template listens<Event>;
+    else
+        return false;
+}
+
+template <class Ctx>
+constexpr bool context_times_attempts() noexcept {
+    if constexpr (requires { Ctx::times_attempts; })
+        return Ctx::times_attempts && context_listens<Ctx, events::attempt_finished>();
     else
         return false;
 }
@@ -221,7 +231,7 @@ private:
 
     template <class T, class Ctx, class F, class Classifier>
     static outcome<T> attempt(Ctx& ctx, F& fn, Classifier& classify) {
-        constexpr bool timed = detail::context_listens<Ctx, events::attempt_finished>();
+        constexpr bool timed = detail::context_times_attempts<Ctx>();
         ctx.count_attempt();
         ctx.emit(events::attempt_started{ctx.attempt()});
         [[maybe_unused]] time_point started{};
@@ -230,7 +240,10 @@ private:
         auto out = judged<T>(ctx, fn, classify);
 
         ctx.set_last_hint(server_hint{out.retry_after(), out.dont_retry()});
-        if constexpr (timed) ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), ctx.now() - started});
+        if constexpr (timed)
+            ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), ctx.now() - started});
+        else
+            ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), duration::zero()});
         return out;
     }
 

@@ -33,6 +33,9 @@ public:
         using result = decltype(next(ctx));
         const auto outer = ctx.timeouts();
         if (ctx.deadline().expired()) {
+            // Attempts before this one ran; this one never starts.
+            const auto made = ctx.attempt() > 0 ? ctx.attempt() - 1 : 0;
+            ctx.emit(events::deadline_exceeded{made});
             ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
             return result::rejected(reason::deadline_exceeded);
         }
