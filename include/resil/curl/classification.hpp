@@ -1,0 +1,93 @@
+// resil/curl/classification.hpp — judges one attempt's response for the
+// retry policy: success, retryable, permanent, or ambiguous (may have reached
+// the server: retried only when the operation is idempotent or keyed).
+//
+//   auto out = pipe([&](resil::context& ctx) { return http.perform(req, ctx); });
+//   // no classifier argument: resil::curl::classify is found by ADL
+//
+// HTTP status (a whole response arrived)
+//   2xx, 3xx                  success
+//   408, 429, 503             retryable: the server did not act on the request
+//   500, 502, 504             retryable when the request was idempotent or keyed;
+//                             otherwise ambiguous (the server, or the one behind a
+//                             gateway, may have acted before failing)
+//   409                       retryable on a keyed request (the key's first use is
+//                             still in progress), permanent otherwise
+//   other 4xx, 501, other 5xx permanent
+// Transport (no whole response)
+//   not started, refused, DNS, connect timeout, TLS handshake   retryable (never sent)
+//   read/total timeout, reset, closed, short body, bad reply,   ambiguous once anything
+//   cancelled                                                    was sent, else retryable
+//   malformed URL, unsupported protocol, rejected certificate,  permanent
+//   body over the limit
+//   anything else                                               ambiguous once sent, else permanent
+// Hints (on failures only): Retry-After; a pushback header ≥ 0 ms (the longer
+// of the two wins); a negative pushback sets "don't retry".
+#pragma once
+
+#include <algorithm>
+
+#include "../outcome.hpp"
+#include "response.hpp"
+
+namespace resil::curl {
+
+/// The verdict for a whole response with HTTP status `status`. `keyed`: the
+/// request carried an idempotency key; `repeatable`: it was idempotent or keyed.
+[[nodiscard]] constexpr verdict classify_status(int status, bool keyed, bool repeatable) noexcept {
+    if (status >= 200 && status <= 399) return verdict::success;
+    switch (status) {
+        case 408:
+        case 429:
+        case 503: return verdict::retryable;
+        case 500:
+        case 502:
+        case 504: return repeatable || keyed ? verdict::retryable : verdict::ambiguous;
+        case 409: return keyed ? verdict::retryable : verdict::permanent;
+        default: return verdict::permanent;
+    }
+}
+
+/// The verdict for a transfer that ended without a whole response.
+/// `may_have_reached_server`: any byte of the request may have been sent.
+[[nodiscard]] constexpr verdict classify_transport(transport_status status, bool may_have_reached_server) noexcept {
+    switch (status) {
+        case transport_status::completed: return verdict::success;  // judged by its HTTP status instead
+        case transport_status::body_too_large:
+        case transport_status::invalid_request:
+        case transport_status::tls_certificate_rejected: return verdict::permanent;
+        case transport_status::other_error: return may_have_reached_server ? verdict::ambiguous : verdict::permanent;
+        case transport_status::deadline_exceeded:
+        case transport_status::cancelled:
+        case transport_status::connect_failed:
+        case transport_status::connect_timeout:
+        case transport_status::tls_handshake_failed:
+        case transport_status::read_timeout:
+        case transport_status::total_timeout:
+        case transport_status::connection_lost:
+        case transport_status::protocol_error: break;
+    }
+    return may_have_reached_server ? verdict::ambiguous : verdict::retryable;
+}
+
+/// The classification of one attempt's response; see the table above.
+/// Found by ADL, so pipelines need no classifier argument for
+/// resil::curl::response. Pure; thread-safe.
+[[nodiscard]] inline classification classify(const response& r) noexcept {
+    const verdict v = r.completed() ? classify_status(r.status(), r.carried_idempotency_key(), r.repeatable())
+                                    : classify_transport(r.transport(), r.may_have_reached_server());
+    if (v == verdict::success) return v;
+    server_hint hint;
+    hint.retry_after = r.retry_after();
+    if (const auto pushback = r.pushback()) {
+        if (pushback->count() < 0) {
+            hint.dont_retry = true;
+        } else {
+            const duration wait = *pushback;
+            hint.retry_after = hint.retry_after ? std::max(*hint.retry_after, wait) : wait;
+        }
+    }
+    return {v, hint};
+}
+
+}  // namespace resil::curl

@@ -1,0 +1,94 @@
+// resil/curl/detail/handles.hpp — the libcurl handles a client owns, the
+// callbacks that fill a response, and process-wide initialisation.
+#pragma once
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../response.hpp"
+#include "text.hpp"
+
+namespace resil::curl::detail {
+
+/// curl_global_init once per process, before the first handle. A function
+/// static makes concurrent first uses from several threads safe. There is no
+/// matching curl_global_cleanup: other code in the process may still use
+/// libcurl when static destructors run.
+inline void ensure_curl_initialised() {
+    static const CURLcode result = curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (result != CURLE_OK)
+        throw std::runtime_error(std::string("resil::curl: curl_global_init failed: ") + curl_easy_strerror(result));
+}
+
+/// What the callbacks of one transfer write to.
+struct transfer_state {
+    response* out = nullptr;
+    std::size_t max_body = 0;
+    std::size_t received = 0;  ///< header and body bytes delivered so far
+    bool too_large = false;
+    bool out_of_memory = false;
+};
+
+/// What the easy handle's per-request options were last set to: options that
+/// did not change since the previous transfer are not set again (setting the
+/// URL copies it; the method options allocate).
+struct applied_options {
+    std::string url;
+    std::string method;
+    const char* body = nullptr;
+    std::size_t body_size = 0;
+    bool has_body = false;
+    bool method_set = false;
+    long connect_ms = -1;
+    long total_ms = -1;
+    const curl_slist* headers = nullptr;
+};
+
+/// The easy and multi handles of one client and the buffers reused by every
+/// transfer, so that a transfer allocates nothing of its own beyond the
+/// response it returns.
+struct handles {
+    CURL* easy = nullptr;
+    CURLM* multi = nullptr;
+    transfer_state transfer{};
+    applied_options applied{};
+    std::vector<curl_slist> header_nodes;
+    // "Idempotency-Key: \"<36>\"" and "grpc-timeout: <9>", NUL-terminated.
+    std::array<char, 64> key_line{};
+    std::array<char, 48> timeout_line{};
+    std::array<char, CURL_ERROR_SIZE> error{};
+    std::atomic<bool> busy{false};
+
+    handles() {
+        ensure_curl_initialised();
+        easy = curl_easy_init();
+        multi = curl_multi_init();
+        if (!easy || !multi) {
+            release();
+            throw std::runtime_error("resil::curl::client: libcurl could not create its handles");
+        }
+        header_nodes.reserve(16);
+    }
+    handles(const handles&) = delete;
+    handles& operator=(const handles&) = delete;
+    ~handles() { release(); }
+
+private:
+    void release() noexcept {
+        // The easy handle first: the connection cache belongs to the multi handle.
+        if (easy) curl_easy_cleanup(easy);
+        if (multi) curl_multi_cleanup(multi);
+        easy = nullptr;
+        multi = nullptr;
+    }
+};
+
+}  // namespace resil::curl::detail

@@ -1,0 +1,175 @@
+// resil/curl/fields.hpp — HTTP header fields of a request or a response:
+// an ordered list with case-insensitive lookup.
+//
+//   for (auto [name, value] : response.headers()) log(name, value);
+//   if (auto type = response.header("content-type")) ...   // any letter case
+//
+// The fields live in one buffer, each as a ready-to-send "Name: value" line,
+// so a request hands libcurl its headers without copying them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "detail/text.hpp"
+
+namespace resil::curl {
+
+/// One header field. Views into the request or response that owns it.
+struct header_field {
+    std::string_view name;
+    std::string_view value;
+};
+
+namespace detail {
+
+struct field_index {
+    std::uint32_t line = 0;         // start of the NUL-terminated "Name: value" line
+    std::uint32_t name_size = 0;    // the name starts the line
+    std::uint32_t value = 0;        // start of the value
+    std::uint32_t value_size = 0;
+};
+
+/// The storage behind header_list: lines "Name: value\0" in one string (an
+/// empty value is written "Name;\0", which is how libcurl is told to send an
+/// empty header rather than remove one of its own).
+class field_store {
+public:
+    void clear() noexcept {
+        text_.clear();
+        index_.clear();
+    }
+
+    /// Appends a field; `name` and `value` are already validated.
+    void add(std::string_view name, std::string_view value) {
+        const std::string_view separator = value.empty() ? ";" : ": ";
+        const std::size_t size = name.size() + separator.size() + value.size() + 1;
+        check_size(size);
+        field_index f;
+        f.line = static_cast<std::uint32_t>(text_.size());
+        f.name_size = static_cast<std::uint32_t>(name.size());
+        f.value = static_cast<std::uint32_t>(text_.size() + name.size() + separator.size());
+        f.value_size = static_cast<std::uint32_t>(value.size());
+        // One growth and three copies: this runs for every received header line.
+        text_.resize(text_.size() + size);
+        char* out = text_.data() + f.line;
+        std::memcpy(out, name.data(), name.size());
+        std::memcpy(out + name.size(), separator.data(), separator.size());
+        if (!value.empty()) std::memcpy(text_.data() + f.value, value.data(), value.size());
+        text_.back() = '\0';
+        index_.push_back(f);
+    }
+
+    /// Appends `more` to the last field's value, after one space (an obsolete
+    /// folded continuation line). Does nothing when there is no field yet.
+    void extend_last(std::string_view more) {
+        if (index_.empty() || more.empty()) return;
+        check_size(more.size() + 1);
+        auto& f = index_.back();
+        text_.pop_back();  // the NUL
+        if (f.value_size == 0) {
+            // "Name;" becomes "Name: more".
+            text_.pop_back();
+            text_.append(": ");
+            f.value = static_cast<std::uint32_t>(text_.size());
+        } else {
+            text_.push_back(' ');
+            ++f.value_size;
+        }
+        text_.append(more);
+        f.value_size += static_cast<std::uint32_t>(more.size());
+        text_.push_back('\0');
+    }
+
+    [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
+    [[nodiscard]] header_field at(std::size_t i) const noexcept {
+        const auto& f = index_[i];
+        return {std::string_view(text_).substr(f.line, f.name_size),
+                std::string_view(text_).substr(f.value, f.value_size)};
+    }
+    /// The i-th field as a NUL-terminated line for libcurl's header list.
+    [[nodiscard]] const char* line(std::size_t i) const noexcept { return text_.data() + index_[i].line; }
+
+    [[nodiscard]] std::optional<std::string_view> find(std::string_view name) const noexcept {
+        for (std::size_t i = 0; i < index_.size(); ++i) {
+            const auto field = at(i);
+            if (iequals(field.name, name)) return field.value;
+        }
+        return std::nullopt;
+    }
+
+    void reserve(std::size_t bytes, std::size_t fields) {
+        text_.reserve(bytes);
+        index_.reserve(fields);
+    }
+
+private:
+    void check_size(std::size_t more) const {
+        if (more > std::numeric_limits<std::uint32_t>::max() - text_.size())
+            throw std::length_error("resil::curl: header fields exceed 4 GiB");
+    }
+
+    std::string text_;
+    std::vector<field_index> index_;
+};
+
+}  // namespace detail
+
+/// A read-only view of header fields, in the order they were added or
+/// received. Valid while its owner lives and is not modified.
+class header_list {
+public:
+    class iterator {
+    public:
+        using iterator_category = std::forward_iterator_tag;
+        using value_type = header_field;
+        using difference_type = std::ptrdiff_t;
+        using pointer = void;
+        using reference = header_field;
+
+        iterator() = default;
+        [[nodiscard]] header_field operator*() const noexcept { return store_->at(at_); }
+        iterator& operator++() noexcept {
+            ++at_;
+            return *this;
+        }
+        iterator operator++(int) noexcept {
+            auto copy = *this;
+            ++at_;
+            return copy;
+        }
+        friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.at_ == b.at_; }
+
+    private:
+        friend class header_list;
+        iterator(const detail::field_store* s, std::size_t at) noexcept : store_(s), at_(at) {}
+        const detail::field_store* store_ = nullptr;
+        std::size_t at_ = 0;
+    };
+
+    explicit header_list(const detail::field_store& store) noexcept : store_(&store) {}
+
+    [[nodiscard]] iterator begin() const noexcept { return {store_, 0}; }
+    [[nodiscard]] iterator end() const noexcept { return {store_, store_->size()}; }
+    [[nodiscard]] std::size_t size() const noexcept { return store_->size(); }
+    [[nodiscard]] bool empty() const noexcept { return store_->size() == 0; }
+    /// The i-th field; i < size().
+    [[nodiscard]] header_field operator[](std::size_t i) const noexcept { return store_->at(i); }
+    /// The value of the first field named `name` (any letter case), if any.
+    [[nodiscard]] std::optional<std::string_view> find(std::string_view name) const noexcept {
+        return store_->find(name);
+    }
+
+private:
+    const detail::field_store* store_;
+};
+
+}  // namespace resil::curl

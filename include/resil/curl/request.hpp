@@ -1,0 +1,153 @@
+// resil/curl/request.hpp — what to send: method, URL, headers, body, and
+// whether repeating it is harmless.
+//
+//   auto get  = resil::curl::request::get("http://inventory.internal/items/42");
+//   auto post = resil::curl::request::post("http://payments.internal/charges", R"({"cents":500})")
+//                   .add_header("Content-Type", "application/json");
+//   auto put  = resil::curl::request::put(url, body).set_idempotent(false);  // this PUT appends
+//
+// A request is checked as it is built: a malformed URL, a scheme other than
+// http/https, a method or header name that is not an RFC 9110 token, or a
+// header value with CR, LF or another control character throws
+// std::invalid_argument at once, before any network I/O (no header injection).
+// A request is a plain value: build it once, send it on every attempt.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "detail/text.hpp"
+#include "fields.hpp"
+
+namespace resil::curl {
+
+/// RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are
+/// idempotent; every other method (POST, PATCH, ...) is not. Case-sensitive,
+/// as method names are.
+[[nodiscard]] constexpr bool is_idempotent_method(std::string_view method) noexcept {
+    return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE" || method == "PUT" ||
+           method == "DELETE";
+}
+
+namespace detail {
+
+/// Why `url` cannot be sent (static text), or nothing when it is acceptable:
+/// non-empty, no spaces or control characters, an "http://" or "https://"
+/// scheme (any letter case) and a non-empty authority. The rest is libcurl's
+/// to judge (CURLE_URL_MALFORMAT, classified permanent).
+[[nodiscard]] constexpr std::optional<std::string_view> invalid_url_reason(std::string_view url) noexcept {
+    if (url.empty()) return "the URL is empty";
+    for (const char c : url) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u <= 0x20 || u == 0x7F) return "the URL contains a space or a control character";
+    }
+    const auto colon = url.find("://");
+    if (colon == std::string_view::npos || colon == 0) return "the URL has no scheme (expected http:// or https://)";
+    const auto scheme = url.substr(0, colon);
+    if (!iequals(scheme, "http") && !iequals(scheme, "https")) return "unsupported URL scheme (only http and https)";
+    const auto rest = url.substr(colon + 3);
+    if (rest.empty() || rest.front() == '/' || rest.front() == '?' || rest.front() == '#')
+        return "the URL has no host";
+    return std::nullopt;
+}
+
+}  // namespace detail
+
+class request {
+public:
+    /// A request with any method (an RFC 9110 token, e.g. "PROPFIND").
+    /// Throws std::invalid_argument for a bad method or URL.
+    request(std::string method, std::string url) : method_(std::move(method)), url_(std::move(url)) {
+        if (!detail::is_token(method_))
+            throw std::invalid_argument("resil::curl::request: the method must be an HTTP token, got " +
+                                        detail::quote_for_error(method_));
+        if (auto why = detail::invalid_url_reason(url_))
+            throw std::invalid_argument("resil::curl::request: " + std::string(*why) + ": " +
+                                        detail::quote_for_error(url_));
+    }
+
+    [[nodiscard]] static request get(std::string url) { return {"GET", std::move(url)}; }
+    [[nodiscard]] static request head(std::string url) { return {"HEAD", std::move(url)}; }
+    [[nodiscard]] static request post(std::string url, std::string body) {
+        return std::move(request{"POST", std::move(url)}.set_body(std::move(body)));
+    }
+    [[nodiscard]] static request put(std::string url, std::string body) {
+        return std::move(request{"PUT", std::move(url)}.set_body(std::move(body)));
+    }
+    [[nodiscard]] static request patch(std::string url, std::string body) {
+        return std::move(request{"PATCH", std::move(url)}.set_body(std::move(body)));
+    }
+    /// DELETE (the trailing underscore because `delete` is a keyword).
+    [[nodiscard]] static request delete_(std::string url) { return {"DELETE", std::move(url)}; }
+    [[nodiscard]] static request options(std::string url) { return {"OPTIONS", std::move(url)}; }
+
+    /// Adds a header field, sent in the order added. Leading and trailing
+    /// spaces of `value` are dropped; an empty value is sent as an empty
+    /// field. Throws std::invalid_argument when `name` is not a token or
+    /// `value` holds CR, LF, NUL or another control character (HTAB is fine).
+    /// A field the adapter would add itself (Idempotency-Key, the deadline
+    /// header, Expect, User-Agent) replaces the adapter's.
+    request& add_header(std::string_view name, std::string_view value) & {
+        if (!detail::is_token(name))
+            throw std::invalid_argument("resil::curl::request: a header name must be an HTTP token, got " +
+                                        detail::quote_for_error(name));
+        for (const char c : value)
+            if (detail::is_forbidden_in_value(c))
+                throw std::invalid_argument("resil::curl::request: the value of header " + std::string(name) +
+                                            " contains CR, LF or another control character: " +
+                                            detail::quote_for_error(value));
+        headers_.add(name, detail::trim_ows(value));
+        return *this;
+    }
+    request&& add_header(std::string_view name, std::string_view value) && {
+        return std::move(add_header(name, value));
+    }
+
+    /// The body (any bytes). Sent with a Content-Length; for POST with no
+    /// Content-Type header, libcurl sends application/x-www-form-urlencoded.
+    request& set_body(std::string body) & {
+        body_ = std::move(body);
+        has_body_ = true;
+        return *this;
+    }
+    request&& set_body(std::string body) && { return std::move(set_body(std::move(body))); }
+
+    /// Overrides the method's default idempotency (is_idempotent_method): say
+    /// true for a POST that is safe to repeat, false for a PUT that is not.
+    request& set_idempotent(bool yes) & {
+        idempotent_ = yes;
+        return *this;
+    }
+    request&& set_idempotent(bool yes) && { return std::move(set_idempotent(yes)); }
+
+    [[nodiscard]] const std::string& method() const noexcept { return method_; }
+    [[nodiscard]] const std::string& url() const noexcept { return url_; }
+    [[nodiscard]] const std::string& body() const noexcept { return body_; }
+    /// True once set_body was called (an empty body is still sent, with
+    /// Content-Length: 0).
+    [[nodiscard]] bool has_body() const noexcept { return has_body_; }
+    [[nodiscard]] header_list headers() const noexcept { return header_list{headers_}; }
+    /// The first header field named `name` (any letter case), if any.
+    [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const noexcept {
+        return headers_.find(name);
+    }
+    /// Whether repeating the request is harmless: the explicit setting, or
+    /// the method's default.
+    [[nodiscard]] bool idempotent() const noexcept { return idempotent_.value_or(is_idempotent_method(method_)); }
+
+private:
+    friend class client;
+
+    std::string method_;
+    std::string url_;
+    std::string body_;
+    detail::field_store headers_;
+    std::optional<bool> idempotent_{};
+    bool has_body_ = false;
+};
+
+}  // namespace resil::curl

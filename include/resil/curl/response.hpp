@@ -1,0 +1,218 @@
+// resil/curl/response.hpp — what one attempt produced: the HTTP response if
+// one arrived, otherwise how the transfer failed, and in both cases whether
+// the request may have reached the server.
+//
+//   auto r = http.perform(resil::curl::request::get(url), ctx);
+//   if (r.ok()) use(r.body());                                // completed with a 2xx
+//   else if (r.completed()) log(r.status(), r.header("content-type").value_or("?"));
+//   else log(resil::curl::to_string(r.transport()), r.curl_code(), r.may_have_reached_server());
+//
+// Server hints are read when the response arrives: Retry-After (delay-seconds
+// or an HTTP-date, through resil::parse_retry_after against the system clock
+// at that moment) and a millisecond pushback header (grpc-retry-pushback-ms
+// by default; negative means "don't retry"). resil::curl::classify turns all
+// of this into a verdict (resil/curl/classification.hpp).
+//
+// Fakes and fallbacks build responses with response::from_parts (as if a
+// server had answered) and response::from_failure (as if the transfer had failed).
+#pragma once
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "../clock.hpp"
+#include "../retry_after.hpp"
+#include "detail/text.hpp"
+#include "fields.hpp"
+
+namespace resil::curl {
+
+/// How the transfer of one attempt ended. Only `completed` carries an HTTP
+/// status; whether the others may have reached the server is in
+/// response::may_have_reached_server().
+enum class transport_status : std::uint8_t {
+    completed,                 ///< a whole response arrived (any HTTP status)
+    deadline_exceeded,         ///< not started: no time was left (no I/O at all)
+    cancelled,                 ///< the context's stop token fired (before or during the transfer)
+    connect_failed,            ///< refused, unreachable, name not resolved (CURLE 5, 6, 7)
+    connect_timeout,           ///< no connection in time (code 28 before anything was sent)
+    tls_handshake_failed,      ///< the TLS handshake failed (CURLE 35)
+    tls_certificate_rejected,  ///< the peer's certificate was not accepted (CURLE 58, 59, 60, 77, 83, 90, 91)
+    read_timeout,              ///< silence longer than the read limit (resil's timer; reported as code 28)
+    total_timeout,             ///< the attempt's total limit passed (code 28 once connected)
+    connection_lost,           ///< reset, closed, or a short body (CURLE 18, 52, 55, 56)
+    protocol_error,            ///< the server's reply was not valid HTTP (CURLE 8, 16, 61, 92, ...)
+    body_too_large,            ///< the body exceeded client_options::max_body_bytes
+    invalid_request,           ///< libcurl refused the request itself (CURLE 1, 3, 43, ...)
+    other_error,               ///< any other libcurl failure; see curl_code()
+};
+
+[[nodiscard]] constexpr std::string_view to_string(transport_status s) noexcept {
+    switch (s) {
+        case transport_status::completed: return "completed";
+        case transport_status::deadline_exceeded: return "deadline_exceeded";
+        case transport_status::cancelled: return "cancelled";
+        case transport_status::connect_failed: return "connect_failed";
+        case transport_status::connect_timeout: return "connect_timeout";
+        case transport_status::tls_handshake_failed: return "tls_handshake_failed";
+        case transport_status::tls_certificate_rejected: return "tls_certificate_rejected";
+        case transport_status::read_timeout: return "read_timeout";
+        case transport_status::total_timeout: return "total_timeout";
+        case transport_status::connection_lost: return "connection_lost";
+        case transport_status::protocol_error: return "protocol_error";
+        case transport_status::body_too_large: return "body_too_large";
+        case transport_status::invalid_request: return "invalid_request";
+        case transport_status::other_error: return "other_error";
+    }
+    return "unknown";
+}
+
+/// Where the time of one attempt went, measured by libcurl from the start of
+/// the transfer. Zero for what did not happen.
+struct transfer_timings {
+    duration connect{};     ///< TCP connected (zero on a reused connection)
+    duration first_byte{};  ///< first response byte received
+    duration total{};       ///< the whole transfer
+    bool reused_connection = false;  ///< sent on a kept-alive connection
+};
+
+/// The default name of the millisecond pushback header.
+inline constexpr std::string_view default_pushback_header = "grpc-retry-pushback-ms";
+
+class response {
+public:
+    /// A response as if a server had sent it: for fakes in tests and for
+    /// fallbacks. Reads Retry-After (against `now`) and the default pushback
+    /// header like a real one. Throws std::invalid_argument for a status
+    /// outside [100, 999] or an invalid header field.
+    [[nodiscard]] static response from_parts(int status, std::initializer_list<header_field> headers = {},
+                                             std::string body = {},
+                                             std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) {
+        if (status < 100 || status > 999)
+            throw std::invalid_argument("resil::curl::response: status must be in [100, 999], got " +
+                                        std::to_string(status));
+        response r;
+        r.transport_ = transport_status::completed;
+        r.status_ = status;
+        r.may_have_reached_ = true;
+        for (const auto& h : headers) {
+            if (!detail::is_token(h.name))
+                throw std::invalid_argument("resil::curl::response: bad header name " + detail::quote_for_error(h.name));
+            for (const char c : h.value)
+                if (detail::is_forbidden_in_value(c))
+                    throw std::invalid_argument("resil::curl::response: bad value for header " + std::string(h.name));
+            r.headers_.add(h.name, detail::trim_ows(h.value));
+        }
+        r.body_ = std::move(body);
+        r.read_server_hints(default_pushback_header, now);
+        return r;
+    }
+
+    /// A failed transfer, as the client reports one: for fakes in tests.
+    /// `code` is the libcurl code to report (e.g. CURLE_COULDNT_CONNECT).
+    /// Throws std::invalid_argument for transport_status::completed.
+    [[nodiscard]] static response from_failure(transport_status status, CURLcode code, bool may_have_reached_server) {
+        if (status == transport_status::completed)
+            throw std::invalid_argument("resil::curl::response::from_failure: a completed transfer needs from_parts");
+        response r;
+        r.transport_ = status;
+        r.code_ = code;
+        r.may_have_reached_ = may_have_reached_server;
+        return r;
+    }
+
+    /// Records what the request was, as the client does: whether it carried an
+    /// idempotency key, and whether it was safe to repeat (idempotent or keyed).
+    /// The classifier reads both (409 on a keyed request is retryable, ...).
+    response& set_request_traits(bool carried_idempotency_key, bool repeatable) & noexcept {
+        keyed_ = carried_idempotency_key;
+        repeatable_ = repeatable || carried_idempotency_key;
+        return *this;
+    }
+    response&& set_request_traits(bool carried_idempotency_key, bool repeatable) && noexcept {
+        return std::move(set_request_traits(carried_idempotency_key, repeatable));
+    }
+
+    /// True when a whole response arrived with a 2xx status.
+    [[nodiscard]] bool ok() const noexcept { return completed() && status_ >= 200 && status_ <= 299; }
+    /// True when a whole response arrived, whatever its status.
+    [[nodiscard]] bool completed() const noexcept { return transport_ == transport_status::completed; }
+    /// The HTTP status; for a transfer that failed, the status line received
+    /// before it failed, or 0 when none was.
+    [[nodiscard]] int status() const noexcept { return status_; }
+    [[nodiscard]] transport_status transport() const noexcept { return transport_; }
+    /// libcurl's code for the transfer (CURLE_OK when completed). resil's own
+    /// limits report CURLE_OPERATION_TIMEDOUT (read timeout, no time left)
+    /// and CURLE_ABORTED_BY_CALLBACK (cancelled).
+    [[nodiscard]] CURLcode curl_code() const noexcept { return code_; }
+    /// libcurl's error text for a failed transfer; empty otherwise.
+    [[nodiscard]] std::string_view error_message() const noexcept { return error_; }
+    /// False only when no byte of the request can have left this process
+    /// (refused, connect timeout, not started): then repeating it is safe
+    /// whatever the method.
+    [[nodiscard]] bool may_have_reached_server() const noexcept { return may_have_reached_; }
+
+    /// The header fields of the final response (not of 1xx or redirects).
+    [[nodiscard]] header_list headers() const noexcept { return header_list{headers_}; }
+    /// The first field named `name` (any letter case), if any.
+    [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const noexcept {
+        return headers_.find(name);
+    }
+    [[nodiscard]] const std::string& body() const& noexcept { return body_; }
+    [[nodiscard]] std::string body() && noexcept { return std::move(body_); }
+
+    /// The server's Retry-After as a duration (at most retry_after_max), if it
+    /// sent a valid one with a status other than 2xx; a past date reads as zero.
+    [[nodiscard]] std::optional<duration> retry_after() const noexcept { return retry_after_; }
+    /// The pushback header's value in milliseconds, if valid and the status is
+    /// not 2xx; negative means "don't retry".
+    [[nodiscard]] std::optional<std::chrono::milliseconds> pushback() const noexcept { return pushback_; }
+    /// The request carried an Idempotency-Key (added by the client or the caller).
+    [[nodiscard]] bool carried_idempotency_key() const noexcept { return keyed_; }
+    /// The request was idempotent or keyed: repeating it is harmless.
+    [[nodiscard]] bool repeatable() const noexcept { return repeatable_; }
+    [[nodiscard]] const transfer_timings& timings() const noexcept { return timings_; }
+
+private:
+    friend class client;
+    response() = default;
+
+    // Hints matter only when an attempt failed: a 2xx is never retried, so
+    // its fields are not searched (this runs for every response).
+    void read_server_hints(std::string_view pushback_header, std::chrono::system_clock::time_point now) noexcept {
+        retry_after_.reset();
+        pushback_.reset();
+        if (status_ >= 200 && status_ <= 299) return;
+        if (auto value = headers_.find("Retry-After")) {
+            if (auto wait = parse_retry_after(*value, now)) retry_after_ = std::chrono::duration_cast<duration>(*wait);
+        }
+        if (!pushback_header.empty()) {
+            if (auto value = headers_.find(pushback_header)) {
+                if (auto ms = detail::parse_milliseconds(*value)) pushback_ = std::chrono::milliseconds{*ms};
+            }
+        }
+    }
+
+    detail::field_store headers_;
+    std::string body_;
+    std::string error_;
+    std::optional<duration> retry_after_{};
+    std::optional<std::chrono::milliseconds> pushback_{};
+    transfer_timings timings_{};
+    int status_ = 0;
+    CURLcode code_ = CURLE_OK;
+    transport_status transport_ = transport_status::completed;
+    bool may_have_reached_ = false;
+    bool keyed_ = false;
+    bool repeatable_ = false;
+};
+
+}  // namespace resil::curl
