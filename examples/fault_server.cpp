@@ -6,7 +6,7 @@
 //   example_fault_server [--port N] [--port-file FILE]
 //
 // --port 0 (the default) takes an ephemeral port; --port-file writes the port
-// there once the server listens, for scripts (scripts/demo-http.sh).
+// there once the server listens, for scripts (scripts/demo.sh).
 #include <pthread.h>
 #include <signal.h>
 

@@ -4,7 +4,7 @@
 //
 //   example_http_client http://127.0.0.1:PORT
 //
-// Run it against examples/fault_server.cpp (scripts/demo-http.sh starts both),
+// Run it against examples/fault_server.cpp (scripts/demo.sh starts both),
 // whose scripted misbehaviour shows: a 503 retried, a POST that timed out
 // retried with the same Idempotency-Key, an unkeyed one not retried, a
 // Retry-After honoured or — when it does not fit the deadline — plan B at

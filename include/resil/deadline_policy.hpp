@@ -44,7 +44,11 @@ public:
             return result::rejected(reason::deadline_exceeded);
         }
         auto out = next(ctx);
-        if (!out.ok() && out.attempted() && out.reason() != reason::cancelled && ctx.deadline().expired()) {
+        // Less than a millisecond left counts as none: per-attempt timeouts are
+        // whole milliseconds rounded down, so a transfer cut at its limit may
+        // end just before the deadline itself.
+        if (!out.ok() && out.attempted() && out.reason() != reason::cancelled &&
+            ctx.deadline().remaining() < std::chrono::milliseconds{1}) {
             // Time ran out: say so, whether the last attempt timed out or a
             // retry gave up for lack of time.
             if (out.reason() != reason::deadline_exceeded) ctx.emit(events::deadline_exceeded{ctx.attempt()});
