@@ -3,6 +3,7 @@
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
 #include <resil/testing/manual_clock.hpp>
+#include <resil/timeout_policy.hpp>
 
 #include <atomic>
 #include <set>
@@ -222,16 +223,31 @@ TEST_CASE("retry policy: cancellation through the stop token wakes a sleeping re
     CHECK(waited < 10s);  // far below 50 s even on a loaded machine
 }
 
-TEST_CASE("retry policy: a stop requested before the call ends retries without sleeping") {
+TEST_CASE("retry policy: a stop requested before the call runs nothing") {
     manual_clock clock;
     std::stop_source stop;
     stop.request_stop();
     auto pipe = resil::pipeline(clock, resil::retry_policy{});
-    resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{.deadline = resil::basic_deadline<manual_clock>{clock}, .stop = stop.get_token()}};
+    resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{.stop = stop.get_token()}};
     int calls = 0;
     auto out = pipe.execute(ctx, [&] { ++calls; return response{503}; }, classify_response);
+    CHECK(calls == 0);
+    CHECK(out.reason() == reason::cancelled);
+    CHECK_FALSE(out.has_value());
+    CHECK(clock.sleeps() == 0);
+}
+
+TEST_CASE("retry policy: a stop requested during an attempt ends retries without sleeping") {
+    manual_clock clock;
+    std::stop_source stop;
+    auto pipe = resil::pipeline(clock, resil::retry_policy{});
+    resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{.stop = stop.get_token()}};
+    int calls = 0;
+    auto out = pipe.execute(ctx, [&] { ++calls; stop.request_stop(); return response{503}; }, classify_response);
     CHECK(calls == 1);
     CHECK(out.reason() == reason::cancelled);
+    REQUIRE(out.has_value());
+    CHECK(out->status == 503);
     CHECK(clock.sleeps() == 0);
 }
 
@@ -383,4 +399,44 @@ TEST_CASE("retry budget: several threads never get more retries than the ratio a
     // 20,000 requests → 2,000 retries, plus the reserve of 10/s × 10 s.
     CHECK(granted.load() == 2'000 + 100);
     CHECK(budget.balance(clock.now()) == 0);
+}
+
+TEST_CASE("retry policy: never starts an attempt with less than a millisecond left") {
+    manual_clock clock;
+    std::vector<resil::timeouts> seen;
+    // A Retry-After of 1 s inside a deadline of 1,000.5 ms: the wait fits,
+    // but would leave half a millisecond: a 0 ms timeout, "no limit" to many
+    // clients. The policy gives up instead.
+    auto pipe = resil::pipeline(clock, resil::deadline_policy{1000500us}, resil::retry_policy{},
+                                resil::timeout_policy{{.total = 5s}});
+    auto out = pipe(
+        [&](resil::basic_context<manual_clock>& ctx) {
+            seen.push_back(ctx.attempt_timeouts());
+            return response{429, 1s};
+        },
+        classify_response);
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].total == 1000ms);
+    CHECK(out.reason() == reason::retry_after_exceeds_deadline);
+    CHECK(clock.sleeps() == 0);
+}
+
+TEST_CASE("retry policy: when an inner policy refuses a retry, the last response is kept") {
+    manual_clock clock;
+    int calls = 0;
+    // The attempt itself eats the time: the retry's wait fits, but then the
+    // per-attempt guard finds no time left and refuses the second attempt.
+    auto pipe = resil::pipeline(clock, resil::deadline_policy{300ms},
+                                resil::retry_policy{{.backoff = resil::exponential_backoff{10ms, 100ms}}},
+                                resil::timeout_policy{{.total = 1s}});
+    auto out = pipe([&] { ++calls; clock.advance(280ms); return response{503}; }, classify_response);
+    CHECK(calls == 1);
+    CHECK(out.reason() == reason::deadline_exceeded);
+    REQUIRE(out.has_value());
+    CHECK(out->status == 503);
+}
+
+TEST_CASE("retry policy: a backoff cap beyond max_wait is refused") {
+    CHECK_THROWS_WITH(resil::retry_policy({.backoff = resil::full_jitter{1s, 2min}, .max_wait = 1min}),
+                      "resil::retry_policy: the backoff cap must not exceed max_wait");
 }

@@ -123,3 +123,18 @@ TEST_CASE("retry budget: concurrent deposits and withdrawals across a moving clo
     CHECK(granted.load() <= deposits.load() / 10);
     CHECK(granted.load() > 0);
 }
+
+TEST_CASE("retry budget: a stale reading (a reused context, a stalled thread) never wipes a live slot") {
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 0.5, .min_per_second = 0, .window = 10s}};
+    const auto stale = clock.now();
+    clock.advance(100s);  // ten windows later: the same slot index, far out of the horizon
+    for (int i = 0; i < 30; ++i) budget.deposit(clock.now());
+    int granted = 0;
+    while (budget.try_withdraw(clock.now())) ++granted;
+    CHECK(granted == 15);
+    budget.deposit(stale);  // must not reset the live slot's counts
+    CHECK_FALSE(budget.try_withdraw(stale));
+    CHECK(budget.balance(clock.now()) == 0);
+    CHECK_FALSE(budget.try_withdraw(clock.now()));
+}

@@ -74,6 +74,8 @@ public:
     /// lets bookkeeping that tolerates a few stale nanoseconds (a budget's
     /// one-second slots) share one clock read per call instead of taking its own.
     [[nodiscard]] time_point recent_now() const noexcept { return last_now_ == time_point{} ? now() : last_now_; }
+    /// Drops the remembered reading (a pipeline does this as a call starts).
+    void forget_now() noexcept { last_now_ = time_point{}; }
 
     // The deadline of the whole call (all attempts). No deadline by default.
     [[nodiscard]] const basic_deadline<Clock>& deadline() const noexcept { return deadline_; }

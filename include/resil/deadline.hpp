@@ -178,10 +178,10 @@ inline constexpr ticks timeout_max_value = 99'999'999;
     }
     detail::ticks value = detail::timeout_max_value;
     char symbol = 'H';
-    for (const auto& unit : detail::timeout_units) {
-        if (ns / unit.nanoseconds <= detail::timeout_max_value) {
-            value = ns / unit.nanoseconds;
-            symbol = unit.symbol;
+    for (const auto& u : detail::timeout_units) {
+        if (ns / u.nanoseconds <= detail::timeout_max_value) {
+            value = ns / u.nanoseconds;
+            symbol = u.symbol;
             break;
         }
     }
@@ -212,8 +212,8 @@ inline constexpr ticks timeout_max_value = 99'999'999;
         value = value * 10 + (c - '0');
     }
     const char symbol = text.back();
-    for (const auto& unit : detail::timeout_units) {
-        if (unit.symbol == symbol) return duration{detail::saturating_mul_nonnegative(value, unit.nanoseconds)};
+    for (const auto& u : detail::timeout_units) {
+        if (u.symbol == symbol) return duration{detail::saturating_mul_nonnegative(value, u.nanoseconds)};
     }
     return std::nullopt;
 }

@@ -11,7 +11,9 @@
 // Placed inside a retry policy it bounds each attempt instead.
 #pragma once
 
+#include <chrono>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "clock.hpp"
@@ -34,27 +36,32 @@ public:
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
         using result = decltype(next(ctx));
-        auto outer = ctx.deadline();
+        // Restores the outer deadline on every way out, exceptions included,
+        // so that a deadline_policy inside a retry bounds each attempt only.
+        struct restore {
+            Context& ctx;
+            std::remove_cvref_t<decltype(ctx.deadline())> outer;
+            ~restore() { ctx.set_deadline(std::move(outer)); }
+        } guard{ctx, ctx.deadline()};
         const auto now = ctx.now();
         ctx.tighten_deadline(detail::saturating_add(now, budget_));
         if (ctx.deadline().expired(now)) {
             ctx.emit(events::deadline_exceeded{0});
             ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
-            ctx.set_deadline(std::move(outer));
             return result::rejected(reason::deadline_exceeded);
         }
         auto out = next(ctx);
-        // Less than a millisecond left counts as none: per-attempt timeouts are
-        // whole milliseconds rounded down, so a transfer cut at its limit may
-        // end just before the deadline itself.
-        if (!out.ok() && out.attempted() && out.reason() != reason::cancelled &&
+        // A failure that came from running out of time says so, whatever
+        // inner policies called it. Less than a millisecond left counts as
+        // none: per-attempt timeouts are whole milliseconds rounded down, so a
+        // transfer cut at its limit may end just before the deadline itself.
+        // A permanent failure stays what it is: the dependency answered.
+        if (!out.ok() && out.attempted() && out.verdict() != verdict::permanent &&
+            out.reason() != reason::cancelled && out.reason() != reason::deadline_exceeded &&
             ctx.deadline().remaining() < std::chrono::milliseconds{1}) {
-            // Time ran out: say so, whether the last attempt timed out or a
-            // retry gave up for lack of time.
-            if (out.reason() != reason::deadline_exceeded) ctx.emit(events::deadline_exceeded{ctx.attempt()});
+            ctx.emit(events::deadline_exceeded{ctx.attempt()});
             out.fail(reason::deadline_exceeded);
         }
-        ctx.set_deadline(std::move(outer));
         return out;
     }
 

@@ -93,9 +93,13 @@ struct fallback_used {
 
 /// A call through a pipeline ended (emitted once per call, last).
 struct call_finished {
-    resil::reason reason = reason::none;  ///< none: success (possibly through a fallback)
-    std::uint32_t attempts = 0;           ///< attempts that ran the callable
+    /// none: success. Otherwise why it failed, also when a fallback then
+    /// produced its value (from_fallback), and `failed` when an exception
+    /// nobody judged escaped (threw).
+    resil::reason reason = reason::none;
+    std::uint32_t attempts = 0;  ///< attempts that ran the callable
     bool from_fallback = false;
+    bool threw = false;  ///< an exception left the pipeline
 };
 
 /// The call ran out of time.

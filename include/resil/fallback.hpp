@@ -64,14 +64,30 @@ public:
         const auto why = out.reason();
         counters_->by_reason[static_cast<std::size_t>(why)].fetch_add(1, std::memory_order_relaxed);
         ctx.emit(events::fallback_used{why});
-        if constexpr (std::is_invocable_v<const Fallback&, const decltype(out)&>)
-            out.replace_with_fallback(fallback_(std::as_const(out)));
+        using outcome_type = decltype(out);
+        if constexpr (std::is_invocable_v<const Fallback&, const outcome_type&>)
+            finish(out, [&] { return fallback_(std::as_const(out)); });
         else
-            out.replace_with_fallback(fallback_());
+            finish(out, [&] { return fallback_(); });
         return out;
     }
 
 private:
+    // A fallback returning void stands in for a callable returning void.
+    template <class Outcome, class Call>
+    static void finish(Outcome& out, Call&& call) {
+        using produced = decltype(call());
+        if constexpr (std::is_void_v<produced>) {
+            static_assert(std::is_same_v<typename Outcome::value_type, unit>,
+                          "resil::fallback_policy: a fallback returning void fits only a callable returning void; "
+                          "return a value of the callable's result type");
+            call();
+            out.replace_with_fallback();
+        } else {
+            out.replace_with_fallback(call());
+        }
+    }
+
     struct counters {
         std::array<std::atomic<std::uint64_t>, reason_count> by_reason{};
     };

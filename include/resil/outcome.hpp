@@ -19,10 +19,14 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "clock.hpp"
 
 namespace resil {
+
+/// The value type of a callable returning void.
+using unit = std::monostate;
 
 /// What one attempt's result says about retrying it.
 enum class verdict : std::uint8_t {
@@ -151,6 +155,10 @@ public:
         outcome o;
         o.value_.emplace(std::forward<Args>(args)...);
         o.set_classification(std::move(c));
+        // A nested pipeline's outcome keeps its precise reason (retries
+        // exhausted, deadline exceeded, ...) rather than a plain "failed".
+        if constexpr (requires { o.value_->reason(); o.value_->ok(); })
+            if (!o.ok() && !o.value_->ok()) o.reason_ = o.value_->reason();
         return o;
     }
     /// A failure carried by an exception the user's classifier judged.
@@ -206,10 +214,13 @@ public:
     /// Replaces whatever this holds with a fallback value for the failure it had.
     template <class... Args>
     void replace_with_fallback(Args&&... args) {
+        // Built before the old value goes: the arguments may refer to it
+        // (a fallback serving the stale value).
+        T replacement(std::forward<Args>(args)...);
         fallback_reason_ = reason_ == reason::none ? reason::failed : reason_;
         exception_ = nullptr;
         value_.reset();
-        value_.emplace(std::forward<Args>(args)...);
+        value_.emplace(std::move(replacement));
         verdict_ = verdict::success;
         reason_ = reason::none;
     }

@@ -23,8 +23,9 @@
 // classification. Give one as the second argument, or declare
 // `resil::classification classify(const R&)` next to R (found by ADL); a
 // callable returning void is a success unless it throws. Exceptions propagate
-// unchanged, unless the classifier also accepts a `const std::exception_ptr&`:
-// then they are judged and retried like results (and rethrown by value()).
+// unchanged, unless the classifier is a resil::classifier{on_result,
+// on_exception}: then they are judged and retried like results (and
+// rethrown by value()).
 #pragma once
 
 #include <concepts>
@@ -44,9 +45,6 @@
 
 namespace resil {
 
-/// The value type of a callable returning void.
-using unit = std::monostate;
-
 /// A classifier for results that are always a success; exceptions propagate.
 struct always_success {
     template <class R>
@@ -56,9 +54,15 @@ struct always_success {
     }
 };
 
-/// Combines a result classifier and an exception classifier into one.
+/// Combines a result classifier and an exception classifier into one. Only a
+/// classifier made this way judges exceptions (the pipeline catches them);
+/// any other lets them propagate unchanged.
+///
+///   resil::classifier{[](const reply& r) { return r.ok ? success : retryable; },
+///                     [](const std::exception_ptr&) { return resil::verdict::retryable; }}
 template <class OnResult, class OnException>
 struct classifier : OnResult, OnException {
+    static constexpr bool judges_exceptions = true;
     using OnResult::operator();
     using OnException::operator();
 };
@@ -84,6 +88,25 @@ template <class R>
 concept adl_classifiable = requires(const R& r) {
     { classify(r) } -> std::convertible_to<classification>;
 };
+
+template <class C>
+concept judges_exceptions_concept = requires {
+    requires static_cast<bool>(C::judges_exceptions);
+};
+/// Whether a classifier judges exceptions: an explicit opt-in (resil::classifier
+/// or a `static constexpr bool judges_exceptions = true` member), never
+/// inferred, so a generic-lambda classifier is not asked about exception_ptr.
+template <class C>
+inline constexpr bool judges_exceptions = judges_exceptions_concept<std::remove_cvref_t<C>>;
+
+template <class L>
+inline constexpr bool handles_any_event =
+    std::is_same_v<std::remove_cv_t<L>, no_listener> || listens_to<L, events::attempt_started> ||
+    listens_to<L, events::attempt_finished> || listens_to<L, events::retry_scheduled> ||
+    listens_to<L, events::retries_exhausted> || listens_to<L, events::budget_refused> ||
+    listens_to<L, events::breaker_state_changed> || listens_to<L, events::rejected> ||
+    listens_to<L, events::fallback_used> || listens_to<L, events::call_finished> ||
+    listens_to<L, events::deadline_exceeded>;
 
 /// The classifier used when the caller gives none.
 struct default_classifier {
@@ -184,7 +207,10 @@ public:
     }
 
     /// Runs `fn` with a context the caller prepared (stop token, upstream
-    /// deadline, idempotency); `ctx` holds the final state afterwards.
+    /// deadline, idempotency); `ctx` holds the final state afterwards, also
+    /// when an exception escapes. This is also how pipelines nest: an inner
+    /// pipeline given the outer one's context honours its deadline, stop
+    /// token and idempotency key.
     template <class F, class Classifier = detail::default_classifier>
     auto execute(basic_context<Clock>& ctx, F&& fn, Classifier classify = {}) const {
         using listener_type = std::remove_reference_t<decltype(detail::unwrap(listener_))>;
@@ -192,15 +218,35 @@ public:
         using result_type = detail::callable_result_t<F, basic_context<Clock>>;
         using value_type = detail::value_of_t<result_type>;
 
+        // A context without a deadline takes the pipeline's clock, so that a
+        // caller-built context on a manual clock shares the pipeline's time line.
+        if (!ctx.deadline().is_set()) ctx.set_deadline(basic_deadline<Clock>(clock_));
+        ctx.forget_now();  // a reading from an earlier call must not stand for this one
         pctx_type pctx{std::move(ctx), detail::unwrap(listener_)};
+        // Whatever happens, the caller gets its context back.
+        struct write_back {
+            basic_context<Clock>& to;
+            pctx_type& from;
+            ~write_back() { to = std::move(static_cast<basic_context<Clock>&>(from)); }
+        } restore{ctx, pctx};
+
+        if (pctx.stop_requested()) {
+            pctx.emit(events::rejected{reason::cancelled, std::nullopt});
+            pctx.emit(events::call_finished{reason::cancelled, 0, false, false});
+            return outcome<value_type>::rejected(reason::cancelled);
+        }
         auto innermost = [&fn, &classify](pctx_type& c) -> outcome<value_type> {
             return attempt<value_type>(c, fn, classify);
         };
-        auto out = run<0>(pctx, innermost);
-        pctx.emit(events::call_finished{out.ok() ? out.fallback_reason() : out.reason(), pctx.attempts_run(),
-                                        out.from_fallback()});
-        ctx = std::move(static_cast<basic_context<Clock>&>(pctx));
-        return out;
+        try {
+            auto out = run<0>(pctx, innermost);
+            pctx.emit(events::call_finished{out.ok() ? out.fallback_reason() : out.reason(), pctx.attempts_run(),
+                                            out.from_fallback(), false});
+            return out;
+        } catch (...) {
+            pctx.emit(events::call_finished{reason::failed, pctx.attempts_run(), false, true});
+            throw;
+        }
     }
 
     /// The I-th policy as given (a reference_wrapper stays one).
@@ -213,6 +259,10 @@ public:
     /// The same pipeline, telling `listener` about every event.
     template <class L>
     [[nodiscard]] auto with_listener(L listener) const {
+        using called = std::remove_reference_t<decltype(detail::unwrap(std::as_const(listener)))>;
+        static_assert(detail::handles_any_event<called>,
+                      "resil: this listener handles no event as the pipeline calls it. A listener given by value "
+                      "is called as const: make its operator() const, or pass std::ref(listener).");
         return std::apply(
             [&](const auto&... p) { return basic_pipeline<Clock, L, Policies...>(clock_, std::move(listener), p...); },
             policies_);
@@ -232,6 +282,7 @@ private:
     template <class T, class Ctx, class F, class Classifier>
     static outcome<T> attempt(Ctx& ctx, F& fn, Classifier& classify) {
         constexpr bool timed = detail::context_times_attempts<Ctx>();
+        if (ctx.attempt() == 0) ctx.set_attempt(1);  // no retry policy: the one attempt is the first
         ctx.count_attempt();
         ctx.emit(events::attempt_started{ctx.attempt()});
         [[maybe_unused]] time_point started{};
@@ -249,7 +300,7 @@ private:
 
     template <class T, class Ctx, class F, class Classifier>
     static outcome<T> judged(Ctx& ctx, F& fn, Classifier& classify) {
-        if constexpr (std::is_invocable_v<Classifier&, const std::exception_ptr&>) {
+        if constexpr (detail::judges_exceptions<Classifier>) {
             try {
                 return call<T>(ctx, fn, classify);
             } catch (...) {
@@ -267,7 +318,10 @@ private:
         using R = detail::callable_result_t<F, basic_context<Clock>>;
         if constexpr (std::is_void_v<R>) {
             detail::invoke_callable(fn, user_ctx);
-            return outcome<T>::from_value(classification(std::invoke(classify, unit{})));
+            if constexpr (std::is_invocable_v<Classifier&, const unit&>)
+                return outcome<T>::from_value(classification(std::invoke(classify, unit{})));
+            else
+                return outcome<T>::from_value(classification(verdict::success));  // returned: it did not throw
         } else {
             // Classify before moving the result into the outcome: the
             // classifier sees the object the callable returned.

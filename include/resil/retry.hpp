@@ -91,6 +91,8 @@ public:
             throw std::invalid_argument("resil::retry_policy: " + std::string(*why));
         if (options_.max_wait <= duration::zero())
             throw std::invalid_argument("resil::retry_policy: max_wait must be positive");
+        if (options_.backoff.cap() > options_.max_wait)
+            throw std::invalid_argument("resil::retry_policy: the backoff cap must not exceed max_wait");
     }
 
     [[nodiscard]] const retry_options& options() const noexcept { return options_; }
@@ -111,21 +113,40 @@ public:
             delay = *ra;
             from_server = true;
         }
-        // Waiting must leave time for the attempt after it: a wait that ends
-        // at (or after) the deadline is not worth starting.
-        if (delay >= f.remaining || delay > options_.max_wait)
+        // Waiting must leave time for the attempt after it: at least a
+        // millisecond, the unit per-attempt timeouts are given in (a 0 ms
+        // timeout means "no limit" to many clients).
+        if (f.remaining - delay < min_attempt_time || delay > options_.max_wait)
             return {false, {}, from_server ? reason::retry_after_exceeds_deadline : reason::deadline_exceeded, false};
         return {true, delay, reason::none, from_server};
     }
 
+    /// The least time worth starting an attempt with.
+    static constexpr duration min_attempt_time = std::chrono::milliseconds{1};
+
+// g++ 12 warns that the optional outcome kept across a wait may be used
+// uninitialised; it is read only after emplace (a known false positive).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
+        using outcome_type = decltype(next(ctx));
         if (options_.budget) options_.budget->deposit(ctx.recent_now());
         duration previous{};
+        std::optional<outcome_type> last;  // the failed attempt before a wait
         for (std::uint32_t attempt = 1;; ++attempt) {
             ctx.set_attempt(attempt);
             auto out = next(ctx);
-            if (out.ok() || !out.attempted()) return out;  // success, or an inner rejection
+            if (out.ok()) return out;
+            if (!out.attempted()) {
+                // An inner policy refused this attempt: the caller still gets
+                // the last response there was, with the refusal as the reason.
+                if (!last) return out;
+                last->fail(out.reason());
+                return std::move(*last);
+            }
             if (ctx.stop_requested()) {
                 out.fail(reason::cancelled);
                 return out;
@@ -147,8 +168,13 @@ public:
                 return out;
             }
             previous = d.delay;
+            last.reset();
+            last.emplace(std::move(out));
         }
     }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 private:
     template <class Context, class Outcome>

@@ -67,6 +67,7 @@ public:
         const auto epoch = epoch_of(now);
         auto& slot = slots_[epoch % slots];
         auto word = slot.load(std::memory_order_relaxed);
+        if (stale(epoch)) return;  // a reading older than the window: nothing to count
         for (;;) {
             if (newer_than(word, epoch)) return;  // a thread with a later clock read owns the slot
             const auto desired = packed_epoch(word) == (epoch & epoch_mask)
@@ -82,6 +83,7 @@ public:
         const auto epoch = epoch_of(now);
         auto& slot = slots_[epoch % slots];
         auto word = slot.load(std::memory_order_acquire);
+        if (stale(epoch)) return false;
         for (;;) {
             if (newer_than(word, epoch)) return false;
             const bool current = packed_epoch(word) == (epoch & epoch_mask);
@@ -91,7 +93,9 @@ public:
             if (static_cast<std::int64_t>(retries) >= allowed(requests)) return false;
             const auto desired = current ? word + retry_one : pack(epoch, 0, 1);
             if (current && retries_of(word) == count_max) return false;  // saturated: refuse rather than wrap
-            if (slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel)) return confirm(epoch, slot);
+            // Sequentially consistent with confirm()'s loads: two withdrawals
+            // committing to different slots cannot both miss the other.
+            if (slot.compare_exchange_weak(word, desired, std::memory_order_seq_cst)) return confirm(epoch, slot);
         }
     }
 
@@ -150,6 +154,16 @@ private:
         return ahead != 0 && ahead <= newer_horizon;
     }
 
+    // True when `epoch` is older than the window ending at the latest epoch
+    // seen: a stale clock reading (a stalled thread, a reused context) that
+    // must neither count nor overwrite a live slot. Advances the latest epoch.
+    bool stale(std::uint64_t epoch) noexcept {
+        auto latest = latest_epoch_.load(std::memory_order_relaxed);
+        while (epoch > latest && !latest_epoch_.compare_exchange_weak(latest, epoch, std::memory_order_relaxed)) {
+        }
+        return epoch + slots <= latest;
+    }
+
     std::uint64_t epoch_of(time_point now) const noexcept {
         const auto ticks = now.time_since_epoch().count();
         return ticks <= 0 ? 0 : static_cast<std::uint64_t>(ticks / slot_length_.count());
@@ -164,7 +178,7 @@ private:
         counts c;
         for (std::size_t i = 0; i < slots; ++i) {
             if (i == skip) continue;
-            const auto w = slots_[i].load(std::memory_order_acquire);
+            const auto w = slots_[i].load(std::memory_order_seq_cst);
             const auto age = ((epoch & epoch_mask) - packed_epoch(w)) & epoch_mask;
             if (age >= slots) continue;
             c.requests += requests_of(w);
@@ -177,6 +191,7 @@ private:
     duration slot_length_{};
     std::int64_t reserve_ = 0;
     std::array<std::atomic<std::uint64_t>, slots> slots_{};
+    std::atomic<std::uint64_t> latest_epoch_{0};
 };
 
 }  // namespace resil

@@ -4,12 +4,16 @@
 //
 // Sets the context's timeouts for everything inside it; the callable reads
 // them with ctx.attempt_timeouts(), which clamps each to what is left of the
-// deadline at that moment (the curl adapter does this for you). resil cannot
-// stop arbitrary code: these values bound a call only when the callable hands
-// them to its client. An attempt with no time left is not started: the call
-// fails with reason::deadline_exceeded.
+// deadline at that moment (the curl adapter does this for you). A timeout
+// already set further out is never loosened: each value is the smaller of the
+// two. resil cannot stop arbitrary code: these values bound a call only when
+// the callable hands them to its client. An attempt with less than a
+// millisecond left is not started (its timeouts would be 0 ms, which many
+// clients read as "no limit"): the call fails with reason::deadline_exceeded.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -31,18 +35,23 @@ public:
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
         using result = decltype(next(ctx));
-        const auto outer = ctx.timeouts();
-        if (ctx.deadline().expired()) {
+        if (ctx.deadline().remaining() < std::chrono::milliseconds{1}) {
             // Attempts before this one ran; this one never starts.
             const auto made = ctx.attempt() > 0 ? ctx.attempt() - 1 : 0;
             ctx.emit(events::deadline_exceeded{made});
             ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
             return result::rejected(reason::deadline_exceeded);
         }
-        ctx.set_timeouts(timeouts_);
-        auto out = next(ctx);
-        ctx.set_timeouts(outer);
-        return out;
+        // Restores the outer timeouts on every way out, exceptions included.
+        struct restore {
+            Context& ctx;
+            resil::timeouts outer;
+            ~restore() { ctx.set_timeouts(outer); }
+        } guard{ctx, ctx.timeouts()};
+        const auto& outer = guard.outer;
+        ctx.set_timeouts({std::min(outer.connect, timeouts_.connect), std::min(outer.read, timeouts_.read),
+                          std::min(outer.total, timeouts_.total)});
+        return next(ctx);
     }
 
 private:

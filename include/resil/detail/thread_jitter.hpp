@@ -10,7 +10,7 @@
 #include <functional>
 #include <thread>
 
-#if __has_include(<sys/random.h>)
+#if defined(__linux__)
 #include <sys/random.h>
 #endif
 
@@ -32,7 +32,7 @@ inline std::uint64_t fork_generation() {
 
 inline std::uint64_t os_seed() noexcept {
     std::uint64_t seed = 0;
-#if __has_include(<sys/random.h>)
+#if defined(__linux__)
     if (getrandom(&seed, sizeof seed, 0) == static_cast<ssize_t>(sizeof seed)) return seed;
 #endif
     // Jitter needs spread, not secrecy: time and thread identity are enough
