@@ -1,6 +1,9 @@
 // The concurrency limit's cost per call (admit + release), next to the
 // textbook baseline: a std::mutex around the in-flight count and the
 // counters. Run with 1 and 2 threads on one shared limit.
+//
+// Names follow bench/README.md: <group>/resil_<variant> and
+// <group>/baseline_<what>, compared within a group.
 #include "bench_support.hpp"
 
 #include <resil/concurrency_limit.hpp>
@@ -51,6 +54,20 @@ mutex_concurrency_limit& shared_mutex_limit() {
     return limit;
 }
 
+// A limit of one, taken once and never released: every call is shed.
+resil::concurrency_limit& full_limit() {
+    static resil::concurrency_limit limit{{.max_in_flight = 1}};
+    static auto held = limit.try_acquire();
+    benchmark::DoNotOptimize(held);
+    return limit;
+}
+mutex_concurrency_limit& full_mutex_limit() {
+    static mutex_concurrency_limit limit{1};
+    static const bool held = limit.try_acquire();
+    benchmark::DoNotOptimize(held);
+    return limit;
+}
+
 }  // namespace
 
 static void concurrency_limit_acquire_release(benchmark::State& state) {
@@ -62,7 +79,7 @@ static void concurrency_limit_acquire_release(benchmark::State& state) {
     }
     resil_bench::report_allocations(state, before);
 }
-BENCHMARK(concurrency_limit_acquire_release)->Threads(1)->Threads(2);
+BENCHMARK(concurrency_limit_acquire_release)->Name("admitted/resil")->Threads(1)->Threads(2);
 
 static void baseline_mutex_limit_acquire_release(benchmark::State& state) {
     auto& limit = shared_mutex_limit();
@@ -74,21 +91,7 @@ static void baseline_mutex_limit_acquire_release(benchmark::State& state) {
     }
     resil_bench::report_allocations(state, before);
 }
-BENCHMARK(baseline_mutex_limit_acquire_release)->Threads(1)->Threads(2);
-
-// A full limit: the shed path, which must stay cheap under overload.
-static void concurrency_limit_shed(benchmark::State& state) {
-    static resil::concurrency_limit full{{.max_in_flight = 1}};
-    static auto held = full.try_acquire();
-    benchmark::DoNotOptimize(held);
-    const auto before = resil_bench::allocations.load();
-    for (auto _ : state) {
-        auto permit = full.try_acquire();
-        benchmark::DoNotOptimize(permit);
-    }
-    resil_bench::report_allocations(state, before);
-}
-BENCHMARK(concurrency_limit_shed)->Threads(1)->Threads(2);
+BENCHMARK(baseline_mutex_limit_acquire_release)->Name("admitted/baseline_mutex")->Threads(1)->Threads(2);
 
 // Through a pipeline holding the limit by std::ref, around a trivial call.
 static void concurrency_limit_in_pipeline(benchmark::State& state) {
@@ -99,6 +102,30 @@ static void concurrency_limit_in_pipeline(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(pipe([&] { return ++x; }, resil::always_success{}));
     resil_bench::report_allocations(state, before);
 }
-BENCHMARK(concurrency_limit_in_pipeline);
+BENCHMARK(concurrency_limit_in_pipeline)->Name("admitted/resil_pipeline");
+
+// A full limit: the shed path, which must stay cheap under overload.
+static void baseline_mutex_limit_shed(benchmark::State& state) {
+    auto& limit = full_mutex_limit();
+    const auto before = resil_bench::allocations.load();
+    for (auto _ : state) {
+        const bool admitted = limit.try_acquire();
+        benchmark::DoNotOptimize(admitted);
+        if (admitted) limit.release();
+    }
+    resil_bench::report_allocations(state, before);
+}
+BENCHMARK(baseline_mutex_limit_shed)->Name("shed/baseline_mutex")->Threads(1)->Threads(2);
+
+static void concurrency_limit_shed(benchmark::State& state) {
+    auto& limit = full_limit();
+    const auto before = resil_bench::allocations.load();
+    for (auto _ : state) {
+        auto permit = limit.try_acquire();
+        benchmark::DoNotOptimize(permit);
+    }
+    resil_bench::report_allocations(state, before);
+}
+BENCHMARK(concurrency_limit_shed)->Name("shed/resil")->Threads(1)->Threads(2);
 
 BENCHMARK_MAIN();

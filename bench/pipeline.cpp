@@ -1,6 +1,9 @@
 // What the pipeline costs per call on a callable that succeeds at once,
 // against calling the callable directly. A pipeline with a deadline must read
 // the clock, so steady_clock::now() is here as the floor.
+//
+// Names follow bench/README.md: <group>/resil_<variant> and
+// <group>/baseline_<what>, compared within a group.
 #include "bench_support.hpp"
 
 #include <resil/deadline_policy.hpp>
@@ -35,19 +38,21 @@ static void clock_read_floor(benchmark::State& state) {
     resil::steady_clock clock;
     run(state, [&](int) { return clock.now(); });
 }
-BENCHMARK(clock_read_floor);
+BENCHMARK(clock_read_floor)->Name("call/baseline_clock_read")->Threads(1)->Threads(2);
 
 static void direct_call(benchmark::State& state) {
     run(state, [](int i) { return no_op(i); });
 }
-BENCHMARK(direct_call);
+BENCHMARK(direct_call)->Name("call/baseline_direct")->Threads(1)->Threads(2);
 
 static void retry_policy_alone(benchmark::State& state) {
     auto pipe = resil::pipeline(resil::retry_policy{});
     run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success{}).value(); });
 }
-BENCHMARK(retry_policy_alone);
+BENCHMARK(retry_policy_alone)->Name("call/resil_retry");
 
+// The budget's bookkeeping by hand, without a pipeline: one deposit (with its
+// clock read) per call.
 static void retry_budget_alone(benchmark::State& state) {
     resil::retry_budget budget;
     resil::steady_clock clock;
@@ -56,14 +61,14 @@ static void retry_budget_alone(benchmark::State& state) {
         return no_op(i);
     });
 }
-BENCHMARK(retry_budget_alone);
+BENCHMARK(retry_budget_alone)->Name("call/resil_budget_deposit");
 
 static void retry_with_budget(benchmark::State& state) {
     resil::retry_budget budget;
     auto pipe = resil::pipeline(resil::retry_policy{{.budget = &budget}});
     run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success{}).value(); });
 }
-BENCHMARK(retry_with_budget);
+BENCHMARK(retry_with_budget)->Name("call/resil_retry_budget");
 
 static void deadline_retry_budget_fallback(benchmark::State& state) {
     resil::retry_budget budget;
@@ -71,14 +76,14 @@ static void deadline_retry_budget_fallback(benchmark::State& state) {
                                 resil::retry_policy{{.budget = &budget}});
     run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success{}).value(); });
 }
-BENCHMARK(deadline_retry_budget_fallback);
+BENCHMARK(deadline_retry_budget_fallback)->Name("call/resil_fallback_deadline_retry_budget");
 
 // Shared budget, two threads: the cost of contention on its current slot.
-static void retry_with_budget_2_threads(benchmark::State& state) {
+static void retry_with_shared_budget(benchmark::State& state) {
     static resil::retry_budget budget;
     auto pipe = resil::pipeline(resil::retry_policy{{.budget = &budget}});
     run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success{}).value(); });
 }
-BENCHMARK(retry_with_budget_2_threads)->Threads(2);
+BENCHMARK(retry_with_shared_budget)->Name("call/resil_retry_shared_budget")->Threads(2);
 
 BENCHMARK_MAIN();

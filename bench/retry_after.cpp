@@ -6,6 +6,9 @@
 // parser can be folded to a constant. Before timing, each benchmark checks
 // that the two sides agree on the delay. "allocs/op" counts operator new;
 // libcurl's C allocations, if any, are not visible to it.
+//
+// Names follow bench/README.md: <group>/resil_<variant> and
+// <group>/baseline_<what>, compared within a group (here, one per form).
 #include "bench_support.hpp"
 
 #include <resil/retry_after.hpp>
@@ -96,21 +99,21 @@ void curl_getdate_asctime(benchmark::State& state) { curl_parse(state, asctime_v
 }  // namespace
 
 // Side by side, form by form.
-BENCHMARK(resil_seconds);
+BENCHMARK(resil_seconds)->Name("seconds/resil");
 #if RESIL_BENCH_HAVE_CURL
-BENCHMARK(curl_strtoll_seconds);
+BENCHMARK(curl_strtoll_seconds)->Name("seconds/baseline_curl_strtoll");
 #endif
-BENCHMARK(resil_imf_fixdate);
+BENCHMARK(resil_imf_fixdate)->Name("imf_fixdate/resil");
 #if RESIL_BENCH_HAVE_CURL
-BENCHMARK(curl_getdate_imf_fixdate);
+BENCHMARK(curl_getdate_imf_fixdate)->Name("imf_fixdate/baseline_curl_getdate");
 #endif
-BENCHMARK(resil_rfc850);
+BENCHMARK(resil_rfc850)->Name("rfc850/resil");
 #if RESIL_BENCH_HAVE_CURL
-BENCHMARK(curl_getdate_rfc850);
+BENCHMARK(curl_getdate_rfc850)->Name("rfc850/baseline_curl_getdate");
 #endif
-BENCHMARK(resil_asctime);
+BENCHMARK(resil_asctime)->Name("asctime/resil");
 #if RESIL_BENCH_HAVE_CURL
-BENCHMARK(curl_getdate_asctime);
+BENCHMARK(curl_getdate_asctime)->Name("asctime/baseline_curl_getdate");
 #endif
 
 BENCHMARK_MAIN();

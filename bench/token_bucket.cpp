@@ -2,6 +2,9 @@
 // steady clock, which every time-based limiter needs) and to the textbook
 // baseline: a std::mutex around a floating-point token count and the time of
 // the last refill. Run with 1 and 2 threads on one shared bucket.
+//
+// Names follow bench/README.md: <group>/resil_<variant> and
+// <group>/baseline_<what>, compared within a group.
 #include "bench_support.hpp"
 
 #include <resil/clock.hpp>
@@ -53,6 +56,21 @@ mutex_token_bucket& shared_mutex_bucket() {
     return bucket;
 }
 
+// Rates far below the call rate, drained once: every call is refused.
+constexpr double never_rate = 1e-3;
+resil::token_bucket& empty_bucket() {
+    static resil::token_bucket bucket{{.rate = never_rate, .burst = 1}};
+    static const bool drained = bucket.try_acquire().granted();
+    benchmark::DoNotOptimize(drained);
+    return bucket;
+}
+mutex_token_bucket& empty_mutex_bucket() {
+    static mutex_token_bucket bucket{never_rate, 1.0};
+    static const bool drained = bucket.try_acquire();
+    benchmark::DoNotOptimize(drained);
+    return bucket;
+}
+
 }  // namespace
 
 static void floor_steady_clock_now(benchmark::State& state) {
@@ -61,7 +79,7 @@ static void floor_steady_clock_now(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(clock.now());
     resil_bench::report_allocations(state, before);
 }
-BENCHMARK(floor_steady_clock_now)->Threads(1)->Threads(2);
+BENCHMARK(floor_steady_clock_now)->Name("granted/baseline_clock_read")->Threads(1)->Threads(2);
 
 static void token_bucket_try_acquire(benchmark::State& state) {
     auto& bucket = shared_bucket();
@@ -69,7 +87,7 @@ static void token_bucket_try_acquire(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(bucket.try_acquire());
     resil_bench::report_allocations(state, before);
 }
-BENCHMARK(token_bucket_try_acquire)->Threads(1)->Threads(2);
+BENCHMARK(token_bucket_try_acquire)->Name("granted/resil")->Threads(1)->Threads(2);
 
 static void baseline_mutex_bucket_try_acquire(benchmark::State& state) {
     auto& bucket = shared_mutex_bucket();
@@ -77,18 +95,7 @@ static void baseline_mutex_bucket_try_acquire(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(bucket.try_acquire());
     resil_bench::report_allocations(state, before);
 }
-BENCHMARK(baseline_mutex_bucket_try_acquire)->Threads(1)->Threads(2);
-
-// The rejection path: an empty bucket computes the wait and Retry-After.
-static void token_bucket_try_acquire_rejected(benchmark::State& state) {
-    static resil::token_bucket empty{{.rate = 1e-3, .burst = 1}};
-    static const bool drained = empty.try_acquire().granted();
-    benchmark::DoNotOptimize(drained);
-    const auto before = resil_bench::allocations.load();
-    for (auto _ : state) benchmark::DoNotOptimize(empty.try_acquire());
-    resil_bench::report_allocations(state, before);
-}
-BENCHMARK(token_bucket_try_acquire_rejected)->Threads(1)->Threads(2);
+BENCHMARK(baseline_mutex_bucket_try_acquire)->Name("granted/baseline_mutex")->Threads(1)->Threads(2);
 
 // The pure decision with the clock read hoisted: what the bucket adds to the floor.
 static void token_bucket_try_acquire_given_now(benchmark::State& state) {
@@ -98,7 +105,7 @@ static void token_bucket_try_acquire_given_now(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(bucket.try_acquire(now));
     resil_bench::report_allocations(state, before);
 }
-BENCHMARK(token_bucket_try_acquire_given_now);
+BENCHMARK(token_bucket_try_acquire_given_now)->Name("granted/resil_given_now");
 
 // Through a pipeline holding the bucket by std::ref, around a trivial call.
 static void token_bucket_in_pipeline(benchmark::State& state) {
@@ -109,6 +116,25 @@ static void token_bucket_in_pipeline(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(pipe([&] { return ++x; }, resil::always_success{}));
     resil_bench::report_allocations(state, before);
 }
-BENCHMARK(token_bucket_in_pipeline);
+BENCHMARK(token_bucket_in_pipeline)->Name("granted/resil_pipeline");
+
+// The rejection path: an empty bucket computes the wait and Retry-After.
+BENCHMARK(floor_steady_clock_now)->Name("rejected/baseline_clock_read")->Threads(1)->Threads(2);
+
+static void baseline_mutex_bucket_rejected(benchmark::State& state) {
+    auto& bucket = empty_mutex_bucket();
+    const auto before = resil_bench::allocations.load();
+    for (auto _ : state) benchmark::DoNotOptimize(bucket.try_acquire());
+    resil_bench::report_allocations(state, before);
+}
+BENCHMARK(baseline_mutex_bucket_rejected)->Name("rejected/baseline_mutex")->Threads(1)->Threads(2);
+
+static void token_bucket_try_acquire_rejected(benchmark::State& state) {
+    auto& bucket = empty_bucket();
+    const auto before = resil_bench::allocations.load();
+    for (auto _ : state) benchmark::DoNotOptimize(bucket.try_acquire());
+    resil_bench::report_allocations(state, before);
+}
+BENCHMARK(token_bucket_try_acquire_rejected)->Name("rejected/resil")->Threads(1)->Threads(2);
 
 BENCHMARK_MAIN();
