@@ -232,9 +232,9 @@ int main(int argc, char** argv) {
     url = nginx->url("/ok");
     for (std::size_t round = 0; round < rounds; ++round) {
         const auto suffix = "/round:" + std::to_string(round + 1);
-        benchmark::RegisterBenchmark(("raw_libcurl" + suffix).c_str(), raw_libcurl, round)->UseRealTime();
-        benchmark::RegisterBenchmark(("resil_client" + suffix).c_str(), resil_client, round)->UseRealTime();
-        benchmark::RegisterBenchmark(("resil_pipeline" + suffix).c_str(), resil_pipeline, round)->UseRealTime();
+        benchmark::RegisterBenchmark(("get/baseline_raw_libcurl" + suffix).c_str(), raw_libcurl, round)->UseRealTime();
+        benchmark::RegisterBenchmark(("get/resil_client" + suffix).c_str(), resil_client, round)->UseRealTime();
+        benchmark::RegisterBenchmark(("get/resil_pipeline" + suffix).c_str(), resil_pipeline, round)->UseRealTime();
     }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
