@@ -22,47 +22,10 @@
 
 #include "catch.hpp"
 
-// Counts every allocation in this test binary, to show a call allocates
-// nothing. TSan's runtime defines operator new itself, so under TSan the
-// count is off (and that one check is skipped).
-#if defined(__SANITIZE_THREAD__)
-#define RESIL_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RESIL_TEST_TSAN 1
-#endif
-#endif
+#include "support/allocation_counter.hpp"
 
-static std::atomic<long> allocations{0};
-#ifdef RESIL_TEST_TSAN
-static constexpr bool counting_allocations = false;
-#else
-static constexpr bool counting_allocations = true;
-// g++ flags free() in a replaced operator delete as mismatched; here it is
-// the matching malloc by design.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t n) {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-    throw std::bad_alloc{};
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-    try {
-        return ::operator new(n);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void* operator new[](std::size_t n) { return ::operator new(n); }
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return ::operator new(n, t); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#endif
+using resil_test::allocations;
+using resil_test::counting_allocations;
 
 using namespace std::chrono_literals;
 using resil::circuit_state;

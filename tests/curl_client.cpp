@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/timing.hpp"
 #include "support/fault_server.hpp"
 
 using namespace std::chrono_literals;
@@ -28,27 +29,11 @@ using resil::curl::transport_status;
 using resil_test::action;
 using resil_test::fault_server;
 using steady = std::chrono::steady_clock;
+using resil_test::slack;
 
 namespace {
 
-// How late a timer may fire and still count as "within a few ms". Sanitizers
-// and a loaded machine slow everything; the assertions must stay meaningful
-// without becoming flaky.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr auto slack = 150ms;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr auto slack = 150ms;
-#else
-constexpr auto slack = 50ms;
-#endif
-#else
-constexpr auto slack = 50ms;
-#endif
-
-std::chrono::milliseconds since(steady::time_point t0) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0);
-}
+auto since(steady::time_point t0) { return resil_test::since<std::chrono::milliseconds>(t0); }
 
 // Counts attempts as the pipeline reports them.
 struct attempt_counter {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/timing.hpp"
 #include "support/nginx_server.hpp"
 
 using namespace std::chrono_literals;
@@ -24,24 +25,11 @@ using resil::curl::client;
 using resil::curl::request;
 using resil::curl::transport_status;
 using steady = std::chrono::steady_clock;
+using resil_test::slack;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr auto slack = 150ms;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr auto slack = 150ms;
-#else
-constexpr auto slack = 50ms;
-#endif
-#else
-constexpr auto slack = 50ms;
-#endif
-
-std::chrono::microseconds since(steady::time_point t0) {
-    return std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - t0);
-}
+auto since(steady::time_point t0) { return resil_test::since<std::chrono::microseconds>(t0); }
 
 // An echo-module location sending `bytes` bytes, one every `interval`.
 std::string drip_location(const char* path, int bytes, std::chrono::milliseconds interval) {

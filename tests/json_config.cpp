@@ -138,7 +138,7 @@ public:
         o.max_attempts = static_cast<std::uint32_t>(between(1, 100));
         o.backoff = backoff();
         o.retry_on = verdicts(true);
-        o.max_wait = span(1ns, 24h);
+        o.max_wait = span(o.backoff.cap(), 24h);  // a cap beyond max_wait is refused
         o.tell_callers_dont_retry = coin();
         return o;
     }
@@ -357,6 +357,7 @@ TEST_CASE("json: malformed configurations are refused with the path and the reas
          R"(retry.retry_on[1]: must be one of "success", "retryable", "permanent", "ambiguous", got "retriable")"},
         {R"({"retry": {"retry_on": ["retryable", "retryable"]}})", R"(retry.retry_on[1]: "retryable" is listed twice)"},
         {R"({"retry": {"max_wait": "0s"}})", R"(retry.max_wait: must be positive, got "0s")"},
+        {R"({"retry": {"max_wait": "500ms"}})", R"(retry.backoff.cap: must not exceed max_wait (500ms), got 1s)"},
         {R"({"retry": {"tell_callers_dont_retry": "yes"}})",
          R"(retry.tell_callers_dont_retry: must be true or false, got "yes")"},
         // retry_budget

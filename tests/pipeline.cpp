@@ -15,47 +15,9 @@
 
 #include "catch.hpp"
 
-// Counts every allocation in this test binary, to show a call allocates nothing.
-// ThreadSanitizer's runtime defines operator new itself: there the counting
-// (and the test that needs it) is left to the other builds.
-#if defined(__SANITIZE_THREAD__)
-#define RESIL_TEST_COUNTS_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RESIL_TEST_COUNTS_ALLOCATIONS 0
-#endif
-#endif
-#ifndef RESIL_TEST_COUNTS_ALLOCATIONS
-#define RESIL_TEST_COUNTS_ALLOCATIONS 1
-#endif
+#include "support/allocation_counter.hpp"
 
-#if RESIL_TEST_COUNTS_ALLOCATIONS
-// g++ flags free() in a replaced operator delete as mismatched; here it is
-// the matching malloc by design.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-static std::atomic<long> allocations{0};
-void* operator new(std::size_t n) {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-    throw std::bad_alloc{};
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-    try {
-        return ::operator new(n);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void* operator new[](std::size_t n) { return ::operator new(n); }
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return ::operator new(n, t); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#endif
+using resil_test::allocations;
 
 using namespace std::chrono_literals;
 using resil::reason;
@@ -243,7 +205,7 @@ TEST_CASE("events: one listener sees attempts, retries and the fallback, each on
                                            "call retries_exhausted after 2 (fallback)"});
 }
 
-#if RESIL_TEST_COUNTS_ALLOCATIONS
+#ifndef RESIL_TEST_TSAN
 TEST_CASE("pipeline: a call allocates nothing") {
     resil::retry_budget budget;
     auto pipe = resil::pipeline(resil::fallback_policy{[] { return 0; }}, resil::deadline_policy{1s},

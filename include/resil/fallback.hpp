@@ -29,16 +29,7 @@
 namespace resil {
 
 /// How many times a fallback ran, per reason; a snapshot.
-struct fallback_counts {
-    std::array<std::uint64_t, reason_count> by_reason{};
-
-    [[nodiscard]] std::uint64_t operator[](reason r) const noexcept { return by_reason[static_cast<std::size_t>(r)]; }
-    [[nodiscard]] std::uint64_t total() const noexcept {
-        std::uint64_t n = 0;
-        for (auto c : by_reason) n += c;
-        return n;
-    }
-};
+using fallback_counts = reason_counts;
 
 template <class Fallback>
 class fallback_policy {

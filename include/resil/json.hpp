@@ -436,6 +436,9 @@ retry_options read_retry(const Json& j, const std::string& path) {
     if (const auto* v = r.find("max_wait")) o.max_wait = read_positive_duration<duration>(*v, r.path("max_wait"));
     if (const auto* v = r.find("tell_callers_dont_retry"))
         o.tell_callers_dont_retry = read_bool(*v, r.path("tell_callers_dont_retry"));
+    if (o.backoff.cap() > o.max_wait)
+        throw config_error(r.path("backoff") + ".cap", "must not exceed max_wait (" + format_duration(o.max_wait) +
+                                                           "), got " + format_duration(o.backoff.cap()));
     check_with_constructor(path, [&] { (void)retry_policy{o}; });
     return o;
 }

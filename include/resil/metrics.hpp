@@ -35,18 +35,6 @@
 
 namespace resil {
 
-/// Counts per reason, indexable by resil::reason.
-struct reason_counts {
-    std::array<std::uint64_t, reason_count> by_reason{};
-    [[nodiscard]] std::uint64_t operator[](reason r) const noexcept { return by_reason[static_cast<std::size_t>(r)]; }
-    [[nodiscard]] std::uint64_t total() const noexcept {
-        std::uint64_t n = 0;
-        for (auto c : by_reason) n += c;
-        return n;
-    }
-    friend bool operator==(const reason_counts&, const reason_counts&) = default;
-};
-
 /// A consistent-enough copy of a metrics object's counters (each counter is
 /// read atomically; the set is not one atomic snapshot).
 struct metrics_snapshot {

@@ -10,6 +10,7 @@
 //   use(*out);
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <initializer_list>
@@ -119,6 +120,18 @@ inline constexpr std::size_t reason_count = 12;
     }
     return "unknown";
 }
+
+/// Counts per reason, indexable by resil::reason.
+struct reason_counts {
+    std::array<std::uint64_t, reason_count> by_reason{};
+    [[nodiscard]] std::uint64_t operator[](reason r) const noexcept { return by_reason[static_cast<std::size_t>(r)]; }
+    [[nodiscard]] std::uint64_t total() const noexcept {
+        std::uint64_t n = 0;
+        for (auto c : by_reason) n += c;
+        return n;
+    }
+    friend bool operator==(const reason_counts&, const reason_counts&) = default;
+};
 
 /// A rejection as the caller sees it: the reason, and how long to wait before
 /// trying again when the rejecting layer knows (a breaker's time to its next
