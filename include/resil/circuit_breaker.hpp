@@ -501,13 +501,13 @@ private:
                             return admitted(s, permit::kind::probe, now);
                         continue;
                     }
-                    const auto deadline = read_deadline(s);
-                    if (!deadline) {
+                    const auto until = read_deadline(s);
+                    if (!until) {
                         s = state_.load(std::memory_order_acquire);
                         continue;
                     }
                     const auto t = read_now();
-                    if (t < *deadline) return rejected(*deadline - t);
+                    if (t < *until) return rejected(*until - t);
                     // The probes did not all report back in time: the dependency
                     // is still not answering. Open again.
                     if (!begin_transition(s)) continue;
@@ -550,8 +550,8 @@ private:
     /// Publishes the next state (`state_and_counts` in the next generation)
     /// after begin_transition(s); returns the new word.
     std::uint64_t finish_transition(std::uint64_t s, std::uint64_t state_and_counts,
-                                    std::optional<time_point> deadline) const noexcept {
-        if (deadline) deadline_.store(deadline->time_since_epoch().count(), std::memory_order_release);
+                                    std::optional<time_point> until) const noexcept {
+        if (until) deadline_.store(until->time_since_epoch().count(), std::memory_order_release);
         const auto word = next_word(s, 0) | state_and_counts;
         state_.store(word, std::memory_order_release);
         if (state_of(word) != state_of(s)) transitions_.fetch_add(1, std::memory_order_relaxed);

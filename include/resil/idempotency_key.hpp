@@ -179,8 +179,8 @@ public:
     /// (bits 10) and a version from 1 to 8. Keys minted by other generators
     /// (v1, v6, ...) are accepted; nil, max and non-RFC UUIDs are not.
     [[nodiscard]] static constexpr std::optional<idempotency_key> from_bytes(const bytes_type& bytes) noexcept {
-        const int version = bytes[6] >> 4;
-        if ((bytes[8] & 0xC0u) != 0x80u || version < 1 || version > 8) return std::nullopt;
+        const int v = bytes[6] >> 4;
+        if ((bytes[8] & 0xC0u) != 0x80u || v < 1 || v > 8) return std::nullopt;
         idempotency_key key;
         key.bytes_ = bytes;
         return key;
