@@ -132,26 +132,44 @@ public:
 #endif
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        using outcome_type = decltype(next(ctx));
         if (options_.budget) options_.budget->deposit(ctx.recent_now());
+        ctx.set_attempt(1);
+        auto out = next(ctx);
+        // The common case stays small enough to inline; the retry loop lives
+        // out of line.
+        if (out.ok()) [[likely]]
+            return out;
+        return retry_after_failure(ctx, next, std::move(out));
+    }
+
+private:
+    // Outcomes are moved with emplace, never assigned: T need not be assignable.
+    template <class Context, class Next, class Outcome>
+    Outcome retry_after_failure(Context& ctx, Next& next, Outcome first) const {
+        if (!first.attempted()) return first;  // an inner rejection before any attempt
         duration previous{};
-        std::optional<outcome_type> last;  // the failed attempt before a wait
+        std::optional<Outcome> out{std::move(first)};  // the attempt being judged
+        std::optional<Outcome> last;                    // the failed attempt before a wait
         for (std::uint32_t attempt = 1;; ++attempt) {
-            ctx.set_attempt(attempt);
-            auto out = next(ctx);
-            if (out.ok()) return out;
-            if (!out.attempted()) {
-                // An inner policy refused this attempt: the caller still gets
-                // the last response there was, with the refusal as the reason.
-                if (!last) return out;
-                last->fail(out.reason());
-                return std::move(*last);
+            if (attempt > 1) {
+                ctx.set_attempt(attempt);
+                auto again = next(ctx);
+                if (again.ok()) return again;
+                if (!again.attempted()) {
+                    // An inner policy refused this attempt: the caller still
+                    // gets the last response there was, with the refusal as
+                    // the reason.
+                    last->fail(again.reason());
+                    return std::move(*last);
+                }
+                out.reset();
+                out.emplace(std::move(again));
             }
             if (ctx.stop_requested()) {
-                out.fail(reason::cancelled);
-                return out;
+                out->fail(reason::cancelled);
+                return std::move(*out);
             }
-            const failed_attempt f{attempt, classification(out.verdict(), server_hint{out.retry_after(), out.dont_retry()}),
+            const failed_attempt f{attempt, classification(out->verdict(), server_hint{out->retry_after(), out->dont_retry()}),
                                    ctx.safe_to_repeat(), previous, ctx.deadline().remaining()};
             auto d = decide(f, ctx.jitter());
             if (d.retry && options_.budget && !options_.budget->try_withdraw(ctx.now())) {
@@ -159,19 +177,21 @@ public:
                 d = {false, {}, reason::budget_exhausted, false};
             }
             if (!d.retry) {
-                give_up(ctx, out, d.reason, attempt);
-                return out;
+                give_up(ctx, *out, d.reason, attempt);
+                return std::move(*out);
             }
-            ctx.emit(events::retry_scheduled{attempt, d.delay, out.verdict(), d.from_retry_after});
+            ctx.emit(events::retry_scheduled{attempt, d.delay, out->verdict(), d.from_retry_after});
             if (!ctx.clock().sleep_for(d.delay, ctx.stop_token())) {
-                out.fail(reason::cancelled);
-                return out;
+                out->fail(reason::cancelled);
+                return std::move(*out);
             }
             previous = d.delay;
             last.reset();
-            last.emplace(std::move(out));
+            last.emplace(std::move(*out));
         }
     }
+
+public:
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
