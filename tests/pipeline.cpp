@@ -106,7 +106,7 @@ TEST_CASE("pipeline: the callable may take the context") {
             const auto t = ctx.attempt_timeouts();
             CHECK(t.connect == 20ms);
             CHECK(t.total == 150ms);
-            clock.advance(160ms);  // time spent before the model call (C01: 250 - 160 = 90 ms left)
+            clock.advance(160ms);  // time spent before the model call: 250 - 160 = 90 ms left
             CHECK(ctx.attempt_timeouts().total == 90ms);
             CHECK(ctx.attempt_timeouts().read == 90ms);
             CHECK(ctx.attempt_timeouts().connect == 20ms);

@@ -120,7 +120,7 @@ TEST_CASE("retry policy: Retry-After wins over a shorter backoff") {
     CHECK(clock.slept() == 2s);
 }
 
-TEST_CASE("C01: a 429 with Retry-After 1 s inside a 300 ms deadline gives up at once, and plan B is counted") {
+TEST_CASE("interactive call: a 429 with Retry-After 1 s inside a 300 ms deadline gives up at once, and plan B is counted") {
     manual_clock clock;
     resil::fallback_policy plan_b{[] { return response{299}; }};  // the category picker
     auto pipe = resil::pipeline(clock, plan_b, resil::deadline_policy{300ms}, resil::retry_policy{});
