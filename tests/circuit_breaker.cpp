@@ -592,7 +592,7 @@ TEST_CASE("circuit breaker: admitting and recording allocate nothing") {
         breaker.record(permit, i % 3 == 0 ? verdict::retryable : verdict::success);
     }
     breaker.isolate();
-    for (int i = 0; i < 100; ++i) rejected += breaker.try_acquire() ? 0 : 1;
+    for (int i = 0; i < 100; ++i) rejected += breaker.try_acquire().admitted() ? 0 : 1;
     const auto after = allocations.load();
     if (counting_allocations) CHECK(after == before);
     CHECK(admitted == 1000);
@@ -991,4 +991,28 @@ TEST_CASE("coarse clock: on the steady clock's time line, at most a little behin
     REQUIRE(wait.has_value());
     CHECK(*wait <= duration{30s});
     CHECK(*wait > duration{29s});
+}
+
+TEST_CASE("circuit breaker: isolating a breaker that is already open reports no change of state") {
+    manual_clock clock;
+    std::vector<resil::events::breaker_state_changed> changes;
+    breaker_type breaker{{.mode = resil::breaker_mode::consecutive_failures,
+                          .consecutive_failures = 1,
+                          .on_state_change = [&](const resil::events::breaker_state_changed& e) { changes.push_back(e); }},
+                         clock};
+    auto p = breaker.try_acquire();
+    breaker.record(p, verdict::retryable);
+    REQUIRE(breaker.state() == circuit_state::open);
+    REQUIRE(changes.size() == 1);
+    breaker.isolate();
+    CHECK(breaker.isolated());
+    CHECK(breaker.state() == circuit_state::open);
+    CHECK(changes.size() == 1);  // open -> open is not a change
+    clock.advance(1h);
+    CHECK_FALSE(breaker.try_acquire().admitted());  // held open past open_for
+    breaker.reset();
+    CHECK(breaker.state() == circuit_state::closed);
+    REQUIRE(changes.size() == 2);
+    CHECK(changes[1].from == circuit_state::open);
+    CHECK(changes[1].to == circuit_state::closed);
 }

@@ -265,6 +265,44 @@ TEST_CASE("curl client: a POST that timed out after the server read it") {
     }
 }
 
+TEST_CASE("curl client: each request is judged on its own, not on what the context saw before") {
+    fault_server server;
+    server.on("/catalog", {action::respond(200, "ok")});
+    server.on("/charge", {action::hang(), action::hang(), action::respond(201, "charged")});
+    const auto pipe = resil::pipeline(resil::retry_policy{quick_retries},
+                                      resil::timeout_policy{{.connect = 1s, .read = 100ms, .total = 2s}});
+
+    SECTION("a GET first does not make a later POST repeatable without a key") {
+        client http({.idempotency_key = resil::curl::key_header_format::none});
+        const auto out = pipe([&](resil::context& ctx) {
+            (void)http.perform(request::get(server.url("/catalog")), ctx);  // marks the context idempotent
+            return http.perform(request::post(server.url("/charge"), "{}"), ctx);
+        });
+        CHECK(out.reason() == reason::unsafe_to_retry);
+        CHECK(server.requests("/charge").size() == 1);
+    }
+    SECTION("a key in the context that is never sent does not make a POST repeatable") {
+        client http({.idempotency_key = resil::curl::key_header_format::none});
+        resil::context ctx{resil::call_options{.idempotency_key = resil::idempotency_key::v4()}};
+        const auto out = pipe.execute(ctx, [&](resil::context& c) { return http.perform(request::post(server.url("/charge"), "{}"), c); });
+        CHECK(out.reason() == reason::unsafe_to_retry);
+        CHECK(server.requests("/charge").size() == 1);
+        CHECK_FALSE(server.requests("/charge")[0].header("Idempotency-Key"));
+    }
+    SECTION("after a GET, a POST still carries the operation's key and is retried with it") {
+        client http;
+        const auto out = pipe([&](resil::context& ctx) {
+            (void)http.perform(request::get(server.url("/catalog")), ctx);
+            return http.perform(request::post(server.url("/charge"), "{}"), ctx);
+        });
+        REQUIRE(out.ok());
+        const auto seen = server.requests("/charge");
+        REQUIRE(seen.size() == 3);
+        REQUIRE(seen[0].header("Idempotency-Key"));
+        CHECK(seen[2].header("Idempotency-Key") == seen[0].header("Idempotency-Key"));
+    }
+}
+
 TEST_CASE("curl client: 409 on a keyed request is retried with the same key") {
     fault_server server;
     server.on("/orders", {action::respond(409, "in progress"), action::respond(201, "created")});

@@ -8,7 +8,7 @@
 //
 //   if (auto permit = breaker.try_acquire()) {                              // or by hand
 //       auto response = call();
-//       breaker.record(permit, classify(response));
+//       breaker.record(permit, classify(response).verdict);
 //   } else {
 //       reply_503(permit.retry_after());           // time left until the next probe
 //   }
@@ -168,7 +168,9 @@ public:
 
         /// True when the call may go ahead.
         [[nodiscard]] bool admitted() const noexcept { return kind_ != kind::rejected; }
-        explicit operator bool() const noexcept { return admitted(); }
+        explicit operator bool() const& noexcept { return admitted(); }
+        // `if (breaker.try_acquire())` would test a permit that is gone at once.
+        explicit operator bool() const&& = delete;
         /// True for one of the calls a half-open breaker lets through.
         [[nodiscard]] bool probe() const noexcept { return kind_ == kind::probe; }
         /// For a rejection: how long until the breaker lets a call through
@@ -257,6 +259,8 @@ public:
             if (s & isolated_bit) return;
             if (state_.compare_exchange_weak(s, next_word(s, open_state) | isolated_bit, std::memory_order_acq_rel,
                                              std::memory_order_acquire)) {
+                // Already open: held open now, but no change of state to report.
+                if (state_of(s) == circuit_state::open) return;
                 transitions_.fetch_add(1, std::memory_order_relaxed);
                 notify({state_of(s), circuit_state::open, 0.0, 0, clock_.now()}, nullptr);
                 return;

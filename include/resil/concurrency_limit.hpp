@@ -67,7 +67,9 @@ public:
 
         /// True while this permit holds a place.
         [[nodiscard]] bool held() const noexcept { return limit_ != nullptr; }
-        explicit operator bool() const noexcept { return held(); }
+        explicit operator bool() const& noexcept { return held(); }
+        // `if (limit.try_acquire())` would hold nothing: the permit is gone at once.
+        explicit operator bool() const&& = delete;
 
         /// Gives the place back now; the permit becomes empty. Idempotent.
         void release() noexcept {

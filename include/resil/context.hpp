@@ -87,7 +87,10 @@ public:
 
     /// 1 for the first attempt; 0 before any.
     [[nodiscard]] std::uint32_t attempt() const noexcept { return attempt_; }
-    void set_attempt(std::uint32_t n) noexcept { attempt_ = n; }
+    void set_attempt(std::uint32_t n) noexcept {
+        attempt_ = n;
+        repeatable_ = -1;
+    }
 
     [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_; }
     [[nodiscard]] bool stop_requested() const noexcept { return stop_.stop_requested(); }
@@ -117,8 +120,16 @@ public:
         key_ = k;
         has_key_ = true;
     }
-    /// A failure that may have reached the server can be retried when true.
-    [[nodiscard]] bool safe_to_repeat() const noexcept { return idempotent_ || has_key_; }
+    /// A failure that may have reached the server can be retried when true:
+    /// what the callable said of this attempt (mark_repeatable), else whether
+    /// the operation is idempotent or carries a key.
+    [[nodiscard]] bool safe_to_repeat() const noexcept {
+        return repeatable_ >= 0 ? repeatable_ == 1 : (idempotent_ || has_key_);
+    }
+    /// Says whether this attempt's request may be repeated (a client adapter
+    /// knows: an idempotent method, or a key it actually sent). Cleared when
+    /// the next attempt starts.
+    void mark_repeatable(bool yes) noexcept { repeatable_ = yes ? 1 : 0; }
 
     /// What the last attempt's result said besides its verdict.
     [[nodiscard]] const server_hint& last_hint() const noexcept { return last_hint_; }
@@ -143,6 +154,7 @@ private:
     std::uint32_t attempt_ = 0;
     bool has_key_ = false;
     bool idempotent_ = false;
+    std::int8_t repeatable_ = -1;  // -1: not said for this attempt
     key_version key_version_ = key_version::v4;
 };
 

@@ -222,6 +222,7 @@ public:
         // caller-built context on a manual clock shares the pipeline's time line.
         if (!ctx.deadline().is_set()) ctx.set_deadline(basic_deadline<Clock>(clock_));
         ctx.forget_now();  // a reading from an earlier call must not stand for this one
+        ctx.set_attempt(0);
         pctx_type pctx{std::move(ctx), detail::unwrap(listener_)};
         // Whatever happens, the caller gets its context back.
         struct write_back {

@@ -129,24 +129,26 @@ public:
         auto& s = require_state();
         busy_guard guard(s.busy);
 
-        // 1. Idempotency: what the retry policy reads is the context.
-        if (req.idempotent()) ctx.mark_idempotent();
+        // 1. Idempotency. The operation's key is sent with a non-idempotent
+        //    request; whether this attempt may be repeated is judged from this
+        //    request (not from earlier requests on the same context), and a key
+        //    counts only when it was sent.
         const idempotency_key* key = nullptr;
         bool keyed = false;
         if (const auto own = req.header(idempotency_key::header_name)) {
-            // The caller's own key is sent as is; the context learns that the
-            // operation is keyed (it holds the key when it is a UUID).
+            // The caller's own key is sent as is (the context holds it too when
+            // it is a UUID).
             keyed = true;
-            if (auto parsed = parse_key(*own)) {
+            if (auto parsed = parse_key(*own))
                 if (!ctx.has_idempotency_key()) ctx.set_idempotency_key(*parsed);
-            } else {
-                ctx.mark_idempotent();
-            }
         } else if (options_.idempotency_key != key_header_format::none &&
-                   (!ctx.idempotent() || ctx.has_idempotency_key())) {
+                   (!req.idempotent() || ctx.has_idempotency_key())) {
             key = &ctx.idempotency_key();
             keyed = true;
         }
+        if (req.idempotent()) ctx.mark_idempotent();
+        const bool repeatable = req.idempotent() || keyed;
+        ctx.mark_repeatable(repeatable);
 
         // 2. Timeouts: the context's, clamped to the deadline, within our limits.
         const resil::timeouts asked = ctx.attempt_timeouts();
@@ -156,7 +158,7 @@ public:
                                 std::min(asked.total, options_.limits.total)};
 
         response r;
-        r.set_request_traits(keyed, ctx.safe_to_repeat());
+        r.set_request_traits(keyed, repeatable);
         if (ctx.stop_requested()) return not_started(std::move(r), transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK);
         using std::chrono::milliseconds;
         if (t.connect <= milliseconds::zero() || t.read <= milliseconds::zero() || t.total <= milliseconds::zero())
@@ -232,6 +234,12 @@ private:
     void configure_once() {
         CURL* e = state_->easy;
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for DNS timeouts: threads stay safe
+#if LIBCURL_VERSION_NUM >= 0x075700
+        // Without it, ending a transfer during name resolution (a timeout, a
+        // cancel) waits for the resolver thread: a hung DNS lookup would hold
+        // the caller past every limit. The resolver thread is left to finish.
+        curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);
+#endif
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &client::on_body);
@@ -427,6 +435,13 @@ private:
         // Wakes curl_multi_poll when the stop token fires (from any thread).
         // With a token that can never fire, this registers nothing.
         const std::stop_callback<waker> on_stop(stop, waker{m});
+        // A stop requested since the caller's check must not let the first
+        // curl_multi_perform send the request.
+        if (stop.stop_requested()) {
+            r.transport_ = transport_status::cancelled;
+            r.code_ = CURLE_ABORTED_BY_CALLBACK;
+            return;
+        }
 
         if (curl_multi_add_handle(m, e) != CURLM_OK) {
             r.transport_ = transport_status::other_error;
