@@ -135,7 +135,7 @@ TEST_CASE("curl client: options are validated at construction") {
     client ok;
     CHECK(ok.options().limits.connect == 10s);
     CHECK(ok.options().limits.read == 60s);
-    CHECK(ok.options().limits.total == resil::timeouts::no_limit);
+    CHECK(ok.options().limits.total == 5min);  // bounded even with no deadline
     CHECK(ok.options().idempotency_key == resil::curl::key_header_format::quoted);
     CHECK_FALSE(ok.options().propagate_deadline);
     CHECK(ok.options().user_agent.empty());
@@ -147,4 +147,9 @@ TEST_CASE("curl response: hints are read only from responses that are not 2xx") 
     CHECK_FALSE(fine.pushback());
     CHECK(fine.header("Retry-After") == "3");  // still there to read
     CHECK(response::from_parts(301, {{"Retry-After", "3"}}).retry_after() == std::chrono::seconds{3});
+}
+
+TEST_CASE("curl request: a HEAD request refuses a body, which would be waited for in vain") {
+    CHECK_THROWS_WITH(request::head("http://127.0.0.1/x").set_body("x"), "resil::curl::request: a HEAD request has no body");
+    CHECK_NOTHROW(request::get("http://127.0.0.1/x").set_body(""));
 }

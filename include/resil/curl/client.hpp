@@ -72,9 +72,10 @@ enum class key_header_format : std::uint8_t {
 /// Options of a client; the defaults are the documented ones.
 struct client_options {
     /// Upper bounds of every attempt, applied on top of the context's
-    /// timeouts (the smaller wins), so a call without a timeout policy still
-    /// cannot hang. Default: connect 10 s, read (silence) 60 s, total no limit.
-    resil::timeouts limits{std::chrono::seconds{10}, std::chrono::seconds{60}, resil::timeouts::no_limit};
+    /// timeouts (the smaller wins), so a call without a timeout policy or a
+    /// deadline still cannot hang: a server trickling a byte a minute is cut
+    /// off by the total. Default: connect 10 s, read (silence) 60 s, total 5 min.
+    resil::timeouts limits{std::chrono::seconds{10}, std::chrono::seconds{60}, std::chrono::minutes{5}};
     /// How to send the idempotency key of non-idempotent requests. Default quoted.
     key_header_format idempotency_key = key_header_format::quoted;
     /// Send what is left of the attempt's budget, min(deadline, total limit),

@@ -109,7 +109,10 @@ public:
 
     /// The body (any bytes). Sent with a Content-Length; for POST with no
     /// Content-Type header, libcurl sends application/x-www-form-urlencoded.
+    /// Throws std::invalid_argument for HEAD, whose response never has a
+    /// body to wait for.
     request& set_body(std::string body) & {
+        if (method_ == "HEAD") throw std::invalid_argument("resil::curl::request: a HEAD request has no body");
         body_ = std::move(body);
         has_body_ = true;
         return *this;
