@@ -933,6 +933,16 @@ TEST_CASE("rolling time window: a record older than the whole window is kept out
     CHECK(window.lifetime().failures == 1);
 }
 
+TEST_CASE("rolling time window: a record stale by more than the horizon does not wipe the live bucket") {
+    resil::detail::rolling_time_window window{10ms};  // 10 buckets of 1 ms
+    const time_point t{std::chrono::hours{1}};
+    for (int i = 0; i < 100; ++i) window.record(t, true);
+    window.record(t - std::chrono::milliseconds{50}, false);  // same slot, 50 buckets back
+    CHECK(window.totals(t).calls == 100);
+    CHECK(window.totals(t).failures == 100);
+    CHECK(window.lifetime().calls == 101);
+}
+
 TEST_CASE("rolling time window: a slot idle for longer than half the epoch range is reused, not taken for newer") {
     // 1 ms buckets: 2^23 of them pass in 2.3 hours. A ring that took an old
     // slot for a newer one would stop counting after such a pause.

@@ -169,6 +169,13 @@ private:
     static constexpr std::uint64_t newer_horizon = 4 * buckets;
 
     void record_slow(std::atomic<std::uint64_t>& slot, std::uint64_t word, std::uint64_t epoch, bool failed) noexcept {
+        // A record older than the window ending at the latest bucket any
+        // thread has reached (a clock read gone stale, however long ago) is
+        // outside the window: it must neither count nor restart a live slot.
+        auto latest = latest_epoch_.load(std::memory_order_relaxed);
+        while (epoch > latest && !latest_epoch_.compare_exchange_weak(latest, epoch, std::memory_order_relaxed)) {
+        }
+        if (epoch + buckets <= latest) return count_outside(failed);
         const auto tag = epoch & epoch_mask;
         for (;;) {
             const auto slot_tag = tag_of(word);
@@ -245,6 +252,7 @@ private:
         std::array<std::atomic<std::uint64_t>, buckets> slots{};
     };
     std::array<stripe_ring, stripe_count> rings_{};
+    std::atomic<std::uint64_t> latest_epoch_{0};  // the newest bucket any record reached
 };
 
 /// Calls over the last `size` calls: a ring of bits (1 = failed) and a running
