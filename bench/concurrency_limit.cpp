@@ -81,8 +81,8 @@ static void concurrency_limit_acquire_release(benchmark::State& state) {
 }
 BENCHMARK(concurrency_limit_acquire_release)->Name("admitted/resil")->Threads(1)->Threads(2);
 
-static void baseline_mutex_limit_acquire_release(benchmark::State& state) {
-    auto& limit = shared_mutex_limit();
+// The mutex baseline's loop, for a limit with room (admitted) or a full one (shed).
+static void run_mutex_limit(benchmark::State& state, mutex_concurrency_limit& limit) {
     const auto before = resil_bench::allocations.load();
     for (auto _ : state) {
         const bool admitted = limit.try_acquire();
@@ -91,6 +91,8 @@ static void baseline_mutex_limit_acquire_release(benchmark::State& state) {
     }
     resil_bench::report_allocations(state, before);
 }
+
+static void baseline_mutex_limit_acquire_release(benchmark::State& state) { run_mutex_limit(state, shared_mutex_limit()); }
 BENCHMARK(baseline_mutex_limit_acquire_release)->Name("admitted/baseline_mutex")->Threads(1)->Threads(2);
 
 // Through a pipeline holding the limit by std::ref, around a trivial call.
@@ -105,16 +107,7 @@ static void concurrency_limit_in_pipeline(benchmark::State& state) {
 BENCHMARK(concurrency_limit_in_pipeline)->Name("admitted/resil_pipeline");
 
 // A full limit: the shed path, which must stay cheap under overload.
-static void baseline_mutex_limit_shed(benchmark::State& state) {
-    auto& limit = full_mutex_limit();
-    const auto before = resil_bench::allocations.load();
-    for (auto _ : state) {
-        const bool admitted = limit.try_acquire();
-        benchmark::DoNotOptimize(admitted);
-        if (admitted) limit.release();
-    }
-    resil_bench::report_allocations(state, before);
-}
+static void baseline_mutex_limit_shed(benchmark::State& state) { run_mutex_limit(state, full_mutex_limit()); }
 BENCHMARK(baseline_mutex_limit_shed)->Name("shed/baseline_mutex")->Threads(1)->Threads(2);
 
 static void concurrency_limit_shed(benchmark::State& state) {

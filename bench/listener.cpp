@@ -50,18 +50,9 @@ struct noop_listener {
     void operator()(const events::deadline_exceeded&) const noexcept {}
 };
 
-struct noop_listener_timed {
+// The same empty handlers, asking for attempt durations.
+struct noop_listener_timed : noop_listener {
     static constexpr bool times_attempts = true;
-    void operator()(const events::attempt_started&) const noexcept {}
-    void operator()(const events::attempt_finished&) const noexcept {}
-    void operator()(const events::retry_scheduled&) const noexcept {}
-    void operator()(const events::retries_exhausted&) const noexcept {}
-    void operator()(const events::budget_refused&) const noexcept {}
-    void operator()(const events::breaker_state_changed&) const noexcept {}
-    void operator()(const events::rejected&) const noexcept {}
-    void operator()(const events::fallback_used&) const noexcept {}
-    void operator()(const events::call_finished&) const noexcept {}
-    void operator()(const events::deadline_exceeded&) const noexcept {}
 };
 
 static_assert(resil::listens_to<noop_listener, events::attempt_finished>);
