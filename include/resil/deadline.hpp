@@ -75,7 +75,11 @@ public:
     [[nodiscard]] time_point when() const noexcept { return when_; }
 
     /// max(0, when − now); duration::max() when there is no deadline.
-    [[nodiscard]] duration remaining() const noexcept { return remaining(clock_.now()); }
+    /// Without a deadline the clock is not read: a policy asking "how long is
+    /// left?" on every call costs nothing when the answer is "no limit".
+    [[nodiscard]] duration remaining() const noexcept {
+        return is_set() ? remaining(clock_.now()) : duration::max();
+    }
     [[nodiscard]] duration remaining(time_point now) const noexcept {
         if (!is_set()) return duration::max();
         if (when_ <= now) return duration::zero();
@@ -83,12 +87,15 @@ public:
     }
 
     /// True once `now >= when()`; never true without a deadline.
-    [[nodiscard]] bool expired() const noexcept { return expired(clock_.now()); }
+    [[nodiscard]] bool expired() const noexcept { return is_set() && expired(clock_.now()); }
     [[nodiscard]] bool expired(time_point now) const noexcept { return is_set() && now >= when_; }
 
     /// min(cap, remaining()), never negative: what one hop may wait. A
     /// non-positive `cap` gives zero; zero means "already out of time".
-    [[nodiscard]] duration clamp(duration cap) const noexcept { return clamp(cap, clock_.now()); }
+    [[nodiscard]] duration clamp(duration cap) const noexcept {
+        if (!is_set()) return cap <= duration::zero() ? duration::zero() : cap;
+        return clamp(cap, clock_.now());
+    }
     [[nodiscard]] duration clamp(duration cap, time_point now) const noexcept {
         if (cap <= duration::zero()) return duration::zero();
         const auto left = remaining(now);
