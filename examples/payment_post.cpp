@@ -55,6 +55,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -141,7 +142,11 @@ public:
 
     /// The name a key is printed with: keys are random, their order is not.
     std::string label(const resil::idempotency_key& k) {
-        auto [it, added] = labels_.try_emplace(k, "K" + std::to_string(labels_.size() + 1));
+        // Appended rather than "K" + std::to_string(...): g++ 12 at -O3 warns
+        // falsely (-Wrestrict) on that operator+, which inserts at the front.
+        std::string name = "K";
+        name += std::to_string(labels_.size() + 1);
+        auto [it, added] = labels_.try_emplace(k, std::move(name));
         return it->second;
     }
 
