@@ -138,3 +138,75 @@ TEST_CASE("retry budget: a stale reading (a reused context, a stalled thread) ne
     CHECK(budget.balance(clock.now()) == 0);
     CHECK_FALSE(budget.try_withdraw(clock.now()));
 }
+
+// What a withdrawal does after its check passed: commit its retry to the slot
+// of `now`, then confirm. Lets a test put another thread's commits in between.
+struct resil::detail::retry_budget_probe {
+    static bool commit_then_confirm(resil::retry_budget& b, resil::time_point now) {
+        const auto epoch = b.epoch_of(now);
+        auto& slot = b.slots_[epoch % resil::retry_budget::slots];
+        const auto word = slot.load();
+        slot.store(resil::retry_budget::packed_epoch(word) == (epoch & resil::retry_budget::epoch_mask)
+                       ? word + resil::retry_budget::retry_one
+                       : resil::retry_budget::pack(epoch, 0, 1));
+        return b.confirm(epoch, slot);
+    }
+};
+
+TEST_CASE("retry budget: retries taken at a later reading count against an earlier one") {
+    manual_clock clock;
+    // 10 retries per window, from the reserve alone.
+    resil::retry_budget budget{{.ratio = 0.10, .min_per_second = 1, .window = 10s}};
+    const auto t = clock.now();
+    int granted = 0;
+    for (int i = 0; i < 10; ++i) granted += budget.try_withdraw(t + 1s) ? 1 : 0;
+    CHECK(granted == 10);
+    // A thread that read the clock a second earlier gets here only now.
+    for (int i = 0; i < 10; ++i) granted += budget.try_withdraw(t) ? 1 : 0;
+    CHECK(granted == 10);
+    CHECK(budget.balance(t) == 0);
+    CHECK(budget.balance(t + 1s) == 0);
+}
+
+TEST_CASE("retry budget: confirm() counts retries committed meanwhile at a later reading") {
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 0.10, .min_per_second = 1, .window = 10s}};
+    const auto t = clock.now();
+    // Ten withdrawals at t passed their check on an empty window; before they
+    // commit, ten others reading t + 1 s take the whole budget.
+    int granted = 0;
+    for (int i = 0; i < 10; ++i) granted += budget.try_withdraw(t + 1s) ? 1 : 0;
+    REQUIRE(granted == 10);
+    for (int i = 0; i < 10; ++i) granted += resil::detail::retry_budget_probe::commit_then_confirm(budget, t) ? 1 : 0;
+    CHECK(granted == 10);
+    CHECK(budget.balance(t + 1s) == 0);  // every late retry was given back
+}
+
+TEST_CASE("retry budget: threads whose readings lag and lead each other never overdraw") {
+    manual_clock clock;
+    const auto t0 = clock.now();
+    // 1,000 requests in one slot, 10 %: 100 retries, no reserve.
+    resil::retry_budget budget{{.ratio = 0.10, .min_per_second = 0, .window = 10s}};
+    for (int i = 0; i < 1000; ++i) budget.deposit(t0);
+    constexpr int threads = 8;
+    std::atomic<int> granted{0};
+    std::atomic<int> ready{0};
+    {
+        std::vector<std::jthread> pool;
+        for (int id = 0; id < threads; ++id)
+            pool.emplace_back([&, id] {
+                ready.fetch_add(1);
+                while (ready.load() < threads) std::this_thread::yield();
+                for (int i = 0; i < 200; ++i) {
+                    // Readings spread over the window's 10 slots, each thread
+                    // out of step with the others: some lag, some lead.
+                    const auto reading = t0 + std::chrono::milliseconds{((i * 7 + id * 3) % 10) * 1000 + id};
+                    if (budget.try_withdraw(reading)) granted.fetch_add(1);
+                }
+            });
+    }
+    // Every reading is inside the window that holds the 1,000 requests.
+    CHECK(granted.load() <= 100);
+    CHECK(granted.load() > 0);
+    CHECK(budget.balance(t0 + 9s) >= 0);
+}

@@ -13,8 +13,9 @@
 //
 // Thread-safe and lock-free: the window is a ring of 10 slots, each one
 // atomic word packing the slot's epoch, requests and retries. A retry is
-// granted by a compare-and-swap on the current slot, so concurrent withdrawals
-// can never overdraw the balance. Share one budget per downstream dependency.
+// granted by a compare-and-swap on the newest slot, then re-checked against
+// the whole window, so concurrent withdrawals can never overdraw the balance,
+// whatever order their clock readings arrive in. Share one budget per downstream dependency.
 #pragma once
 
 #include <array>
@@ -42,6 +43,10 @@ struct retry_budget_options {
     friend bool operator==(const retry_budget_options&, const retry_budget_options&) = default;
 };
 
+namespace detail {
+struct retry_budget_probe;  // tests only: drives one step of a withdrawal at a time
+}
+
 class retry_budget {
 public:
     static constexpr std::size_t slots = 10;
@@ -66,7 +71,9 @@ public:
     void deposit(time_point now) noexcept {
         const auto epoch = epoch_of(now);
         auto& slot = slots_[epoch % slots];
-        auto word = slot.load(std::memory_order_relaxed);
+        // Acquire: a slot written by a later reading brings that reading's
+        // update of latest_epoch_ with it, for stale() to see.
+        auto word = slot.load(std::memory_order_acquire);
         if (stale(epoch)) return;  // a reading older than the window: nothing to count
         for (;;) {
             if (newer_than(word, epoch)) return;  // a thread with a later clock read owns the slot
@@ -78,42 +85,45 @@ public:
     }
 
     /// Takes one retry from the balance at `now`; false (and nothing taken)
-    /// when it is spent.
+    /// when it is spent. A reading older than the newest slot written (a
+    /// thread preempted between reading the clock and getting here) counts as
+    /// that newest time, so the retries taken there are never out of its sight.
     [[nodiscard]] bool try_withdraw(time_point now) noexcept {
-        const auto epoch = epoch_of(now);
-        auto& slot = slots_[epoch % slots];
-        auto word = slot.load(std::memory_order_acquire);
-        if (stale(epoch)) return false;
+        const auto reading = epoch_of(now);
         for (;;) {
-            if (newer_than(word, epoch)) return false;
-            const bool current = packed_epoch(word) == (epoch & epoch_mask);
-            const auto others = totals(epoch, epoch % slots);
-            const auto requests = others.requests + (current ? requests_of(word) : 0);
-            const auto retries = others.retries + (current ? retries_of(word) : 0);
-            if (static_cast<std::int64_t>(retries) >= allowed(requests)) return false;
-            const auto desired = current ? word + retry_one : pack(epoch, 0, 1);
+            const auto v = view(reading);
+            if (stale(reading)) return false;
+            if (static_cast<std::int64_t>(v.retries) >= allowed(v.requests)) return false;
+            auto& slot = slots_[v.epoch % slots];
+            auto word = v.words[v.epoch % slots];
+            const bool current = packed_epoch(word) == (v.epoch & epoch_mask);
             if (current && retries_of(word) == count_max) return false;  // saturated: refuse rather than wrap
+            const auto desired = current ? word + retry_one : pack(v.epoch, 0, 1);
             // Sequentially consistent with confirm()'s loads: two withdrawals
             // committing to different slots cannot both miss the other.
-            if (slot.compare_exchange_weak(word, desired, std::memory_order_seq_cst)) return confirm(epoch, slot);
+            if (slot.compare_exchange_strong(word, desired, std::memory_order_seq_cst)) return confirm(v.epoch, slot);
         }
     }
 
     /// Retries that would be granted at `now`.
     [[nodiscard]] std::int64_t balance(time_point now) const noexcept {
-        const auto t = totals(epoch_of(now), slots);
-        return allowed(t.requests) - static_cast<std::int64_t>(t.retries);
+        const auto v = view(epoch_of(now));
+        return allowed(v.requests) - static_cast<std::int64_t>(v.retries);
     }
 
     [[nodiscard]] const retry_budget_options& options() const noexcept { return options_; }
 
 private:
+    friend struct detail::retry_budget_probe;
+
     // A withdrawal racing another at a slot boundary checked a sum that did
     // not include the other's retry. Re-check after committing and give the
     // retry back if the two together overdrew: both may give back (stricter),
-    // neither can keep an overdraft.
+    // neither can keep an overdraft. The window ends at the newest slot
+    // written, not at `epoch`: a retry committed meanwhile by a thread with a
+    // later reading must be counted too.
     bool confirm(std::uint64_t epoch, std::atomic<std::uint64_t>& slot) noexcept {
-        const auto t = totals(epoch, slots);
+        const auto t = view(epoch);
         if (static_cast<std::int64_t>(t.retries) <= allowed(t.requests)) return true;
         auto word = slot.load(std::memory_order_acquire);
         while (packed_epoch(word) == (epoch & epoch_mask) && retries_of(word) > 0 &&
@@ -131,11 +141,6 @@ private:
     static constexpr std::uint64_t epoch_mask = (std::uint64_t{1} << 24) - 1;
     static constexpr std::uint64_t retry_one = 1;
     static constexpr std::uint64_t request_one = std::uint64_t{1} << count_bits;
-
-    struct counts {
-        std::uint64_t requests = 0;
-        std::uint64_t retries = 0;
-    };
 
     static constexpr std::uint64_t pack(std::uint64_t epoch, std::uint64_t requests, std::uint64_t retries) noexcept {
         return ((epoch & epoch_mask) << (2 * count_bits)) | (requests << count_bits) | retries;
@@ -173,18 +178,33 @@ private:
         return static_cast<std::int64_t>(std::floor(options_.ratio * static_cast<double>(requests))) + reserve_;
     }
 
-    // Sums the slots inside the window ending at `epoch`, skipping `skip`.
-    counts totals(std::uint64_t epoch, std::size_t skip) const noexcept {
-        counts c;
+    // One pass over the ring: the window end (the later of `reading` and the
+    // newest slot written, up to newer_horizon ahead) and its sums. A slot
+    // counting nothing cannot move the end, so a never-written ring (epoch 0)
+    // does not read as the future once the 24-bit epoch wraps near it.
+    struct window_view {
+        std::uint64_t epoch = 0;  // the window's last epoch (full, not masked)
+        std::uint64_t requests = 0;
+        std::uint64_t retries = 0;
+        std::array<std::uint64_t, slots> words{};
+    };
+    window_view view(std::uint64_t reading) const noexcept {
+        window_view v;
+        std::uint64_t ahead_max = 0;
         for (std::size_t i = 0; i < slots; ++i) {
-            if (i == skip) continue;
-            const auto w = slots_[i].load(std::memory_order_seq_cst);
-            const auto age = ((epoch & epoch_mask) - packed_epoch(w)) & epoch_mask;
-            if (age >= slots) continue;
-            c.requests += requests_of(w);
-            c.retries += retries_of(w);
+            v.words[i] = slots_[i].load(std::memory_order_seq_cst);
+            if ((v.words[i] & ((std::uint64_t{1} << (2 * count_bits)) - 1)) == 0) continue;
+            const auto ahead = (packed_epoch(v.words[i]) - (reading & epoch_mask)) & epoch_mask;
+            if (ahead <= newer_horizon && ahead > ahead_max) ahead_max = ahead;
         }
-        return c;
+        v.epoch = reading + ahead_max;
+        for (const auto w : v.words) {
+            const auto age = ((v.epoch & epoch_mask) - packed_epoch(w)) & epoch_mask;
+            if (age >= slots) continue;
+            v.requests += requests_of(w);
+            v.retries += retries_of(w);
+        }
+        return v;
     }
 
     retry_budget_options options_;
