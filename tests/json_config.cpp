@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -538,4 +539,109 @@ TEST_CASE("json: load_config names the file in its errors") {
         CHECK(e.path().empty());
         CHECK(std::string(e.what()) == missing.string() + ": cannot open the file");
     }
+}
+
+// ---------------------------------------------------------------------------
+// Hostile input: every failure is a config_error, never one of nlohmann's own
+// exceptions (found by fuzzing; see docs/fuzzing.md).
+
+namespace {
+
+// The config_error the text gives; fails the test on any other exception.
+std::optional<rj::config_error> config_error_of(const std::string& text) {
+    try {
+        (void)rj::parse_config(text);
+    } catch (const rj::config_error& e) {
+        return e;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("json: a number too large for a double is a config_error naming its path") {
+    struct row {
+        const char* config;
+        const char* path;
+        const char* message;
+    };
+    const row rows[] = {
+        {R"({"retry": {"max_attempts": 1e400}})", "retry.max_attempts",
+         "retry.max_attempts: must be a number a double can hold (magnitude at most 1.8e308), got 1e400"},
+        {R"({"token_bucket": {"rate": -1e400}})", "token_bucket.rate",
+         "token_bucket.rate: must be a number a double can hold (magnitude at most 1.8e308), got -1e400"},
+        {R"({"retry": {"retry_on": ["retryable", 1E+999]}})", "retry.retry_on[1]",
+         "retry.retry_on[1]: must be a number a double can hold (magnitude at most 1.8e308), got 1E+999"},
+        {R"({"retry budget": {"ratio": 2e308}})", R"(["retry budget"].ratio)",
+         R"(["retry budget"].ratio: must be a number a double can hold (magnitude at most 1.8e308), got 2e308)"},
+        {"1e400", "", "must be a number a double can hold (magnitude at most 1.8e308), got 1e400"},
+    };
+    for (const auto& r : rows) {
+        INFO(r.config);
+        const auto e = config_error_of(r.config);
+        REQUIRE(e.has_value());
+        CHECK(e->path() == r.path);
+        CHECK(std::string(e->what()) == r.message);
+    }
+}
+
+TEST_CASE("json: huge integers are refused by range, with their path") {
+    CHECK(error_of(R"({"retry": {"max_attempts": 100000000000000000000}})") ==
+          "retry.max_attempts: must be an integer, got 1e+20");
+    CHECK(error_of(R"({"retry": {"max_attempts": 18446744073709551615}})") ==
+          "retry.max_attempts: must be <= 100, got 18446744073709551615");
+    CHECK(error_of(R"({"concurrency_limit": {"max_in_flight": -9223372036854775809}})") ==
+          "concurrency_limit.max_in_flight: must be an integer, got -9.223372036854776e+18");
+    CHECK(error_of(R"({"token_bucket": {"burst": 9223372036854775808}})") ==
+          "token_bucket.burst: must be <= " + std::to_string(resil::detail::gcra::max_burst) +
+              ", got 9223372036854775808");
+    CHECK(error_of(R"({"deadline": 1e308})") ==
+          R"(deadline: must be a duration string with its unit, such as "1e+308ms" or "1e+308s", got the bare number 1e+308)");
+}
+
+TEST_CASE("json: deeply nested input is a config_error, not a stack overflow") {
+    const std::size_t depth = 100'000;
+    const std::string open(depth, '['), close(depth, ']');
+    const auto nested = config_error_of(R"({"retry": {"retry_on": )" + open + close + "}}");
+    REQUIRE(nested.has_value());
+    CHECK(nested->path() == "retry.retry_on[0]");
+    CHECK(nested->reason() == "must be a verdict name, got an array");
+    const auto unterminated = config_error_of(R"({"retry": )" + open);
+    REQUIRE(unterminated.has_value());
+    CHECK(unterminated->path().empty());
+    CHECK(unterminated->reason().rfind("parse error at line 1, column ", 0) == 0);
+}
+
+TEST_CASE("json: invalid UTF-8 is a parse error with its position") {
+    const auto in_value = config_error_of("{\"retry\": {\"backoff\": {\"kind\": \"\xff\"}}}");
+    REQUIRE(in_value.has_value());
+    CHECK(in_value->path().empty());
+    CHECK(in_value->reason().rfind("parse error at line 1, column 33: syntax error while parsing value - "
+                                   "invalid string: ill-formed UTF-8 byte",
+                                   0) == 0);
+    const auto in_key = config_error_of("{\"re\xc3\x28try\": {}}");
+    REQUIRE(in_key.has_value());
+    CHECK(in_key->reason().rfind("parse error at line 1, column ", 0) == 0);
+    // Valid UTF-8 in an unknown key is quoted in the path.
+    const auto unicode_key = config_error_of("{\"r\xc3\xa9try\": {}}");
+    REQUIRE(unicode_key.has_value());
+    CHECK(unicode_key->path() == "[\"r\xc3\xa9try\"]");
+}
+
+TEST_CASE("json: load_config gives a number too large for a double as a config_error with the file") {
+    const auto file = std::filesystem::temp_directory_path() / "resil-json-config-1e400.json";
+    {
+        std::ofstream out(file, std::ios::binary | std::ios::trunc);
+        out << "{\n  \"retry\": {\"max_attempts\": 1e400}\n}\n";
+    }
+    try {
+        (void)rj::load_config(file);
+        FAIL("accepted");
+    } catch (const rj::config_error& e) {
+        CHECK(e.source() == file.string());
+        CHECK(e.path() == "retry.max_attempts");
+        CHECK(std::string(e.what()) ==
+              file.string() + ": retry.max_attempts: must be a number a double can hold (magnitude at most 1.8e308), got 1e400");
+    }
+    std::filesystem::remove(file);
 }
