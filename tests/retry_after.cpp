@@ -210,6 +210,39 @@ TEST_CASE("retry-after: RFC 850 two-digit years stay within 50 years of now") {
     }
 }
 
+TEST_CASE("retry-after: an RFC 850 date is in the past century once it is more than 50 years ahead, to the second") {
+    SECTION("the boundary is now + 50 years to the second, not the year now + 50") {
+        const auto now = at(utc(2026, 6, 15, 12, 0, 0));
+        CHECK(resil::parse_http_date("Monday, 15-Jun-76 11:59:59 GMT", now) == utc(2076, 6, 15, 11, 59, 59));
+        CHECK(resil::parse_http_date("Monday, 15-Jun-76 12:00:00 GMT", now) == utc(2076, 6, 15, 12, 0, 0));  // exactly +50 y
+        CHECK(resil::parse_http_date("Monday, 15-Jun-76 12:00:01 GMT", now) == utc(1976, 6, 15, 12, 0, 1));  // 1 s beyond
+        CHECK(resil::parse_http_date("Tuesday, 16-Jun-76 00:00:00 GMT", now) == utc(1976, 6, 16));
+        CHECK(resil::parse_http_date("Thursday, 31-Dec-76 23:59:59 GMT", now) == utc(1976, 12, 31, 23, 59, 59));
+        CHECK(resil::parse_http_date("Sunday, 14-Jun-76 23:59:59 GMT", now) == utc(2076, 6, 14, 23, 59, 59));
+        CHECK(resil::parse_http_date("Wednesday, 01-Jan-76 00:00:00 GMT", now) == utc(2076, 1, 1));
+        CHECK(resil::parse_retry_after("Monday, 15-Jun-76 12:00:01 GMT", now) == 0s);  // long past
+    }
+    SECTION("a fraction of a second in now counts: the date must be strictly beyond now + 50 years") {
+        const auto now = at(utc(2026, 6, 15, 12, 0, 0)) + 500ms;
+        CHECK(resil::parse_http_date("Monday, 15-Jun-76 12:00:00 GMT", now) == utc(2076, 6, 15, 12, 0, 0));
+        CHECK(resil::parse_http_date("Monday, 15-Jun-76 12:00:01 GMT", now) == utc(1976, 6, 15, 12, 0, 1));
+    }
+    SECTION("at the turn of a year") {
+        const auto now = at(utc(2026, 12, 31, 23, 59, 59));
+        CHECK(resil::parse_http_date("Thursday, 31-Dec-76 23:59:59 GMT", now) == utc(2076, 12, 31, 23, 59, 59));
+        CHECK(resil::parse_http_date("Thursday, 31-Dec-76 23:59:60 GMT", now) == utc(1976, 12, 31, 23, 59, 59));  // leap second
+        CHECK(resil::parse_http_date("Friday, 01-Jan-77 00:00:00 GMT", now) == utc(1977, 1, 1));
+        const auto new_year = at(utc(2027, 1, 1));
+        CHECK(resil::parse_http_date("Friday, 01-Jan-77 00:00:00 GMT", new_year) == utc(2077, 1, 1));
+        CHECK(resil::parse_http_date("Friday, 01-Jan-77 00:00:01 GMT", new_year) == utc(1977, 1, 1, 0, 0, 1));
+    }
+    SECTION("on 29 February, 50 years later has none: 28 February is ahead of it, 1 March beyond") {
+        const auto now = at(utc(2028, 2, 29, 6, 0, 0));
+        CHECK(resil::parse_http_date("Monday, 28-Feb-78 23:59:59 GMT", now) == utc(2078, 2, 28, 23, 59, 59));
+        CHECK(resil::parse_http_date("Tuesday, 01-Mar-78 00:00:00 GMT", now) == utc(1978, 3, 1));
+    }
+}
+
 TEST_CASE("retry-after: the weekday name is not checked against the date") {
     const auto now = at(utc(2026, 3, 1));
     // 6 Nov 1994 was a Sunday; a wrong but valid name does not change the instant.

@@ -44,10 +44,13 @@ inline constexpr std::chrono::seconds retry_after_max{2147483648LL};
 /// - Fields are range-checked: day within its month (29 Feb only in leap years:
 ///   2000 yes, 1900 no), hour ≤ 23, minute ≤ 59, second ≤ 60. A leap second
 ///   (:60) is accepted and read as :59, since Unix time has no 60th second.
-/// - RFC 850's two-digit year is the one year with those digits within
-///   [Y - 49, Y + 50], Y being `now`'s UTC year: a date that would be more than
-///   50 years ahead is in the previous century (with Y = 2026, "99" is 1999 and
-///   "00" is 2000; with Y = 2060, "99" is 2099). `now` is read for nothing else.
+/// - RFC 850's two-digit year is the one year with those digits that puts the
+///   date no more than 50 years after `now` (in UTC) and less than 50 years
+///   before it: a date that would be more than 50 years ahead is in the
+///   previous century. The whole date counts, not just its year: with now =
+///   2026-06-15 12:00:00, "15-Jun-76 12:00:00" is 2076 and "15-Jun-76
+///   12:00:01" is 1976; "99" is 1999 and "00" is 2000. With now in 2060, "99"
+///   is 2099. `now` is read for nothing else.
 /// - Optional whitespace (SP, HTAB) around the value is ignored.
 [[nodiscard]] constexpr std::optional<std::chrono::sys_seconds> parse_http_date(
     std::string_view value, std::chrono::system_clock::time_point now) noexcept {

@@ -65,12 +65,11 @@ namespace resil::detail {
     return shifted_month >= 10 ? year + 1 : year;  // January and February close the shifted year
 }
 
-/// RFC 9110 §5.6.7: a two-digit rfc850-date year that "appears to be more than
-/// 50 years in the future" is the most recent past year with those digits. The
-/// result is the one year with those last two digits in
-/// [reference_year - 49, reference_year + 50], so the window slides with the
+/// The one year with last two digits `two_digits` in
+/// [reference_year - 49, reference_year + 50]. The window slides with the
 /// clock rather than snapping to the current century: with a clock late in
-/// 2099, "00" is the coming year 2100, not one 99 years gone.
+/// 2099, "00" is the coming year 2100, not one 99 years gone. The year
+/// reference_year + 50 is only a first guess; see rfc850_year.
 [[nodiscard]] constexpr std::int64_t expand_two_digit_year(unsigned two_digits, std::int64_t reference_year) noexcept {
     const std::int64_t lowest = reference_year - 49;
     const std::int64_t offset = ((static_cast<std::int64_t>(two_digits) - lowest) % 100 + 100) % 100;
@@ -149,6 +148,28 @@ struct civil_time {
     unsigned month = 0, day = 0, hour = 0, minute = 0, second = 0;
 };
 
+/// True when `a`'s month, day and time of day come after `b`'s (years ignored).
+[[nodiscard]] constexpr bool later_in_year(const civil_time& a, const civil_time& b) noexcept {
+    if (a.month != b.month) return a.month > b.month;
+    if (a.day != b.day) return a.day > b.day;
+    if (a.hour != b.hour) return a.hour > b.hour;
+    if (a.minute != b.minute) return a.minute > b.minute;
+    return a.second > b.second;
+}
+
+/// RFC 9110 §5.6.7: an rfc850-date whose two-digit year "appears to be more
+/// than 50 years in the future" is in the past century. `t` holds the date's
+/// fields (its year unset) and `now` the clock in UTC; the comparison is on
+/// the full date, not the year alone: with now at 2026-06-15 12:00:00,
+/// "15-Jun-76 12:00:00" is 2076 (exactly 50 years ahead) and
+/// "15-Jun-76 12:00:01" is 1976. Comparing fields rather than adding 50 years
+/// to `now` keeps 29 February (now + 50 years may not have one) exact.
+[[nodiscard]] constexpr std::int64_t rfc850_year(unsigned two_digits, const civil_time& t,
+                                                 const civil_time& now) noexcept {
+    const std::int64_t year = expand_two_digit_year(two_digits, now.year);
+    return year == now.year + 50 && later_in_year(t, now) ? year - 100 : year;
+}
+
 // time-of-day = hour ":" minute ":" second
 constexpr void read_time_of_day(date_cursor& in, civil_time& t) noexcept {
     t.hour = in.digits(2);
@@ -180,7 +201,7 @@ constexpr void read_time_of_day(date_cursor& in, civil_time& t) noexcept {
 // rfc850-date = day-name-l "," SP day "-" month "-" 2DIGIT SP time-of-day SP "GMT"
 //   e.g. "Sunday, 06-Nov-94 08:49:37 GMT"
 [[nodiscard]] constexpr std::optional<civil_time> read_rfc850_date(std::string_view text,
-                                                                   std::int64_t reference_year) noexcept {
+                                                                   const civil_time& now) noexcept {
     date_cursor in{text};
     civil_time t;
     in.one_of(long_day_names);
@@ -194,7 +215,7 @@ constexpr void read_time_of_day(date_cursor& in, civil_time& t) noexcept {
     read_time_of_day(in, t);
     in.literal(" GMT");
     if (!in.finished()) return std::nullopt;
-    t.year = expand_two_digit_year(two_digit_year, reference_year);
+    t.year = rfc850_year(two_digit_year, t, now);
     return t;
 }
 
@@ -235,10 +256,27 @@ constexpr void read_time_of_day(date_cursor& in, civil_time& t) noexcept {
     return std::chrono::sys_seconds{std::chrono::seconds{days * 86400 + t.hour * 3600 + t.minute * 60 + second}};
 }
 
-/// The year of `now` on the proleptic Gregorian calendar, in UTC.
-[[nodiscard]] constexpr std::int64_t utc_year_of(std::chrono::system_clock::time_point now) noexcept {
-    const auto days = std::chrono::floor<std::chrono::days>(now).time_since_epoch().count();
-    return year_from_days(static_cast<std::int64_t>(days));
+/// `now` as UTC calendar fields, whole seconds (fractions dropped).
+[[nodiscard]] constexpr civil_time utc_civil_of(std::chrono::system_clock::time_point now) noexcept {
+    const auto day = std::chrono::floor<std::chrono::days>(now);
+    const std::int64_t days = static_cast<std::int64_t>(day.time_since_epoch().count());
+    const auto second_of_day =
+        static_cast<unsigned>(std::chrono::floor<std::chrono::seconds>(now - day).count());  // [0, 86399]
+    civil_time t;
+    t.year = year_from_days(days);
+    const std::int64_t day_of_year = days - days_from_civil(t.year, 1, 1);  // [0, 365]
+    unsigned month = 1;
+    std::int64_t rest = day_of_year;
+    while (month < 12 && rest >= static_cast<std::int64_t>(days_in_month(t.year, month))) {
+        rest -= days_in_month(t.year, month);
+        ++month;
+    }
+    t.month = month;
+    t.day = static_cast<unsigned>(rest) + 1;
+    t.hour = second_of_day / 3600;
+    t.minute = second_of_day / 60 % 60;
+    t.second = second_of_day % 60;
+    return t;
 }
 
 /// Any of the three forms, exactly (no surrounding whitespace). The first
@@ -251,7 +289,7 @@ constexpr void read_time_of_day(date_cursor& in, civil_time& t) noexcept {
     } else if (text.size() > 3 && text[3] == ' ') {
         fields = read_asctime_date(text);
     } else {
-        fields = read_rfc850_date(text, utc_year_of(now));
+        fields = read_rfc850_date(text, utc_civil_of(now));
     }
     if (!fields) return std::nullopt;
     return to_sys_seconds(*fields);
