@@ -11,13 +11,16 @@
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <latch>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -955,15 +958,38 @@ TEST_CASE("rolling time window: a slot idle for longer than half the epoch range
     }
 }
 
-TEST_CASE("rolling time window: a full bucket saturates instead of wrapping") {
+TEST_CASE("rolling time window: a bucket counts more than 2^20 calls exactly") {
+    // 2^20 calls per bucket and stripe used to be the limit: a 24 h window
+    // (2.4 h buckets) reaches it at 121 calls a second.
     resil::detail::rolling_time_window window{10s};
     const time_point t{std::chrono::hours{1}};
     constexpr std::uint64_t full = (std::uint64_t{1} << 20) - 1;
     for (std::uint64_t i = 0; i < full + 5; ++i) window.record(t, i % 2 == 0);
-    CHECK(window.totals(t).calls == full);
+    CHECK(window.totals(t).calls == full + 5);
+    CHECK(window.totals(t).failures == (full + 5 + 1) / 2);
     CHECK(window.lifetime().calls == full + 5);
     CHECK(window.lifetime().failures == (full + 5 + 1) / 2);
-    CHECK(window.totals(t + 1s).calls == full);  // the next bucket still sees it
+    CHECK(window.totals(t + 1s).calls == full + 5);  // the next bucket still sees it
+}
+
+TEST_CASE("circuit breaker: a 24 h window decides exactly past 2^20 calls in one bucket") {
+    manual_clock clock;
+    breaker_type breaker{{.failure_ratio = 0.5, .window = 24h, .min_calls = 20}, clock};
+    constexpr std::uint64_t n = (std::uint64_t{1} << 20) + 1000;
+    for (std::uint64_t i = 0; i < n; ++i) {
+        auto p = breaker.try_acquire();
+        breaker.record(p, verdict::success);
+    }
+    for (std::uint64_t i = 0; i < n; ++i) {
+        auto p = breaker.try_acquire();
+        breaker.record(p, verdict::retryable);
+    }
+    auto m = breaker.metrics();
+    CHECK(m.calls_in_window == 2 * n);
+    CHECK(m.failures_in_window == n);
+    CHECK(breaker.state() == circuit_state::closed);  // exactly half failed
+    call(breaker, verdict::retryable);                // now strictly more than half
+    CHECK(breaker.state() == circuit_state::open);
 }
 
 TEST_CASE("rolling count window: counts the last N calls and survives clear()") {
@@ -1025,4 +1051,202 @@ TEST_CASE("circuit breaker: isolating a breaker that is already open reports no 
     REQUIRE(changes.size() == 2);
     CHECK(changes[1].from == circuit_state::open);
     CHECK(changes[1].to == circuit_state::closed);
+}
+
+namespace {
+// A manual clock that runs an action (once) when it is next read: it puts
+// another thread's work exactly between a breaker's clock read and what follows.
+class hooked_clock {
+public:
+    [[nodiscard]] time_point now() const noexcept {
+        if (auto action = std::exchange(*hook_, nullptr)) action();
+        return inner_.now();
+    }
+    bool sleep_for(duration d, std::stop_token stop = {}) const noexcept { return inner_.sleep_for(d, stop); }
+    void advance(duration d) const noexcept { inner_.advance(d); }
+    void on_next_read(std::function<void()> action) const { *hook_ = std::move(action); }
+
+private:
+    manual_clock inner_;
+    std::shared_ptr<std::function<void()>> hook_ = std::make_shared<std::function<void()>>();
+};
+static_assert(resil::clock<hooked_clock>);
+}  // namespace
+
+TEST_CASE("circuit breaker: a result recorded while reset() runs stays out of the window after it") {
+    hooked_clock clock;
+    resil::basic_circuit_breaker<hooked_clock> breaker{{.failure_ratio = 0.5, .min_calls = 2}, clock};
+    auto late = breaker.try_acquire();
+    REQUIRE(late.admitted());
+    // The record reads the state (closed), then the clock; reset() runs in
+    // between, as if on another thread.
+    clock.on_next_read([&] { breaker.reset(); });
+    breaker.record(late, verdict::retryable);
+    auto m = breaker.metrics();
+    CHECK(m.calls_in_window == 0);
+    CHECK(m.failures_in_window == 0);
+    CHECK(m.calls == 1);  // counted in the lifetime totals all the same
+    // One failure after the reset is 1 call, below min_calls: still closed.
+    // Had the late failure counted, 2 of 2 would have opened it.
+    call(breaker, verdict::retryable);
+    CHECK(breaker.metrics().calls_in_window == 1);
+    CHECK(breaker.state() == circuit_state::closed);
+}
+
+TEST_CASE("circuit breaker: results racing reset() never land in the window after it") {
+    constexpr int threads = 2;
+    constexpr int rounds = 200;
+    constexpr int per_round = 40;
+    // Its slow reads widen the gap between a record's look at the state and
+    // its write to the window, where a reset() lands.
+    resil::basic_circuit_breaker<slow_clock> breaker{{.failure_ratio = 0.5, .window = 10s, .min_calls = 1'000'000}};
+    using permit_type = resil::basic_circuit_breaker<slow_clock>::permit;
+    std::barrier sync(threads + 1);
+    std::atomic<int> recorded{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&] {
+            std::vector<permit_type> permits(per_round);
+            for (int r = 0; r < rounds; ++r) {
+                for (auto& p : permits) p = breaker.try_acquire();  // all before the reset
+                sync.arrive_and_wait();                              // 1: admitted
+                for (auto& p : permits) {
+                    breaker.record(p, verdict::retryable);
+                    recorded.fetch_add(1, std::memory_order_relaxed);
+                }
+                sync.arrive_and_wait();  // 2: all recorded
+            }
+        });
+    }
+    int dirty_rounds = 0;
+    for (int r = 0; r < rounds; ++r) {
+        recorded.store(0);
+        sync.arrive_and_wait();  // 1
+        // Reset while the threads are recording: once they are under way, and
+        // at the latest when they are done (bounded either way).
+        while (recorded.load(std::memory_order_relaxed) < per_round / 2) std::this_thread::yield();
+        breaker.reset();
+        sync.arrive_and_wait();  // 2
+        // Every result belongs to calls admitted before this reset.
+        const auto m = breaker.metrics();
+        if (m.calls_in_window != 0 || m.failures_in_window != 0) ++dirty_rounds;
+        breaker.reset();  // a clean start for the next round
+    }
+    for (auto& th : pool) th.join();
+    CHECK(dirty_rounds == 0);
+    CHECK(breaker.metrics().calls == std::uint64_t{threads} * rounds * per_round);
+}
+
+TEST_CASE("circuit breaker: state changes are numbered one by one, in the events and in metrics()") {
+    manual_clock clock;
+    std::vector<resil::events::breaker_state_changed> changes;
+    breaker_type breaker{{.mode = resil::breaker_mode::consecutive_failures,
+                          .consecutive_failures = 1,
+                          .open_for = 1s,
+                          .half_open_probes = 1,
+                          .on_state_change = [&](const resil::events::breaker_state_changed& e) { changes.push_back(e); }},
+                         clock};
+    call(breaker, verdict::retryable);  // 1: closed -> open
+    clock.advance(1s);
+    call(breaker, verdict::retryable);  // 2: open -> half_open, 3: half_open -> open
+    clock.advance(1s);
+    call(breaker, verdict::success);  // 4: open -> half_open, 5: half_open -> closed
+    breaker.reset();                  // closed -> closed: no change, no number
+    breaker.isolate();                // 6: closed -> open
+    breaker.isolate();                // no change
+    breaker.reset();                  // 7: open -> closed
+    REQUIRE(changes.size() == 7);
+    for (std::size_t i = 0; i < changes.size(); ++i) CHECK(changes[i].generation == i + 1);
+    CHECK(breaker.metrics().transitions == 7);
+}
+
+TEST_CASE("circuit breaker: listeners on racing threads can put state changes back in order") {
+    constexpr int threads = 4;
+    constexpr int per_thread = 20'000;
+    manual_clock clock;
+    std::mutex seen_mutex;  // the test's listener, not the breaker, takes a lock
+    std::vector<resil::events::breaker_state_changed> seen;
+    seen.reserve(4 * threads * per_thread);
+    breaker_type breaker{{.mode = resil::breaker_mode::consecutive_failures,
+                          .consecutive_failures = 2,
+                          .open_for = 1ms,
+                          .half_open_probes = 2,
+                          .on_state_change =
+                              [&](const resil::events::breaker_state_changed& e) {
+                                  const std::lock_guard lock(seen_mutex);
+                                  seen.push_back(e);
+                              }},
+                         clock};
+    std::latch start(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            start.arrive_and_wait();
+            std::uint32_t seed = 777u + static_cast<std::uint32_t>(t);
+            for (int i = 0; i < per_thread; ++i) {
+                clock.advance(100us);
+                seed = seed * 1664525u + 1013904223u;
+                if (t == 0 && i % 1000 == 999) breaker.reset();
+                if (auto p = breaker.try_acquire())
+                    breaker.record(p, (seed >> 8) % 100 < 40 ? verdict::retryable : verdict::success);
+            }
+        });
+    }
+    for (auto& th : pool) th.join();
+    REQUIRE(seen.size() == breaker.metrics().transitions);
+    REQUIRE(seen.size() > 100);
+    std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.generation < b.generation; });
+    int gaps = 0;
+    int broken_chain = 0;
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+        if (seen[i].generation != i + 1) ++gaps;
+        // In order, each change starts from the state the one before ended in.
+        if (i > 0 && seen[i].from != seen[i - 1].to) ++broken_chain;
+    }
+    CHECK(gaps == 0);
+    CHECK(broken_chain == 0);
+    CHECK(seen.front().from == circuit_state::closed);
+    CHECK(seen.back().to == breaker.state());
+}
+
+TEST_CASE("circuit breaker: a rejection in the instant of a change of state says retry soon, never zero") {
+    // A large count window makes reset() (which clears it) take a while, so
+    // callers often arrive while the change is claimed but not yet published.
+    constexpr int callers = 2;
+    constexpr int rounds = 2000;
+    manual_clock clock;
+    breaker_type breaker{{.mode = resil::breaker_mode::count_window,
+                          .failure_ratio = 0.0,
+                          .window_calls = 1'000'000,
+                          .min_calls = 1},
+                         clock};
+    std::atomic<bool> done{false};
+    std::atomic<std::uint64_t> rejections{0};
+    std::atomic<int> zero{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < callers; ++t) {
+        pool.emplace_back([&] {
+            while (!done.load()) {
+                auto p = breaker.try_acquire();
+                if (p) continue;  // dropped unrecorded: a closed permit decides nothing
+                rejections.fetch_add(1);
+                const auto wait = p.retry_after();
+                if (wait && *wait <= duration::zero()) zero.fetch_add(1);
+            }
+        });
+    }
+    for (int r = 0; r < rounds; ++r) {
+        call(breaker, verdict::retryable);  // opens it
+        breaker.reset();                    // open -> (clearing the window) -> closed
+    }
+    done.store(true);
+    for (auto& th : pool) th.join();
+    CHECK(zero.load() == 0);
+    CHECK(rejections.load() > 0);
+    // Through the pipeline's path too: a rejection's hint is the open time left.
+    call(breaker, verdict::retryable);
+    const auto wait = breaker.try_acquire().retry_after();
+    REQUIRE(wait.has_value());
+    CHECK(*wait == duration{30s});
+    CHECK(breaker_type::retry_soon > duration::zero());
 }

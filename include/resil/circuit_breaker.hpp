@@ -33,12 +33,17 @@
 // probe counts) changed by compare-and-swap; the time window is a ring of
 // atomic buckets, one ring per stripe of threads (detail/rolling_window.hpp).
 // A closed breaker admits a call with one relaxed load and no clock read;
-// recording reads the clock once and does one compare-and-swap on a bucket.
+// recording reads the clock once and does one compare-and-swap on a bucket
+// (a failure, one more on the bucket's failure count).
 // A change of state is claimed by one thread (a pending bit in the word) and
 // published with one store; no call waits for it: one arriving in that
-// instant is judged by the state before, or rejected with a zero
-// retry-after. Nothing allocates per call. For a cheaper clock read, use
-// basic_circuit_breaker<coarse_steady_clock> (resil/coarse_clock.hpp).
+// instant is judged by the state before, or rejected with a short
+// retry-after (retry_soon). Each change is numbered (the events'
+// `generation`), so listeners on different threads can order them. The time
+// window counts each closed period apart: a result recorded while reset()
+// runs never lands in the window that follows. Nothing allocates per call.
+// For a cheaper clock read, use basic_circuit_breaker<coarse_steady_clock>
+// (resil/coarse_clock.hpp).
 //
 // Share one breaker per dependency, for the lifetime of the service; in a
 // pipeline pass it as std::ref(breaker). State changes are reported to
@@ -119,8 +124,10 @@ struct circuit_breaker_options {
     verdict_set failure_verdicts{verdict::retryable, verdict::ambiguous};
     /// Called on every change of state, never otherwise, by the thread that
     /// made the change, once it took effect; calls for successive changes may
-    /// overlap on different threads. An exception it throws is swallowed: the
-    /// change has happened regardless.
+    /// overlap on different threads, and arrive out of order: the event's
+    /// `generation` numbers the changes 1, 2, 3, ... in the order they took
+    /// effect. An exception it throws is swallowed: the change has happened
+    /// regardless.
     std::function<void(const events::breaker_state_changed&)> on_state_change{};
 };
 
@@ -139,7 +146,7 @@ struct circuit_breaker_metrics {
 
 /// A circuit breaker on `Clock` (see the top of this header). Every member
 /// may be called from any thread at any time. Neither copyable nor movable:
-/// share it by reference (std::ref in a pipeline). Size: about 1.5 KB, plus
+/// share it by reference (std::ref in a pipeline). Size: about 1.8 KB, plus
 /// window_calls / 8 bytes in count_window mode, allocated at construction.
 template <clock Clock = steady_clock>
 class basic_circuit_breaker {
@@ -174,8 +181,10 @@ public:
         /// True for one of the calls a half-open breaker lets through.
         [[nodiscard]] bool probe() const noexcept { return kind_ == kind::probe; }
         /// For a rejection: how long until the breaker lets a call through
-        /// again (usable as Retry-After). Unset when admitted, and when the
-        /// breaker is isolated (open until someone resets it).
+        /// again (usable as Retry-After); never zero: while the breaker is
+        /// changing state at that very instant, retry_soon. Unset when
+        /// admitted, and when the breaker is isolated (open until someone
+        /// resets it).
         [[nodiscard]] std::optional<duration> retry_after() const noexcept {
             if (kind_ != kind::rejected || !has_retry_after_) return std::nullopt;
             return retry_after_;
@@ -257,15 +266,12 @@ public:
                 continue;
             }
             if (s & isolated_bit) return;
-            if (state_.compare_exchange_weak(s, next_word(s, open_state) | isolated_bit, std::memory_order_acq_rel,
-                                             std::memory_order_acquire)) {
-                // Already open: held open now, but no change of state to report.
-                if (state_of(s) == circuit_state::open) return;
-                transitions_.fetch_add(1, std::memory_order_relaxed);
-                notify({state_of(s), circuit_state::open, 0.0, 0, clock_.now()}, nullptr);
-                return;
-            }
+            // Claimed like any change, so that its number is taken in order.
+            if (begin_transition(s)) break;
         }
+        const auto changed = finish_transition(s, open_state | isolated_bit, std::nullopt);
+        // Already open: held open now, but no change of state to report.
+        if (changed.number != 0) notify({state_of(s), circuit_state::open, 0.0, 0, clock_.now(), changed.number}, nullptr);
     }
 
     /// Closes the breaker with an empty window, whatever its state (ends isolate()).
@@ -280,10 +286,15 @@ public:
             if (begin_transition(s)) break;
         }
         clear_window();
-        finish_transition(s, closed_state, std::nullopt);
-        if (state_of(s) != circuit_state::closed)
-            notify({state_of(s), circuit_state::closed, 0.0, 0, clock_.now()}, nullptr);
+        const auto changed = finish_transition(s, closed_state, std::nullopt);
+        if (changed.number != 0)
+            notify({state_of(s), circuit_state::closed, 0.0, 0, clock_.now(), changed.number}, nullptr);
     }
+
+    /// The retry-after of a call rejected in the instant the breaker changes
+    /// state (the change takes nanoseconds; a zero would read as "retry now",
+    /// in a hot loop).
+    static constexpr duration retry_soon = std::chrono::milliseconds{1};
 
     /// The current state. Open turns half-open when the first call arrives
     /// after open_for, not by itself.
@@ -307,7 +318,7 @@ public:
         switch (options_.mode) {
             case breaker_mode::time_window:
                 lifetime = time_window_.lifetime();
-                window = time_window_.totals(clock_.now());
+                window = time_window_.totals(clock_.now(), window_generation_.load(std::memory_order_acquire));
                 break;
             case breaker_mode::count_window:
                 lifetime = {count_window_.lifetime_calls(), failures_.load(std::memory_order_relaxed)};
@@ -482,7 +493,7 @@ private:
                 case closed_state: return admitted(s, permit::kind::closed, now);
                 case open_state: {
                     if (s & isolated_bit) return rejected(std::nullopt);
-                    if (s & pending_bit) return rejected(duration::zero());  // half-open any moment now
+                    if (s & pending_bit) return rejected(retry_soon);  // half-open (or reset) any moment now
                     const auto until = read_deadline(s);
                     if (!until) {
                         s = state_.load(std::memory_order_acquire);
@@ -492,13 +503,13 @@ private:
                     if (t < *until) return rejected(*until - t);
                     if (!begin_transition(s)) continue;
                     // This caller is the first probe.
-                    const auto word =
+                    const auto changed =
                         finish_transition(s, half_open_state | admitted_one, detail::saturating_add(t, options_.probe_timeout));
-                    notify({circuit_state::open, circuit_state::half_open, 0.0, 0, t}, note);
-                    return admitted(word, permit::kind::probe, now);
+                    notify({circuit_state::open, circuit_state::half_open, 0.0, 0, t, changed.number}, note);
+                    return admitted(changed.word, permit::kind::probe, now);
                 }
                 default: {  // half-open
-                    if (s & pending_bit) return rejected(duration::zero());  // closing or reopening right now
+                    if (s & pending_bit) return rejected(retry_soon);  // closing or reopening right now
                     if (admitted_of(s) < options_.half_open_probes) {
                         if (state_.compare_exchange_weak(s, s + admitted_one, std::memory_order_acq_rel,
                                                          std::memory_order_acquire))
@@ -517,9 +528,10 @@ private:
                     if (!begin_transition(s)) continue;
                     const auto admitted_probes = admitted_of(s);
                     const auto unanswered = admitted_probes - succeeded_of(s);
-                    finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
+                    const auto changed = finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
                     notify({circuit_state::half_open, circuit_state::open,
-                            static_cast<double>(unanswered) / static_cast<double>(admitted_probes), admitted_probes, t},
+                            static_cast<double>(unanswered) / static_cast<double>(admitted_probes), admitted_probes, t,
+                            changed.number},
                            note);
                     return rejected(options_.open_for);
                 }
@@ -551,15 +563,26 @@ private:
         return state_.compare_exchange_strong(s, s | pending_bit, std::memory_order_acq_rel, std::memory_order_acquire);
     }
 
+    struct finished {
+        std::uint64_t word;    // the state published
+        std::uint64_t number;  // the change's number (event generation); 0 when the state stayed the same
+    };
+
     /// Publishes the next state (`state_and_counts` in the next generation)
-    /// after begin_transition(s); returns the new word.
-    std::uint64_t finish_transition(std::uint64_t s, std::uint64_t state_and_counts,
-                                    std::optional<time_point> until) const noexcept {
+    /// after begin_transition(s).
+    finished finish_transition(std::uint64_t s, std::uint64_t state_and_counts,
+                               std::optional<time_point> until) const noexcept {
         if (until) deadline_.store(until->time_since_epoch().count(), std::memory_order_release);
         const auto word = next_word(s, 0) | state_and_counts;
+        // Numbered while the change is still claimed: the next change cannot
+        // begin before this one is published, so the numbers follow the order
+        // in which changes take effect.
+        const std::uint64_t number =
+            state_of(word) != state_of(s) ? transitions_.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
+        if (state_of(word) == circuit_state::closed)
+            window_generation_.store(generation_of(word), std::memory_order_relaxed);
         state_.store(word, std::memory_order_release);
-        if (state_of(word) != state_of(s)) transitions_.fetch_add(1, std::memory_order_relaxed);
-        return word;
+        return {word, number};
     }
 
     void notify(const events::breaker_state_changed& e, transition_note* note) const noexcept {
@@ -591,7 +614,9 @@ private:
             const auto s = state_.load(std::memory_order_acquire);
             if ((s & state_mask) == closed_state && generation_of(s) == p.generation_) [[likely]] {
                 const auto t = clock_.now();
-                time_window_.record(t, failed);
+                // In the window of this closed period only: if reset() ran
+                // since `s` was read, the record stays out of the fresh window.
+                time_window_.record(t, failed, generation_of(s));
                 if (failed) judge_time_window(s, t, note);
                 return;
             }
@@ -630,7 +655,7 @@ private:
     void record_closed(std::uint64_t s, bool failed, std::optional<time_point> now, transition_note* note) const noexcept {
         if (options_.mode == breaker_mode::time_window) [[likely]] {
             const auto t = now ? *now : clock_.now();
-            time_window_.record(t, failed);
+            time_window_.record(t, failed, generation_of(s));
             if (failed) judge_time_window(s, t, note);
             return;
         }
@@ -638,7 +663,7 @@ private:
     }
 
     void judge_time_window(std::uint64_t s, time_point now, transition_note* note) const noexcept {
-        const auto counts = time_window_.totals(now);
+        const auto counts = time_window_.totals(now, generation_of(s));
         if (ratio_exceeded(counts)) open_from_closed(s, counts, now, note);
     }
 
@@ -676,10 +701,10 @@ private:
         // short a moment as possible.
         const auto t = now ? *now : clock_.now();
         if (!begin_transition(s)) return;  // another thread is opening it (or it changed)
-        finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
+        const auto changed = finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
         notify({circuit_state::closed, circuit_state::open,
                 counts.calls == 0 ? 0.0 : static_cast<double>(counts.failures) / static_cast<double>(counts.calls),
-                counts.calls, t},
+                counts.calls, t, changed.number},
                note);
     }
 
@@ -698,17 +723,18 @@ private:
                 if (!now) now = clock_.now();  // before the claim, to keep it short
                 const auto t = *now;
                 if (!begin_transition(s)) continue;
-                finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
+                const auto changed = finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
                 notify({circuit_state::half_open, circuit_state::open, 1.0 / static_cast<double>(succeeded + 1),
-                        succeeded + 1, t},
+                        succeeded + 1, t, changed.number},
                        note);
                 return;
             }
             if (succeeded >= options_.half_open_probes) {
                 if (!begin_transition(s)) continue;
                 clear_window();
-                finish_transition(s, closed_state, std::nullopt);
-                notify({circuit_state::half_open, circuit_state::closed, 0.0, succeeded, now ? *now : clock_.now()},
+                const auto changed = finish_transition(s, closed_state, std::nullopt);
+                notify({circuit_state::half_open, circuit_state::closed, 0.0, succeeded, now ? *now : clock_.now(),
+                        changed.number},
                        note);
                 return;
             }
@@ -736,6 +762,9 @@ private:
     // the window's buckets, which every recorded call writes.
     alignas(64) mutable std::atomic<std::uint64_t> state_{0};
     mutable std::atomic<duration::rep> deadline_{0};  // end of open / of the probes' time
+    // The generation of the latest closed state, whose window metrics() shows
+    // (records are counted per closed period: see record_result).
+    mutable std::atomic<std::uint64_t> window_generation_{0};
     bool timed_;                                      // a slow-call threshold is set
     bool plain_time_window_;                          // time_window mode, not timed: the fast path
 

@@ -78,6 +78,11 @@ struct breaker_state_changed {
     double failure_ratio = 0.0;       ///< in the window, when it changed
     std::uint64_t calls_in_window = 0;
     time_point at{};                  ///< when, on the breaker's clock
+    /// The transition's number on its breaker: 1 for the first, then exactly
+    /// one more per change of state (so the latest equals
+    /// metrics().transitions). Listeners called from different threads may
+    /// receive changes out of order; this number restores the order.
+    std::uint64_t generation = 0;
 };
 
 /// A policy rejected the call before (or instead of) an attempt.

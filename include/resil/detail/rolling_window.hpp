@@ -88,9 +88,15 @@ private:
 /// Calls over the last `window` of time: a ring of `buckets` buckets of
 /// window / buckets each (one ring per stripe). The window covers the current bucket and the
 /// buckets - 1 before it, so it spans between (buckets - 1) / buckets of the
-/// window and all of it. Each bucket is one atomic word packing its epoch (the
-/// bucket's index in time) with its calls and failures, so a record is one
-/// compare-and-swap and a stale bucket is reset by the record that finds it.
+/// window and all of it. Each bucket is two atomic words, calls and failures,
+/// each packing the bucket's epoch (its index in time) with its count, so a
+/// success is one compare-and-swap on one word and a stale bucket is reset by
+/// the record that finds it.
+///
+/// A record and a total may name a `generation` (the circuit breaker's state
+/// generation): each generation counts in a window of its own, and records
+/// made under an earlier one never count in a later one's totals, however
+/// late they land.
 class rolling_time_window {
 public:
     static constexpr std::size_t buckets = 10;
@@ -106,29 +112,27 @@ public:
 
     [[nodiscard]] duration bucket_length() const noexcept { return duration{static_cast<duration::rep>(bucket_ticks_)}; }
 
-    /// Counts one call made (or finished) at `now`.
-    void record(time_point now, bool failed) noexcept {
-        const auto [epoch, index] = locate(now);
-        auto& slot = rings_[this_thread_stripe()].slots[index];
-        auto word = slot.load(std::memory_order_relaxed);
-        // The common case, kept small enough to inline: the slot is current
-        // and not full, and nobody else wrote it meanwhile.
-        if (tag_of(word) == (epoch & epoch_mask) && calls_of(word) != count_max &&
-            slot.compare_exchange_weak(word, word + call_one + (failed ? failure_one : 0), std::memory_order_relaxed))
-            return;
-        record_slow(slot, word, epoch, failed);
+    /// Counts one call made (or finished) at `now`, in `generation`'s window.
+    void record(time_point now, bool failed, std::uint64_t generation = 0) noexcept {
+        const auto epoch = logical_epoch(now, generation);
+        auto& slot = rings_[this_thread_stripe()].slots[epoch.index];
+        // A success writes the calls word only; a failure adds to both, calls
+        // first, so that a total never sees more failures than calls for long.
+        if (!add(slot.calls, epoch.epoch, folded_calls_)) return count_outside(failed);
+        if (failed && !add(slot.failures, epoch.epoch, folded_failures_)) folded_failures_.fetch_add(1, std::memory_order_relaxed);
     }
 
-    /// Calls and failures in the window ending at `now`.
-    [[nodiscard]] window_counts totals(time_point now) const noexcept {
-        const auto tag = epoch_of(now) & epoch_mask;
+    /// Calls and failures in `generation`'s window ending at `now`.
+    [[nodiscard]] window_counts totals(time_point now, std::uint64_t generation = 0) const noexcept {
+        const auto tag = logical_epoch(now, generation).epoch & epoch_mask;
+        const auto current = [tag](std::uint64_t word) {
+            return ((tag - tag_of(word)) & epoch_mask) < buckets;  // not stale, nor newer than `now`
+        };
         window_counts c;
         for (const auto& ring : rings_) {
             for (const auto& slot : ring.slots) {
-                const auto word = slot.load(std::memory_order_relaxed);
-                if (((tag - tag_of(word)) & epoch_mask) >= buckets) continue;  // stale, or newer than `now`
-                c.calls += calls_of(word);
-                c.failures += failures_of(word);
+                if (const auto w = slot.calls.load(std::memory_order_relaxed); current(w)) c.calls += count_of(w);
+                if (const auto w = slot.failures.load(std::memory_order_relaxed); current(w)) c.failures += count_of(w);
             }
         }
         return c;
@@ -139,9 +143,8 @@ public:
         window_counts c{folded_calls_.load(std::memory_order_relaxed), folded_failures_.load(std::memory_order_relaxed)};
         for (const auto& ring : rings_) {
             for (const auto& slot : ring.slots) {
-                const auto word = slot.load(std::memory_order_relaxed);
-                c.calls += calls_of(word);
-                c.failures += failures_of(word);
+                c.calls += count_of(slot.calls.load(std::memory_order_relaxed));
+                c.failures += count_of(slot.failures.load(std::memory_order_relaxed));
             }
         }
         return c;
@@ -149,70 +152,97 @@ public:
 
     /// Empties the window (lifetime() keeps what it held).
     void clear() noexcept {
-        for (auto& ring : rings_)
-            for (auto& slot : ring.slots) fold(slot.exchange(0, std::memory_order_relaxed));
+        for (auto& ring : rings_) {
+            for (auto& slot : ring.slots) {
+                fold(folded_calls_, slot.calls.exchange(0, std::memory_order_relaxed));
+                fold(folded_failures_, slot.failures.exchange(0, std::memory_order_relaxed));
+            }
+        }
     }
 
 private:
-    // Word layout: | epoch (24 bits) | calls (20 bits) | failures (20 bits) |.
-    // 20 bits hold ~1 M calls per bucket. The epoch is kept modulo 2^24; a
-    // slot left untouched for a multiple of 2^24 buckets (194 days with 1 s
-    // buckets) could pass for current once, which only blurs one decision.
-    static constexpr int count_bits = 20;
+    // Word layout (calls and failures alike): | epoch (24 bits) | count (40 bits) |.
+    // 40 bits hold 10^12 calls per bucket and stripe: 127 M calls a second
+    // for the 2.4 h bucket of a 24 h window, more than one stripe can take.
+    // The epoch is kept modulo 2^24; a slot left untouched for a multiple of
+    // 2^24 buckets (194 days with 1 s buckets) could pass for current once,
+    // which only blurs one decision.
+    static constexpr int count_bits = 40;
     static constexpr std::uint64_t count_max = (std::uint64_t{1} << count_bits) - 1;
-    static constexpr int epoch_shift = 2 * count_bits;
     static constexpr std::uint64_t epoch_mask = (std::uint64_t{1} << 24) - 1;
-    static constexpr std::uint64_t failure_one = 1;
-    static constexpr std::uint64_t call_one = std::uint64_t{1} << count_bits;
     // How far ahead of a record a slot may be and still be trusted as newer:
     // a clock read goes stale by a preemption, not by days.
     static constexpr std::uint64_t newer_horizon = 4 * buckets;
+    // Each generation shifts the epochs by this many buckets: about 0.618 of
+    // the tag range (Fibonacci hashing), so that the tags of nearby
+    // generations stay millions of buckets apart and never meet in a window.
+    static constexpr std::uint64_t generation_stride = 0x9E3779;
 
-    void record_slow(std::atomic<std::uint64_t>& slot, std::uint64_t word, std::uint64_t epoch, bool failed) noexcept {
+    // Adds one to `slot` for bucket `epoch`; false when the record is outside
+    // the window (too old, or the bucket is full) and was not counted there.
+    // A count the slot drops when it starts afresh goes to `folded`.
+    bool add(std::atomic<std::uint64_t>& slot, std::uint64_t epoch, std::atomic<std::uint64_t>& folded) noexcept {
+        auto word = slot.load(std::memory_order_relaxed);
+        // The common case, kept small enough to inline: the slot is current
+        // and not full, and nobody else wrote it meanwhile.
+        if (tag_of(word) == (epoch & epoch_mask) && count_of(word) != count_max &&
+            slot.compare_exchange_weak(word, word + 1, std::memory_order_relaxed))
+            return true;
+        return add_slow(slot, epoch, folded);
+    }
+
+    bool add_slow(std::atomic<std::uint64_t>& slot, std::uint64_t epoch, std::atomic<std::uint64_t>& folded) noexcept {
         // A record older than the window ending at the latest bucket any
-        // thread has reached (a clock read gone stale, however long ago) is
-        // outside the window: it must neither count nor restart a live slot.
+        // thread has reached (a clock read gone stale, however long ago, or a
+        // generation that has passed) is outside the window: it must neither
+        // count nor restart a live slot. latest_epoch_ is raised before the
+        // slot is written (release), and read after the slot (acquire), so a
+        // record that sees a later bucket in its slot also sees how late it is.
         auto latest = latest_epoch_.load(std::memory_order_relaxed);
         while (epoch > latest && !latest_epoch_.compare_exchange_weak(latest, epoch, std::memory_order_relaxed)) {
         }
-        if (epoch + buckets <= latest) return count_outside(failed);
         const auto tag = epoch & epoch_mask;
+        auto word = slot.load(std::memory_order_acquire);
         for (;;) {
             const auto slot_tag = tag_of(word);
             std::uint64_t desired = 0;
             if (slot_tag == tag) {
-                // A full bucket stops counting rather than wrap into the next field.
-                if (calls_of(word) == count_max) return count_outside(failed);
-                desired = word + call_one + (failed ? failure_one : 0);
-            } else if (newer(slot_tag, tag)) {
-                // A thread with a later clock read already moved the slot on:
-                // this record is older than the whole window.
-                return count_outside(failed);
+                // A full bucket stops counting rather than wrap into the epoch.
+                if (count_of(word) == count_max) return false;
+                desired = word + 1;
+            } else if (epoch + buckets <= latest_epoch_.load(std::memory_order_relaxed) || newer(slot_tag, tag)) {
+                // A thread with a later clock read (or generation) already
+                // moved the window on: this record is older than all of it.
+                return false;
             } else {
-                desired = pack(tag, 1, failed ? 1 : 0);  // a stale bucket: start it afresh
+                desired = pack(tag, 1);  // a stale bucket: start it afresh
             }
-            if (slot.compare_exchange_weak(word, desired, std::memory_order_relaxed)) {
-                if (slot_tag != tag) fold(word);
-                return;
+            if (slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                if (slot_tag != tag) fold(folded, word);
+                return true;
             }
         }
     }
 
-    static constexpr std::uint64_t pack(std::uint64_t tag, std::uint64_t calls, std::uint64_t failures) noexcept {
-        return (tag << epoch_shift) | (calls << count_bits) | failures;
+    static constexpr std::uint64_t pack(std::uint64_t tag, std::uint64_t count) noexcept {
+        return (tag << count_bits) | count;
     }
-    static constexpr std::uint64_t tag_of(std::uint64_t w) noexcept { return w >> epoch_shift; }
-    static constexpr std::uint64_t calls_of(std::uint64_t w) noexcept { return (w >> count_bits) & count_max; }
-    static constexpr std::uint64_t failures_of(std::uint64_t w) noexcept { return w & count_max; }
+    static constexpr std::uint64_t tag_of(std::uint64_t w) noexcept { return w >> count_bits; }
+    static constexpr std::uint64_t count_of(std::uint64_t w) noexcept { return w & count_max; }
     static constexpr bool newer(std::uint64_t slot_tag, std::uint64_t tag) noexcept {
         const auto ahead = (slot_tag - tag) & epoch_mask;
         return ahead != 0 && ahead <= newer_horizon;
     }
 
     struct location {
-        std::uint64_t epoch;  // floor(ticks / bucket)
-        std::size_t index;    // epoch % buckets
+        std::uint64_t epoch;  // floor(ticks / bucket), plus the generation's shift
+        std::size_t index;    // floor(ticks / bucket) % buckets
     };
+
+    [[nodiscard]] location logical_epoch(time_point now, std::uint64_t generation) const noexcept {
+        const auto l = locate(now);
+        return {l.epoch + generation * generation_stride, l.index};
+    }
 
     // Consecutive records almost always fall in the bucket of the one before,
     // so the last location is kept (epoch × 16 + index, in one word) and
@@ -230,15 +260,13 @@ private:
         last_location_.store(fresh << 4 | index, std::memory_order_relaxed);
         return {fresh, static_cast<std::size_t>(index)};
     }
-    [[nodiscard]] std::uint64_t epoch_of(time_point now) const noexcept { return locate(now).epoch; }
 
     void count_outside(bool failed) noexcept {
         folded_calls_.fetch_add(1, std::memory_order_relaxed);
         if (failed) folded_failures_.fetch_add(1, std::memory_order_relaxed);
     }
-    void fold(std::uint64_t old) noexcept {
-        if (const auto n = calls_of(old)) folded_calls_.fetch_add(n, std::memory_order_relaxed);
-        if (const auto n = failures_of(old)) folded_failures_.fetch_add(n, std::memory_order_relaxed);
+    static void fold(std::atomic<std::uint64_t>& into, std::uint64_t old) noexcept {
+        if (const auto n = count_of(old)) into.fetch_add(n, std::memory_order_relaxed);
     }
 
     // Read by every record, written about once per bucket: kept off the
@@ -248,8 +276,13 @@ private:
     // Calls that left the ring (reset or cleared buckets) or never entered it.
     std::atomic<std::uint64_t> folded_calls_{0};
     std::atomic<std::uint64_t> folded_failures_{0};
+    // One bucket: both words share a line, and a success writes only `calls`.
+    struct alignas(16) slot_pair {
+        std::atomic<std::uint64_t> calls{0};
+        std::atomic<std::uint64_t> failures{0};
+    };
     struct alignas(64) stripe_ring {
-        std::array<std::atomic<std::uint64_t>, buckets> slots{};
+        std::array<slot_pair, buckets> slots{};
     };
     std::array<stripe_ring, stripe_count> rings_{};
     std::atomic<std::uint64_t> latest_epoch_{0};  // the newest bucket any record reached
