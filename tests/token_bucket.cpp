@@ -682,3 +682,167 @@ TEST_CASE("token bucket on the real clock: grants the burst, then rejects with a
     CHECK(r.retry_after == 1s);
     CHECK(bucket.available() <= 1);
 }
+
+// ---------------------------------------------------------------------------
+// Clock readings out of step: late, lagging, leading.
+
+namespace {
+
+// A manual clock whose next reading can be ahead of its time (another CPU's
+// clock, a bogus value) and whose reads can take time (a preemption right
+// after reading). Sleeps are the manual clock's.
+class skewed_clock {
+public:
+    [[nodiscard]] time_point now() const noexcept {
+        const auto t = time_.now() + duration{state_->lead_next.exchange(0)};
+        time_.advance(duration{state_->after_read.load()});
+        return t;
+    }
+    bool sleep_for(duration d, std::stop_token stop = {}) const { return time_.sleep_for(d, stop); }
+    bool sleep_until(time_point t, std::stop_token stop = {}) const { return time_.sleep_until(t, stop); }
+    void lead_next_read(duration d) const { state_->lead_next = d.count(); }
+    void each_read_takes(duration d) const { state_->after_read = d.count(); }
+    [[nodiscard]] const manual_clock& time() const noexcept { return time_; }
+
+private:
+    struct state {
+        std::atomic<std::int64_t> lead_next{0};
+        std::atomic<std::int64_t> after_read{0};
+    };
+    manual_clock time_;
+    std::shared_ptr<state> state_ = std::make_shared<state>();
+};
+static_assert(resil::clock<skewed_clock>);
+
+// Splitmix64: the same sequence on every standard library.
+struct splitmix {
+    std::uint64_t s;
+    std::uint64_t operator()() {
+        std::uint64_t z = (s += 0x9e3779b97f4a7c15u);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+        return z ^ (z >> 31);
+    }
+};
+
+// The largest number of instants in `times` inside any [a, a + len] window
+// beyond rate × len + burst (0 when the bound holds everywhere).
+double worst_excess(std::vector<double> times, double rate, double burst) {
+    std::sort(times.begin(), times.end());
+    double worst = 0;
+    for (std::size_t i = 0; i < times.size(); ++i)
+        for (std::size_t j = i; j < times.size(); ++j)
+            worst = std::max(worst, static_cast<double>(j - i + 1) - (rate * (times[j] - times[i]) + burst));
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("token bucket: acquire wakes at the instant its tokens exist, however long it took to start sleeping") {
+    skewed_clock clock;
+    const auto t0 = clock.time().now();
+    resil::basic_token_bucket<skewed_clock> bucket{{.rate = 10, .burst = 1}, clock};
+    REQUIRE(bucket.try_acquire(t0));
+    // The acquiring thread is preempted for 7 ms right after reading the
+    // clock: it must still wake at t0 + 100 ms, not 7 ms later.
+    clock.each_read_takes(7ms);
+    const auto r = bucket.acquire(resil::basic_deadline<skewed_clock>::at(t0 + 1s, clock));
+    CHECK(r);
+    CHECK(r.wait == 100ms);  // decided from the reading at entry
+    CHECK(clock.time().now() == t0 + 100ms);
+}
+
+TEST_CASE("token bucket: a reading ahead of the clock does not wake acquire before its tokens exist") {
+    skewed_clock clock;
+    const auto t0 = clock.time().now();
+    resil::basic_token_bucket<skewed_clock> bucket{{.rate = 10, .burst = 1}, clock};
+    REQUIRE(bucket.try_acquire(t0));
+    clock.lead_next_read(60ms);  // this thread's reading is 60 ms ahead of the others'
+    const auto r = bucket.acquire(resil::basic_deadline<skewed_clock>::at(t0 + 1s, clock));
+    CHECK(r);
+    CHECK(clock.time().now() == t0 + 100ms);  // the next token, not 60 ms early
+}
+
+TEST_CASE("gcra core: readings in any order never grant more than r·t + B in any interval of readings") {
+    // GCRA dates a grant at its reading (a reservation at the instant its
+    // tokens exist). Readings arriving late, early or far ahead, reservations
+    // and their refunds: the bound holds over every interval of those dates.
+    splitmix rng{42};
+    for (int trial = 0; trial < 20'000; ++trial) {
+        const auto burst = static_cast<std::int64_t>(1 + rng() % 4);
+        const auto p = gcra::make_params(1e9, burst);  // one unit per token
+        std::int64_t tat = 0;
+        struct reservation {
+            std::int64_t before, after;
+            bool kept;
+        };
+        std::vector<reservation> held;
+        std::vector<std::pair<double, std::ptrdiff_t>> grants;  // date, reservation or -1
+        for (int op = 0; op < 12; ++op) {
+            const auto kind = rng() % 4;
+            if (kind == 3) {  // cancel a reservation: give it back only if it is the last change
+                if (held.empty()) continue;
+                auto& h = held[rng() % held.size()];
+                if (h.kept && tat == h.after) tat = h.before;
+                h.kept = false;
+                continue;
+            }
+            const auto now = static_cast<std::int64_t>(rng() % 20);
+            const auto n = static_cast<std::int64_t>(1 + rng() % static_cast<std::uint64_t>(burst));
+            const auto lookahead = kind == 2 ? static_cast<std::int64_t>(rng() % 10) : 0;
+            const auto d = gcra::decide(p, tat, now, n, lookahead);
+            if (!d.conforming) continue;
+            std::ptrdiff_t index = -1;
+            if (d.ready_at > now) {
+                held.push_back({tat, d.new_tat, true});
+                index = static_cast<std::ptrdiff_t>(held.size()) - 1;
+            }
+            tat = d.new_tat;
+            for (std::int64_t i = 0; i < n; ++i)
+                grants.emplace_back(static_cast<double>(std::max(now, d.ready_at)), index);
+        }
+        std::vector<double> dates;
+        for (const auto& [date, index] : grants)
+            if (index < 0 || held[static_cast<std::size_t>(index)].kept) dates.push_back(date);
+        INFO("trial " << trial);
+        REQUIRE(worst_excess(dates, 1.0, static_cast<double>(burst)) <= 0.0);
+    }
+}
+
+TEST_CASE("token bucket: threads whose readings lag and lead each other never get more than r·t + B") {
+    manual_clock clock;
+    const auto t0 = clock.now();
+    constexpr double rate = 1000;
+    constexpr std::int64_t burst = 20;
+    bucket_t bucket{{.rate = rate, .burst = burst}, clock};
+    constexpr int threads = 8;
+    std::vector<std::vector<double>> dates(threads);
+    std::atomic<int> ready{0};
+    {
+        std::vector<std::jthread> pool;
+        for (int id = 0; id < threads; ++id)
+            pool.emplace_back([&, id] {
+                ready.fetch_add(1);
+                while (ready.load() < threads + 1) std::this_thread::yield();
+                // Each thread's clock is out of step with the others' by up to ±1.2 ms.
+                const auto skew = duration{(id - threads / 2) * 300'000};
+                for (int i = 0; i < 3'000; ++i) {
+                    const auto reading = clock.now() + skew;
+                    if (bucket.try_acquire(reading))
+                        dates[static_cast<std::size_t>(id)].push_back(
+                            std::chrono::duration<double>(reading - t0).count());
+                }
+            });
+        ready.fetch_add(1);
+        while (ready.load() < threads + 1) std::this_thread::yield();
+        for (int step = 0; step < 100; ++step) {
+            clock.advance(100us);
+            std::this_thread::yield();
+        }
+    }
+    std::vector<double> all;
+    for (const auto& d : dates) all.insert(all.end(), d.begin(), d.end());
+    CHECK(all.size() >= static_cast<std::size_t>(burst));
+    // 1e-9: the bound is exact in integer units; leave room for the doubles.
+    CHECK(worst_excess(all, rate, static_cast<double>(burst)) <= 1e-9);
+}

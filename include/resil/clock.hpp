@@ -4,6 +4,7 @@
 //   resil::steady_clock clock;                    // the default: real time
 //   auto t0 = clock.now();
 //   bool slept = clock.sleep_for(100ms, stop);    // false when `stop` fired first
+//   resil::sleep_until(clock, t0 + 1s, stop);     // any clock; absolute, so a late start is not added
 //
 // Tests use resil::testing::manual_clock (resil/testing/manual_clock.hpp),
 // whose sleeps advance virtual time at once.
@@ -28,6 +29,8 @@ using time_point = std::chrono::time_point<std::chrono::steady_clock, duration>;
 /// `sleep_for(d, stop)` returns true when the whole of `d` elapsed and false
 /// when `stop` was requested first (including before the call). A clock is a
 /// cheap handle: policies copy it, and copies observe the same time.
+/// Optionally, `sleep_until(time_point, stop_token)` with the same result:
+/// resil::sleep_until() uses it when present (see below).
 template <class C>
 concept clock = std::copy_constructible<C> && requires(const C& c, duration d, std::stop_token stop) {
     { c.now() } -> std::same_as<time_point>;
@@ -46,9 +49,15 @@ public:
     bool sleep_for(duration d, std::stop_token stop = {}) const {
         if (stop.stop_requested()) return false;
         if (d <= duration::zero()) return true;
-        const auto until = now() + d;
+        return sleep_until(now() + d, std::move(stop));
+    }
+
+    /// Sleeps until the instant `t`, waking early when `stop` is requested;
+    /// an instant already past returns at once. Does not allocate.
+    bool sleep_until(time_point t, std::stop_token stop = {}) const {
+        if (stop.stop_requested()) return false;
         if (!stop.stop_possible()) {
-            std::this_thread::sleep_until(until);
+            std::this_thread::sleep_until(t);
             return true;
         }
         struct waiter {
@@ -64,11 +73,28 @@ public:
             w.woken.notify_all();
         });
         std::unique_lock lock(w.mutex);
-        w.woken.wait_until(lock, until, [&w] { return w.stopped; });
+        w.woken.wait_until(lock, t, [&w] { return w.stopped; });
         return !w.stopped;
     }
 };
 
 static_assert(clock<steady_clock>);
+
+/// Sleeps on `c` until the instant `t`: true when `t` was reached, false when
+/// `stop` was requested first. Uses the clock's own `sleep_until(t, stop)`
+/// when it has one; otherwise reads now() right before a sleep_for, so time
+/// spent between deciding on `t` and sleeping is not slept again. Prefer it
+/// to `sleep_for(t - reading)` whenever the reading is not fresh.
+template <clock C>
+bool sleep_until(const C& c, time_point t, std::stop_token stop = {}) {
+    if constexpr (requires { { c.sleep_until(t, stop) } -> std::same_as<bool>; }) {
+        return c.sleep_until(t, std::move(stop));
+    } else {
+        if (stop.stop_requested()) return false;
+        const auto left = t - c.now();
+        if (left <= duration::zero()) return true;
+        return c.sleep_for(left, std::move(stop));
+    }
+}
 
 }  // namespace resil

@@ -135,9 +135,9 @@ public:
         }
     }
 
-    /// Takes `n` tokens, sleeping (through the clock's interruptible
-    /// sleep_for) until they exist, but never past the deadline `until`: when the wait
-    /// would end after it, returns `rejected` at once without sleeping. The
+    /// Takes `n` tokens, sleeping (interruptibly, through resil::sleep_until on
+    /// the bucket's clock) until the instant they exist, but never past the
+    /// deadline `until`: when the wait would end after it, returns `rejected` at once without sleeping. The
     /// tokens are reserved before the sleep, so concurrent waiters are served
     /// first come, first served, without a stampede. `stop` cancels the wait
     /// (`cancelled`): the reservation goes back to the bucket when nobody took
@@ -259,10 +259,15 @@ private:
             if (!d.conforming) return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed);
             if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) break;
         }
-        const auto wait_ns = detail::gcra::first_ns_at(params_, d.ready_at) - elapsed;
+        const auto ready_ns = detail::gcra::first_ns_at(params_, d.ready_at);
+        const auto wait_ns = ready_ns - elapsed;
         if (wait_ns <= 0) return {};
         const duration wait{wait_ns};
-        if (!clock_.sleep_for(wait, stop)) {
+        // Sleep until the instant the tokens exist, not for `wait` from the
+        // entry reading: time lost between that reading and the sleep (a
+        // preemption) must not be added, and a reading ahead of the clock
+        // (another CPU's, a bogus one) must not wake the caller early.
+        if (!resil::sleep_until(clock_, detail::saturating_add(origin_, duration{ready_ns}), stop)) {
             // Undo the reservation only while it is still the last change:
             // then restoring the old word is exactly "it never happened". Once
             // others built on it (or the bucket refilled past it), subtracting

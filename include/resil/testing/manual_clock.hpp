@@ -5,7 +5,8 @@
 //   auto breaker = resil::circuit_breaker{opts, clock};
 //   clock.advance(30s);                             // the breaker's open time passes
 //
-// `sleep_for(d)` advances virtual time by `d` at once and returns, so a retry
+// `sleep_for(d)` advances virtual time by `d` at once and returns (and
+// `sleep_until(t)` moves it to exactly `t`), so a retry
 // loop with seconds of backoff runs in microseconds. Copies share one time
 // line, so hand copies to the code under test and keep one to drive it.
 // Thread-safe: now(), advance() and sleep_for() may race from any threads.
@@ -57,7 +58,19 @@ public:
         return true;
     }
 
-    /// How many times sleep_for advanced the clock, and by how much in all.
+    /// Advances time to exactly `t` at once (an earlier `t` leaves it as it
+    /// is). Returns false, without advancing, when `stop` was already
+    /// requested. Recorded for sleeps()/slept() like sleep_for.
+    bool sleep_until(time_point t, std::stop_token stop = {}) const noexcept {
+        if (stop.stop_requested()) return false;
+        state_->sleeps.fetch_add(1, std::memory_order_relaxed);
+        const auto d = t - now();
+        if (d > duration::zero()) state_->slept.fetch_add(d.count(), std::memory_order_relaxed);
+        advance_to(t);
+        return true;
+    }
+
+    /// How many times sleep_for or sleep_until advanced the clock, and by how much in all.
     [[nodiscard]] std::int64_t sleeps() const noexcept { return state_->sleeps.load(std::memory_order_relaxed); }
     [[nodiscard]] duration slept() const noexcept { return duration{state_->slept.load(std::memory_order_relaxed)}; }
 
