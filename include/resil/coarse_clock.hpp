@@ -19,8 +19,9 @@
 #include <utility>
 
 #include "clock.hpp"
+#include "detail/platform.hpp"
 
-#if defined(__linux__)
+#if RESIL_DETAIL_HAVE_COARSE_MONOTONIC
 #include <time.h>  // NOLINT(modernize-deprecated-headers): clock_gettime is POSIX, not in <ctime>
 #endif
 
@@ -30,7 +31,7 @@ class coarse_steady_clock {
 public:
     /// The monotonic time as of the last clock tick.
     [[nodiscard]] time_point now() const noexcept {
-#if defined(__linux__) && defined(CLOCK_MONOTONIC_COARSE)
+#if RESIL_DETAIL_HAVE_COARSE_MONOTONIC && defined(CLOCK_MONOTONIC_COARSE)
         timespec ts{};
         if (::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
             return time_point{duration{static_cast<duration::rep>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec}};
@@ -45,7 +46,7 @@ public:
     /// How stale now() can be: the tick length (e.g. 4 ms at 250 Hz).
     /// Zero where the coarse clock is not available (now() is then precise).
     [[nodiscard]] static duration resolution() noexcept {
-#if defined(__linux__) && defined(CLOCK_MONOTONIC_COARSE)
+#if RESIL_DETAIL_HAVE_COARSE_MONOTONIC && defined(CLOCK_MONOTONIC_COARSE)
         timespec ts{};
         if (::clock_getres(CLOCK_MONOTONIC_COARSE, &ts) == 0)
             return duration{static_cast<duration::rep>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec};

@@ -13,9 +13,11 @@
 // the Unix time in milliseconds first, so keys stored in a B-tree index arrive
 // in order; keys from one process compare (operator<=>, and as text) in the
 // order they were created. Both draw from resil's per-thread ChaCha20 CSPRNG
-// (resil/detail/csprng.hpp), seeded from getrandom(2) and reseeded in every
-// forked child: a key is never predictable from earlier keys, and a child
-// never repeats its parent's.
+// (resil/detail/csprng.hpp), seeded from the OS (getrandom(2) on Linux,
+// arc4random_buf(3) on macOS and the BSDs, BCryptGenRandom on Windows: link
+// bcrypt, which resil::resil's CMake target does) and reseeded in every forked
+// child: a key is never predictable from earlier keys, and a child never
+// repeats its parent's.
 #pragma once
 
 #include <array>

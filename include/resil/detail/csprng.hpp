@@ -5,20 +5,23 @@
 //   resil::detail::csprng::fill16(bytes);   // ~ a memcpy; a ChaCha20 batch every 30 draws
 //
 // Design, and why:
-// - Entropy: getrandom(2) (blocks only until the kernel pool is first
-//   initialised); /dev/urandom only when getrandom is missing (ENOSYS) or
-//   filtered (EPERM); if neither works, std::system_error. Never a fallback to
-//   time, addresses or any other guessable seed.
+// - Entropy (detail/platform.hpp decides which): BCryptGenRandom on Windows;
+//   getrandom(2) on Linux (blocks only until the kernel pool is first
+//   initialised), /dev/urandom only when getrandom is missing (ENOSYS) or
+//   filtered (EPERM); arc4random_buf(3) on macOS and the BSDs; /dev/urandom on
+//   other POSIX systems. If the source fails, std::system_error. Never a
+//   fallback to time, addresses or any other guessable seed.
 // - Fast key erasure: each refill computes 8 blocks with the current key; the
 //   first 32 bytes become the next key and are wiped from the buffer, the other
 //   480 are handed out 16 at a time and wiped as they go. Whoever reads a
 //   thread's state learns nothing about bytes already handed out. The key is
 //   replaced from the OS every 2048 refills (~1 MB) as well.
-// - Per thread: the state lives in a page of its own, reached through a
-//   trivial thread_local pointer, so the hot path takes no lock and touches no
-//   shared cache line but one read-mostly atomic.
-// - Fork: a child must never replay its parent's stream. Two independent
-//   guards, either one sufficient:
+// - Per thread: the state is reached through a trivial thread_local pointer,
+//   so the hot path takes no lock and touches no shared cache line but one
+//   read-mostly atomic. On POSIX it lives in a page of its own (see Fork); on
+//   Windows, which has no fork, in a plain thread_local, wiped at thread exit.
+// - Fork (POSIX): a child must never replay its parent's stream. Two
+//   independent guards, either one sufficient:
 //   1. the state page is mapped MADV_WIPEONFORK (Linux >= 4.14): the kernel
 //      hands the child a zeroed page, which reads as "never seeded", whatever
 //      created the child (fork, _Fork, raw clone) — no handler has to run;
@@ -26,14 +29,12 @@
 //      compares with the epoch its state was seeded under (one relaxed load).
 //   A getpid() check would cost a system call per draw (glibc no longer caches
 //   the pid), so it is not used.
-// - Thread exit unmaps the page (a pthread key destructor, which runs after
-//   C++ thread_local destructors, so those may still draw).
+// - Thread exit (POSIX) unmaps the page (a pthread key destructor, which runs
+//   after C++ thread_local destructors, so those may still draw).
 // Not async-signal-safe: do not draw from a signal handler.
 #pragma once
 
-#if defined(_WIN32)
-#error "resil's CSPRNG needs a POSIX system (getrandom or /dev/urandom, mmap, pthread_atfork)"
-#endif
+#include "platform.hpp"
 
 #include <array>
 #include <atomic>
@@ -44,21 +45,49 @@
 #include <new>
 #include <system_error>
 
+#if RESIL_DETAIL_OS_WINDOWS
+#ifndef NOMINMAX
+#define NOMINMAX  // windows.h's min and max macros would break std::numeric_limits<T>::max()
+#endif
+#include <windows.h>
+// After windows.h, which defines the types it uses.
+#include <bcrypt.h>
+#if defined(_MSC_VER)
+#pragma comment(lib, "bcrypt")  // MinGW: -lbcrypt, which resil::resil's CMake target adds
+#endif
+#else
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#if defined(__linux__) && __has_include(<sys/random.h>)
+#if RESIL_DETAIL_HAVE_GETRANDOM
 #include <sys/random.h>
-#define RESIL_DETAIL_HAVE_GETRANDOM 1
-#else
-#define RESIL_DETAIL_HAVE_GETRANDOM 0
+#endif
+#if RESIL_DETAIL_HAVE_ARC4RANDOM
+#include <stdlib.h>  // NOLINT(modernize-deprecated-headers): arc4random_buf is not in <cstdlib>
+#endif
 #endif
 
 #include "chacha20.hpp"
 
 namespace resil::detail::csprng {
+
+#if RESIL_DETAIL_OS_WINDOWS
+
+/// Fills `size` bytes from the operating system's CSPRNG, or throws
+/// std::system_error.
+inline void os_entropy(std::uint8_t* out, std::size_t size) {
+    while (size > 0) {
+        const ULONG chunk = size > 0x10000000u ? 0x10000000u : static_cast<ULONG>(size);
+        if (!BCRYPT_SUCCESS(::BCryptGenRandom(nullptr, out, chunk, BCRYPT_USE_SYSTEM_PREFERRED_RNG)))
+            throw std::system_error(EIO, std::generic_category(), "resil: BCryptGenRandom failed");
+        out += chunk;
+        size -= chunk;
+    }
+}
+
+#else
 
 /// Reads `size` bytes from /dev/urandom; throws std::system_error when it
 /// cannot be opened, is not a character device (a planted regular file in a
@@ -109,13 +138,17 @@ inline void os_entropy(std::uint8_t* out, std::size_t size) {
         if (error == ENOSYS || error == EPERM) return read_dev_urandom(out, size);
         throw std::system_error(error, std::generic_category(), "resil: getrandom(2) failed");
     }
+#elif RESIL_DETAIL_HAVE_ARC4RANDOM
+    ::arc4random_buf(out, size);
 #else
     read_dev_urandom(out, size);
 #endif
 }
 
+#endif  // RESIL_DETAIL_OS_WINDOWS
+
 /// The number of forks this process descends from, as far as pthread_atfork
-/// saw them: a generator seeded under another epoch reseeds before its next
+/// saw them (always 1 on Windows): a generator seeded under another epoch reseeds before its next
 /// output. Starts at 1 so that a zeroed state (epoch 0) never matches.
 inline std::atomic<std::uint64_t> fork_epoch{1};
 
@@ -139,8 +172,33 @@ struct generator_state {
 /// This thread's state, or null before its first draw. Trivial, so reading it
 /// costs no thread_local initialisation check.
 inline thread_local generator_state* current_state = nullptr;
-/// Whether the kernel accepted MADV_WIPEONFORK for this thread's state page.
+/// Whether the kernel accepted MADV_WIPEONFORK for this thread's state page
+/// (always false on Windows, which has no fork).
 inline thread_local bool current_state_wipes_on_fork = false;
+
+#if RESIL_DETAIL_OS_WINDOWS
+
+/// Nothing to watch: Windows has no fork, so `fork_epoch` never changes.
+inline void watch_forks() noexcept {}
+
+/// This thread's state: trivially destructible, so it stays valid for
+/// thread_local destructors that draw after the wipe below.
+inline thread_local generator_state thread_state{};
+
+/// Makes this thread's state current; registers its wipe at thread exit.
+inline generator_state* attach_state() {
+    struct wipe_at_exit {
+        // Zeroed means "not seeded": a later draw (from another thread_local's
+        // destructor) reseeds rather than reuse the wiped key.
+        ~wipe_at_exit() { chacha20::secure_zero(&thread_state, sizeof thread_state); }
+    };
+    static thread_local wipe_at_exit wipe;
+    (void)wipe;
+    current_state = &thread_state;
+    return current_state;
+}
+
+#else
 
 [[nodiscard]] inline std::size_t state_mapping_size() noexcept {
     const long page = ::sysconf(_SC_PAGESIZE);
@@ -166,6 +224,9 @@ inline void release_state(void* state) noexcept {
     return key;
 }
 
+/// Registers the fork handler that bumps `fork_epoch`, once per process.
+inline void watch_forks() { (void)state_key(); }
+
 /// Maps this thread's state page (zeroed: "not seeded").
 inline generator_state* attach_state() {
     const ::pthread_key_t key = state_key();
@@ -187,6 +248,8 @@ inline generator_state* attach_state() {
     current_state = ::new (page) generator_state{};
     return current_state;
 }
+
+#endif  // RESIL_DETAIL_OS_WINDOWS
 
 /// The slow path of every draw: first use on a thread, first use after a
 /// fork, or an exhausted batch. Reseeds from the OS when due, then computes the

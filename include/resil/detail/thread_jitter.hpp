@@ -10,12 +10,13 @@
 #include <functional>
 #include <thread>
 
-#if defined(__linux__)
-#include <sys/random.h>
-#endif
-
 #include "../backoff.hpp"
 #include "csprng.hpp"
+#include "platform.hpp"
+
+#if RESIL_DETAIL_HAVE_GETRANDOM
+#include <sys/random.h>
+#endif
 
 namespace resil::detail {
 
@@ -23,7 +24,7 @@ namespace resil::detail {
 /// handler serves both): it changes in every forked child.
 inline std::uint64_t fork_generation() {
     static const bool registered = [] {
-        (void)csprng::state_key();  // registers the fork handler, once per process
+        csprng::watch_forks();  // registers the fork handler, once per process
         return true;
     }();
     (void)registered;
@@ -32,7 +33,7 @@ inline std::uint64_t fork_generation() {
 
 inline std::uint64_t os_seed() noexcept {
     std::uint64_t seed = 0;
-#if defined(__linux__)
+#if RESIL_DETAIL_HAVE_GETRANDOM
     if (getrandom(&seed, sizeof seed, 0) == static_cast<ssize_t>(sizeof seed)) return seed;
 #endif
     // Jitter needs spread, not secrecy: time and thread identity are enough

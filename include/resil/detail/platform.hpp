@@ -1,0 +1,63 @@
+// resil/detail/platform.hpp — what the operating system offers, decided in one
+// place. Every header that calls the OS directly tests these macros (each is
+// defined as 0 or 1), never the compiler's platform macros itself.
+//
+//   #include "platform.hpp"
+//   #if RESIL_DETAIL_HAVE_GETRANDOM
+//   ...
+//
+// Supported: Windows (MSVC, clang-cl, MinGW-w64), and POSIX systems (Linux,
+// macOS, the BSDs). Only the CSPRNG (detail/csprng.hpp, behind
+// resil/idempotency_key.hpp and the default jitter engine) and
+// resil/coarse_clock.hpp call the OS; every other header is standard C++.
+#pragma once
+
+#if defined(_WIN32)
+#define RESIL_DETAIL_OS_WINDOWS 1
+#define RESIL_DETAIL_OS_POSIX 0
+#elif defined(__unix__) || defined(__unix) || (defined(__APPLE__) && defined(__MACH__))
+#define RESIL_DETAIL_OS_WINDOWS 0
+#define RESIL_DETAIL_OS_POSIX 1
+#else
+#error "resil supports Windows and POSIX systems (Linux, macOS, the BSDs)"
+#endif
+
+#if defined(__linux__)
+#define RESIL_DETAIL_OS_LINUX 1
+#else
+#define RESIL_DETAIL_OS_LINUX 0
+#endif
+
+// Entropy, in the order the CSPRNG prefers them:
+// - BCryptGenRandom on Windows (links bcrypt.lib; resil::resil's CMake target
+//   adds it, and MSVC-style compilers pick it up from a #pragma);
+// - getrandom(2) on Linux (falling back to /dev/urandom on kernels before
+//   3.17 or under a seccomp filter that refuses it);
+// - arc4random_buf(3) on macOS and the BSDs (never fails, never blocks once
+//   seeded). glibc >= 2.36 has it too, but on Linux getrandom is the primary;
+// - /dev/urandom on any other POSIX system.
+#if RESIL_DETAIL_OS_LINUX && defined(__has_include)
+#if __has_include(<sys/random.h>)
+#define RESIL_DETAIL_HAVE_GETRANDOM 1
+#endif
+#endif
+#ifndef RESIL_DETAIL_HAVE_GETRANDOM
+#define RESIL_DETAIL_HAVE_GETRANDOM 0
+#endif
+
+#if (defined(__APPLE__) && defined(__MACH__)) || defined(__FreeBSD__) || defined(__OpenBSD__) || \
+    defined(__NetBSD__) || defined(__DragonFly__)
+#define RESIL_DETAIL_HAVE_ARC4RANDOM 1
+#else
+#define RESIL_DETAIL_HAVE_ARC4RANDOM 0
+#endif
+
+// Fork safety: only POSIX systems fork. There the CSPRNG keeps its state in an
+// mmap'ed page (wiped in the child where MADV_WIPEONFORK exists: Linux >=
+// 4.14) and registers a pthread_atfork child handler; on Windows neither is
+// needed, and the state is a plain thread_local.
+#define RESIL_DETAIL_HAVE_FORK RESIL_DETAIL_OS_POSIX
+
+// A coarse monotonic clock (CLOCK_MONOTONIC_COARSE) exists on Linux only;
+// resil/coarse_clock.hpp is resil::steady_clock elsewhere.
+#define RESIL_DETAIL_HAVE_COARSE_MONOTONIC RESIL_DETAIL_OS_LINUX
