@@ -1,0 +1,89 @@
+// Fuzz harness: configuration files, resil::json::parse_config (and the
+// parse() and read<T>() under it).
+//
+// Properties, for every input:
+// - the only exception is resil::json::config_error (any other, nlohmann's
+//   own above all, is a finding), and its what() is "path: reason" (or the
+//   reason alone for the whole document);
+// - an accepted configuration, written back with write() and read again,
+//   gives the same JSON text: options → JSON → options is lossless;
+// - the same for the document read as each options type on its own
+//   (resil::json::read<T>), so every reader sees the fuzzer's values.
+#include <resil/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "fuzz_check.hpp"
+
+namespace rj = resil::json;
+
+namespace {
+
+void check_error(const rj::config_error& e) {
+    FUZZ_CHECK(!e.reason().empty());
+    FUZZ_CHECK(e.source().empty());
+    const std::string expected = e.path().empty() ? e.reason() : e.path() + ": " + e.reason();
+    FUZZ_CHECK(expected == e.what());
+}
+
+[[noreturn]] void unexpected(const char* where, const std::exception* e) {
+    std::fprintf(stderr, "%s threw something other than config_error: %s\n", where, e ? e->what() : "(not a std::exception)");
+    std::abort();
+}
+
+// Runs `f`; config_error is checked and swallowed, anything else aborts.
+template <class F>
+bool only_config_errors(const char* where, F f) {
+    try {
+        f();
+        return true;
+    } catch (const rj::config_error& e) {
+        check_error(e);
+    } catch (const std::exception& e) {
+        unexpected(where, &e);
+    } catch (...) {
+        unexpected(where, nullptr);
+    }
+    return false;
+}
+
+template <class T>
+void check_reader(const nlohmann::json& j) {
+    T value{};
+    if (!only_config_errors("read<T>", [&] { value = rj::read<T>(j, "x"); })) return;
+    const auto written = rj::write(value).dump();
+    T again{};
+    FUZZ_CHECK(only_config_errors("read<T> of written options", [&] { again = rj::read<T>(rj::parse(written), "x"); }));
+    FUZZ_CHECK(rj::write(again).dump() == written);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view text = resil_fuzz::text_of(data, size);
+
+    rj::pipeline_config config;
+    if (only_config_errors("parse_config", [&] { config = rj::parse_config(text); })) {
+        const auto written = rj::write(config).dump();
+        rj::pipeline_config again;
+        FUZZ_CHECK(only_config_errors("parse_config of written options", [&] { again = rj::parse_config(written); }));
+        FUZZ_CHECK(rj::write(again).dump() == written);
+    }
+
+    nlohmann::json j;
+    if (!only_config_errors("parse", [&] { j = rj::parse(text); })) return 0;
+    check_reader<resil::duration>(j);
+    check_reader<resil::timeouts>(j);
+    check_reader<resil::backoff>(j);
+    check_reader<resil::retry_options>(j);
+    check_reader<resil::retry_budget_options>(j);
+    check_reader<resil::circuit_breaker_options>(j);
+    check_reader<resil::token_bucket_options>(j);
+    check_reader<resil::concurrency_limit_options>(j);
+    return 0;
+}
