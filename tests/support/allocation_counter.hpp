@@ -21,6 +21,9 @@
 
 namespace resil_test {
 inline std::atomic<std::uint64_t> allocations{0};
+/// While true, every allocation throws std::bad_alloc (to show that code
+/// survives running out of memory).
+inline std::atomic<bool> refuse_allocations{false};
 #ifdef RESIL_TEST_TSAN
 inline constexpr bool counting_allocations = false;
 #else
@@ -36,6 +39,7 @@ inline constexpr bool counting_allocations = true;
 #endif
 void* operator new(std::size_t n) {
     resil_test::allocations.fetch_add(1, std::memory_order_relaxed);
+    if (resil_test::refuse_allocations.load(std::memory_order_relaxed)) throw std::bad_alloc{};
     if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
     throw std::bad_alloc{};
 }

@@ -64,6 +64,7 @@ struct action {
         close_after_request,  ///< read the request, then close: the client gets an empty reply
         reset_mid_body,       ///< send the head and part of the body, then reset the connection
         drip,                 ///< send the head, then the body one byte every `delay`
+        raw,                  ///< send `body` verbatim (no head of ours), then close, or hold until the client leaves
     };
     kind what = kind::respond;
     int status = 200;
@@ -71,6 +72,7 @@ struct action {
     std::vector<std::pair<std::string, std::string>> headers;
     milliseconds delay{0};
     bool close_after = false;  ///< close the connection after answering
+    bool hold = false;         ///< raw: keep the connection open (sending nothing more) until the client leaves
 
     static action respond(int status, std::string body = "", std::vector<std::pair<std::string, std::string>> headers = {}) {
         action a;
@@ -99,6 +101,16 @@ struct action {
         a.what = kind::reset_mid_body;
         return a;
     }
+    /// Bytes that are not necessarily HTTP (a bad status line, an HTTP/0.9
+    /// reply, a head announcing more than will come): sent as they are, then
+    /// the connection is closed, or held open in silence with `hold`.
+    static action raw(std::string bytes, bool hold = false) {
+        action a;
+        a.what = kind::raw;
+        a.body = std::move(bytes);
+        a.hold = hold;
+        return a;
+    }
     static action drip(std::string body, milliseconds interval) {
         action a;
         a.what = kind::drip;
@@ -115,6 +127,7 @@ struct recorded_request {
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
     std::chrono::steady_clock::time_point arrived{};
+    std::size_t connection = 0;  ///< which accepted TCP connection carried it (1 for the first)
 
     [[nodiscard]] std::optional<std::string> header(std::string_view name) const {
         for (const auto& [n, v] : headers)
@@ -287,10 +300,10 @@ private:
             if (fd < 0) continue;
             const int one = 1;
             ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            connections_.fetch_add(1);
+            const std::size_t number = connections_.fetch_add(1) + 1;
             std::lock_guard lock(mutex_);
             open_.push_back(fd);
-            workers_.emplace_back([this, fd] { serve(fd); });
+            workers_.emplace_back([this, fd, number] { serve(fd, number); });
         }
     }
 
@@ -413,11 +426,20 @@ private:
         return head;
     }
 
-    void serve(int fd) {
+    // Until the client gives up (readable at EOF) or the server stops.
+    void wait_for_client_to_leave(int fd) const {
+        while (wait_readable(fd, -1)) {
+            char sink[512];
+            if (::recv(fd, sink, sizeof sink, 0) <= 0) break;
+        }
+    }
+
+    void serve(int fd, std::size_t connection) {
         std::string buffer;
         while (!stopping_) {
             recorded_request req;
             if (!read_request(fd, buffer, req)) break;
+            req.connection = connection;
             const auto close_requested = req.header("Connection").value_or("") == "close";
             const action a = next_action(req.target);
             std::function<void(const recorded_request&)> hook;
@@ -434,11 +456,11 @@ private:
                     else if (!send_all(fd, head_of(a, a.body.size(), !keep) + (req.method == "HEAD" ? "" : a.body))) keep = false;
                     break;
                 case action::kind::hang:
-                    // Until the client gives up (readable at EOF) or the server stops.
-                    while (wait_readable(fd, -1)) {
-                        char sink[512];
-                        if (::recv(fd, sink, sizeof sink, 0) <= 0) break;
-                    }
+                    wait_for_client_to_leave(fd);
+                    keep = false;
+                    break;
+                case action::kind::raw:
+                    if (send_all(fd, a.body) && a.hold) wait_for_client_to_leave(fd);
                     keep = false;
                     break;
                 case action::kind::close_after_request: keep = false; break;

@@ -7,7 +7,8 @@
 //
 // HTTP status (a whole response arrived)
 //   2xx, 3xx                  success
-//   408, 429, 503             retryable: the server did not act on the request
+//   408, 421, 429, 503        retryable: the server did not act on the request
+//                             (after 408 and 421 the client opens a new connection)
 //   500, 502, 504             retryable when the request was idempotent or keyed;
 //                             otherwise ambiguous (the server, or the one behind a
 //                             gateway, may have acted before failing)
@@ -16,10 +17,10 @@
 //   other 4xx, 501, other 5xx permanent
 // Transport (no whole response)
 //   not started, refused, DNS, connect timeout, TLS handshake   retryable (never sent)
-//   read/total timeout, reset, closed, short body, bad reply,   ambiguous once anything
-//   cancelled                                                    was sent, else retryable
-//   malformed URL, unsupported protocol, rejected certificate,  permanent
-//   body over the limit
+//   read/total timeout, reset, closed, short body, a reply     ambiguous once anything
+//   that is not HTTP, cancelled, a replay libcurl wanted         was sent, else retryable
+//   malformed URL, rejected certificate, body or header fields  permanent
+//   over the limit
 //   anything else                                               ambiguous once sent, else permanent
 // Hints (on failures only): Retry-After; a pushback header ≥ 0 ms (the longer
 // of the two wins); a negative pushback sets "don't retry".
@@ -38,6 +39,7 @@ namespace resil::curl {
     if (status >= 200 && status <= 399) return verdict::success;
     switch (status) {
         case 408:
+        case 421:  // the target did not process it (RFC 9110 §15.5.20); retried on a new connection
         case 429:
         case 503: return verdict::retryable;
         case 500:
@@ -54,6 +56,7 @@ namespace resil::curl {
     switch (status) {
         case transport_status::completed: return verdict::success;  // judged by its HTTP status instead
         case transport_status::body_too_large:
+        case transport_status::headers_too_large:
         case transport_status::invalid_request:
         case transport_status::tls_certificate_rejected: return verdict::permanent;
         case transport_status::other_error: return may_have_reached_server ? verdict::ambiguous : verdict::permanent;

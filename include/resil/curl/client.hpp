@@ -85,6 +85,10 @@ struct client_options {
     /// Bodies larger than this end the transfer (transport_status::body_too_large,
     /// permanent). Default 64 MiB; must be positive.
     std::size_t max_body_bytes = std::size_t{64} << 20;
+    /// Header fields (and trailers) larger than this in total end the
+    /// transfer (transport_status::headers_too_large, permanent), so a server
+    /// sending endless fields cannot grow memory. Default 256 KiB; must be positive.
+    std::size_t max_header_bytes = std::size_t{256} << 10;
     /// The millisecond pushback header read from responses; empty to ignore
     /// pushback. Default grpc-retry-pushback-ms.
     std::string pushback_header = std::string(default_pushback_header);
@@ -103,6 +107,8 @@ public:
             throw std::invalid_argument("resil::curl::client: limits: " + std::string(*why));
         if (options_.max_body_bytes == 0)
             throw std::invalid_argument("resil::curl::client: max_body_bytes must be positive");
+        if (options_.max_header_bytes == 0)
+            throw std::invalid_argument("resil::curl::client: max_header_bytes must be positive");
         if (!options_.pushback_header.empty() && !detail::is_token(options_.pushback_header))
             throw std::invalid_argument("resil::curl::client: pushback_header must be an HTTP token, got " +
                                         detail::quote_for_error(options_.pushback_header));
@@ -138,7 +144,12 @@ public:
         bool keyed = false;
         if (const auto own = req.header(idempotency_key::header_name)) {
             // The caller's own key is sent as is (the context holds it too when
-            // it is a UUID).
+            // it is a UUID). A blank one would pass for a key and let an
+            // unsafe request be retried with nothing to deduplicate it.
+            if (unquote(*own).empty())
+                throw std::invalid_argument(
+                    "resil::curl::client: the request's Idempotency-Key header is empty; give it a key or leave "
+                    "the header out (the client then adds the operation's key)");
             keyed = true;
             if (auto parsed = parse_key(*own))
                 if (!ctx.has_idempotency_key()) ctx.set_idempotency_key(*parsed);
@@ -152,6 +163,9 @@ public:
         ctx.mark_repeatable(repeatable);
 
         // 2. Timeouts: the context's, clamped to the deadline, within our limits.
+        //    The attempt ends at an absolute time counted from before the
+        //    context clamped them, so it never ends after the deadline.
+        const auto began = std::chrono::steady_clock::now();
         const resil::timeouts asked = ctx.attempt_timeouts();
         check_not_negative(asked);
         const resil::timeouts t{std::min(asked.connect, options_.limits.connect),
@@ -166,7 +180,7 @@ public:
             return not_started(std::move(r), transport_status::deadline_exceeded, CURLE_OPERATION_TIMEDOUT);
 
         // 3. The transfer.
-        run(s, req, t, key, ctx.stop_token(), r);
+        run(s, req, t, began, key, ctx.stop_token(), r);
         return r;
     }
 
@@ -212,10 +226,15 @@ private:
         if (t.total < milliseconds::zero()) bad("total", t.total);
     }
 
-    static std::optional<idempotency_key> parse_key(std::string_view value) noexcept {
+    // A key field's value without its white space and RFC 9651 quotes.
+    static std::string_view unquote(std::string_view value) noexcept {
         value = detail::trim_ows(value);
         if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-        return idempotency_key::parse(value);
+        return detail::trim_ows(value);
+    }
+
+    static std::optional<idempotency_key> parse_key(std::string_view value) noexcept {
+        return idempotency_key::parse(unquote(value));
     }
 
     static response not_started(response r, transport_status why, CURLcode code) {
@@ -247,99 +266,75 @@ private:
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &state_->transfer);
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &client::on_header);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, &state_->transfer);
+#if LIBCURL_VERSION_NUM >= 0x075000
+        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &client::on_send);
+        curl_easy_setopt(e, CURLOPT_PREREQDATA, &state_->transfer);
+#endif
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, state_->error.data());
         if (!options_.user_agent.empty()) curl_easy_setopt(e, CURLOPT_USERAGENT, options_.user_agent.c_str());
         state_->transfer.max_body = options_.max_body_bytes;
+        state_->transfer.max_header_bytes = options_.max_header_bytes;
     }
 
-    // libcurl calls these with each body chunk and each complete header line.
+    // libcurl calls these with each body chunk, each complete header line,
+    // and before each time it sends the request (resil/curl/detail/capture.hpp).
     // Nothing may escape into C: a failure returns a short count, which
     // libcurl turns into CURLE_WRITE_ERROR.
     static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) noexcept {
-        auto& t = *static_cast<detail::transfer_state*>(user);
         const std::size_t n = size * count;
-        t.received += n;
-        auto& body = t.out->body_;
-        if (n > t.max_body - std::min(t.max_body, body.size())) {
-            t.too_large = true;
-            return 0;
-        }
-        try {
-            body.append(data, n);
-        } catch (...) {
-            t.out_of_memory = true;
-            return 0;
-        }
-        return n;
+        return detail::capture::body_bytes(*static_cast<detail::transfer_state*>(user), {data, n}) ? n : 0;
     }
 
     static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) noexcept {
-        auto& t = *static_cast<detail::transfer_state*>(user);
         const std::size_t n = size * count;
-        t.received += n;
-        std::string_view line(data, n);
-        while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-        if (line.empty()) return n;
-        auto& out = *t.out;
-        try {
-            if (line.starts_with("HTTP/")) {
-                // A new response starts (after a 1xx, a redirect or an auth
-                // challenge): only the final one's fields are kept. One
-                // reservation covers the fields of a typical response.
-                out.headers_.clear();
-                out.headers_.reserve(512, 16);
-            } else if (detail::is_ows(line.front())) {
-                out.headers_.extend_last(detail::trim_ows(line));
-            } else if (const auto colon = line.find(':'); colon != std::string_view::npos) {
-                const auto name = line.substr(0, colon);
-                if (detail::is_token(name)) {
-                    const auto value = detail::trim_ows(line.substr(colon + 1));
-                    out.headers_.add(name, value);
-                    if (detail::iequals(name, "Content-Length")) reserve_body(t, value);
-                }
-            }
-        } catch (...) {
-            t.out_of_memory = true;
-            return 0;
-        }
-        return n;
+        return detail::capture::header_line(*static_cast<detail::transfer_state*>(user), {data, n}) ? n : 0;
     }
 
-    // Reserves what the server announced, up to 1 MiB: a lying Content-Length
-    // must not make us allocate the limit up front.
-    static void reserve_body(detail::transfer_state& t, std::string_view value) {
-        std::size_t announced = 0;
-        for (const char c : value) {
-            if (c < '0' || c > '9') return;
-            if (announced > (std::size_t{1} << 40)) break;
-            announced = announced * 10 + static_cast<std::size_t>(c - '0');
-        }
-        t.out->body_.reserve(std::min({announced, t.max_body, std::size_t{1} << 20}));
+    static int on_send(void* user, char*, char*, int, int) noexcept {
+        return detail::capture::may_send(*static_cast<detail::transfer_state*>(user)) ? CURL_PREREQFUNC_OK
+                                                                                       : CURL_PREREQFUNC_ABORT;
     }
 
-    static void set_method(detail::handles& s, const request& req) {
+    // Sets one option, unless an earlier one failed: the first failure is
+    // kept and nothing is sent (libcurl keeps the old value of an option it
+    // refuses, e.g. a URL over its 8 MB limit, and would send to that).
+    struct option_setter {
+        CURL* easy;
+        CURLcode result = CURLE_OK;
+        const char* failed = nullptr;
+
+        template <class Value>
+        void operator()(CURLoption option, Value value, const char* name) noexcept {
+            if (result != CURLE_OK) return;
+            result = curl_easy_setopt(easy, option, value);
+            if (result != CURLE_OK) failed = name;
+        }
+    };
+
+    static void set_method(detail::handles& s, const request& req, option_setter& set) {
         auto& a = s.applied;
         const std::string& m = req.method_;
         if (a.method_set && a.method == m && a.has_body == req.has_body_ &&
             (!req.has_body_ || (a.body == req.body_.data() && a.body_size == req.body_.size())))
             return;
-        CURL* e = s.easy;
+        const auto custom = [&](std::string_view plain) { return m == plain ? nullptr : m.c_str(); };
         if (m == "HEAD" && !req.has_body_) {
-            curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, static_cast<const char*>(nullptr));
+            set(CURLOPT_NOBODY, 1L, "CURLOPT_NOBODY");
+            set(CURLOPT_CUSTOMREQUEST, static_cast<const char*>(nullptr), "CURLOPT_CUSTOMREQUEST");
         } else if (req.has_body_) {
-            curl_easy_setopt(e, CURLOPT_NOBODY, 0L);
-            curl_easy_setopt(e, CURLOPT_POSTFIELDS, req.body_.data());
-            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body_.size()));
-            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m == "POST" ? nullptr : m.c_str());
+            set(CURLOPT_NOBODY, 0L, "CURLOPT_NOBODY");
+            set(CURLOPT_POSTFIELDS, req.body_.data(), "CURLOPT_POSTFIELDS");
+            set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body_.size()), "CURLOPT_POSTFIELDSIZE_LARGE");
+            set(CURLOPT_CUSTOMREQUEST, custom("POST"), "CURLOPT_CUSTOMREQUEST");
         } else {
             // HTTPGET also clears NOBODY and UPLOAD; the body pointer of an
             // earlier request is dropped so nothing dangles.
-            curl_easy_setopt(e, CURLOPT_POSTFIELDS, static_cast<const char*>(nullptr));
-            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(-1));
-            curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m == "GET" ? nullptr : m.c_str());
+            set(CURLOPT_POSTFIELDS, static_cast<const char*>(nullptr), "CURLOPT_POSTFIELDS");
+            set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(-1), "CURLOPT_POSTFIELDSIZE_LARGE");
+            set(CURLOPT_HTTPGET, 1L, "CURLOPT_HTTPGET");
+            set(CURLOPT_CUSTOMREQUEST, custom("GET"), "CURLOPT_CUSTOMREQUEST");
         }
+        if (set.result != CURLE_OK) return;
         a.method = m;
         a.has_body = req.has_body_;
         a.body = req.has_body_ ? req.body_.data() : nullptr;
@@ -347,25 +342,31 @@ private:
         a.method_set = true;
     }
 
-    static void set_url_and_timeouts(detail::handles& s, const request& req, const resil::timeouts& t) {
+    static void set_url_and_timeouts(detail::handles& s, const request& req, const resil::timeouts& t,
+                                     option_setter& set) {
         auto& a = s.applied;
         if (a.url != req.url_) {
-            curl_easy_setopt(s.easy, CURLOPT_URL, req.url_.c_str());
-            a.url = req.url_;
+            set(CURLOPT_URL, req.url_.c_str(), "CURLOPT_URL");
+            if (set.result == CURLE_OK) a.url = req.url_;
         }
         if (const long connect = to_curl_ms(t.connect); connect != a.connect_ms) {
-            curl_easy_setopt(s.easy, CURLOPT_CONNECTTIMEOUT_MS, connect);
-            a.connect_ms = connect;
+            set(CURLOPT_CONNECTTIMEOUT_MS, connect, "CURLOPT_CONNECTTIMEOUT_MS");
+            if (set.result == CURLE_OK) a.connect_ms = connect;
         }
         if (const long total = to_curl_ms(t.total); total != a.total_ms) {
-            curl_easy_setopt(s.easy, CURLOPT_TIMEOUT_MS, total);
-            a.total_ms = total;
+            set(CURLOPT_TIMEOUT_MS, total, "CURLOPT_TIMEOUT_MS");
+            if (set.result == CURLE_OK) a.total_ms = total;
+        }
+        if (s.fresh_connection_next != a.fresh_connect) {
+            set(CURLOPT_FRESH_CONNECT, s.fresh_connection_next ? 1L : 0L, "CURLOPT_FRESH_CONNECT");
+            if (set.result == CURLE_OK) a.fresh_connect = s.fresh_connection_next;
         }
     }
 
     // Points libcurl's header list at the request's own lines and the
     // client's buffers: no copy, no allocation once the node vector has grown.
-    void set_headers(detail::handles& s, const request& req, const resil::timeouts& t, const idempotency_key* key) const {
+    void set_headers(detail::handles& s, const request& req, const resil::timeouts& t, const idempotency_key* key,
+                     option_setter& set) const {
         auto& nodes = s.header_nodes;
         nodes.clear();
         const auto& fields = req.headers_;
@@ -403,35 +404,54 @@ private:
         // same vector refilled needs no new setopt.
         curl_slist* const list = nodes.empty() ? nullptr : nodes.data();
         if (list != s.applied.headers) {
-            curl_easy_setopt(s.easy, CURLOPT_HTTPHEADER, list);
-            s.applied.headers = list;
+            set(CURLOPT_HTTPHEADER, list, "CURLOPT_HTTPHEADER");
+            if (set.result == CURLE_OK) s.applied.headers = list;
         }
     }
 
-    // Drives one transfer to its end and fills `r`.
-    void run(detail::handles& s, const request& req, const resil::timeouts& t, const idempotency_key* key,
-             const std::stop_token& stop, response& r) const {
+    enum class aborted : std::uint8_t { no, read_timeout, total_limit, cancelled, multi_error };
+
+    // The easy handle is in the multi handle exactly while one of these
+    // lives, whatever throws in between.
+    struct attached_transfer {
+        CURLM* multi;
+        CURL* easy;
+        detail::transfer_state& transfer;
+        attached_transfer(CURLM* m, CURL* e, detail::transfer_state& t) noexcept : multi(m), easy(e), transfer(t) {}
+        attached_transfer(const attached_transfer&) = delete;
+        attached_transfer& operator=(const attached_transfer&) = delete;
+        ~attached_transfer() {
+            curl_multi_remove_handle(multi, easy);
+            transfer.out = nullptr;
+        }
+    };
+
+    // Drives one transfer to its end and fills `r`. `began`: when the
+    // attempt's limits were computed; the total limit counts from there.
+    void run(detail::handles& s, const request& req, const resil::timeouts& t,
+             std::chrono::steady_clock::time_point began, const idempotency_key* key, const std::stop_token& stop,
+             response& r) const {
         using std::chrono::milliseconds;
+        using steady = std::chrono::steady_clock;
         CURL* e = s.easy;
         CURLM* m = s.multi;
         s.error[0] = '\0';
-        s.transfer.out = &r;
-        s.transfer.received = 0;
-        s.transfer.too_large = false;
-        s.transfer.out_of_memory = false;
 
-        set_url_and_timeouts(s, req, t);
-        set_method(s, req);
-        set_headers(s, req, t, key);
-
-        enum class aborted { no, read_timeout, cancelled, multi_error };
-        aborted abort = aborted::no;
-        const bool read_limited = t.read != resil::timeouts::no_limit;
-        const auto started = std::chrono::steady_clock::now();
-        auto last_activity = started;
-        bool connected = false;
-        std::size_t last_received = 0;
-        curl_off_t last_uploaded = 0;
+        option_setter set{e};
+        set_url_and_timeouts(s, req, t, set);
+        set_method(s, req, set);
+        set_headers(s, req, t, key, set);
+        if (set.result != CURLE_OK) {
+            // Nothing was sent. What libcurl holds is no longer known: every
+            // option is set anew for the next request.
+            s.applied.forget();
+            r.transport_ = transport_status::invalid_request;
+            r.code_ = set.result;
+            r.may_have_reached_ = false;
+            r.error_ = std::string("libcurl refused ") + set.failed + ": " + curl_easy_strerror(set.result);
+            return;
+        }
+        s.fresh_connection_next = false;
 
         // Wakes curl_multi_poll when the stop token fires (from any thread).
         // With a token that can never fire, this registers nothing.
@@ -444,12 +464,25 @@ private:
             return;
         }
 
+        s.transfer.start(r, req.method_ != "HEAD");
         if (curl_multi_add_handle(m, e) != CURLM_OK) {
+            s.transfer.out = nullptr;
             r.transport_ = transport_status::other_error;
             r.code_ = CURLE_FAILED_INIT;
             r.error_ = "curl_multi_add_handle failed";
             return;
         }
+        const attached_transfer attached{m, e, s.transfer};
+
+        aborted abort = aborted::no;
+        const bool read_limited = t.read != resil::timeouts::no_limit;
+        const bool total_limited = t.total != resil::timeouts::no_limit;
+        const auto end = total_limited ? began + t.total : steady::time_point::max();
+        const auto started = steady::now();
+        auto last_activity = started;
+        bool connected = false;
+        std::size_t last_received = 0;
+        curl_off_t last_uploaded = 0;
         for (;;) {
             int running = 0;
             if (curl_multi_perform(m, &running) != CURLM_OK) {
@@ -462,10 +495,22 @@ private:
                 break;
             }
             int wait_ms = 1000;  // libcurl shortens it to its own next timeout
+            const auto now = steady::now();
+            if (total_limited) {
+                // libcurl's own total timer counts from its start and fires a
+                // millisecond or two late; this one is absolute. In the last
+                // millisecond the loop polls without waiting, so the end is
+                // not rounded up to the next millisecond.
+                if (now >= end) {
+                    abort = aborted::total_limit;
+                    break;
+                }
+                const auto left = std::chrono::floor<milliseconds>(end - now).count();
+                wait_ms = static_cast<int>(std::min<milliseconds::rep>(left, wait_ms));
+            }
             if (read_limited) {
                 // Inactivity counts from the connection on (connecting is the
                 // connect limit's business); any byte in or out restarts it.
-                const auto now = std::chrono::steady_clock::now();
                 curl_off_t uploaded = 0;
                 curl_easy_getinfo(e, CURLINFO_SIZE_UPLOAD_T, &uploaded);
                 if (!connected) {
@@ -488,7 +533,7 @@ private:
                     }
                     // Round up: waking a little late is fine, early just loops.
                     const auto left = std::chrono::ceil<milliseconds>(t.read - silent).count();
-                    wait_ms = static_cast<int>(std::clamp<milliseconds::rep>(left, 1, 1000));
+                    wait_ms = std::min(wait_ms, static_cast<int>(std::clamp<milliseconds::rep>(left, 1, 1000)));
                 }
             }
             if (curl_multi_poll(m, nullptr, 0, wait_ms, nullptr) != CURLM_OK) {
@@ -496,7 +541,7 @@ private:
                 break;
             }
         }
-        const auto elapsed = std::chrono::steady_clock::now() - started;
+        const auto elapsed = steady::now() - started;
 
         CURLcode code = CURLE_OK;
         if (abort == aborted::no) {
@@ -505,16 +550,14 @@ private:
                 if (msg->msg == CURLMSG_DONE && msg->easy_handle == e) code = msg->data.result;
             }
         }
-        finish(s, r, abort == aborted::no ? std::optional<CURLcode>(code) : std::nullopt,
-               abort == aborted::read_timeout, abort == aborted::cancelled);
+        finish(s, r, abort, code);
         r.timings_.total = std::chrono::duration_cast<duration>(elapsed);
-        curl_multi_remove_handle(m, e);
-        s.transfer.out = nullptr;
     }
 
     // Reads what libcurl knows of the transfer into `r` and names its outcome.
-    void finish(detail::handles& s, response& r, std::optional<CURLcode> code, bool read_timeout, bool cancelled) const {
+    void finish(detail::handles& s, response& r, aborted abort, CURLcode code) const {
         CURL* e = s.easy;
+        const auto& t = s.transfer;
         long status = 0;
         long request_size = 0;
         long new_connections = 0;
@@ -530,36 +573,62 @@ private:
 
         r.status_ = static_cast<int>(status);
         // Nothing of the request can have reached the server unless libcurl
-        // counted request bytes, or the server already answered.
-        const bool sent = request_size > 0 || s.transfer.received > 0;
+        // counted request bytes, or the server already answered, or libcurl
+        // had sent it once before it wanted to send it again.
+        const bool sent = request_size > 0 || t.received > 0 || t.replay_refused;
+        const bool connected = pretransfer > 0 || sent;
         r.may_have_reached_ = sent;
         r.timings_.connect = std::chrono::microseconds{connect_us};
         r.timings_.first_byte = std::chrono::microseconds{first_byte_us};
-        r.timings_.reused_connection = new_connections == 0 && (pretransfer > 0 || sent);
+        r.timings_.reused_connection = new_connections == 0 && connected;
 
-        if (read_timeout) {
-            r.transport_ = transport_status::read_timeout;
-            r.code_ = CURLE_OPERATION_TIMEDOUT;
-            r.error_ = "no data received or sent for longer than the read timeout";
-        } else if (cancelled) {
-            r.transport_ = transport_status::cancelled;
-            r.code_ = CURLE_ABORTED_BY_CALLBACK;
-            r.error_ = "cancelled through the stop token";
-        } else if (!code) {
-            r.transport_ = transport_status::other_error;
-            r.code_ = CURLE_FAILED_INIT;
-            r.error_ = "libcurl's multi interface failed";
-        } else {
-            r.code_ = *code;
-            r.transport_ = transport_of(*code, pretransfer > 0 || sent, s.transfer);
-            if (*code != CURLE_OK) r.error_ = s.error[0] != '\0' ? s.error.data() : curl_easy_strerror(*code);
+        const auto fail = [&](transport_status why, CURLcode c, std::string_view message) {
+            r.transport_ = why;
+            r.code_ = c;
+            r.error_ = message;
+        };
+        switch (abort) {
+            case aborted::read_timeout:
+                fail(transport_status::read_timeout, CURLE_OPERATION_TIMEDOUT,
+                     "no data received or sent for longer than the read timeout");
+                break;
+            case aborted::total_limit:
+                fail(connected ? transport_status::total_timeout : transport_status::connect_timeout,
+                     CURLE_OPERATION_TIMEDOUT, "the attempt's total time limit passed");
+                break;
+            case aborted::cancelled:
+                fail(transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK, "cancelled through the stop token");
+                break;
+            case aborted::multi_error:
+                fail(transport_status::other_error, CURLE_FAILED_INIT, "libcurl's multi interface failed");
+                break;
+            case aborted::no:
+                if (t.replay_refused) {
+                    fail(transport_status::connection_lost, code,
+                         "the reused connection closed before any answer; libcurl's own resend on a new "
+                         "connection was refused, so that every send is the caller's decision");
+                } else if (t.headers_too_large) {
+                    fail(transport_status::headers_too_large, code, "the header fields exceed max_header_bytes");
+                } else {
+                    r.code_ = code;
+                    r.transport_ = transport_of(code, connected, sent, t);
+                    if (code != CURLE_OK) r.error_ = s.error[0] != '\0' ? s.error.data() : curl_easy_strerror(code);
+                }
+                break;
         }
+        if (r.transport_ == transport_status::completed) detail::capture::settle_body(r);
         if (r.transport_ != transport_status::completed && !r.may_have_reached_) r.status_ = 0;
+        // The server did not act on the request and wants another connection
+        // (421), or dropped this one (408): the next attempt opens a new one.
+        if (r.status_ == 421 || r.status_ == 408) s.fresh_connection_next = true;
         if (r.status_ != 0 && (r.status_ < 200 || r.status_ > 299))
             r.read_server_hints(options_.pushback_header, std::chrono::system_clock::now());
     }
 
-    static transport_status transport_of(CURLcode code, bool connected, const detail::transfer_state& t) noexcept {
+    // `connected`: a connection existed; `sent`: a byte of the request may
+    // have left (or an answer arrived).
+    static transport_status transport_of(CURLcode code, bool connected, bool sent,
+                                         const detail::transfer_state& t) noexcept {
         switch (code) {
             case CURLE_OK: return transport_status::completed;
             case CURLE_COULDNT_RESOLVE_PROXY:
@@ -589,8 +658,13 @@ private:
                 return transport_status::other_error;
             case CURLE_FILESIZE_EXCEEDED: return transport_status::body_too_large;
             case CURLE_UNSUPPORTED_PROTOCOL:
-            case CURLE_URL_MALFORMAT:
             case CURLE_BAD_FUNCTION_ARGUMENT:
+                // The scheme and every option were checked before any I/O:
+                // once the request went out, these are libcurl's words for a
+                // reply that is not HTTP (a bad status line, HTTP/0.9, an
+                // unknown version; a header or trailer line with no colon).
+                return sent ? transport_status::protocol_error : transport_status::invalid_request;
+            case CURLE_URL_MALFORMAT:
             case CURLE_TOO_MANY_REDIRECTS: return transport_status::invalid_request;
             default: return transport_status::other_error;
         }

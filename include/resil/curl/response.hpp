@@ -35,6 +35,10 @@
 
 namespace resil::curl {
 
+namespace detail {
+struct capture;
+}
+
 /// How the transfer of one attempt ended. Only `completed` carries an HTTP
 /// status; whether the others may have reached the server is in
 /// response::may_have_reached_server().
@@ -49,8 +53,9 @@ enum class transport_status : std::uint8_t {
     read_timeout,              ///< silence longer than the read limit (resil's timer; reported as code 28)
     total_timeout,             ///< the attempt's total limit passed (code 28 once connected)
     connection_lost,           ///< reset, closed, or a short body (CURLE 18, 52, 55, 56)
-    protocol_error,            ///< the server's reply was not valid HTTP (CURLE 8, 16, 61, 92, ...)
-    body_too_large,            ///< the body exceeded client_options::max_body_bytes
+    protocol_error,            ///< the server's reply was not valid HTTP (CURLE 1 once sent, 8, 16, 61, 92, ...)
+    body_too_large,            ///< the body (received or announced) exceeded client_options::max_body_bytes
+    headers_too_large,         ///< the header fields exceeded client_options::max_header_bytes
     invalid_request,           ///< libcurl refused the request itself (CURLE 1, 3, 43, ...)
     other_error,               ///< any other libcurl failure; see curl_code()
 };
@@ -69,6 +74,7 @@ enum class transport_status : std::uint8_t {
         case transport_status::connection_lost: return "connection_lost";
         case transport_status::protocol_error: return "protocol_error";
         case transport_status::body_too_large: return "body_too_large";
+        case transport_status::headers_too_large: return "headers_too_large";
         case transport_status::invalid_request: return "invalid_request";
         case transport_status::other_error: return "other_error";
     }
@@ -162,6 +168,9 @@ public:
 
     /// The header fields of the final response (not of 1xx or redirects).
     [[nodiscard]] header_list headers() const noexcept { return header_list{headers_}; }
+    /// Fields sent after a chunked body (trailers), kept apart from the head:
+    /// they never replace a header field and are never read for hints.
+    [[nodiscard]] header_list trailers() const noexcept { return header_list{trailers_}; }
     /// The first field named `name` (any letter case), if any.
     [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const noexcept {
         return headers_.find(name);
@@ -183,6 +192,7 @@ public:
 
 private:
     friend class client;
+    friend struct detail::capture;
     response() = default;
 
     // Hints matter only when an attempt failed: a 2xx is never retried, so
@@ -202,6 +212,7 @@ private:
     }
 
     detail::field_store headers_;
+    detail::field_store trailers_;
     std::string body_;
     std::string error_;
     std::optional<duration> retry_after_{};

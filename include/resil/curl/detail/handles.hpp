@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../response.hpp"
+#include "capture.hpp"
 #include "text.hpp"
 
 namespace resil::curl::detail {
@@ -28,15 +29,6 @@ inline void ensure_curl_initialised() {
         throw std::runtime_error(std::string("resil::curl: curl_global_init failed: ") + curl_easy_strerror(result));
 }
 
-/// What the callbacks of one transfer write to.
-struct transfer_state {
-    response* out = nullptr;
-    std::size_t max_body = 0;
-    std::size_t received = 0;  ///< header and body bytes delivered so far
-    bool too_large = false;
-    bool out_of_memory = false;
-};
-
 /// What the easy handle's per-request options were last set to: options that
 /// did not change since the previous transfer are not set again (setting the
 /// URL copies it; the method options allocate).
@@ -50,6 +42,10 @@ struct applied_options {
     long connect_ms = -1;
     long total_ms = -1;
     const curl_slist* headers = nullptr;
+    bool fresh_connect = false;
+
+    /// Forgets everything: after a failed setopt, libcurl's state is unknown.
+    void forget() { *this = applied_options{}; }
 };
 
 /// The easy and multi handles of one client and the buffers reused by every
@@ -66,6 +62,9 @@ struct handles {
     std::array<char, 48> timeout_line{};
     std::array<char, CURL_ERROR_SIZE> error{};
     std::atomic<bool> busy{false};
+    /// The next transfer opens a new connection: the server asked for
+    /// another one (421 Misdirected Request) or dropped this one (408).
+    bool fresh_connection_next = false;
 
     handles() {
         ensure_curl_initialised();

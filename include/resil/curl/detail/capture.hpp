@@ -1,0 +1,216 @@
+// resil/curl/detail/capture.hpp — what libcurl's callbacks do with one
+// transfer: header lines into the response's fields (the final response's
+// head apart from its trailers), body bytes into the response's body within
+// the limit, and a count of the times libcurl is about to send the request.
+//
+// Everything here is called from C (libcurl) and is noexcept: a failure sets
+// a flag and returns a short count, which libcurl turns into a write error.
+#pragma once
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "../response.hpp"
+#include "text.hpp"
+
+namespace resil::curl::detail {
+
+/// Body bytes a response reserves up front (from its Content-Length) and
+/// grows by doubling; past this the body jumps once to the limit itself, so
+/// a body never holds more than the limit and one reallocation never needs
+/// more than the limit plus this.
+inline constexpr std::size_t body_growth_step = std::size_t{1} << 20;
+
+/// What the callbacks of one transfer write to.
+struct transfer_state {
+    response* out = nullptr;
+    std::size_t max_body = 0;
+    std::size_t max_header_bytes = 0;
+    std::size_t received = 0;      ///< header and body bytes delivered so far
+    std::size_t header_bytes = 0;  ///< header and trailer bytes delivered so far
+    unsigned sends = 0;            ///< times libcurl was about to send the request
+    int block_status = 0;          ///< status of the header block being read; 0 before its status line
+    bool expects_body = true;      ///< false for HEAD: a Content-Length there announces nothing
+    bool in_trailers = false;      ///< the final head ended: further fields are trailers
+    bool too_large = false;        ///< the body (announced or received) exceeds max_body
+    bool headers_too_large = false;
+    bool replay_refused = false;   ///< libcurl wanted to send the request a second time
+    bool out_of_memory = false;
+
+    /// Ready for a new transfer that fills `r`.
+    void start(response& r, bool body_expected) noexcept {
+        out = &r;
+        received = 0;
+        header_bytes = 0;
+        sends = 0;
+        block_status = 0;
+        expects_body = body_expected;
+        in_trailers = false;
+        too_large = false;
+        headers_too_large = false;
+        replay_refused = false;
+        out_of_memory = false;
+    }
+};
+
+/// The callbacks, as one friend of response.
+struct capture {
+    /// A status line's code ("HTTP/1.1 503 Service Unavailable" → 503); 0
+    /// when the line has no three-digit code where one belongs.
+    [[nodiscard]] static constexpr int status_of(std::string_view line) noexcept {
+        const auto space = line.find(' ');
+        if (space == std::string_view::npos || line.size() < space + 4) return 0;
+        int status = 0;
+        for (std::size_t i = space + 1; i < space + 4; ++i) {
+            const char c = line[i];
+            if (c < '0' || c > '9') return 0;
+            status = status * 10 + (c - '0');
+        }
+        return status;
+    }
+
+    /// One header line as libcurl delivers it (terminator included). Returns
+    /// false when the transfer must stop (a limit, or no memory).
+    static bool header_line(transfer_state& t, std::string_view line) noexcept {
+        t.received += line.size();
+        t.header_bytes += line.size();
+        if (t.header_bytes > t.max_header_bytes) {
+            t.headers_too_large = true;
+            return false;
+        }
+        while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+        auto& out = *t.out;
+        try {
+            if (t.in_trailers) {
+                // Fields after the body (chunked trailers) are kept apart: a
+                // sender may not put control data such as Retry-After there
+                // (RFC 9110 §6.5.1), and they never replace the head's fields.
+                if (!line.empty()) add_field(out.trailers_, line, nullptr);
+                return true;
+            }
+            if (line.empty()) {
+                // The end of a head. A 1xx head is followed by another one;
+                // any other is the final response (redirects are not followed).
+                if (t.block_status >= 200 || t.block_status == 0) t.in_trailers = true;
+                return true;
+            }
+            if (line.starts_with("HTTP/")) {
+                // A new response starts (after a 1xx): only the final one's fields count.
+                out.headers_.clear();
+                out.headers_.reserve(512, 16);
+                t.block_status = status_of(line);
+                return true;
+            }
+            return add_field(out.headers_, line, &t);
+        } catch (...) {
+            t.out_of_memory = true;
+            return false;
+        }
+    }
+
+    /// One chunk of the body. Returns false when the transfer must stop.
+    static bool body_bytes(transfer_state& t, std::string_view data) noexcept {
+        t.received += data.size();
+        auto& body = t.out->body_;
+        if (data.size() > t.max_body - std::min(t.max_body, body.size())) {
+            t.too_large = true;
+            return false;
+        }
+        try {
+            const std::size_t needed = body.size() + data.size();
+            if (needed > body.capacity()) {
+                // Doubling (std::string's own growth) would overshoot the
+                // limit by up to 2×: grow to exact capacities instead.
+                const std::size_t step = std::min(t.max_body, body_growth_step);
+                grow_exact(body, needed <= step ? std::min(std::max(needed, body.capacity() * 2), step) : t.max_body);
+            }
+            body.append(data);
+        } catch (...) {
+            t.out_of_memory = true;
+            return false;
+        }
+        return true;
+    }
+
+    /// Called by libcurl each time it is about to send the request: once per
+    /// transfer, and again when it would replay the request on a new
+    /// connection because a reused one closed before any answer. The replay
+    /// is refused: the first send may have been executed, so only the caller
+    /// (its retry policy) may decide to send again, and count it.
+    static bool may_send(transfer_state& t) noexcept {
+        if (++t.sends == 1) return true;
+        t.replay_refused = true;
+        return false;
+    }
+
+    /// After a successful transfer: a body that jumped to the limit gives
+    /// back what it does not use, so a kept response holds about its size.
+    static void settle_body(response& r) noexcept {
+        auto& body = r.body_;
+        if (body.capacity() - body.size() > body_growth_step) {
+            try {
+                body.shrink_to_fit();
+            } catch (...) {  // keeping the larger buffer is harmless
+            }
+        }
+    }
+
+private:
+    // std::string::reserve may round a request up to twice the old capacity;
+    // a fresh string's reservation is what was asked for (or its small buffer).
+    static void grow_exact(std::string& s, std::size_t capacity) {
+        std::string bigger;
+        bigger.reserve(capacity);
+        bigger.append(s);
+        s.swap(bigger);
+    }
+
+    // "Name: value" into `fields`; lines that are not fields are ignored, an
+    // obsolete folded line extends the previous field. With `t`, a
+    // Content-Length over the body limit stops the transfer before the body.
+    static bool add_field(field_store& fields, std::string_view line, transfer_state* t) {
+        if (is_ows(line.front())) {
+            fields.extend_last(trim_ows(line));
+            return true;
+        }
+        const auto colon = line.find(':');
+        if (colon == std::string_view::npos) return true;
+        const auto name = line.substr(0, colon);
+        if (!is_token(name)) return true;
+        const auto value = trim_ows(line.substr(colon + 1));
+        fields.add(name, value);
+        if (t && iequals(name, "Content-Length")) return announced_body(*t, value);
+        return true;
+    }
+
+    // A final response with a body announces its size: over the limit it is
+    // refused before a byte of it is read; otherwise up to one growth step is
+    // reserved (a lying Content-Length must not make us allocate the limit).
+    static bool announced_body(transfer_state& t, std::string_view value) {
+        const bool has_body = t.expects_body && t.block_status >= 200 && t.block_status != 204 && t.block_status != 304;
+        if (!has_body) return true;
+        std::size_t announced = 0;
+        for (const char c : value) {
+            if (c < '0' || c > '9') return true;  // not a size: libcurl judges it
+            if (announced > t.max_body / 10) {      // one more digit is over the limit
+                t.too_large = true;
+                return false;
+            }
+            announced = announced * 10 + static_cast<std::size_t>(c - '0');
+        }
+        if (announced > t.max_body) {
+            t.too_large = true;
+            return false;
+        }
+        auto& body = t.out->body_;
+        const std::size_t want = std::min(announced, body_growth_step);
+        if (want > body.capacity()) grow_exact(body, want);
+        return true;
+    }
+};
+
+}  // namespace resil::curl::detail
