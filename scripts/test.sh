@@ -5,19 +5,33 @@
 #
 #   (no option)  On a fresh Debian 12 machine, installs the missing packages
 #                (as root; otherwise names them and stops), then runs:
-#                  a. g++ RelWithDebInfo, warnings as errors: builds tests,
-#                     examples and benchmarks; ctest; a benchmark smoke pass
-#                     (every bench_* binary, tiny min time, figures ignored)
+#                  a. g++ RelWithDebInfo: builds tests, examples and
+#                     benchmarks; ctest; a benchmark smoke pass (every
+#                     bench_* binary, tiny min time, figures ignored)
 #                  b. clang++ ASan+UBSan Debug, tests only; ctest under a
 #                     non-UTC TZ (America/Santiago)
 #                  c. clang++ TSan, tests only; ctest
 #                  d. consumers: find_package on an installed copy,
 #                     add_subdirectory of this tree, FetchContent of a
 #                     tarball made from this tree
+#                  e. fuzz harnesses (scripts/fuzz.sh --ci: clang++
+#                     libFuzzer, 15 s each)
+#                  f. g++ Release (-O3, what users build): tests and
+#                     examples; ctest
+#                  g. clang++ Release: tests and examples; ctest
+#                  h. clang++ 19 with libc++ 19 (-stdlib=libc++), Release,
+#                     the core only (no curl, json, fmt: Debian builds fmt
+#                     against libstdc++); ctest
+#                  i. Windows: the core cross-built with MinGW-w64 (every
+#                     core header alone, and a program drawing a key, linked
+#                     through resil::resil); compiled and linked, not run
+#                Every build of resil's own code here is warnings-as-errors
+#                (RESIL_WARNINGS_AS_ERRORS=ON; users' builds default to OFF).
 #   --quick      step a without the benchmark smoke, for local iteration.
 #
-# Build directories live under build/ (ci-gcc, ci-asan, ci-tsan, ci-consumer)
-# and are reused, so a second run only rebuilds what changed. Parallelism is
+# Build directories live under build/ (ci-gcc, ci-asan, ci-tsan, ci-consumer,
+# fuzz, ci-gcc-release, ci-clang-release, ci-libcxx, ci-windows) and are
+# reused, so a second run only rebuilds what changed. Parallelism is
 # RESIL_JOBS (default: nproc). A run ends with step timings and the line
 # "N passed, N failed", counting the steps.
 set -euo pipefail
@@ -93,7 +107,7 @@ summary() {
 
 gcc_build() {
     cmake -S "$RESIL_ROOT" -B "$BUILD/ci-gcc" \
-        -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRESIL_WARNINGS_AS_ERRORS=ON \
         -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=ON -DRESIL_BUILD_BENCH=ON &&
         resil_build "$BUILD/ci-gcc"
 }
@@ -183,7 +197,7 @@ sanitizer_build() {
     local dir="$1" flags="$2"
     cmake -S "$RESIL_ROOT" -B "$dir" \
         -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$flags" \
-        -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF &&
+        -DRESIL_WARNINGS_AS_ERRORS=ON -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF &&
         resil_build "$dir"
 }
 
@@ -304,9 +318,73 @@ consumer_fetch_content() {
         check_subproject_builds_nothing_extra "$CONSUMERS/fetch_content"
 }
 
+# --- e. fuzz harnesses -------------------------------------------------------
+
+fuzz_ci() {
+    if [[ ! -f "$RESIL_ROOT/scripts/fuzz.sh" ]]; then
+        echo "error: scripts/fuzz.sh missing"
+        return 1
+    fi
+    bash "$RESIL_ROOT/scripts/fuzz.sh" --ci
+}
+
+# --- f, g, h. Release builds ---------------------------------------------------
+
+# release_build DIR COMPILER [CMAKE ARGS...]: Release (-O3 -DNDEBUG), the
+# configuration users build, where the optimizer's warnings (-Wrestrict,
+# -Warray-bounds, -Wstringop-overflow, ...) show up. No benchmarks: step a
+# builds and smoke-runs them.
+release_build() {
+    local dir="$1" compiler="$2"
+    shift 2
+    cmake -S "$RESIL_ROOT" -B "$dir" \
+        -DCMAKE_CXX_COMPILER="$compiler" -DCMAKE_BUILD_TYPE=Release -DRESIL_WARNINGS_AS_ERRORS=ON \
+        -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_BENCH=OFF "$@" &&
+        resil_build "$dir"
+}
+
+# libc++: the core only. Debian's libfmt and Google Benchmark are compiled
+# against libstdc++, whose std::string a libc++ program cannot hand them, so
+# the integrations stay out and the step checks the core alone. Debian's
+# Catch2 (2.13) is header-only: it builds with whichever library we use.
+# clang 19 and libc++ 19, not 14: resil's clocks and contexts take a
+# std::stop_token, which libc++ 14 lacks and libc++ 19 still files under
+# -fexperimental-library (header-only there; the flag only unlocks it).
+LIBCXX_CXX=clang++-19
+libcxx_build() {
+    release_build "$BUILD/ci-libcxx" "$LIBCXX_CXX" -DCMAKE_CXX_FLAGS="-stdlib=libc++ -fexperimental-library" \
+        -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_WITH_CURL=OFF -DRESIL_WITH_JSON=OFF -DRESIL_WITH_FMT=OFF
+}
+
+# --- i. Windows ----------------------------------------------------------------
+
+# The core cross-built with MinGW-w64 (POSIX threads): tests/consumer/windows
+# compiles every core header alone and links a program that draws keys, so
+# a POSIX-only call, a missing include or a library resil::resil fails to
+# bring (bcrypt) breaks the step. Nothing runs: there is no Windows here.
+windows_build() {
+    local dir="$BUILD/ci-windows"
+    cmake -S "$RESIL_ROOT/tests/consumer/windows" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_TOOLCHAIN_FILE="$RESIL_ROOT/tests/consumer/windows/toolchain-mingw-w64.cmake" \
+        -DRESIL_SOURCE_DIR="$RESIL_ROOT" &&
+        resil_build "$dir" || return 1
+    local exe="$dir/resil_windows.exe"
+    [[ -s "$exe" ]] || {
+        echo "error: $exe was not built"
+        return 1
+    }
+    # The import table must name bcrypt.dll: the entropy source, linked in
+    # through resil::resil and nothing else.
+    if ! x86_64-w64-mingw32-objdump -p "$exe" | grep -qi 'DLL Name: bcrypt.dll'; then
+        echo "error: $exe does not import bcrypt.dll"
+        return 1
+    fi
+    echo "built $exe ($(stat -c %s "$exe") bytes), importing bcrypt.dll"
+}
+
 # --- the run -----------------------------------------------------------------
 
-run_step "a. g++ RelWithDebInfo -Werror: build tests, examples, benchmarks" gcc_build
+run_step "a. g++ RelWithDebInfo: build tests, examples, benchmarks" gcc_build
 run_step "a. g++: ctest" run_ctest "$BUILD/ci-gcc"
 if ((!quick)); then
     run_step "a. g++: benchmark smoke" bench_smoke
@@ -317,5 +395,13 @@ if ((!quick)); then
     run_step "d. consumer: cmake --install + find_package" consumer_find_package
     run_step "d. consumer: add_subdirectory" consumer_add_subdirectory
     run_step "d. consumer: FetchContent (URL tarball)" consumer_fetch_content
+    run_step "e. fuzz harnesses (clang libFuzzer, 15 s each)" fuzz_ci
+    run_step "f. g++ Release: build tests, examples" release_build "$BUILD/ci-gcc-release" g++
+    run_step "f. g++ Release: ctest" run_ctest "$BUILD/ci-gcc-release"
+    run_step "g. clang++ Release: build tests, examples" release_build "$BUILD/ci-clang-release" clang++
+    run_step "g. clang++ Release: ctest" run_ctest "$BUILD/ci-clang-release"
+    run_step "h. clang++ 19 + libc++ Release: build core tests" libcxx_build
+    run_step "h. clang++ 19 + libc++: ctest" run_ctest "$BUILD/ci-libcxx"
+    run_step "i. Windows (MinGW-w64): build every core header, link a key draw" windows_build
 fi
 summary
