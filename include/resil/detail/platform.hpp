@@ -52,11 +52,10 @@
 #define RESIL_DETAIL_HAVE_ARC4RANDOM 0
 #endif
 
-// Fork safety: only POSIX systems fork. There the CSPRNG keeps its state in an
-// mmap'ed page (wiped in the child where MADV_WIPEONFORK exists: Linux >=
-// 4.14) and registers a pthread_atfork child handler; on Windows neither is
-// needed, and the state is a plain thread_local.
-#define RESIL_DETAIL_HAVE_FORK RESIL_DETAIL_OS_POSIX
+// Fork safety is a POSIX matter (RESIL_DETAIL_OS_POSIX): there the CSPRNG
+// keeps its state in an mmap'ed page (wiped in the child where
+// MADV_WIPEONFORK exists: Linux >= 4.14) and registers a pthread_atfork child
+// handler; Windows has no fork, and the state is a plain thread_local.
 
 // A coarse monotonic clock (CLOCK_MONOTONIC_COARSE) exists on Linux only;
 // resil/coarse_clock.hpp is resil::steady_clock elsewhere.
