@@ -177,6 +177,17 @@ TEST_CASE("hostile server: a reply that is not HTTP is a protocol error, retried
     }
 }
 
+TEST_CASE("hostile server: a field holding NUL or a bare CR is a malformed reply, not a field") {
+    for (const auto& field : {std::string("X-Bad: a\0b", 11), std::string("X-Bad: a\rb")}) {
+        fault_server server;
+        server.on("/bad", {action::raw("HTTP/1.1 200 OK\r\n" + field + "\r\nContent-Length: 2\r\n\r\nok")});
+        client http;
+        const auto r = http.perform(request::get(server.url("/bad")));
+        CHECK(r.transport() == transport_status::protocol_error);
+        CHECK(r.may_have_reached_server());
+    }
+}
+
 TEST_CASE("hostile server: a body announced over the limit is refused before a byte of it is read") {
     fault_server server;
     // The head announces 10 MB, 100 bytes follow, then silence.

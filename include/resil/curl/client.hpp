@@ -609,6 +609,8 @@ private:
                          "connection was refused, so that every send is the caller's decision");
                 } else if (t.headers_too_large) {
                     fail(transport_status::headers_too_large, code, "the header fields exceed max_header_bytes");
+                } else if (t.malformed) {
+                    fail(transport_status::protocol_error, code, "a header line holds CR or NUL (RFC 9110 §5.5)");
                 } else {
                     r.code_ = code;
                     r.transport_ = transport_of(code, connected, sent, t);

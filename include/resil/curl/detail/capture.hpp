@@ -39,6 +39,7 @@ struct transfer_state {
     bool too_large = false;        ///< the body (announced or received) exceeds max_body
     bool headers_too_large = false;
     bool replay_refused = false;   ///< libcurl wanted to send the request a second time
+    bool malformed = false;        ///< a header line held CR or NUL
     bool out_of_memory = false;
 
     /// Ready for a new transfer that fills `r`.
@@ -53,6 +54,7 @@ struct transfer_state {
         too_large = false;
         headers_too_large = false;
         replay_refused = false;
+        malformed = false;
         out_of_memory = false;
     }
 };
@@ -83,6 +85,12 @@ struct capture {
             return false;
         }
         while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+        // CR and NUL inside a field are dangerous (RFC 9110 §5.5: reject the
+        // message or replace them); the reply is refused as malformed.
+        if (line.find_first_of(std::string_view("\r\0", 2)) != std::string_view::npos) {
+            t.malformed = true;
+            return false;
+        }
         auto& out = *t.out;
         try {
             if (t.in_trailers) {
