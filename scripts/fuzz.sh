@@ -7,6 +7,7 @@
 #   scripts/fuzz.sh --seconds 300 json_config retry_after
 #   scripts/fuzz.sh --build-only
 #
+# A harness may come with a libFuzzer dictionary, tests/fuzz/<name>.dict.
 # Each harness starts from a scratch corpus, build/fuzz/corpus/<name>/, seeded
 # from tests/fuzz/corpus/<name>/ and tests/fuzz/regressions/<name>/ (nothing
 # is ever written under tests/). A crash, a failed property, a leak or a
@@ -24,7 +25,7 @@ seconds=60
 build_only=0
 only=()
 
-usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
 
 while (($#)); do
     case "$1" in
@@ -108,13 +109,16 @@ for name in "${harnesses[@]}"; do
     done
     log="$out/$name.log"
     max_len="$(max_len_of "$name")"
+    dict=()
+    [[ -f "$root/tests/fuzz/$name.dict" ]] && dict=(-dict="$root/tests/fuzz/$name.dict")
     echo
     echo "==== $name: ${seconds}s, -max_len=$max_len ===="
     rc=0
-    # -jobs/-workers stay 1: one fuzzing process at a time.
+    # One fuzzing process at a time, in the foreground: no -jobs or -workers,
+    # which would fork a child logging to ./fuzz-N.log and hide its status.
     UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
         "$out/$name" "$corpus" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
-        -jobs=1 -workers=1 -print_final_stats=1 -artifact_prefix="$findings/" >"$log" 2>&1 || rc=$?
+        -print_final_stats=1 -artifact_prefix="$findings/" "${dict[@]}" >"$log" 2>&1 || rc=$?
     # "#1234567 DONE cov: 812 ft: 3341 corp: 410/9211b lim: 128 exec/s: 20577 rss: 431Mb"
     done_line="$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true)"
     runs="$(grep -E '^stat::number_of_executed_units:' "$log" | awk '{print $2}' | tail -n 1 || true)"
