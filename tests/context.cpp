@@ -96,3 +96,27 @@ TEST_CASE("context: a forked child draws a jitter sequence of its own") {
     for (auto& d : parent_draws) d = ctx.jitter()();
     CHECK(child_draws != parent_draws);
 }
+
+TEST_CASE("context: the limits of an attempt come from one reading, or none with under 1 ms left") {
+    resil::testing::manual_clock clock;
+    resil::basic_context<resil::testing::manual_clock> ctx(
+        resil::basic_call_options<resil::testing::manual_clock>{.deadline = resil::basic_deadline<resil::testing::manual_clock>::after(250ms, clock)});
+    ctx.set_timeouts({.connect = 20ms, .read = 100ms, .total = 150ms});
+    clock.advance(170ms);
+    auto limits = ctx.limits_for_attempt();
+    REQUIRE(limits);
+    CHECK(limits->started == clock.now());
+    CHECK(limits->timeouts == resil::timeouts{.connect = 20ms, .read = 80ms, .total = 80ms});
+    clock.advance(79ms);
+    limits = ctx.limits_for_attempt();
+    REQUIRE(limits);
+    CHECK(limits->timeouts == resil::timeouts{.connect = 1ms, .read = 1ms, .total = 1ms});
+    clock.advance(std::chrono::microseconds{500});
+    CHECK_FALSE(ctx.limits_for_attempt());
+
+    resil::basic_context<resil::testing::manual_clock> unbounded(clock);
+    const auto free_limits = unbounded.limits_for_attempt();
+    REQUIRE(free_limits);
+    CHECK(free_limits->timeouts == resil::timeouts{});
+    CHECK(free_limits->started == clock.now());
+}

@@ -28,6 +28,16 @@
 
 namespace resil {
 
+/// What one attempt may take, computed from one clock reading.
+struct attempt_limits {
+    /// The context's timeouts, each clamped to what is left of the deadline:
+    /// every field at least timeouts::min_attempt_time.
+    resil::timeouts timeouts{};
+    /// The reading they were computed from; an attempt's total limit ends at
+    /// `started + timeouts.total`, never after the deadline.
+    time_point started{};
+};
+
 /// Which UUID version a context generates for its idempotency key.
 enum class key_version : std::uint8_t { v4, v7 };
 
@@ -101,6 +111,16 @@ public:
     /// The per-attempt timeouts clamped to what is left of the deadline now:
     /// none exceeds it. A 0 ms value means no time is left.
     [[nodiscard]] resil::timeouts attempt_timeouts() const noexcept { return timeouts_.clamp_to(deadline_); }
+    /// The limits of an attempt starting now, from one clock reading, or none
+    /// when less than timeouts::min_attempt_time is left of the deadline: then
+    /// the attempt must not start. Without a deadline the clock is still read
+    /// once (the reading anchors the attempt's total limit).
+    [[nodiscard]] std::optional<attempt_limits> limits_for_attempt() const noexcept {
+        const time_point started = now();
+        const duration left = deadline_.remaining(started);
+        if (left < resil::timeouts::min_attempt_time) return std::nullopt;
+        return attempt_limits{timeouts_.clamp_to(left), started};
+    }
 
     /// Whether the operation may be repeated without harm.
     [[nodiscard]] bool idempotent() const noexcept { return idempotent_; }

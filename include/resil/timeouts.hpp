@@ -30,6 +30,10 @@ namespace resil {
 struct timeouts {
     /// "No limit" for any field: milliseconds::max().
     static constexpr std::chrono::milliseconds no_limit = std::chrono::milliseconds::max();
+    /// The least time worth starting an attempt with: limits are whole
+    /// milliseconds, and 0 ms means "no limit" to libcurl, so with less than
+    /// this left of the deadline an attempt does not start.
+    static constexpr std::chrono::milliseconds min_attempt_time{1};
 
     /// TCP + TLS handshake. Default: no_limit.
     std::chrono::milliseconds connect = no_limit;
