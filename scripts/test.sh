@@ -29,10 +29,10 @@
 #                (RESIL_WARNINGS_AS_ERRORS=ON; users' builds default to OFF).
 #   --quick      step a without the benchmark smoke, for local iteration.
 #
-# Build directories live under build/ (ci-gcc, ci-asan, ci-tsan, ci-consumer,
-# fuzz, ci-gcc-release, ci-clang-release, ci-libcxx, ci-windows) and are
-# reused, so a second run only rebuilds what changed. Parallelism is
-# RESIL_JOBS (default: nproc). A run ends with step timings and the line
+# Build directories live under build/, or RESIL_BUILD_DIR if set (ci-gcc,
+# ci-asan, ci-tsan, ci-consumer, fuzz, ci-gcc-release, ci-clang-release,
+# ci-libcxx, ci-windows), and are reused, so a second run only rebuilds what
+# changed. Parallelism is RESIL_JOBS (default: nproc). A run ends with step timings and the line
 # "N passed, N failed", counting the steps.
 set -euo pipefail
 
@@ -54,7 +54,7 @@ case "${1:-}" in
 esac
 
 cd "$RESIL_ROOT"
-BUILD="$RESIL_ROOT/build"
+BUILD="${RESIL_BUILD_DIR:-$RESIL_ROOT/build}"
 CI_TZ="America/Santiago"
 SANITIZE_ADDRESS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 SANITIZE_THREAD="-fsanitize=thread -O1 -fno-omit-frame-pointer"
@@ -325,7 +325,7 @@ fuzz_ci() {
         echo "error: scripts/fuzz.sh missing"
         return 1
     fi
-    bash "$RESIL_ROOT/scripts/fuzz.sh" --ci
+    FUZZ_BUILD_DIR="$BUILD/fuzz" bash "$RESIL_ROOT/scripts/fuzz.sh" --ci
 }
 
 # --- f, g, h. Release builds ---------------------------------------------------
