@@ -25,6 +25,14 @@
 
 namespace resil::curl {
 
+class request;
+namespace detail {
+/// The transfer set-up's way to the request's ready-to-send header lines.
+struct request_access {
+    static const field_store& fields(const request& r) noexcept;
+};
+}  // namespace detail
+
 /// RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are
 /// idempotent; every other method (POST, PATCH, ...) is not. Case-sensitive,
 /// as method names are.
@@ -143,7 +151,7 @@ public:
     [[nodiscard]] bool idempotent() const noexcept { return idempotent_.value_or(is_idempotent_method(method_)); }
 
 private:
-    friend class client;
+    friend struct detail::request_access;
 
     std::string method_;
     std::string url_;
@@ -152,5 +160,7 @@ private:
     std::optional<bool> idempotent_{};
     bool has_body_ = false;
 };
+
+inline const detail::field_store& detail::request_access::fields(const request& r) noexcept { return r.headers_; }
 
 }  // namespace resil::curl

@@ -36,7 +36,7 @@
 namespace resil::curl {
 
 namespace detail {
-struct capture;
+struct response_access;
 }
 
 /// How the transfer of one attempt ended. Only `completed` carries an HTTP
@@ -191,8 +191,7 @@ public:
     [[nodiscard]] const transfer_timings& timings() const noexcept { return timings_; }
 
 private:
-    friend class client;
-    friend struct detail::capture;
+    friend struct detail::response_access;
     response() = default;
 
     // Hints matter only when an attempt failed: a 2xx is never retried, so
@@ -226,4 +225,27 @@ private:
     bool repeatable_ = false;
 };
 
+namespace detail {
+
+/// How the client and libcurl's callbacks fill a response as the transfer
+/// reports it; not for users (they build responses with from_parts and
+/// from_failure).
+struct response_access {
+    [[nodiscard]] static response blank() { return response{}; }
+    static int& status(response& r) noexcept { return r.status_; }
+    static transport_status& transport(response& r) noexcept { return r.transport_; }
+    static CURLcode& code(response& r) noexcept { return r.code_; }
+    static bool& may_have_reached(response& r) noexcept { return r.may_have_reached_; }
+    static std::string& error(response& r) noexcept { return r.error_; }
+    static transfer_timings& timings(response& r) noexcept { return r.timings_; }
+    static std::string& body(response& r) noexcept { return r.body_; }
+    static field_store& headers(response& r) noexcept { return r.headers_; }
+    static field_store& trailers(response& r) noexcept { return r.trailers_; }
+    static void read_server_hints(response& r, std::string_view pushback_header,
+                                  std::chrono::system_clock::time_point now) noexcept {
+        r.read_server_hints(pushback_header, now);
+    }
+};
+
+}  // namespace detail
 }  // namespace resil::curl

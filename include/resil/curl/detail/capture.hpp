@@ -10,7 +10,9 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
+#include <system_error>
 #include <string>
 #include <string_view>
 
@@ -59,7 +61,7 @@ struct transfer_state {
     }
 };
 
-/// The callbacks, as one friend of response.
+/// The callbacks.
 struct capture {
     /// A status line's code ("HTTP/1.1 503 Service Unavailable" → 503); 0
     /// when the line has no three-digit code where one belongs.
@@ -93,11 +95,12 @@ struct capture {
         }
         auto& out = *t.out;
         try {
+            auto& headers = response_access::headers(out);
             if (t.in_trailers) {
                 // Fields after the body (chunked trailers) are kept apart: a
                 // sender may not put control data such as Retry-After there
                 // (RFC 9110 §6.5.1), and they never replace the head's fields.
-                if (!line.empty()) add_field(out.trailers_, line, nullptr);
+                if (!line.empty()) add_field(response_access::trailers(out), line, nullptr);
                 return true;
             }
             if (line.empty()) {
@@ -108,12 +111,12 @@ struct capture {
             }
             if (line.starts_with("HTTP/")) {
                 // A new response starts (after a 1xx): only the final one's fields count.
-                out.headers_.clear();
-                out.headers_.reserve(512, 16);
+                headers.clear();
+                headers.reserve(512, 16);
                 t.block_status = status_of(line);
                 return true;
             }
-            return add_field(out.headers_, line, &t);
+            return add_field(headers, line, &t);
         } catch (...) {
             t.out_of_memory = true;
             return false;
@@ -123,7 +126,7 @@ struct capture {
     /// One chunk of the body. Returns false when the transfer must stop.
     static bool body_bytes(transfer_state& t, std::string_view data) noexcept {
         t.received += data.size();
-        auto& body = t.out->body_;
+        auto& body = response_access::body(*t.out);
         if (data.size() > t.max_body - std::min(t.max_body, body.size())) {
             t.too_large = true;
             return false;
@@ -158,7 +161,7 @@ struct capture {
     /// After a successful transfer: a body that jumped to the limit gives
     /// back what it does not use, so a kept response holds about its size.
     static void settle_body(response& r) noexcept {
-        auto& body = r.body_;
+        auto& body = response_access::body(r);
         if (body.capacity() - body.size() > body_growth_step) {
             try {
                 body.shrink_to_fit();
@@ -202,19 +205,17 @@ private:
         const bool has_body = t.expects_body && t.block_status >= 200 && t.block_status != 204 && t.block_status != 304;
         if (!has_body) return true;
         std::size_t announced = 0;
-        for (const char c : value) {
-            if (c < '0' || c > '9') return true;  // not a size: libcurl judges it
-            if (announced > t.max_body / 10) {      // one more digit is over the limit
-                t.too_large = true;
-                return false;
-            }
-            announced = announced * 10 + static_cast<std::size_t>(c - '0');
+        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), announced);
+        if (error == std::errc::result_out_of_range) {  // more than any size: over the limit
+            t.too_large = true;
+            return false;
         }
+        if (error != std::errc{} || end != value.data() + value.size()) return true;  // not a size: libcurl judges it
         if (announced > t.max_body) {
             t.too_large = true;
             return false;
         }
-        auto& body = t.out->body_;
+        auto& body = response_access::body(*t.out);
         const std::size_t want = std::min(announced, body_growth_step);
         if (want > body.capacity()) grow_exact(body, want);
         return true;

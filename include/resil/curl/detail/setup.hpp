@@ -1,0 +1,209 @@
+// resil/curl/detail/setup.hpp — the easy handle's set-up: the options set
+// once per handle (callbacks, protocols, limits), and per transfer the URL,
+// method, body, timeouts and header lines, each set only when it changed and
+// each checked (an option libcurl refuses means nothing is sent).
+#pragma once
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "../../deadline.hpp"
+#include "../../idempotency_key.hpp"
+#include "../../timeouts.hpp"
+#include "../options.hpp"
+#include "../request.hpp"
+#include "capture.hpp"
+#include "handles.hpp"
+
+namespace resil::curl::detail {
+
+struct setup {
+    // libcurl reads a timeout of 0 as "none": no_limit maps to it, and every
+    // other value is at least 1 ms here.
+    static long to_curl_ms(std::chrono::milliseconds v) noexcept {
+        if (v == resil::timeouts::no_limit) return 0L;
+        return static_cast<long>(std::min<std::chrono::milliseconds::rep>(v.count(), LONG_MAX));
+    }
+
+    /// The options of a new easy handle that never change.
+    static void configure(handles& s, const client_options& options) {
+        CURL* e = s.easy;
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for DNS timeouts: threads stay safe
+#if LIBCURL_VERSION_NUM >= 0x075700
+        // Without it, ending a transfer during name resolution (a timeout, a
+        // cancel) waits for the resolver thread: a hung DNS lookup would hold
+        // the caller past every limit. The resolver thread is left to finish.
+        curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);
+#endif
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        // Header lines are collected as they arrive rather than through
+        // curl_easy_nextheader afterwards: limits, trailers and a too-large
+        // Content-Length must be acted on before the body is read.
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_body);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, &s.transfer);
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, &s.transfer);
+#if LIBCURL_VERSION_NUM >= 0x075000
+        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &on_send);
+        curl_easy_setopt(e, CURLOPT_PREREQDATA, &s.transfer);
+#endif
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s.error.data());
+        if (!options.user_agent.empty()) curl_easy_setopt(e, CURLOPT_USERAGENT, options.user_agent.c_str());
+        s.transfer.max_body = options.max_body_bytes;
+        s.transfer.max_header_bytes = options.max_header_bytes;
+    }
+
+    // libcurl calls these with each body chunk, each complete header line,
+    // and before each time it sends the request (capture.hpp). Nothing may
+    // escape into C: a failure returns a short count, which libcurl turns
+    // into CURLE_WRITE_ERROR.
+    static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) noexcept {
+        const std::size_t n = size * count;
+        return capture::body_bytes(*static_cast<transfer_state*>(user), {data, n}) ? n : 0;
+    }
+
+    static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) noexcept {
+        const std::size_t n = size * count;
+        return capture::header_line(*static_cast<transfer_state*>(user), {data, n}) ? n : 0;
+    }
+
+    static int on_send(void* user, char*, char*, int, int) noexcept {
+        return capture::may_send(*static_cast<transfer_state*>(user)) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
+    }
+
+    // Sets one option, unless an earlier one failed: the first failure is
+    // kept and nothing is sent (libcurl keeps the old value of an option it
+    // refuses, e.g. a URL over its 8 MB limit, and would send to that).
+    struct option_setter {
+        CURL* easy;
+        CURLcode result = CURLE_OK;
+        const char* failed = nullptr;
+
+        template <class Value>
+        void operator()(CURLoption option, Value value, const char* name) noexcept {
+            if (result != CURLE_OK) return;
+            result = curl_easy_setopt(easy, option, value);
+            if (result != CURLE_OK) failed = name;
+        }
+    };
+
+    static void set_method(handles& s, const request& req, option_setter& set) {
+        auto& a = s.applied;
+        const std::string& m = req.method();
+        if (a.method_set && a.method == m && a.has_body == req.has_body() &&
+            (!req.has_body() || (a.body == req.body().data() && a.body_size == req.body().size())))
+            return;
+        const auto custom = [&](std::string_view plain) { return m == plain ? nullptr : m.c_str(); };
+        if (m == "HEAD" && !req.has_body()) {
+            set(CURLOPT_NOBODY, 1L, "CURLOPT_NOBODY");
+            set(CURLOPT_CUSTOMREQUEST, static_cast<const char*>(nullptr), "CURLOPT_CUSTOMREQUEST");
+        } else if (req.has_body()) {
+            set(CURLOPT_NOBODY, 0L, "CURLOPT_NOBODY");
+            set(CURLOPT_POSTFIELDS, req.body().data(), "CURLOPT_POSTFIELDS");
+            set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body().size()), "CURLOPT_POSTFIELDSIZE_LARGE");
+            set(CURLOPT_CUSTOMREQUEST, custom("POST"), "CURLOPT_CUSTOMREQUEST");
+        } else {
+            // HTTPGET also clears NOBODY and UPLOAD; the body pointer of an
+            // earlier request is dropped so nothing dangles.
+            set(CURLOPT_POSTFIELDS, static_cast<const char*>(nullptr), "CURLOPT_POSTFIELDS");
+            set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(-1), "CURLOPT_POSTFIELDSIZE_LARGE");
+            set(CURLOPT_HTTPGET, 1L, "CURLOPT_HTTPGET");
+            set(CURLOPT_CUSTOMREQUEST, custom("GET"), "CURLOPT_CUSTOMREQUEST");
+        }
+        if (set.result != CURLE_OK) return;
+        a.method = m;
+        a.has_body = req.has_body();
+        a.body = req.has_body() ? req.body().data() : nullptr;
+        a.body_size = req.has_body() ? req.body().size() : 0;
+        a.method_set = true;
+    }
+
+    static void set_url_and_timeouts(handles& s, const request& req, const resil::timeouts& t,
+                                     option_setter& set) {
+        auto& a = s.applied;
+        if (a.url != req.url()) {
+            set(CURLOPT_URL, req.url().c_str(), "CURLOPT_URL");
+            if (set.result == CURLE_OK) a.url = req.url();
+        }
+        if (const long connect = to_curl_ms(t.connect); connect != a.connect_ms) {
+            set(CURLOPT_CONNECTTIMEOUT_MS, connect, "CURLOPT_CONNECTTIMEOUT_MS");
+            if (set.result == CURLE_OK) a.connect_ms = connect;
+        }
+        if (const long total = to_curl_ms(t.total); total != a.total_ms) {
+            set(CURLOPT_TIMEOUT_MS, total, "CURLOPT_TIMEOUT_MS");
+            if (set.result == CURLE_OK) a.total_ms = total;
+        }
+        if (s.fresh_connection_next != a.fresh_connect) {
+            set(CURLOPT_FRESH_CONNECT, s.fresh_connection_next ? 1L : 0L, "CURLOPT_FRESH_CONNECT");
+            if (set.result == CURLE_OK) a.fresh_connect = s.fresh_connection_next;
+        }
+    }
+
+    // Points libcurl's header list at the request's own lines and the
+    // client's buffers: no copy, no allocation once the node vector has grown.
+    static void set_headers(handles& s, const request& req, const resil::timeouts& t, const idempotency_key* key,
+                            const client_options& options, option_setter& set) {
+        auto& nodes = s.header_nodes;
+        nodes.clear();
+        const auto& fields = request_access::fields(req);
+        for (std::size_t i = 0; i < fields.size(); ++i) nodes.push_back({const_cast<char*>(fields.line(i)), nullptr});
+        if (key) {
+            constexpr std::string_view name = "Idempotency-Key: ";
+            char* p = s.key_line.data();
+            std::memcpy(p, name.data(), name.size());
+            p += name.size();
+            const bool quoted = options.idempotency_key == key_header_format::quoted;
+            if (quoted) *p++ = '"';
+            p = key->format_to(p);
+            if (quoted) *p++ = '"';
+            *p = '\0';
+            nodes.push_back({s.key_line.data(), nullptr});
+        }
+        if (options.propagate_deadline && t.total != resil::timeouts::no_limit &&
+            !fields.find(resil::timeout_header_name)) {
+            const auto text = resil::encode_timeout_header(t.total);
+            char* p = s.timeout_line.data();
+            std::memcpy(p, resil::timeout_header_name.data(), resil::timeout_header_name.size());
+            p += resil::timeout_header_name.size();
+            *p++ = ':';
+            *p++ = ' ';
+            std::memcpy(p, text.data, text.size);
+            p[text.size] = '\0';
+            nodes.push_back({s.timeout_line.data(), nullptr});
+        }
+        // A body over 1 KiB would make libcurl send "Expect: 100-continue"
+        // and wait up to a second for a server that may never answer it.
+        static char no_expect[] = "Expect:";
+        if (req.has_body() && !fields.find("Expect")) nodes.push_back({no_expect, nullptr});
+        for (std::size_t i = 0; i + 1 < nodes.size(); ++i) nodes[i].next = &nodes[i + 1];
+        // libcurl reads the list during the transfer, not when it is set: the
+        // same vector refilled needs no new setopt.
+        curl_slist* const list = nodes.empty() ? nullptr : nodes.data();
+        if (list != s.applied.headers) {
+            set(CURLOPT_HTTPHEADER, list, "CURLOPT_HTTPHEADER");
+            if (set.result == CURLE_OK) s.applied.headers = list;
+        }
+    }
+
+    /// Sets everything one transfer of `req` needs; the first option libcurl
+    /// refused is in the result (then nothing may be sent, and every option
+    /// is set anew next time: what libcurl holds is no longer known).
+    static option_setter request_options(handles& s, const request& req, const resil::timeouts& t,
+                                         const idempotency_key* key, const client_options& options) {
+        option_setter set{s.easy};
+        set_url_and_timeouts(s, req, t, set);
+        set_method(s, req, set);
+        set_headers(s, req, t, key, options, set);
+        if (set.result != CURLE_OK) s.applied.forget();
+        return set;
+    }
+};
+
+}  // namespace resil::curl::detail

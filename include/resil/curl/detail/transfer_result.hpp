@@ -1,0 +1,153 @@
+// resil/curl/detail/transfer_result.hpp — what a transfer that ended comes
+// to: libcurl's code and what resil's own limits saw mapped onto a
+// transport_status, whether the request may have reached the server, the
+// status, timings and server hints. Shared by every way of driving a transfer.
+#pragma once
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "../options.hpp"
+#include "../response.hpp"
+#include "capture.hpp"
+#include "handles.hpp"
+
+namespace resil::curl::detail {
+
+/// How a transfer ended, seen from the loop that drove it.
+enum class transfer_end : std::uint8_t {
+    finished,      ///< libcurl finished it (successfully or not): its code says how
+    read_timeout,  ///< resil's read-inactivity timer fired
+    total_limit,   ///< resil's absolute end of the attempt passed
+    cancelled,     ///< the stop token fired
+    multi_error,   ///< libcurl's multi interface failed
+};
+
+struct transfer_result {
+    using A = response_access;
+
+    /// Reads what libcurl knows of the ended transfer into `r` and names its
+    /// outcome. `code`: libcurl's result when the transfer finished on its own.
+    static void read(handles& s, response& r, transfer_end end, CURLcode code, const client_options& options) {
+        CURL* e = s.easy;
+        const auto& t = s.transfer;
+        long status = 0;
+        long request_size = 0;
+        long new_connections = 0;
+        curl_off_t pretransfer = 0;
+        curl_off_t connect_us = 0;
+        curl_off_t first_byte_us = 0;
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &request_size);
+        curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &new_connections);
+        curl_easy_getinfo(e, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+        curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &connect_us);
+        curl_easy_getinfo(e, CURLINFO_STARTTRANSFER_TIME_T, &first_byte_us);
+
+        A::status(r) = static_cast<int>(status);
+        // Nothing of the request can have reached the server unless libcurl
+        // counted request bytes, or the server already answered, or libcurl
+        // had sent it once before it wanted to send it again.
+        const bool sent = request_size > 0 || t.received > 0 || t.replay_refused;
+        const bool connected = pretransfer > 0 || sent;
+        A::may_have_reached(r) = sent;
+        A::timings(r).connect = std::chrono::microseconds{connect_us};
+        A::timings(r).first_byte = std::chrono::microseconds{first_byte_us};
+        A::timings(r).reused_connection = new_connections == 0 && connected;
+
+        const auto fail = [&](transport_status why, CURLcode c, std::string_view message) {
+            A::transport(r) = why;
+            A::code(r) = c;
+            A::error(r) = message;
+        };
+        switch (end) {
+            case transfer_end::read_timeout:
+                fail(transport_status::read_timeout, CURLE_OPERATION_TIMEDOUT,
+                     "no data received or sent for longer than the read timeout");
+                break;
+            case transfer_end::total_limit:
+                fail(connected ? transport_status::total_timeout : transport_status::connect_timeout,
+                     CURLE_OPERATION_TIMEDOUT, "the attempt's total time limit passed");
+                break;
+            case transfer_end::cancelled:
+                fail(transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK, "cancelled through the stop token");
+                break;
+            case transfer_end::multi_error:
+                fail(transport_status::other_error, CURLE_FAILED_INIT, "libcurl's multi interface failed");
+                break;
+            case transfer_end::finished:
+                if (t.replay_refused) {
+                    fail(transport_status::connection_lost, code,
+                         "the reused connection closed before any answer; libcurl's own resend on a new "
+                         "connection was refused, so that every send is the caller's decision");
+                } else if (t.headers_too_large) {
+                    fail(transport_status::headers_too_large, code, "the header fields exceed max_header_bytes");
+                } else if (t.malformed) {
+                    fail(transport_status::protocol_error, code, "a header line holds CR or NUL (RFC 9110 §5.5)");
+                } else {
+                    A::code(r) = code;
+                    A::transport(r) = transport_of(code, connected, sent, t);
+                    if (code != CURLE_OK) A::error(r) = s.error[0] != '\0' ? s.error.data() : curl_easy_strerror(code);
+                }
+                break;
+        }
+        if (A::transport(r) == transport_status::completed) capture::settle_body(r);
+        if (A::transport(r) != transport_status::completed && !A::may_have_reached(r)) A::status(r) = 0;
+        // The server did not act on the request and wants another connection
+        // (421), or dropped this one (408): the next attempt opens a new one.
+        if (A::status(r) == 421 || A::status(r) == 408) s.fresh_connection_next = true;
+        if (A::status(r) != 0 && (A::status(r) < 200 || A::status(r) > 299))
+            A::read_server_hints(r, options.pushback_header, std::chrono::system_clock::now());
+    }
+
+    // `connected`: a connection existed; `sent`: a byte of the request may
+    // have left (or an answer arrived).
+    static transport_status transport_of(CURLcode code, bool connected, bool sent,
+                                         const transfer_state& t) noexcept {
+        switch (code) {
+            case CURLE_OK: return transport_status::completed;
+            case CURLE_COULDNT_RESOLVE_PROXY:
+            case CURLE_COULDNT_RESOLVE_HOST:
+            case CURLE_COULDNT_CONNECT: return transport_status::connect_failed;
+            case CURLE_OPERATION_TIMEDOUT:
+                return connected ? transport_status::total_timeout : transport_status::connect_timeout;
+            case CURLE_SSL_CONNECT_ERROR: return transport_status::tls_handshake_failed;
+            case CURLE_PEER_FAILED_VERIFICATION:
+            case CURLE_SSL_CERTPROBLEM:
+            case CURLE_SSL_CIPHER:
+            case CURLE_SSL_CACERT_BADFILE:
+            case CURLE_SSL_ISSUER_ERROR:
+            case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            case CURLE_SSL_INVALIDCERTSTATUS: return transport_status::tls_certificate_rejected;
+            case CURLE_PARTIAL_FILE:
+            case CURLE_GOT_NOTHING:
+            case CURLE_SEND_ERROR:
+            case CURLE_RECV_ERROR: return transport_status::connection_lost;
+            case CURLE_WEIRD_SERVER_REPLY:
+            case CURLE_HTTP2:
+            case CURLE_HTTP2_STREAM:
+            case CURLE_BAD_CONTENT_ENCODING:
+            case CURLE_HTTP3: return transport_status::protocol_error;
+            case CURLE_WRITE_ERROR:
+                if (t.too_large) return transport_status::body_too_large;
+                return transport_status::other_error;
+            case CURLE_FILESIZE_EXCEEDED: return transport_status::body_too_large;
+            case CURLE_UNSUPPORTED_PROTOCOL:
+            case CURLE_BAD_FUNCTION_ARGUMENT:
+                // The scheme and every option were checked before any I/O:
+                // once the request went out, these are libcurl's words for a
+                // reply that is not HTTP (a bad status line, HTTP/0.9, an
+                // unknown version; a header or trailer line with no colon).
+                return sent ? transport_status::protocol_error : transport_status::invalid_request;
+            case CURLE_URL_MALFORMAT:
+            case CURLE_TOO_MANY_REDIRECTS: return transport_status::invalid_request;
+            default: return transport_status::other_error;
+        }
+    }
+};
+
+}  // namespace resil::curl::detail

@@ -1,0 +1,79 @@
+// resil/curl/options.hpp — what a resil::curl::client is configured with, and
+// the one place those options are checked.
+//
+//   resil::curl::client http({.limits = {2s, 10s, 30s}, .max_body_bytes = 8 << 20});
+//   if (auto bad = options.validate()) log(bad->message());   // "`max_body_bytes` must be at least 1, got 0"
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "../timeouts.hpp"
+#include "../validation.hpp"
+#include "detail/text.hpp"
+#include "response.hpp"
+
+namespace resil::curl {
+
+/// How the client sends the operation's idempotency key.
+enum class key_header_format : std::uint8_t {
+    quoted,    ///< `Idempotency-Key: "8e03978e-..."`, an RFC 9651 string, as the IETF draft specifies
+    unquoted,  ///< `Idempotency-Key: 8e03978e-...`, as some providers document it
+    none,      ///< never add the header (a caller may still add its own)
+};
+
+/// Options of a client; the defaults are the documented ones.
+struct client_options {
+    /// Upper bounds of every attempt, applied on top of the context's
+    /// timeouts (the smaller wins), so a call without a timeout policy or a
+    /// deadline still cannot hang: a server trickling a byte a minute is cut
+    /// off by the total. Default: connect 10 s, read (silence) 60 s, total 5 min.
+    resil::timeouts limits{std::chrono::seconds{10}, std::chrono::seconds{60}, std::chrono::minutes{5}};
+    /// How to send the idempotency key of non-idempotent requests. Default quoted.
+    key_header_format idempotency_key = key_header_format::quoted;
+    /// Send what is left of the attempt's budget, min(deadline, total limit),
+    /// in resil::timeout_header_name (grpc-timeout) so the next hop can stop
+    /// when this one does. Default off: not every server should learn it.
+    bool propagate_deadline = false;
+    /// Bodies larger than this end the transfer (transport_status::body_too_large,
+    /// permanent); a Content-Length over it is refused before the body is
+    /// read. Default 64 MiB; at least 1.
+    std::size_t max_body_bytes = std::size_t{64} << 20;
+    /// Header fields (and trailers) larger than this in total end the
+    /// transfer (transport_status::headers_too_large, permanent), so a server
+    /// sending endless fields cannot grow memory. Default 256 KiB; at least 1.
+    std::size_t max_header_bytes = std::size_t{256} << 10;
+    /// The millisecond pushback header read from responses; empty to ignore
+    /// pushback. Default grpc-retry-pushback-ms.
+    std::string pushback_header = std::string(default_pushback_header);
+    /// The User-Agent sent; empty (the default) sends none, as libcurl does.
+    /// A request's own User-Agent header wins. (libcurl formats this header
+    /// anew for every transfer: about 1 µs each on a small server.)
+    std::string user_agent{};
+
+    /// The first invalid field, if any: each limit positive (no_limit is
+    /// fine), both size limits at least 1, the pushback header an HTTP token
+    /// (or empty), the User-Agent free of control characters.
+    [[nodiscard]] validation_result validate() const {
+        using std::chrono::milliseconds;
+        const milliseconds one{1};
+        if (auto bad = resil::detail::check_at_least("limits.connect", limits.connect, one)) return bad;
+        if (auto bad = resil::detail::check_at_least("limits.read", limits.read, one)) return bad;
+        if (auto bad = resil::detail::check_at_least("limits.total", limits.total, one)) return bad;
+        if (auto bad = resil::detail::check_at_least("max_body_bytes", max_body_bytes, std::size_t{1})) return bad;
+        if (auto bad = resil::detail::check_at_least("max_header_bytes", max_header_bytes, std::size_t{1})) return bad;
+        if (!pushback_header.empty() && !detail::is_token(pushback_header))
+            return invalid_option{"pushback_header",
+                                  "must be an HTTP token or empty, got " + detail::quote_for_error(pushback_header)};
+        for (const char c : user_agent)
+            if (detail::is_forbidden_in_value(c))
+                return invalid_option{"user_agent", "must hold no control character, got " +
+                                                        detail::quote_for_error(user_agent)};
+        return std::nullopt;
+    }
+};
+
+}  // namespace resil::curl
