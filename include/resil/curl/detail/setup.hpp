@@ -23,6 +23,10 @@
 
 namespace resil::curl::detail {
 
+// CURLOPT_PROTOCOLS_STR came with 7.85; CURLOPT_PREREQFUNCTION (7.80) is how
+// an unsafe request is kept from being sent twice.
+static_assert(LIBCURL_VERSION_NUM >= 0x075500, "resil::curl needs libcurl 7.85 or newer");
+
 struct setup {
     // libcurl reads a timeout of 0 as "none": no_limit maps to it, and every
     // other value is at least 1 ms here.
@@ -50,10 +54,8 @@ struct setup {
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &s.transfer);
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &on_header);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, &s.transfer);
-#if LIBCURL_VERSION_NUM >= 0x075000
         curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &on_send);
         curl_easy_setopt(e, CURLOPT_PREREQDATA, &s.transfer);
-#endif
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s.error.data());
         if (!options.user_agent.empty()) curl_easy_setopt(e, CURLOPT_USERAGENT, options.user_agent.c_str());
         s.transfer.max_body = options.max_body_bytes;
