@@ -1,4 +1,6 @@
 #include <resil/context.hpp>
+#include <resil/detail/thread_jitter.hpp>
+#include <resil/idempotency_key.hpp>
 #include <resil/testing/manual_clock.hpp>
 
 #include <sys/wait.h>

@@ -1,5 +1,6 @@
 #include <resil/deadline_policy.hpp>
 #include <resil/fallback.hpp>
+#include <resil/idempotency_key.hpp>
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
 #include <resil/testing/manual_clock.hpp>
@@ -140,7 +141,8 @@ TEST_CASE("retry policy: a backoff that does not fit in the deadline is not slep
     auto pipe = resil::pipeline(clock, resil::deadline_policy{150ms},
                                 resil::retry_policy{{.backoff = resil::exponential_backoff{100ms, 1s}}});
     auto out = pipe([] { return response{503}; }, classify_response);
-    CHECK(out.reason() == reason::deadline_exceeded);
+    // 150 ms were left: the call gave up early, it did not time out.
+    CHECK(out.reason() == reason::backoff_exceeds_deadline);
     CHECK(clock.sleeps() == 0);
 }
 
@@ -274,7 +276,7 @@ TEST_CASE("retry policy: an exception classifier makes exceptions retryable, and
 }
 
 TEST_CASE("retry policy: invalid options are refused with a clear message") {
-    CHECK_THROWS_WITH(resil::retry_policy({.max_attempts = 0}), "resil::retry_policy: max_attempts must be >= 1, got 0");
+    CHECK_THROWS_WITH(resil::retry_policy({.max_attempts = 0}), "resil::retry_policy: `max_attempts` must be in [1, 100], got 0");
     CHECK_THROWS_AS(resil::retry_policy({.max_attempts = 1000}), std::invalid_argument);
     CHECK_THROWS_AS(resil::retry_policy({.max_wait = -1s}), std::invalid_argument);
     CHECK_THROWS_AS(resil::retry_policy({.backoff = resil::full_jitter{0ms, 1s}}), std::invalid_argument);
@@ -424,19 +426,59 @@ TEST_CASE("retry policy: never starts an attempt with less than a millisecond le
 TEST_CASE("retry policy: when an inner policy refuses a retry, the last response is kept") {
     manual_clock clock;
     int calls = 0;
-    // The attempt itself eats the time: the retry's wait fits, but then the
-    // per-attempt guard finds no time left and refuses the second attempt.
+    // The attempt itself eats the time: 20 ms are left, and the 20 ms backoff
+    // would leave none for a second attempt, so the retry gives up early.
     auto pipe = resil::pipeline(clock, resil::deadline_policy{300ms},
                                 resil::retry_policy{{.backoff = resil::exponential_backoff{10ms, 100ms}}},
                                 resil::timeout_policy{{.total = 1s}});
     auto out = pipe([&] { ++calls; clock.advance(280ms); return response{503}; }, classify_response);
     CHECK(calls == 1);
-    CHECK(out.reason() == reason::deadline_exceeded);
+    CHECK(out.reason() == reason::backoff_exceeds_deadline);
     REQUIRE(out.has_value());
     CHECK(out->status == 503);
 }
 
 TEST_CASE("retry policy: a backoff cap beyond max_wait is refused") {
     CHECK_THROWS_WITH(resil::retry_policy({.backoff = resil::full_jitter{1s, 2min}, .max_wait = 1min}),
-                      "resil::retry_policy: the backoff cap must not exceed max_wait");
+                      "resil::retry_policy: `backoff.cap` must be at most max_wait (1min), got 2min");
+}
+
+TEST_CASE("retry options: validate names the field, its range and the value") {
+    CHECK_FALSE(resil::retry_options{}.validate());
+    auto bad = resil::retry_options{.max_attempts = 101}.validate();
+    REQUIRE(bad);
+    CHECK(bad->field == "max_attempts");
+    CHECK(bad->message() == "`max_attempts` must be in [1, 100], got 101");
+    bad = resil::retry_options{.max_wait = 0s}.validate();
+    REQUIRE(bad);
+    CHECK(bad->message() == "`max_wait` must be in [1ms, 24h], got 0s");
+    bad = resil::retry_options{.backoff = resil::full_jitter{0ms, 1s}}.validate();
+    REQUIRE(bad);
+    CHECK(bad->field.starts_with("backoff"));
+    CHECK_THROWS_WITH(resil::retry_policy({.max_wait = -1s}), "resil::retry_policy: `max_wait` must be in [1ms, 24h], got -1s");
+    static_assert(resil::retry_options::min_attempts == 1 && resil::retry_options::max_attempts_limit == 100);
+}
+
+TEST_CASE("retry policy: giving up because the backoff would not fit is not reported as a timeout") {
+    // The seed scenario: 73 ms into a 250 ms budget, the next wait (200 ms)
+    // would leave nothing for the attempt after it.
+    manual_clock clock;
+    std::vector<std::uint32_t> deadline_events;
+    auto pipe = resil::pipeline(clock, resil::deadline_policy{250ms},
+                                resil::retry_policy{{.backoff = resil::exponential_backoff{100ms, 1s}}})
+                    .with_listener([&](const resil::events::deadline_exceeded& e) { deadline_events.push_back(e.attempts); });
+    auto out = pipe([&] { clock.advance(73ms); return response{503}; }, classify_response);
+    CHECK(out.reason() == reason::backoff_exceeds_deadline);
+    CHECK(resil::to_string(out.reason()) == "backoff_exceeds_deadline");
+    CHECK(clock.sleeps() == 0);
+    CHECK(deadline_events.empty());  // no deadline_exceeded event either
+    CHECK(out.dont_retry());          // outer layers do not add their retries
+}
+
+TEST_CASE("retry policy: with less than the minimum attempt time left, the deadline is what was exceeded") {
+    manual_clock clock;
+    auto pipe = resil::pipeline(clock, resil::deadline_policy{100ms}, resil::retry_policy{});
+    auto out = pipe([&] { clock.advance(100ms - 500us); return response{503}; }, classify_response);
+    CHECK(out.reason() == reason::deadline_exceeded);
+    CHECK(clock.sleeps() == 0);
 }

@@ -7,6 +7,10 @@
 //       return client.get(url, t.connect, t.total, ctx.stop_token());
 //   });
 //
+// The context owns the call's clock: every reading and every wait of the
+// call goes through ctx.clock(), and the deadline it hands out (deadline())
+// is built from it.
+//
 // A pipeline makes one context per call. To pass in what the caller knows (a
 // stop token, an upstream deadline, "this operation is idempotent", a key
 // kept from an earlier try), build the context yourself and call
@@ -16,17 +20,24 @@
 #include <cstdint>
 #include <optional>
 #include <stop_token>
+#include <type_traits>
 #include <utility>
 
 #include "backoff.hpp"
 #include "clock.hpp"
 #include "deadline.hpp"
-#include "detail/thread_jitter.hpp"
-#include "idempotency_key.hpp"
+#include "idempotency_key_type.hpp"
 #include "outcome.hpp"
 #include "timeouts.hpp"
 
 namespace resil {
+
+namespace detail {
+// This thread's jitter engine, defined in detail/thread_jitter.hpp (which
+// retry.hpp includes). Declared here so that a context, and a pipeline, need
+// not include the OS seeding behind it until a policy draws jitter.
+inline jitter_engine& thread_jitter();
+}  // namespace detail
 
 /// What one attempt may take, computed from one clock reading.
 struct attempt_limits {
@@ -45,6 +56,7 @@ enum class key_version : std::uint8_t { v4, v7 };
 template <clock Clock = steady_clock>
 struct basic_call_options {
     /// An upstream deadline (e.g. decoded from the caller's timeout header).
+    /// The context reads time on this deadline's clock.
     basic_deadline<Clock> deadline{};
     /// Fires to cancel the call: waits end at once, the curl adapter aborts.
     std::stop_token stop{};
@@ -66,9 +78,10 @@ public:
     using clock_type = Clock;
 
     basic_context() = default;
-    explicit basic_context(Clock c) : deadline_(c) {}
+    explicit basic_context(Clock c) : clock_(std::move(c)) {}
     explicit basic_context(basic_call_options<Clock> options)
-        : deadline_(std::move(options.deadline)),
+        : clock_(options.deadline.clock()),
+          deadline_(options.deadline.when()),
           stop_(std::move(options.stop)),
           jitter_(options.jitter),
           key_(options.idempotency_key.value_or(resil::idempotency_key{})),
@@ -76,10 +89,13 @@ public:
           idempotent_(options.idempotent),
           key_version_(options.new_key_version) {}
 
-    // Time.
-    [[nodiscard]] const Clock& clock() const noexcept { return deadline_.clock(); }
+    // Time. The context owns the clock; everything in the call reads it here.
+    [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
+    /// Makes the context read `c` (a pipeline gives a context without a
+    /// deadline its own clock, so both share one time line).
+    void set_clock(Clock c) noexcept(std::is_nothrow_move_assignable_v<Clock>) { clock_ = std::move(c); }
     /// Reads the clock (and remembers the reading for recent_now()).
-    [[nodiscard]] time_point now() const noexcept { return last_now_ = clock().now(); }
+    [[nodiscard]] time_point now() const noexcept { return last_now_ = clock_.now(); }
     /// The last reading taken through this context, or a fresh one if none:
     /// lets bookkeeping that tolerates a few stale nanoseconds (a budget's
     /// one-second slots) share one clock read per call instead of taking its own.
@@ -87,13 +103,34 @@ public:
     /// Drops the remembered reading (a pipeline does this as a call starts).
     void forget_now() noexcept { last_now_ = time_point{}; }
 
-    // The deadline of the whole call (all attempts). No deadline by default.
-    [[nodiscard]] const basic_deadline<Clock>& deadline() const noexcept { return deadline_; }
+    /// The deadline of the whole call (all attempts), on the context's clock;
+    /// no deadline by default. A value built on demand: keep a copy, not a
+    /// reference, beyond the full expression.
+    [[nodiscard]] basic_deadline<Clock> deadline() const {
+        return basic_deadline<Clock>::at(deadline_, clock_);
+    }
+    /// The deadline's instant without building a deadline; time_point::max()
+    /// when there is none.
+    [[nodiscard]] time_point deadline_instant() const noexcept { return deadline_; }
     /// Moves the deadline earlier to `t`; a later `t` changes nothing.
-    void tighten_deadline(time_point t) { deadline_ = deadline_.earliest(t); }
-    /// Replaces the deadline (policies restore an outer one with this).
-    void set_deadline(basic_deadline<Clock> d) noexcept { deadline_ = std::move(d); }
-    [[nodiscard]] duration remaining() const noexcept { return deadline_.remaining(); }
+    void tighten_deadline(time_point t) noexcept {
+        if (t < deadline_) deadline_ = t;
+    }
+    /// Replaces the deadline by the instant `t` (time_point::max(): none);
+    /// policies restore an outer deadline with this.
+    void set_deadline_instant(time_point t) noexcept { deadline_ = t; }
+    /// Replaces the deadline, and reads time on `d`'s clock from now on.
+    void set_deadline(basic_deadline<Clock> d) noexcept(std::is_nothrow_move_assignable_v<Clock>) {
+        deadline_ = d.when();
+        clock_ = d.clock();
+    }
+    /// What is left of the deadline now; duration::max() without one (and
+    /// then the clock is not read).
+    [[nodiscard]] duration remaining() const noexcept {
+        return deadline_ == time_point::max() ? duration::max() : detail::time_left(deadline_, clock_.now());
+    }
+    /// What is left of the deadline at the reading `now`.
+    [[nodiscard]] duration remaining(time_point now) const noexcept { return detail::time_left(deadline_, now); }
 
     /// 1 for the first attempt; 0 before any.
     [[nodiscard]] std::uint32_t attempt() const noexcept { return attempt_; }
@@ -110,15 +147,15 @@ public:
     void set_timeouts(const resil::timeouts& t) noexcept { timeouts_ = t; }
     /// The per-attempt timeouts clamped to what is left of the deadline now:
     /// none exceeds it. A 0 ms value means no time is left.
-    [[nodiscard]] resil::timeouts attempt_timeouts() const noexcept { return timeouts_.clamp_to(deadline_); }
+    [[nodiscard]] resil::timeouts attempt_timeouts() const noexcept { return timeouts_.clamp_to(remaining()); }
     /// The limits of an attempt starting now, from one clock reading, or none
     /// when less than timeouts::min_attempt_time is left of the deadline: then
     /// the attempt must not start. Without a deadline the clock is still read
     /// once (the reading anchors the attempt's total limit).
     [[nodiscard]] std::optional<attempt_limits> limits_for_attempt() const noexcept {
         const time_point started = now();
-        const duration left = deadline_.remaining(started);
-        if (left < resil::timeouts::min_attempt_time) return std::nullopt;
+        const duration left = detail::time_left(deadline_, started);
+        if (!resil::timeouts::enough_for_attempt(left)) return std::nullopt;
         return attempt_limits{timeouts_.clamp_to(left), started};
     }
 
@@ -127,10 +164,15 @@ public:
     void mark_idempotent(bool yes = true) noexcept { idempotent_ = yes; }
 
     /// The operation's idempotency key: made on first use, then the same for
-    /// every attempt of this call.
+    /// every attempt of this call. Making one needs the generator: include
+    /// <resil/idempotency_key.hpp> (resil.hpp and the curl client do) in the
+    /// file that calls this.
     [[nodiscard]] const resil::idempotency_key& idempotency_key() {
         if (!has_key_) {
-            key_ = key_version_ == key_version::v7 ? resil::idempotency_key::v7() : resil::idempotency_key::v4();
+            // Dependent on Clock: only a call of this function instantiates the generator.
+            using generator = std::conditional_t<sizeof(Clock) != 0, detail::key_generator, void>;
+            key_ = key_version_ == key_version::v7 ? resil::idempotency_key::v7<generator>()
+                                                   : resil::idempotency_key::v4<generator>();
             has_key_ = true;
         }
         return key_;
@@ -155,7 +197,9 @@ public:
     [[nodiscard]] const server_hint& last_hint() const noexcept { return last_hint_; }
     void set_last_hint(const server_hint& h) noexcept { last_hint_ = h; }
 
-    /// The random source for jitter: the caller's, or this thread's engine.
+    /// The random source for jitter: the caller's, or this thread's engine
+    /// (detail/thread_jitter.hpp, included by retry.hpp: a policy of your own
+    /// that draws here includes it too).
     [[nodiscard]] jitter_engine& jitter() { return jitter_ ? *jitter_ : detail::thread_jitter(); }
 
     /// Events from policies; a plain context has no listener. (A pipeline's
@@ -164,7 +208,8 @@ public:
     constexpr void emit(const Event&) const noexcept {}
 
 private:
-    basic_deadline<Clock> deadline_{};
+    [[no_unique_address]] Clock clock_{};
+    time_point deadline_ = time_point::max();  // max(): no deadline
     mutable time_point last_now_{};
     std::stop_token stop_{};
     resil::timeouts timeouts_{};

@@ -29,6 +29,16 @@
 
 namespace resil {
 
+namespace detail {
+/// max(0, when − now); duration::max() when `when` is time_point::max() (no
+/// deadline). The pure form every "how long is left" answer goes through.
+[[nodiscard]] constexpr duration time_left(time_point when, time_point now) noexcept {
+    if (when == time_point::max()) return duration::max();
+    if (when <= now) return duration::zero();
+    return detail::saturating_sub(when, now);
+}
+}  // namespace detail
+
 /// An absolute instant on `Clock`, or "none" (never expires).
 ///
 /// "None" is stored as time_point::max(): `when()` returns it, `remaining()`
@@ -80,11 +90,7 @@ public:
     [[nodiscard]] duration remaining() const noexcept {
         return is_set() ? remaining(clock_.now()) : duration::max();
     }
-    [[nodiscard]] duration remaining(time_point now) const noexcept {
-        if (!is_set()) return duration::max();
-        if (when_ <= now) return duration::zero();
-        return detail::saturating_sub(when_, now);
-    }
+    [[nodiscard]] duration remaining(time_point now) const noexcept { return detail::time_left(when_, now); }
 
     /// True once `now >= when()`; never true without a deadline.
     [[nodiscard]] bool expired() const noexcept { return is_set() && expired(clock_.now()); }

@@ -2,6 +2,8 @@
 // inside it: all attempts, all waits between them.
 //
 //   auto pipe = resil::pipeline(resil::deadline_policy{250ms}, resil::retry_policy{});
+//   // the same, spelled like every other policy's options:
+//   resil::deadline_policy whole_call{{.budget = 250ms}};
 //
 // The deadline is the earlier of the one the context already carries (an
 // upstream caller's) and now + budget: a layer never waits longer than the
@@ -12,26 +14,49 @@
 #pragma once
 
 #include <chrono>
-#include <stdexcept>
-#include <type_traits>
+#include <optional>
 #include <utility>
 
 #include "clock.hpp"
 #include "detail/saturate.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
+#include "timeouts.hpp"
+#include "validation.hpp"
 
 namespace resil {
 
-class deadline_policy {
-public:
-    /// Throws std::invalid_argument for a non-positive budget.
-    explicit deadline_policy(duration budget) : budget_(budget) {
-        if (budget <= duration::zero())
-            throw std::invalid_argument("resil::deadline_policy: the budget must be positive");
+/// Options of a deadline_policy.
+struct deadline_policy_options {
+    /// The least budget: one attempt's worth, timeouts::min_attempt_time.
+    static constexpr duration min_budget = timeouts::min_attempt_time;
+    /// The largest budget: 24 h (beyond it a deadline bounds nothing useful).
+    static constexpr duration max_budget = std::chrono::hours{24};
+
+    /// Time for everything inside the policy, from the moment it starts.
+    /// Required; must be in [min_budget, max_budget].
+    duration budget{};
+
+    /// The invalid field, if any:
+    ///   "`budget` must be in [1ms, 24h], got 0s"
+    [[nodiscard]] validation_result validate() const {
+        return detail::check_in_range("budget", budget, min_budget, max_budget);
     }
 
-    [[nodiscard]] duration budget() const noexcept { return budget_; }
+    friend bool operator==(const deadline_policy_options&, const deadline_policy_options&) = default;
+};
+
+class deadline_policy {
+public:
+    /// Throws std::invalid_argument when options.validate() names a field.
+    explicit deadline_policy(deadline_policy_options options) : options_(options) {
+        throw_if_invalid("resil::deadline_policy", options_.validate());
+    }
+    /// deadline_policy{{.budget = budget}}.
+    explicit deadline_policy(duration budget) : deadline_policy(deadline_policy_options{budget}) {}
+
+    [[nodiscard]] const deadline_policy_options& options() const noexcept { return options_; }
+    [[nodiscard]] duration budget() const noexcept { return options_.budget; }
 
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
@@ -40,25 +65,25 @@ public:
         // so that a deadline_policy inside a retry bounds each attempt only.
         struct restore {
             Context& ctx;
-            std::remove_cvref_t<decltype(ctx.deadline())> outer;
-            ~restore() { ctx.set_deadline(std::move(outer)); }
-        } guard{ctx, ctx.deadline()};
+            time_point outer;
+            ~restore() { ctx.set_deadline_instant(outer); }
+        } guard{ctx, ctx.deadline_instant()};
         const auto now = ctx.now();
-        ctx.tighten_deadline(detail::saturating_add(now, budget_));
-        if (ctx.deadline().expired(now)) {
+        ctx.tighten_deadline(detail::saturating_add(now, options_.budget));
+        if (ctx.remaining(now) == duration::zero()) {
             ctx.emit(events::deadline_exceeded{0});
             ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
             return result::rejected(reason::deadline_exceeded);
         }
         auto out = next(ctx);
         // A failure that came from running out of time says so, whatever
-        // inner policies called it. Less than a millisecond left counts as
-        // none: per-attempt timeouts are whole milliseconds rounded down, so a
-        // transfer cut at its limit may end just before the deadline itself.
-        // A permanent failure stays what it is: the dependency answered.
-        if (!out.ok() && out.attempted() && out.verdict() != verdict::permanent &&
-            out.reason() != reason::cancelled && out.reason() != reason::deadline_exceeded &&
-            ctx.deadline().remaining() < std::chrono::milliseconds{1}) {
+        // inner policies called it. Less than timeouts::min_attempt_time left
+        // counts as none: per-attempt timeouts are whole milliseconds rounded
+        // down, so a transfer cut at its limit may end just before the
+        // deadline itself. A permanent failure stays what it is: the
+        // dependency answered.
+        if (!out.ok() && out.attempted() && out.verdict() != verdict::permanent && out.reason() != reason::cancelled &&
+            out.reason() != reason::deadline_exceeded && !ctx.limits_for_attempt()) {
             ctx.emit(events::deadline_exceeded{ctx.attempt()});
             out.fail(reason::deadline_exceeded);
         }
@@ -66,7 +91,7 @@ public:
     }
 
 private:
-    duration budget_;
+    deadline_policy_options options_;
 };
 
 }  // namespace resil

@@ -18,42 +18,23 @@
 // bcrypt, which resil::resil's CMake target does) and reseeded in every forked
 // child: a key is never predictable from earlier keys, and a child never
 // repeats its parent's.
+//
+// The key type itself (parse, compare, format, hash) is in
+// resil/idempotency_key_type.hpp, which needs no OS header; this one adds the
+// generator.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <chrono>
-#include <compare>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <limits>
-#include <optional>
 #include <stdexcept>
-#include <string>
-#include <string_view>
 
 #include "detail/csprng.hpp"
+#include "idempotency_key_type.hpp"
 
 namespace resil {
-
-/// The 36 characters of a key's canonical text (8-4-4-4-12 lowercase hex) in a
-/// fixed buffer, NUL-terminated: a value type that never allocates.
-class key_text {
-public:
-    static constexpr std::size_t size = 36;
-
-    [[nodiscard]] constexpr std::string_view view() const noexcept { return {chars_.data(), size}; }
-    /// NUL-terminated, for C APIs such as libcurl's header lists.
-    [[nodiscard]] constexpr const char* c_str() const noexcept { return chars_.data(); }
-    constexpr operator std::string_view() const noexcept { return view(); }
-
-    friend constexpr bool operator==(const key_text& a, const key_text& b) noexcept { return a.view() == b.view(); }
-
-private:
-    friend class idempotency_key;
-    std::array<char, size + 1> chars_{};
-};
 
 namespace detail {
 
@@ -65,29 +46,6 @@ namespace detail {
     if (ms <= 0) return 0;
     return static_cast<std::uint64_t>(ms) > max_ms ? max_ms : static_cast<std::uint64_t>(ms);
 }
-
-/// Each character's value as a hex digit (either case), or 0x10 if it is not one.
-inline constexpr std::array<std::uint8_t, 256> hex_digit_values = [] {
-    std::array<std::uint8_t, 256> values{};
-    for (auto& v : values) v = 0x10;
-    for (unsigned d = 0; d < 10; ++d) values['0' + d] = static_cast<std::uint8_t>(d);
-    for (unsigned d = 0; d < 6; ++d) {
-        values['a' + d] = static_cast<std::uint8_t>(10 + d);
-        values['A' + d] = static_cast<std::uint8_t>(10 + d);
-    }
-    return values;
-}();
-
-/// The two lowercase hex digits of every byte value, one table load per byte.
-inline constexpr std::array<char, 512> hex_digit_pairs = [] {
-    constexpr std::string_view digits = "0123456789abcdef";
-    std::array<char, 512> pairs{};
-    for (std::size_t b = 0; b < 256; ++b) {
-        pairs[2 * b] = digits[b >> 4];
-        pairs[2 * b + 1] = digits[b & 0x0Fu];
-    }
-    return pairs;
-}();
 
 /// The last v7 stamp handed out in this process: Unix milliseconds in the top
 /// 48 bits, a 16-bit counter in the low 16. One word, so one CAS orders every
@@ -122,30 +80,11 @@ inline std::atomic<std::uint64_t> last_v7_stamp{0};
 
 }  // namespace detail
 
-/// A 128-bit RFC 9562 UUID used as an idempotency key. Regular value type:
-/// 16 bytes, trivially copyable, ordered by its bytes (the order of creation
-/// for v7 keys of one process), hashable (std::hash). The factories v4() and
-/// v7() may be called from any thread at once; a key is immutable.
-/// Which one: v4 by default (nothing leaks); v7 when the server stores keys in
-/// an index that benefits from time order.
-/// A default-constructed key is the nil UUID (all zero bits): a placeholder
-/// meaning "no key", which `parse` and `from_bytes` never return.
-class idempotency_key {
-public:
-    using bytes_type = std::array<std::uint8_t, 16>;
+namespace detail {
 
-    /// Length of the canonical text form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
-    static constexpr std::size_t text_size = key_text::size;
-    /// The HTTP header that carries the key (draft-ietf-httpapi-idempotency-key-header).
-    static constexpr std::string_view header_name = "Idempotency-Key";
-
-    /// The nil UUID.
-    constexpr idempotency_key() noexcept = default;
-
-    /// A random (version 4) key: 122 bits from the CSPRNG. Thread-safe, no
-    /// lock, no allocation. Throws std::system_error only if the OS has no
-    /// entropy to give (see resil/detail/csprng.hpp).
-    [[nodiscard]] static idempotency_key v4() {
+/// The generator behind idempotency_key::v4() and ::v7().
+struct key_generator {
+    static idempotency_key v4() {
         idempotency_key key;
         detail::csprng::fill16(key.bytes_.data());
         key.bytes_[6] = static_cast<std::uint8_t>((key.bytes_[6] & 0x0Fu) | 0x40u);
@@ -153,16 +92,8 @@ public:
         return key;
     }
 
-    /// A time-ordered (version 7) key: 48-bit big-endian Unix milliseconds from
-    /// std::chrono::system_clock, a 16-bit counter (rand_a and the top 4 bits of
-    /// rand_b; random start in each new millisecond), and 58 random bits.
-    /// Strictly increasing within the process across all threads, also when the
-    /// system clock steps back (the last timestamp is kept until the clock
-    /// passes it) or more than ~32768 keys are made in one millisecond (the
-    /// timestamp runs ahead a little). Thread-safe: one relaxed CAS on a shared
-    /// word; no lock, no allocation. Throws std::system_error as v4() does.
-    [[nodiscard]] static idempotency_key v7() {
-        bytes_type random;
+    static idempotency_key v7() {
+        idempotency_key::bytes_type random;
         detail::csprng::fill16(random.data());
         const auto fresh_counter = static_cast<std::uint16_t>(random[8] << 8 | random[9]);
         const std::uint64_t stamp = detail::next_v7_stamp(
@@ -176,96 +107,8 @@ public:
         for (std::size_t i = 9; i < 16; ++i) key.bytes_[i] = random[i - 8];
         return key;
     }
-
-    /// The key with these bytes, if they form a valid key: RFC 9562 variant
-    /// (bits 10) and a version from 1 to 8. Keys minted by other generators
-    /// (v1, v6, ...) are accepted; nil, max and non-RFC UUIDs are not.
-    [[nodiscard]] static constexpr std::optional<idempotency_key> from_bytes(const bytes_type& bytes) noexcept {
-        const int v = bytes[6] >> 4;
-        if ((bytes[8] & 0xC0u) != 0x80u || v < 1 || v > 8) return std::nullopt;
-        idempotency_key key;
-        key.bytes_ = bytes;
-        return key;
-    }
-
-    /// Parses the canonical text form: exactly 36 characters, hyphens at
-    /// offsets 8, 13, 18 and 23, hex digits (either case) elsewhere, and a
-    /// valid key per `from_bytes`. No braces, no "urn:uuid:", no whitespace.
-    /// Empty for anything else; never throws.
-    [[nodiscard]] static constexpr std::optional<idempotency_key> parse(std::string_view text) noexcept {
-        if (text.size() != text_size) return std::nullopt;
-        if (text[8] != '-' || text[13] != '-' || text[18] != '-' || text[23] != '-') return std::nullopt;
-        bytes_type bytes{};
-        unsigned invalid = 0;  // one branch for all 32 digits, not one per digit
-        for (std::size_t i = 0; i < bytes.size(); ++i) {
-            const unsigned high = hex_value(text[text_offsets[i]]);
-            const unsigned low = hex_value(text[text_offsets[i] + 1]);
-            invalid |= (high | low) & 0x10u;
-            bytes[i] = static_cast<std::uint8_t>(high << 4 | (low & 0x0Fu));
-        }
-        if (invalid != 0) return std::nullopt;
-        return from_bytes(bytes);
-    }
-
-    /// The 16 bytes in network (big-endian) order, as RFC 9562 lays them out.
-    [[nodiscard]] constexpr const bytes_type& bytes() const noexcept { return bytes_; }
-
-    /// The version field: 4 or 7 for generated keys, 0 for the nil key.
-    [[nodiscard]] constexpr int version() const noexcept { return bytes_[6] >> 4; }
-
-    [[nodiscard]] constexpr bool is_nil() const noexcept { return *this == idempotency_key{}; }
-
-    /// Writes exactly 36 lowercase characters (no NUL) to `out`; returns `out + 36`.
-    constexpr char* format_to(char* out) const noexcept {
-        for (std::size_t i = 0; i < bytes_.size(); ++i) {
-            out[text_offsets[i]] = detail::hex_digit_pairs[2u * bytes_[i]];
-            out[text_offsets[i] + 1] = detail::hex_digit_pairs[2u * bytes_[i] + 1];
-        }
-        out[8] = out[13] = out[18] = out[23] = '-';
-        return out + text_size;
-    }
-
-    /// The canonical text in a fixed buffer; no allocation.
-    [[nodiscard]] constexpr key_text text() const noexcept {
-        key_text text;
-        format_to(text.chars_.data());
-        return text;
-    }
-
-    /// The canonical text as a std::string (allocates; prefer `text()`).
-    [[nodiscard]] std::string to_string() const { return std::string(text().view()); }
-
-    /// Byte order: for v7 keys of one process, the order of creation.
-    friend constexpr auto operator<=>(const idempotency_key&, const idempotency_key&) noexcept = default;
-
-private:
-    /// Where each byte's two digits sit in the text: 8-4-4-4-12 with hyphens.
-    static constexpr std::array<std::uint8_t, 16> text_offsets{0,  2,  4,  6,  9,  11, 14, 16,
-                                                               19, 21, 24, 26, 28, 30, 32, 34};
-
-    /// A hex digit's value, or 0x10 for anything else.
-    [[nodiscard]] static constexpr unsigned hex_value(char c) noexcept {
-        return detail::hex_digit_values[static_cast<unsigned char>(c)];
-    }
-
-    bytes_type bytes_{};
 };
+
+}  // namespace detail
 
 }  // namespace resil
-
-/// Hashes a key for unordered containers. The bytes are already uniform (v4)
-/// or end in 58 random bits (v7), so folding the two halves is enough. Not a
-/// keyed hash: a server indexing keys chosen by untrusted clients, who could
-/// pick colliding ones, should use a keyed hash (SipHash) or an ordered map.
-template <>
-struct std::hash<resil::idempotency_key> {
-    std::size_t operator()(const resil::idempotency_key& key) const noexcept {
-        std::uint64_t high = 0;
-        std::uint64_t low = 0;
-        for (std::size_t i = 0; i < 8; ++i) {
-            high = high << 8 | key.bytes()[i];
-            low = low << 8 | key.bytes()[8 + i];
-        }
-        return static_cast<std::size_t>(high * 0x9E3779B97F4A7C15ull ^ low);
-    }
-};

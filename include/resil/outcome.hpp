@@ -88,9 +88,12 @@ enum class reason : std::uint8_t {
     rate_limited,                  ///< the token bucket rejected the call
     shed,                          ///< the concurrency limit rejected the call (load shedding)
     cancelled,                     ///< the caller's stop token fired
+    backoff_exceeds_deadline,      ///< time was left, but not for the backoff wait and another attempt after it:
+                                   ///< the retry gave up early (not a timeout)
 };
 
-inline constexpr std::size_t reason_count = 12;
+/// The number of reasons, `none` included.
+inline constexpr std::size_t reason_count = 13;
 
 /// The reason's name in snake_case, as used in logs and metric labels.
 [[nodiscard]] constexpr std::string_view to_string(reason r) noexcept {
@@ -107,6 +110,7 @@ inline constexpr std::size_t reason_count = 12;
         case reason::rate_limited: return "rate_limited";
         case reason::shed: return "shed";
         case reason::cancelled: return "cancelled";
+        case reason::backoff_exceeds_deadline: return "backoff_exceeds_deadline";
     }
     return "unknown";
 }

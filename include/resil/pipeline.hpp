@@ -220,7 +220,7 @@ public:
 
         // A context without a deadline takes the pipeline's clock, so that a
         // caller-built context on a manual clock shares the pipeline's time line.
-        if (!ctx.deadline().is_set()) ctx.set_deadline(basic_deadline<Clock>(clock_));
+        if (ctx.deadline_instant() == time_point::max()) ctx.set_clock(clock_);
         ctx.forget_now();  // a reading from an earlier call must not stand for this one
         ctx.set_attempt(0);
         pctx_type pctx{std::move(ctx), detail::unwrap(listener_)};

@@ -16,10 +16,12 @@
 //    idempotency key (else reason::unsafe_to_retry);
 //  - the server did not say "don't retry" (reason::dont_retry);
 //  - attempts remain (else reason::retries_exhausted);
-//  - the wait, max(backoff delay, Retry-After), fits: shorter than what is left
-//    of the deadline and at most `max_wait` — else it gives up at once, without
-//    sleeping (reason::retry_after_exceeds_deadline when the server's
-//    Retry-After was the longer one, reason::deadline_exceeded otherwise);
+//  - the wait, max(backoff delay, Retry-After), fits: it leaves at least
+//    timeouts::min_attempt_time of the deadline for the attempt after it, and
+//    is at most `max_wait` — else it gives up at once, without sleeping
+//    (reason::deadline_exceeded when less than that was left before any wait,
+//    reason::retry_after_exceeds_deadline when the server's Retry-After was
+//    the longer wait, reason::backoff_exceeds_deadline when the backoff was);
 //  - the budget, if any, grants the retry (else reason::budget_exhausted).
 // The wait ends early when the context's stop token fires (reason::cancelled).
 // When it gives up on a retryable failure, the outcome tells outer layers
@@ -35,15 +37,26 @@
 
 #include "backoff.hpp"
 #include "clock.hpp"
+#include "detail/thread_jitter.hpp"  // ctx.jitter(): the per-thread engine
 #include "events.hpp"
 #include "outcome.hpp"
 #include "retry_budget.hpp"
+#include "timeouts.hpp"
+#include "validation.hpp"
 
 namespace resil {
 
 /// Options of a retry_policy; the defaults are the documented ones.
 struct retry_options {
-    /// Attempts in all, the first included (1 = never retry). Default 3.
+    /// Limits of max_attempts.
+    static constexpr std::uint32_t min_attempts = 1;
+    static constexpr std::uint32_t max_attempts_limit = 100;
+    /// Limits of max_wait: one attempt's worth up to a day.
+    static constexpr duration min_max_wait = timeouts::min_attempt_time;
+    static constexpr duration max_max_wait = std::chrono::hours{24};
+
+    /// Attempts in all, the first included (1 = never retry), in
+    /// [min_attempts, max_attempts_limit]. Default 3.
     std::uint32_t max_attempts = 3;
     /// The wait before retry n (n = 1, 2, ...). Default full jitter, base
     /// 100 ms, cap 1 s: uniform in [0, min(1 s, 100 ms × 2ⁿ)).
@@ -53,11 +66,25 @@ struct retry_options {
     verdict_set retry_on{verdict::retryable, verdict::ambiguous};
     /// Shared retry budget, or null for none. Not owned; must outlive the policy.
     retry_budget* budget = nullptr;
-    /// The longest single wait, whatever the server asks. Default 60 s.
+    /// The longest single wait, whatever the server asks, in
+    /// [min_max_wait, max_max_wait] and at least the backoff's cap. Default 60 s.
     duration max_wait = std::chrono::seconds{60};
     /// When giving up on a retryable failure, mark the outcome "don't retry"
     /// for outer layers. Default on.
     bool tell_callers_dont_retry = true;
+
+    /// The first invalid field, or nothing:
+    ///   "`max_attempts` must be in [1, 100], got 0"
+    ///   "`backoff.cap` must be at most max_wait (1min), got 2min"
+    [[nodiscard]] validation_result validate() const {
+        if (auto bad = detail::check_in_range("max_attempts", max_attempts, min_attempts, max_attempts_limit))
+            return bad;
+        if (auto why = backoff.invalid_reason())
+            return invalid_option{"backoff", "must be a valid backoff: " + std::string(*why)};
+        if (auto bad = detail::check_in_range("max_wait", max_wait, min_max_wait, max_max_wait)) return bad;
+        return detail::check_that(backoff.cap() <= max_wait, "backoff.cap",
+                                  "at most max_wait (" + detail::format_duration(max_wait) + ")", backoff.cap());
+    }
 
     friend bool operator==(const retry_options&, const retry_options&) = default;
 };
@@ -81,18 +108,9 @@ struct failed_attempt {
 
 class retry_policy {
 public:
-    /// Throws std::invalid_argument for options outside their documented ranges.
+    /// Throws std::invalid_argument when options.validate() names a field.
     explicit retry_policy(retry_options options = {}) : options_(std::move(options)) {
-        if (options_.max_attempts < 1) throw std::invalid_argument("resil::retry_policy: max_attempts must be >= 1, got 0");
-        if (options_.max_attempts > 100)
-            throw std::invalid_argument("resil::retry_policy: max_attempts must be <= 100, got " +
-                                        std::to_string(options_.max_attempts));
-        if (auto why = options_.backoff.invalid_reason())
-            throw std::invalid_argument("resil::retry_policy: " + std::string(*why));
-        if (options_.max_wait <= duration::zero())
-            throw std::invalid_argument("resil::retry_policy: max_wait must be positive");
-        if (options_.backoff.cap() > options_.max_wait)
-            throw std::invalid_argument("resil::retry_policy: the backoff cap must not exceed max_wait");
+        throw_if_invalid("resil::retry_policy", options_.validate());
     }
 
     [[nodiscard]] const retry_options& options() const noexcept { return options_; }
@@ -113,16 +131,17 @@ public:
             delay = *ra;
             from_server = true;
         }
-        // Waiting must leave time for the attempt after it: at least a
-        // millisecond, the unit per-attempt timeouts are given in (a 0 ms
-        // timeout means "no limit" to many clients).
-        if (f.remaining - delay < min_attempt_time || delay > options_.max_wait)
-            return {false, {}, from_server ? reason::retry_after_exceeds_deadline : reason::deadline_exceeded, false};
+        // Waiting must leave time for the attempt after it: the same
+        // timeouts::min_attempt_time the context requires of every attempt.
+        if (!timeouts::enough_for_attempt(f.remaining)) return {false, {}, reason::deadline_exceeded, false};
+        if (!timeouts::enough_for_attempt(f.remaining - delay) || delay > options_.max_wait)
+            return {false, {}, from_server ? reason::retry_after_exceeds_deadline : reason::backoff_exceeds_deadline,
+                    false};
         return {true, delay, reason::none, from_server};
     }
 
-    /// The least time worth starting an attempt with.
-    static constexpr duration min_attempt_time = std::chrono::milliseconds{1};
+    /// The least time worth starting an attempt with (timeouts::min_attempt_time).
+    static constexpr duration min_attempt_time = timeouts::min_attempt_time;
 
 // g++ 12 warns that the optional outcome kept across a wait may be used
 // uninitialised; it is read only after emplace (a known false positive).
@@ -170,7 +189,7 @@ private:
                 return std::move(*out);
             }
             const failed_attempt f{attempt, classification(out->verdict(), server_hint{out->retry_after(), out->dont_retry()}),
-                                   ctx.safe_to_repeat(), previous, ctx.deadline().remaining()};
+                                   ctx.safe_to_repeat(), previous, ctx.remaining()};
             auto d = decide(f, ctx.jitter());
             if (d.retry && options_.budget && !options_.budget->try_withdraw(ctx.now())) {
                 ctx.emit(events::budget_refused{attempt});

@@ -3,39 +3,44 @@
 //   resil::timeout_policy{{.connect = 20ms, .read = 100ms, .total = 150ms}}
 //
 // Sets the context's timeouts for everything inside it; the callable reads
-// them with ctx.attempt_timeouts(), which clamps each to what is left of the
-// deadline at that moment (the curl adapter does this for you). A timeout
-// already set further out is never loosened: each value is the smaller of the
-// two. resil cannot stop arbitrary code: these values bound a call only when
-// the callable hands them to its client. An attempt with less than a
-// millisecond left is not started (its timeouts would be 0 ms, which many
-// clients read as "no limit"): the call fails with reason::deadline_exceeded.
+// them with ctx.attempt_timeouts() or ctx.limits_for_attempt(), which clamp
+// each to what is left of the deadline at that moment (the curl adapter does
+// this for you). A timeout already set further out is never loosened: each
+// value is the smaller of the two (timeouts::tightened_by). resil cannot stop
+// arbitrary code: these values bound a call only when the callable hands them
+// to its client. An attempt with less than timeouts::min_attempt_time left is
+// not started (its timeouts would be 0 ms, which many clients read as "no
+// limit"): the call fails with reason::deadline_exceeded.
 #pragma once
 
-#include <algorithm>
-#include <chrono>
-#include <stdexcept>
-#include <string>
+#include <optional>
 
 #include "events.hpp"
 #include "outcome.hpp"
 #include "timeouts.hpp"
+#include "validation.hpp"
 
 namespace resil {
 
+/// Options of a timeout_policy: the timeouts themselves, validated by
+/// timeouts::validate() (every field at least timeouts::min_timeout).
+using timeout_policy_options = resil::timeouts;
+
 class timeout_policy {
 public:
-    /// Throws std::invalid_argument for a zero or negative timeout.
-    explicit timeout_policy(resil::timeouts t) : timeouts_(t) {
-        if (auto why = t.invalid_reason()) throw std::invalid_argument("resil::timeout_policy: " + std::string(*why));
+    /// Throws std::invalid_argument when options.validate() names a field.
+    explicit timeout_policy(timeout_policy_options options) : timeouts_(options) {
+        throw_if_invalid("resil::timeout_policy", timeouts_.validate());
     }
 
+    [[nodiscard]] const timeout_policy_options& options() const noexcept { return timeouts_; }
     [[nodiscard]] const resil::timeouts& timeouts() const noexcept { return timeouts_; }
 
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
         using result = decltype(next(ctx));
-        if (ctx.deadline().remaining() < std::chrono::milliseconds{1}) {
+        // Without a deadline, remaining() reads no clock: the common case costs nothing.
+        if (!resil::timeouts::enough_for_attempt(ctx.remaining())) {
             // Attempts before this one ran; this one never starts.
             const auto made = ctx.attempt() > 0 ? ctx.attempt() - 1 : 0;
             ctx.emit(events::deadline_exceeded{made});
@@ -48,9 +53,7 @@ public:
             resil::timeouts outer;
             ~restore() { ctx.set_timeouts(outer); }
         } guard{ctx, ctx.timeouts()};
-        const auto& outer = guard.outer;
-        ctx.set_timeouts({std::min(outer.connect, timeouts_.connect), std::min(outer.read, timeouts_.read),
-                          std::min(outer.total, timeouts_.total)});
+        ctx.set_timeouts(guard.outer.tightened_by(timeouts_));
         return next(ctx);
     }
 

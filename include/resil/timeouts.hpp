@@ -6,8 +6,9 @@
 //   total    start to end of the attempt: the only one that bounds the call
 //
 //   resil::timeouts per_attempt{.connect = 20ms, .read = 100ms, .total = 150ms};
-//   if (auto why = per_attempt.invalid_reason()) throw std::invalid_argument(std::string(*why));
+//   resil::throw_if_invalid("my_client", per_attempt.validate());
 //   auto now_allowed = per_attempt.clamp_to(dl);     // each = min(itself, what is left)
+//   auto inner = outer.tightened_by(per_attempt);     // field-wise minimum: never loosens
 //   if (now_allowed.total == 0ms) return plan_b();    // the deadline already passed
 //
 // A zero after clamping means "out of time", never "no limit" (mind libcurl,
@@ -21,11 +22,12 @@
 
 #include "clock.hpp"
 #include "deadline.hpp"
+#include "validation.hpp"
 
 namespace resil {
 
 /// Per-attempt timeouts. Every field defaults to `no_limit`; configured
-/// values must be positive (see invalid_reason()). A plain value type: copy
+/// values must be at least `min_timeout` (see validate()). A plain value type: copy
 /// it freely; const members may be called from any number of threads.
 struct timeouts {
     /// "No limit" for any field: milliseconds::max().
@@ -34,6 +36,13 @@ struct timeouts {
     /// milliseconds, and 0 ms means "no limit" to libcurl, so with less than
     /// this left of the deadline an attempt does not start.
     static constexpr std::chrono::milliseconds min_attempt_time{1};
+    /// Whether `left` of a deadline is enough to start an attempt: at least
+    /// min_attempt_time. The one statement of that rule; the context, retry
+    /// and the timeout policy all ask it.
+    [[nodiscard]] static constexpr bool enough_for_attempt(duration left) noexcept { return left >= min_attempt_time; }
+
+    /// The least value a configured field may have (validate()).
+    static constexpr std::chrono::milliseconds min_timeout{1};
 
     /// TCP + TLS handshake. Default: no_limit.
     std::chrono::milliseconds connect = no_limit;
@@ -63,12 +72,29 @@ struct timeouts {
         return clamp_to(dl.remaining());
     }
 
-    /// Why this configuration is unusable (static text), or empty when it is fine.
-    /// Every field must be positive; no_limit is fine.
+    /// Each field the smaller of this one's and `other`'s: an inner layer's
+    /// limits never loosen an outer one's. no_limit is the identity.
+    [[nodiscard]] constexpr timeouts tightened_by(const timeouts& other) const noexcept {
+        return {other.connect < connect ? other.connect : connect, other.read < read ? other.read : read,
+                other.total < total ? other.total : total};
+    }
+
+    /// The first invalid field, or nothing: every field must be at least
+    /// `min_timeout`; no_limit is fine.
+    ///   "`connect` must be at least 1ms, got 0s"
+    [[nodiscard]] validation_result validate() const {
+        if (auto bad = detail::check_at_least("connect", connect, min_timeout)) return bad;
+        if (auto bad = detail::check_at_least("read", read, min_timeout)) return bad;
+        return detail::check_at_least("total", total, min_timeout);
+    }
+
+    /// Superseded by validate(), which names the field and the value; kept
+    /// (usable in constant expressions) for existing callers. Static text,
+    /// or empty when every field is at least `min_timeout`.
     [[nodiscard]] constexpr std::optional<std::string_view> invalid_reason() const noexcept {
-        if (connect <= std::chrono::milliseconds::zero()) return "connect timeout must be positive";
-        if (read <= std::chrono::milliseconds::zero()) return "read timeout must be positive";
-        if (total <= std::chrono::milliseconds::zero()) return "total timeout must be positive";
+        if (connect < min_timeout) return "connect timeout must be positive";
+        if (read < min_timeout) return "read timeout must be positive";
+        if (total < min_timeout) return "total timeout must be positive";
         return std::nullopt;
     }
 

@@ -34,6 +34,10 @@
 // Not async-signal-safe: do not draw from a signal handler.
 #pragma once
 
+// Lets a test prove that a header does not pull the CSPRNG (and its OS
+// headers) in: resil/pipeline.hpp must not.
+#define RESIL_DETAIL_CSPRNG_INCLUDED 1
+
 #include "platform.hpp"
 
 #include <array>
