@@ -10,7 +10,7 @@
 #include <functional>
 #include <thread>
 
-#include "../backoff.hpp"
+#include "../jitter.hpp"
 #include "csprng.hpp"
 #include "platform.hpp"
 
