@@ -1,6 +1,7 @@
 #include <resil/retry_budget.hpp>
 #include <resil/testing/manual_clock.hpp>
 
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -65,7 +66,7 @@ TEST_CASE("retry budget: the window slides slot by slot") {
 }
 
 TEST_CASE("retry budget: invalid options are refused with a clear message") {
-    CHECK_THROWS_WITH(resil::retry_budget({.ratio = 1.5}), "resil::retry_budget: ratio must be in [0, 1], got 1.500000");
+    CHECK_THROWS_WITH(resil::retry_budget({.ratio = 1.5}), "resil::retry_budget: `ratio` must be in [0, 1], got 1.5");
     CHECK_THROWS_AS(resil::retry_budget({.ratio = -0.1}), std::invalid_argument);
     CHECK_THROWS_AS(resil::retry_budget({.window = 0s}), std::invalid_argument);
     CHECK_THROWS_AS(resil::retry_budget({.window = 48h}), std::invalid_argument);
@@ -73,6 +74,33 @@ TEST_CASE("retry budget: invalid options are refused with a clear message") {
     const resil::retry_budget ok{{.ratio = 0.2, .min_per_second = 3, .window = 1s}};
     CHECK(ok.options().ratio == 0.2);
     CHECK(ok.options().window == 1s);
+}
+
+TEST_CASE("retry budget options: validate() names the field, its range and the value") {
+    using options = resil::retry_budget_options;
+    CHECK_FALSE(options{}.validate());
+    CHECK(options{.ratio = 1.5}.validate()->field == "ratio");
+    CHECK(options{.ratio = 1.5}.validate()->message() == "`ratio` must be in [0, 1], got 1.5");
+    CHECK(options{.ratio = -0.1}.validate()->message() == "`ratio` must be in [0, 1], got -0.1");
+    CHECK(options{.ratio = std::numeric_limits<double>::quiet_NaN()}.validate()->message() ==
+          "`ratio` must be in [0, 1], got nan");
+    CHECK(options{.min_per_second = 2'000'000}.validate()->message() ==
+          "`min_per_second` must be in [0, 1000000], got 2000000");
+    CHECK(options{.window = 5ms}.validate()->message() == "`window` must be in [10ms, 24h], got 5ms");
+    CHECK(options{.window = 48h}.validate()->message() == "`window` must be in [10ms, 24h], got 48h");
+    CHECK(options{.window = 0s}.validate()->message() == "`window` must be in [10ms, 24h], got 0s");
+
+    // The limits themselves are valid.
+    CHECK_FALSE(options{.ratio = options::min_ratio, .min_per_second = 0, .window = options::min_window}.validate());
+    CHECK_FALSE(options{.ratio = options::max_ratio,
+                        .min_per_second = options::max_min_per_second,
+                        .window = options::max_window}
+                    .validate());
+
+    // The constructor throws the same message, named after the policy.
+    CHECK_THROWS_WITH(resil::retry_budget({.min_per_second = 2'000'000}),
+                      "resil::retry_budget: `min_per_second` must be in [0, 1000000], got 2000000");
+    CHECK_THROWS_WITH(resil::retry_budget({.window = 5ms}), "resil::retry_budget: `window` must be in [10ms, 24h], got 5ms");
 }
 
 TEST_CASE("retry budget: a thread with an older clock reading never wipes a newer slot") {

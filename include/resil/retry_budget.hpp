@@ -24,21 +24,37 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <stdexcept>
-#include <string>
 
 #include "clock.hpp"
+#include "validation.hpp"
 
 namespace resil {
 
 /// Options of a retry_budget; the defaults are the documented ones.
 struct retry_budget_options {
-    /// Retries allowed per request made, in [0, 1]. Default 10 %.
+    /// Retries allowed per request made, in [min_ratio, max_ratio] = [0, 1].
+    /// Default 10 %.
     double ratio = 0.10;
-    /// Retries per second allowed regardless of traffic. Default 10.
+    /// Retries per second allowed regardless of traffic, at most
+    /// max_min_per_second (1,000,000). Default 10.
     std::uint32_t min_per_second = 10;
-    /// How long a deposit counts. Default 10 s; at least 10 ms.
+    /// How long a deposit counts, in [min_window, max_window] = [10ms, 24h].
+    /// Default 10 s.
     duration window = std::chrono::seconds{10};
+
+    static constexpr double min_ratio = 0.0;
+    static constexpr double max_ratio = 1.0;
+    static constexpr std::uint32_t max_min_per_second = 1'000'000;
+    static constexpr duration min_window = std::chrono::milliseconds{10};
+    static constexpr duration max_window = std::chrono::hours{24};
+
+    /// The first field outside its range, e.g. "`ratio` must be in [0, 1], got 1.5".
+    [[nodiscard]] validation_result validate() const {
+        if (auto bad = detail::check_in_range("ratio", ratio, min_ratio, max_ratio)) return bad;
+        if (auto bad = detail::check_in_range("min_per_second", min_per_second, std::uint32_t{0}, max_min_per_second))
+            return bad;
+        return detail::check_in_range("window", window, min_window, max_window);
+    }
 
     friend bool operator==(const retry_budget_options&, const retry_budget_options&) = default;
 };
@@ -51,15 +67,10 @@ class retry_budget {
 public:
     static constexpr std::size_t slots = 10;
 
-    /// Throws std::invalid_argument for options outside their documented ranges.
+    /// Throws std::invalid_argument when options.validate() names a field:
+    /// "resil::retry_budget: `ratio` must be in [0, 1], got 1.5".
     explicit retry_budget(retry_budget_options options = {}) : options_(options) {
-        if (!(options.ratio >= 0.0 && options.ratio <= 1.0))
-            throw std::invalid_argument("resil::retry_budget: ratio must be in [0, 1], got " +
-                                        std::to_string(options.ratio));
-        if (options.window < std::chrono::milliseconds{10} || options.window > std::chrono::hours{24})
-            throw std::invalid_argument("resil::retry_budget: window must be in [10ms, 24h]");
-        if (options.min_per_second > 1'000'000)
-            throw std::invalid_argument("resil::retry_budget: min_per_second must be <= 1000000");
+        throw_if_invalid("resil::retry_budget", options.validate());
         slot_length_ = options.window / static_cast<duration::rep>(slots);
         const auto window_seconds = std::chrono::duration<double>(options.window).count();
         reserve_ = static_cast<std::int64_t>(std::floor(options.min_per_second * window_seconds));
