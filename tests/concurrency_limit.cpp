@@ -229,8 +229,15 @@ TEST_CASE("concurrency limit: options are validated and readable") {
         concurrency_limit bad{{.max_in_flight = 0}};
         FAIL("no exception");
     } catch (const std::invalid_argument& e) {
-        CHECK(std::string(e.what()) == "resil::concurrency_limit: max_in_flight must be >= 1, got 0");
+        CHECK(std::string(e.what()) == "resil::concurrency_limit: `max_in_flight` must be in [1, 4294967295], got 0");
     }
+    using options = resil::concurrency_limit_options;
+    CHECK_FALSE(options{}.validate());
+    REQUIRE(options{.max_in_flight = 0}.validate());
+    CHECK(options{.max_in_flight = 0}.validate()->field == "max_in_flight");
+    CHECK(options{.max_in_flight = 0}.validate()->message() == "`max_in_flight` must be in [1, 4294967295], got 0");
+    CHECK_FALSE(options{.max_in_flight = options::min_max_in_flight}.validate());
+    CHECK_FALSE(options{.max_in_flight = options::max_max_in_flight}.validate());
     const concurrency_limit defaults;
     CHECK(defaults.options() == resil::concurrency_limit_options{.max_in_flight = 16});
     CHECK(defaults.limit() == 16);

@@ -23,19 +23,29 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <optional>
-#include <stdexcept>
 #include <utility>
 
 #include "events.hpp"
 #include "outcome.hpp"
+#include "validation.hpp"
 
 namespace resil {
 
 /// Options of a concurrency_limit; the defaults are the documented ones.
 struct concurrency_limit_options {
-    /// Most calls in flight at once; at least 1. Default 16.
+    /// Most calls in flight at once, in [min_max_in_flight, max_max_in_flight]
+    /// = [1, 4294967295]. Default 16.
     std::uint32_t max_in_flight = 16;
+
+    static constexpr std::uint32_t min_max_in_flight = 1;
+    static constexpr std::uint32_t max_max_in_flight = std::numeric_limits<std::uint32_t>::max();
+
+    /// "`max_in_flight` must be in [1, 4294967295], got 0" when it is 0.
+    [[nodiscard]] validation_result validate() const {
+        return detail::check_in_range("max_in_flight", max_in_flight, min_max_in_flight, max_max_in_flight);
+    }
 
     friend bool operator==(const concurrency_limit_options&, const concurrency_limit_options&) = default;
 };
@@ -82,10 +92,10 @@ public:
         const concurrency_limit* limit_ = nullptr;
     };
 
-    /// Throws std::invalid_argument when max_in_flight is 0.
+    /// Throws std::invalid_argument when options.validate() names a field:
+    /// "resil::concurrency_limit: `max_in_flight` must be in [1, 4294967295], got 0".
     explicit concurrency_limit(concurrency_limit_options options = {}) : options_(options) {
-        if (options.max_in_flight < 1)
-            throw std::invalid_argument("resil::concurrency_limit: max_in_flight must be >= 1, got 0");
+        throw_if_invalid("resil::concurrency_limit", options.validate());
     }
     concurrency_limit(const concurrency_limit&) = delete;
     concurrency_limit& operator=(const concurrency_limit&) = delete;
