@@ -41,21 +41,49 @@
 #include "detail/saturate.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
+#include "validation.hpp"
 
 namespace resil {
 
 /// Options of a token bucket; the defaults are the documented ones.
 struct token_bucket_options {
-    /// Tokens added per second, in [0.001, 1e9]. Default 50.
+    /// Tokens added per second, in [min_rate, max_rate] = [0.001, 1e9].
+    /// Default 50.
     double rate = 50.0;
     /// Tokens the bucket holds when full, which is also the largest request
-    /// it can ever grant; in [1, 1e15], with burst / rate (the time to refill
-    /// an empty bucket) at most 1e9 s. The bucket starts full. Default 100.
+    /// it can ever grant; in [min_burst, max_burst] = [1, 1e15], with
+    /// burst / rate (the time to refill an empty bucket) at most
+    /// max_refill_seconds = 1e9 s. The bucket starts full. Default 100.
     std::int64_t burst = 100;
     /// In a pipeline only: how long a call may wait for its token (never past
-    /// the call's deadline) before it is rejected. Default zero: reject at
-    /// once, as a server does; set it for client-side pacing.
+    /// the call's deadline) before it is rejected; at least zero. Default
+    /// zero: reject at once, as a server does; set it for client-side pacing.
     duration max_wait = duration::zero();
+
+    // The range in which GCRA's integer arithmetic cannot overflow (detail/gcra.hpp).
+    static constexpr double min_rate = detail::gcra::min_rate;
+    static constexpr double max_rate = detail::gcra::max_rate;
+    static constexpr std::int64_t min_burst = detail::gcra::min_burst;
+    static constexpr std::int64_t max_burst = detail::gcra::max_burst;
+    static constexpr double max_refill_seconds = detail::gcra::max_refill_seconds;
+    static constexpr duration min_max_wait = duration::zero();
+
+    /// The first field outside its range: "`rate` must be in [0.001, 1e+09],
+    /// got 0"; a burst too large to refill in time names `burst` and the
+    /// largest one allowed at this rate.
+    [[nodiscard]] validation_result validate() const {
+        if (auto bad = detail::check_in_range("rate", rate, min_rate, max_rate)) return bad;
+        if (auto bad = detail::check_in_range("burst", burst, min_burst, max_burst)) return bad;
+        if (!detail::gcra::refills_in_time(rate, burst)) {
+            return detail::check_that(false, "burst",
+                                      "at most " + detail::format_option_value(detail::gcra::largest_burst(rate)) +
+                                          " at rate " + detail::format_option_value(rate) +
+                                          " (burst / rate, the time to refill an empty bucket, at most " +
+                                          detail::format_option_value(max_refill_seconds) + " s)",
+                                      burst);
+        }
+        return detail::check_at_least("max_wait", max_wait, min_max_wait);
+    }
 
     friend bool operator==(const token_bucket_options&, const token_bucket_options&) = default;
 };
@@ -103,8 +131,8 @@ class basic_token_bucket {
 public:
     using clock_type = Clock;
 
-    /// A full bucket. Throws std::invalid_argument for options outside their
-    /// documented ranges.
+    /// A full bucket. Throws std::invalid_argument when options.validate()
+    /// names a field: "resil::token_bucket: `burst` must be in [1, 1000000000000000], got 0".
     explicit basic_token_bucket(token_bucket_options options = {}, Clock clock = {})
         : options_(validated(options)),
           params_(detail::gcra::make_params(options_.rate, options_.burst)),
@@ -212,12 +240,7 @@ public:
 
 private:
     static const token_bucket_options& validated(const token_bucket_options& o) {
-        if (!detail::gcra::valid(o.rate, o.burst))
-            throw std::invalid_argument(
-                "resil::token_bucket: rate must be in [0.001, 1e9] per second and burst in [1, 1e15] with "
-                "burst / rate <= 1e9 s, got rate " + std::to_string(o.rate) + ", burst " + std::to_string(o.burst));
-        if (o.max_wait < duration::zero())
-            throw std::invalid_argument("resil::token_bucket: max_wait must not be negative");
+        throw_if_invalid("resil::token_bucket", o.validate());
         return o;
     }
 

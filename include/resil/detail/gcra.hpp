@@ -31,6 +31,7 @@ namespace resil::detail::gcra {
 
 inline constexpr double min_rate = 1e-3;
 inline constexpr double max_rate = 1e9;
+inline constexpr std::int64_t min_burst = 1;
 inline constexpr std::int64_t max_burst = 1'000'000'000'000'000;  // 1e15
 inline constexpr double max_refill_seconds = 1e9;
 /// Nanoseconds since the origin beyond which time is clamped (73 years).
@@ -51,11 +52,29 @@ struct params {
     friend constexpr bool operator==(const params&, const params&) = default;
 };
 
+/// Whether an empty bucket of `burst` tokens refills at `rate` within
+/// max_refill_seconds. False for a NaN rate.
+[[nodiscard]] constexpr bool refills_in_time(double rate, std::int64_t burst) noexcept {
+    return static_cast<double>(burst) / rate <= max_refill_seconds;
+}
+
 /// Whether (rate, burst) is inside the documented range. Written so that NaN
 /// fails every comparison.
 [[nodiscard]] constexpr bool valid(double rate, std::int64_t burst) noexcept {
-    return rate >= min_rate && rate <= max_rate && burst >= 1 && burst <= max_burst &&
-           static_cast<double>(burst) / rate <= max_refill_seconds;
+    return rate >= min_rate && rate <= max_rate && burst >= min_burst && burst <= max_burst &&
+           refills_in_time(rate, burst);
+}
+
+/// The largest burst in [min_burst, max_burst] that refills in time at
+/// `rate`; 0 for a rate outside [min_rate, max_rate].
+[[nodiscard]] inline std::int64_t largest_burst(double rate) noexcept {
+    if (!(rate >= min_rate && rate <= max_rate)) return 0;
+    const double estimate = rate * max_refill_seconds;  // in [1e6, 1e18]
+    auto b = estimate >= static_cast<double>(max_burst) ? max_burst : static_cast<std::int64_t>(estimate);
+    // The division in refills_in_time rounds: step to its exact boundary.
+    while (b > min_burst && !refills_in_time(rate, b)) --b;
+    while (b < max_burst && refills_in_time(rate, b + 1)) ++b;
+    return b;
 }
 
 /// The constants for a valid (rate, burst); see valid().
