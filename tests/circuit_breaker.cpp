@@ -1250,3 +1250,195 @@ TEST_CASE("circuit breaker: a rejection in the instant of a change of state says
     CHECK(*wait == duration{30s});
     CHECK(breaker_type::retry_soon > duration::zero());
 }
+
+// ---- every mode counts each closed period apart ----
+
+TEST_CASE("rolling count window: a record of an earlier generation stays out of the window cleared after it") {
+    resil::detail::rolling_count_window window{10};
+    window.clear(7);  // the breaker's closed period of generation 7
+    for (int i = 0; i < 4; ++i) window.record(true, 7);
+    CHECK(window.totals().failures == 4);
+    window.clear(8);  // the breaker changed state: generation 8's window now
+    // Records that read the state in generation 7 and land only now.
+    const auto late = window.record(true, 7);
+    CHECK(late.calls == 0);
+    CHECK(late.failures == 0);
+    window.record(false, 7);
+    CHECK(window.totals().calls == 0);
+    CHECK(window.totals().failures == 0);
+    // Generation 8's own records count; a late success does not clear their bits.
+    const auto fresh = window.record(true, 8);
+    CHECK(fresh.calls == 1);
+    CHECK(fresh.failures == 1);
+    for (int i = 0; i < 25; ++i) window.record(false, 7);
+    CHECK(window.totals().calls == 1);
+    CHECK(window.totals().failures == 1);
+    CHECK(window.lifetime_calls() == 4 + 2 + 1 + 25);  // every call, in a window or not
+}
+
+TEST_CASE("rolling count window: the last N calls are counted exactly, however many went round the ring") {
+    for (const std::uint32_t size : {1u, 2u, 31u, 32u, 33u, 64u, 100u}) {
+        resil::detail::rolling_count_window window{size};
+        std::deque<bool> model;  // the last `size` results
+        std::uint32_t seed = 12345u + size;
+        for (int i = 0; i < 1000; ++i) {
+            seed = seed * 1664525u + 1013904223u;
+            const bool failed = (seed >> 8) % 3 == 0;
+            const auto c = window.record(failed);
+            model.push_back(failed);
+            if (model.size() > size) model.pop_front();
+            const auto expected = static_cast<std::uint64_t>(std::count(model.begin(), model.end(), true));
+            CHECK(c.calls == model.size());
+            CHECK(c.failures == expected);
+        }
+        CHECK(window.lifetime_calls() == 1000);
+        window.clear(1);
+        CHECK(window.lifetime_calls() == 1000);
+        CHECK(window.totals().calls == 0);
+    }
+}
+
+TEST_CASE("failure run: a record of an earlier generation neither adds to the run nor ends it") {
+    resil::detail::failure_run run;
+    run.clear(3);
+    CHECK(run.record(true, 3) == 1);
+    CHECK(run.record(true, 3) == 2);
+    run.clear(4);
+    CHECK(run.record(true, 3) == 0);  // read the state before the change, landed after it
+    CHECK(run.current() == 0);
+    CHECK(run.record(true, 4) == 1);
+    CHECK(run.record(true, 4) == 2);
+    CHECK(run.record(false, 3) == 0);  // a late success does not end generation 4's run
+    CHECK(run.current() == 2);
+    CHECK(run.record(false, 4) == 0);  // its own does
+    CHECK(run.current() == 0);
+}
+
+namespace {
+// Threads record results of calls admitted before each round's change of
+// state, while `change` runs on the main thread; once all are recorded,
+// `check` looks at the breaker. Returns the rounds `check` found wrong.
+struct race_size {
+    int threads = 2;
+    int rounds = 400;
+    int per_round = 400;  // results per thread and round
+    // Each thread records half its results, then waits for the change to
+    // begin before it records the rest (most of them race the change itself).
+    // Off: the threads never wait, and the change comes while they are halfway.
+    bool meet_the_change = true;
+};
+
+template <class Breaker, class Change, class Check>
+int race_records_with(Breaker& breaker, race_size size, verdict v, Change change, Check check) {
+    const int threads = size.threads;
+    const int rounds = size.rounds;
+    const int per_round = size.per_round;
+    using permit_type = typename Breaker::permit;
+    std::barrier sync(static_cast<std::ptrdiff_t>(threads) + 1);
+    std::atomic<int> recorded{0};
+    std::atomic<bool> changing{false};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&] {
+            std::vector<permit_type> permits(static_cast<std::size_t>(per_round));
+            for (int r = 0; r < rounds; ++r) {
+                for (auto& p : permits) p = breaker.try_acquire();  // all before the change
+                sync.arrive_and_wait();                              // 1: admitted
+                for (int i = 0; i < per_round; ++i) {
+                    if (i == per_round / 2 && size.meet_the_change)
+                        while (!changing.load(std::memory_order_acquire)) std::this_thread::yield();
+                    breaker.record(permits[static_cast<std::size_t>(i)], v);
+                    recorded.fetch_add(1, std::memory_order_relaxed);
+                }
+                sync.arrive_and_wait();  // 2: all recorded
+                sync.arrive_and_wait();  // 3: checked, closed again
+            }
+        });
+    }
+    int wrong_rounds = 0;
+    for (int r = 0; r < rounds; ++r) {
+        recorded.store(0);
+        changing.store(false);
+        sync.arrive_and_wait();  // 1
+        // Once the threads are halfway (bounded: they get there on their own).
+        while (recorded.load(std::memory_order_relaxed) < threads * (per_round / 2)) std::this_thread::yield();
+        changing.store(true, std::memory_order_release);
+        change();
+        sync.arrive_and_wait();  // 2
+        if (!check()) ++wrong_rounds;
+        breaker.reset();         // a clean start for the next round
+        sync.arrive_and_wait();  // 3
+    }
+    for (auto& th : pool) th.join();
+    return wrong_rounds;
+}
+}  // namespace
+
+TEST_CASE("circuit breaker: count window: results racing reset() never land in the window after it") {
+    // A large window: reset() takes a while to clear it, which widens the race.
+    breaker_type breaker{{.mode = resil::breaker_mode::count_window, .window_calls = 200'000, .min_calls = 200'000},
+                         manual_clock{}};
+    std::uint64_t fresh = 0;
+    const race_size size{};
+    const int dirty_rounds = race_records_with(
+        breaker, size, verdict::retryable,
+        [&] {
+            breaker.reset();
+            call(breaker, verdict::success);  // the window's only call
+            fresh += 1;
+        },
+        [&] {
+            const auto m = breaker.metrics();
+            return m.calls_in_window == 1 && m.failures_in_window == 0;
+        });
+    CHECK(dirty_rounds == 0);
+    // Every result counted in the lifetime totals all the same.
+    CHECK(breaker.metrics().calls == std::uint64_t(size.threads * size.rounds * size.per_round) + fresh);
+}
+
+TEST_CASE("circuit breaker: consecutive failures: results racing reset() neither add to the run after it nor end it") {
+    breaker_type breaker{{.mode = resil::breaker_mode::consecutive_failures, .consecutive_failures = 1'000'000},
+                         manual_clock{}};
+    // Late failures would lengthen the fresh run, late successes end it.
+    for (const auto late : {verdict::retryable, verdict::success}) {
+        INFO((late == verdict::success ? "late successes" : "late failures"));
+        const int dirty_rounds = race_records_with(
+            breaker, race_size{.rounds = 2000, .per_round = 100}, late,
+            [&] {
+                breaker.reset();
+                calls(breaker, 3, verdict::retryable);  // the fresh run
+            },
+            [&] { return breaker.metrics().failures_in_window == 3; });
+        CHECK(dirty_rounds == 0);
+    }
+}
+
+TEST_CASE("circuit breaker: count window: results racing a half-open -> closed change never land in the window after it") {
+    manual_clock clock;
+    breaker_type breaker{{.mode = resil::breaker_mode::count_window,
+                          .failure_ratio = 0.0,
+                          .window_calls = 200'000,
+                          .min_calls = 1,
+                          .open_for = 1s,
+                          .half_open_probes = 1},
+                         clock};
+    // More threads than cores: a thread preempted between a record's look at
+    // the state (closed) and its write to the window outlasts the whole
+    // closed -> open -> half-open -> closed below.
+    const int dirty_rounds = race_records_with(
+        breaker, race_size{.threads = 6, .rounds = 2000, .per_round = 100, .meet_the_change = false}, verdict::success,
+        [&] {
+            call(breaker, verdict::retryable);  // opens it
+            REQUIRE(breaker.state() == circuit_state::open);
+            clock.advance(1s);
+            auto probe = breaker.try_acquire();
+            REQUIRE(probe.probe());
+            breaker.record(probe, verdict::success);  // closes it with an empty window
+            REQUIRE(breaker.state() == circuit_state::closed);
+        },
+        [&] {
+            const auto m = breaker.metrics();
+            return breaker.state() == circuit_state::closed && m.calls_in_window == 0 && m.failures_in_window == 0;
+        });
+    CHECK(dirty_rounds == 0);
+}

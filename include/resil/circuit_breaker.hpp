@@ -39,9 +39,11 @@
 // published with one store; no call waits for it: one arriving in that
 // instant is judged by the state before, or rejected with a short
 // retry-after (retry_soon). Each change is numbered (the events'
-// `generation`), so listeners on different threads can order them. The time
-// window counts each closed period apart: a result recorded while reset()
-// runs never lands in the window that follows. Nothing allocates per call.
+// `generation`), so listeners on different threads can order them. Every
+// mode counts each closed period apart (its window or run is tagged with the
+// state generation, and a record with the generation it saw): a result
+// recorded while reset() or any other change runs never lands in the window
+// of the closed period that follows. Nothing allocates per call.
 // For a cheaper clock read, use basic_circuit_breaker<coarse_steady_clock>
 // (resil/coarse_clock.hpp).
 //
@@ -147,7 +149,7 @@ struct circuit_breaker_metrics {
 /// A circuit breaker on `Clock` (see the top of this header). Every member
 /// may be called from any thread at any time. Neither copyable nor movable:
 /// share it by reference (std::ref in a pipeline). Size: about 1.8 KB, plus
-/// window_calls / 8 bytes in count_window mode, allocated at construction.
+/// window_calls / 4 bytes in count_window mode, allocated at construction.
 template <clock Clock = steady_clock>
 class basic_circuit_breaker {
 public:
@@ -285,7 +287,7 @@ public:
             }
             if (begin_transition(s)) break;
         }
-        clear_window();
+        clear_window(s);
         const auto changed = finish_transition(s, closed_state, std::nullopt);
         if (changed.number != 0)
             notify({state_of(s), circuit_state::closed, 0.0, 0, clock_.now(), changed.number}, nullptr);
@@ -326,7 +328,7 @@ public:
                 break;
             case breaker_mode::consecutive_failures: {
                 lifetime = {calls_.total(), failures_.load(std::memory_order_relaxed)};
-                const std::uint64_t run = run_.load(std::memory_order_relaxed);
+                const std::uint64_t run = run_.current();
                 window = {run, run};
                 break;
             }
@@ -394,6 +396,8 @@ private:
     static constexpr std::uint64_t probe_counts_mask = (probe_count_max << admitted_shift) | (probe_count_max << succeeded_shift);
     static constexpr std::uint32_t max_probes = 1000;
     static_assert(max_probes <= probe_count_max);
+    static constexpr std::uint32_t max_window_calls = 1'000'000;
+    static_assert(max_window_calls <= detail::rolling_count_window::max_size);
 
     static constexpr circuit_state state_of(std::uint64_t s) noexcept {
         switch (s & state_mask) {
@@ -438,7 +442,7 @@ private:
                     format(o.failure_ratio));
         if (o.window < milliseconds{10} || o.window > hours{24})
             invalid("window must be in [10ms, 24h], got " + format(o.window));
-        if (o.window_calls < 1 || o.window_calls > 1'000'000)
+        if (o.window_calls < 1 || o.window_calls > max_window_calls)
             invalid("window_calls must be in [1, 1000000], got " + std::to_string(o.window_calls));
         if (o.min_calls < 1) invalid("min_calls must be at least 1, got 0");
         if (o.mode == breaker_mode::count_window && o.min_calls > o.window_calls)
@@ -595,11 +599,16 @@ private:
         }
     }
 
-    void clear_window() const noexcept {
+    /// Empties the window for the closed state that the change claimed in `s`
+    /// is about to publish. The count window and the run take that state's
+    /// generation, so a record that read an earlier state no longer counts in
+    /// them; the time window tells generations apart by itself.
+    void clear_window(std::uint64_t s) const noexcept {
+        const auto next_generation = generation_of(next_word(s, closed_state));
         switch (options_.mode) {
             case breaker_mode::time_window: time_window_.clear(); break;
-            case breaker_mode::count_window: count_window_.clear(); break;
-            case breaker_mode::consecutive_failures: run_.store(0, std::memory_order_relaxed); break;
+            case breaker_mode::count_window: count_window_.clear(next_generation); break;
+            case breaker_mode::consecutive_failures: run_.clear(next_generation); break;
         }
     }
 
@@ -673,7 +682,9 @@ private:
         switch (options_.mode) {
             case breaker_mode::time_window: return;  // handled by record_closed
             case breaker_mode::count_window:
-                counts = count_window_.record(failed);
+                // In this closed period's window only (zeros if a change of
+                // state has already cleared it for the next one).
+                counts = count_window_.record(failed, generation_of(s));
                 if (!failed) return;
                 failures_.fetch_add(1, std::memory_order_relaxed);
                 if (!ratio_exceeded(counts)) return;
@@ -681,12 +692,12 @@ private:
             case breaker_mode::consecutive_failures: {
                 calls_.add();
                 if (!failed) {
-                    // Only write when there is a run to end: successes then share the line.
-                    if (run_.load(std::memory_order_relaxed) != 0) run_.store(0, std::memory_order_relaxed);
+                    // Writes only when there is a run to end: successes then share the line.
+                    run_.record(false, generation_of(s));
                     return;
                 }
                 failures_.fetch_add(1, std::memory_order_relaxed);
-                const std::uint64_t run = run_.fetch_add(1, std::memory_order_relaxed) + 1;
+                const std::uint64_t run = run_.record(true, generation_of(s));
                 if (run < options_.consecutive_failures) return;
                 counts = {run, run};
                 break;
@@ -731,7 +742,7 @@ private:
             }
             if (succeeded >= options_.half_open_probes) {
                 if (!begin_transition(s)) continue;
-                clear_window();
+                clear_window(s);
                 const auto changed = finish_transition(s, closed_state, std::nullopt);
                 notify({circuit_state::half_open, circuit_state::closed, 0.0, succeeded, now ? *now : clock_.now(),
                         changed.number},
@@ -770,7 +781,7 @@ private:
 
     alignas(64) mutable detail::rolling_time_window time_window_;
     mutable detail::rolling_count_window count_window_;
-    mutable std::atomic<std::uint64_t> run_{0};       // consecutive failures so far
+    mutable detail::failure_run run_;                 // consecutive failures so far
     mutable detail::striped_counter calls_;          // consecutive mode's lifetime calls
     mutable std::atomic<std::uint64_t> failures_{0};  // count and consecutive modes' lifetime failures
 

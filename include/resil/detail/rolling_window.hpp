@@ -1,12 +1,15 @@
 // resil/detail/rolling_window.hpp — lock-free failure counting for the
-// circuit breaker: over the last span of time (a ring of buckets) or over the
-// last N calls (a ring of bits).
+// circuit breaker: over the last span of time (a ring of buckets), over the
+// last N calls (a ring of bits), or the current run of failures in a row.
 //
 //   detail::rolling_time_window w{10s};            // 10 buckets of 1 s
 //   w.record(now, /*failed=*/true);
 //   auto c = w.totals(now);                        // calls and failures in the window
 //
-// Both windows are thread-safe and never allocate after construction. Their
+// Each counts one closed period of the breaker at a time: a record names the
+// state generation it saw, and never counts in a later generation's window.
+//
+// All are thread-safe and never allocate after construction. Their
 // totals are exact when no record is in progress, and off by the records in
 // flight otherwise; a breaker's decision tolerates that.
 //
@@ -288,67 +291,165 @@ private:
     std::atomic<std::uint64_t> latest_epoch_{0};  // the newest bucket any record reached
 };
 
-/// Calls over the last `size` calls: a ring of bits (1 = failed) and a running
-/// count of the set bits. A record claims the next position with one
-/// fetch_add, then swaps its bit; the count follows every change of a bit, so
-/// it stays equal to the bits set.
+// The words of the count window and of the failure run: a generation tag
+// (the circuit breaker's state generation, modulo 2^32) beside a 32-bit value.
+// Every write to such a word is a compare-and-swap that checks the tag, and
+// clear(g) restamps each word with g: a record made in an earlier generation
+// changes nothing once the window has moved on, however late it lands. (Only
+// a record delayed across exactly a multiple of 2^32 changes of state could
+// be mistaken for a current one.)
+namespace generation_tag {
+inline constexpr int value_bits = 32;
+inline constexpr std::uint64_t value_mask = (std::uint64_t{1} << value_bits) - 1;
+[[nodiscard]] constexpr std::uint64_t of_generation(std::uint64_t generation) noexcept { return generation & value_mask; }
+[[nodiscard]] constexpr std::uint64_t pack(std::uint64_t tag, std::uint64_t value) noexcept {
+    return (tag << value_bits) | value;
+}
+[[nodiscard]] constexpr std::uint64_t tag_of(std::uint64_t word) noexcept { return word >> value_bits; }
+[[nodiscard]] constexpr std::uint64_t value_of(std::uint64_t word) noexcept { return word & value_mask; }
+}  // namespace generation_tag
+
+/// Calls over the last `size` calls of one generation (the circuit breaker's
+/// closed period): a ring of bits (1 = failed) and a count of the bits set.
+/// A record claims the next position with a compare-and-swap on the position
+/// count, then flips its bit if it differs (a success on a clear bit writes
+/// nothing more); the count of failures follows every flip. Each of those
+/// words carries the generation it counts for (see generation_tag), so after
+/// clear(g) a record of an earlier generation neither takes a position nor
+/// sets a bit nor moves the count: it is counted in lifetime_calls() only.
 class rolling_count_window {
 public:
-    /// A window of `size` calls; 0 makes an unused window that allocates nothing.
+    /// The largest window: the position count stays below 2 * size, in 24 bits.
+    static constexpr std::uint32_t max_size = std::uint32_t{1} << 23;
+
+    /// A window of `size` calls, at most max_size (the caller checks); 0 makes
+    /// an unused window that allocates nothing.
     explicit rolling_count_window(std::uint32_t size)
         : size_(size), bits_(size == 0 ? nullptr : std::make_unique<std::atomic<std::uint64_t>[]>(words_for(size))) {}
 
     rolling_count_window(const rolling_count_window&) = delete;
     rolling_count_window& operator=(const rolling_count_window&) = delete;
 
-    /// Counts one call; returns the window's counts including it.
-    window_counts record(bool failed) noexcept {
-        const auto index = next_.fetch_add(1, std::memory_order_relaxed);
-        const auto position = index % size_;
-        auto& word = bits_[static_cast<std::size_t>(position / 64)];
-        const auto mask = std::uint64_t{1} << (position % 64);
-        if (failed) {
-            if ((word.fetch_or(mask, std::memory_order_relaxed) & mask) == 0)
-                failures_.fetch_add(1, std::memory_order_relaxed);
-        } else if ((word.load(std::memory_order_relaxed) & mask) != 0) {
-            if ((word.fetch_and(~mask, std::memory_order_relaxed) & mask) != 0)
-                failures_.fetch_sub(1, std::memory_order_relaxed);
+    /// Counts one call in `generation`'s window; returns the window's counts
+    /// including it, or zeros when the window belongs to a later generation
+    /// (then the call counts in lifetime_calls() only).
+    window_counts record(bool failed, std::uint64_t generation = 0) noexcept {
+        namespace gt = generation_tag;
+        const auto tag = gt::of_generation(generation);
+        auto head = head_.load(std::memory_order_relaxed);
+        std::uint64_t count = 0;
+        for (;;) {
+            if (gt::tag_of(head) != tag) {
+                folded_calls_.fetch_add(1, std::memory_order_relaxed);
+                return {};
+            }
+            count = gt::value_of(head);
+            // Once the ring is full the count stays in [size, 2 size), where
+            // count % size still names the next position.
+            const auto next = count + 1 == 2 * size_ ? size_ : count + 1;
+            if (head_.compare_exchange_weak(head, gt::pack(tag, next), std::memory_order_relaxed)) break;
         }
-        return counts(index + 1);
+        if (count + 1 == 2 * size_) folded_calls_.fetch_add(size_, std::memory_order_relaxed);
+        const auto position = count < size_ ? count : count - size_;
+        auto& word = bits_[static_cast<std::size_t>(position / bits_per_word)];
+        const auto mask = std::uint64_t{1} << (position % bits_per_word);
+        auto w = word.load(std::memory_order_relaxed);
+        for (;;) {
+            if (gt::tag_of(w) != tag) return {};  // cleared for a later generation meanwhile
+            if (((w & mask) != 0) == failed) break;
+            if (word.compare_exchange_weak(w, w ^ mask, std::memory_order_relaxed)) {
+                auto f = failures_.load(std::memory_order_relaxed);
+                while (gt::tag_of(f) == tag &&
+                       !failures_.compare_exchange_weak(f, failed ? f + 1 : f - 1, std::memory_order_relaxed)) {
+                }
+                break;
+            }
+        }
+        return counts(gt::pack(tag, std::min<std::uint64_t>(count + 1, size_)));
     }
 
-    /// The window's current counts.
-    [[nodiscard]] window_counts totals() const noexcept { return counts(next_.load(std::memory_order_relaxed)); }
+    /// The current window's counts.
+    [[nodiscard]] window_counts totals() const noexcept { return counts(head_.load(std::memory_order_relaxed)); }
 
-    /// Calls counted since construction.
-    [[nodiscard]] std::uint64_t lifetime_calls() const noexcept { return next_.load(std::memory_order_relaxed); }
+    /// Calls counted since construction, in a window or not.
+    [[nodiscard]] std::uint64_t lifetime_calls() const noexcept {
+        return folded_calls_.load(std::memory_order_relaxed) + generation_tag::value_of(head_.load(std::memory_order_relaxed));
+    }
 
-    /// Empties the window.
-    void clear() noexcept {
-        start_.store(next_.load(std::memory_order_relaxed), std::memory_order_relaxed);
-        for (std::size_t i = 0, n = words_for(size_); i < n; ++i) {
-            const auto old = bits_[i].exchange(0, std::memory_order_relaxed);
-            if (old != 0) failures_.fetch_sub(std::popcount(old), std::memory_order_relaxed);
-        }
+    /// Empties the window and makes it `generation`'s: records of other
+    /// generations no longer count in it.
+    void clear(std::uint64_t generation = 0) noexcept {
+        namespace gt = generation_tag;
+        const auto tag = gt::of_generation(generation);
+        for (std::size_t i = 0, n = words_for(size_); i < n; ++i) bits_[i].store(gt::pack(tag, 0), std::memory_order_relaxed);
+        failures_.store(gt::pack(tag, failures_bias), std::memory_order_relaxed);
+        const auto old = head_.exchange(gt::pack(tag, 0), std::memory_order_relaxed);
+        folded_calls_.fetch_add(gt::value_of(old), std::memory_order_relaxed);
     }
 
 private:
-    static constexpr std::size_t words_for(std::uint64_t size) noexcept { return static_cast<std::size_t>((size + 63) / 64); }
+    static constexpr std::uint64_t bits_per_word = generation_tag::value_bits;
+    // The failure count is kept plus this bias: a success can clear a bit
+    // before the failure that set it has counted it, and the count must not
+    // borrow from its tag.
+    static constexpr std::uint64_t failures_bias = std::uint64_t{1} << 31;
+    static_assert(2 * std::uint64_t{max_size} <= generation_tag::value_mask && max_size < failures_bias);
 
-    [[nodiscard]] window_counts counts(std::uint64_t next) const noexcept {
-        const auto start = start_.load(std::memory_order_relaxed);
-        const auto calls = next > start ? std::min<std::uint64_t>(next - start, size_) : 0;
-        // Records racing a clear() can leave the count briefly off; keep it sane.
-        const auto set = failures_.load(std::memory_order_relaxed);
-        const auto failures = set <= 0 ? 0 : std::min(static_cast<std::uint64_t>(set), calls);
+    static constexpr std::size_t words_for(std::uint64_t size) noexcept {
+        return static_cast<std::size_t>((size + bits_per_word - 1) / bits_per_word);
+    }
+
+    // The counts of the window whose position word is `head`.
+    [[nodiscard]] window_counts counts(std::uint64_t head) const noexcept {
+        namespace gt = generation_tag;
+        const auto calls = std::min<std::uint64_t>(gt::value_of(head), size_);
+        const auto f = failures_.load(std::memory_order_relaxed);
+        if (gt::tag_of(f) != gt::tag_of(head)) return {calls, 0};  // a clear() under way
+        // Records in flight can leave the count briefly off; keep it sane.
+        const auto set = gt::value_of(f);
+        const auto failures = set <= failures_bias ? 0 : std::min(set - failures_bias, calls);
         return {calls, failures};
     }
 
     std::uint64_t size_;
-    std::unique_ptr<std::atomic<std::uint64_t>[]> bits_;
-    std::atomic<std::uint64_t> next_{0};    // calls recorded since construction
-    std::atomic<std::uint64_t> start_{0};   // next_ at the last clear()
-    std::atomic<std::int64_t> failures_{0};  // bits set
+    std::unique_ptr<std::atomic<std::uint64_t>[]> bits_;                        // | tag | 32 bits, 1 = failed |
+    std::atomic<std::uint64_t> head_{0};                                       // | tag | positions taken |
+    std::atomic<std::uint64_t> failures_{generation_tag::pack(0, failures_bias)};  // | tag | bits set + bias |
+    std::atomic<std::uint64_t> folded_calls_{0};  // calls no longer in head_ (cleared, wrapped, or refused)
+};
+
+/// The current run of failures in a row, of one generation (the circuit
+/// breaker's closed period): one word, | tag | run | (see generation_tag). A
+/// success writes only when there is a run to end; after clear(g), a record of
+/// an earlier generation neither adds to the run nor ends it.
+class failure_run {
+public:
+    /// Counts one result in `generation`'s run; returns the run after it: 0
+    /// after a success, and when the run belongs to a later generation.
+    std::uint64_t record(bool failed, std::uint64_t generation = 0) noexcept {
+        namespace gt = generation_tag;
+        const auto tag = gt::of_generation(generation);
+        auto w = word_.load(std::memory_order_relaxed);
+        for (;;) {
+            if (gt::tag_of(w) != tag) return 0;
+            const auto run = gt::value_of(w);
+            if (!failed && run == 0) return 0;
+            if (failed && run == gt::value_mask) return run;  // saturated
+            const auto desired = failed ? w + 1 : gt::pack(tag, 0);
+            if (word_.compare_exchange_weak(w, desired, std::memory_order_relaxed)) return gt::value_of(desired);
+        }
+    }
+
+    /// The run so far.
+    [[nodiscard]] std::uint64_t current() const noexcept { return generation_tag::value_of(word_.load(std::memory_order_relaxed)); }
+
+    /// Ends the run and makes it `generation`'s.
+    void clear(std::uint64_t generation = 0) noexcept {
+        word_.store(generation_tag::pack(generation_tag::of_generation(generation), 0), std::memory_order_relaxed);
+    }
+
+private:
+    std::atomic<std::uint64_t> word_{0};
 };
 
 }  // namespace resil::detail
