@@ -178,7 +178,8 @@ public:
 
     rj::pipeline_config config() {
         rj::pipeline_config c;
-        if (coin(0.7)) c.deadline = span(1ns, 24h * 365);
+        if (coin(0.7)) c.deadline = span(resil::deadline_policy_options::min_budget,
+                                         resil::deadline_policy_options::max_budget);
         if (coin(0.7)) c.timeouts = timeouts();
         if (coin(0.7)) c.retry = retry();
         if (coin(0.7)) c.retry_budget = retry_budget();
@@ -583,6 +584,13 @@ TEST_CASE("json: a number too large for a double is a config_error naming its pa
         CHECK(e->path() == r.path);
         CHECK(std::string(e->what()) == r.message);
     }
+}
+
+TEST_CASE("json: a deadline is refused outside the range deadline_policy accepts, with its path") {
+    CHECK(error_of(R"({"deadline": "0.5ms"})") == R"(deadline: must be in [1ms, 24h], got "0.5ms")");
+    CHECK(error_of(R"({"deadline": "24.000000001h"})") == R"(deadline: must be in [1ms, 24h], got "24.000000001h")");
+    CHECK(rj::parse_config(R"({"deadline": "1ms"})").deadline == duration{1ms});
+    CHECK(rj::parse_config(R"({"deadline": "24h"})").deadline == duration{24h});
 }
 
 TEST_CASE("json: huge integers are refused by range, with their path") {

@@ -364,7 +364,11 @@ inline std::optional<breaker_mode> parse_breaker_mode(std::string_view name) noe
 
 template <class Json>
 duration read_deadline(const Json& j, const std::string& path) {
+    constexpr auto lo = deadline_policy_options::min_budget;
+    constexpr auto hi = deadline_policy_options::max_budget;
     const auto d = read_positive_duration<duration>(j, path);
+    if (d < lo || d > hi)
+        throw config_error(path, "must be in [" + format_duration(lo) + ", " + format_duration(hi) + "], got " + shown(j));
     check_with_constructor(path, [&] { (void)deadline_policy{d}; });
     return d;
 }
