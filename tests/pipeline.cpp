@@ -61,7 +61,7 @@ struct service {
 TEST_CASE("pipeline: policies run outer to inner in the order written") {
     std::vector<std::string> log;
     auto pipe = resil::pipeline(tracer{&log, "a"}, tracer{&log, "b"}, tracer{&log, "c"});
-    auto out = pipe([&] { log.push_back("call"); return 1; }, resil::always_success{});
+    auto out = pipe([&] { log.push_back("call"); return 1; }, resil::always_success);
     CHECK(out.ok());
     CHECK(log == std::vector<std::string>{"a in", "b in", "c in", "call", "c out", "b out", "a out"});
 }
@@ -76,17 +76,17 @@ TEST_CASE("pipeline: move-only and non-default-constructible results") {
     move_only taken = std::move(out).value();
     CHECK(*taken.value == 7);
 
-    auto out2 = pipe([] { return no_default{5}; }, resil::always_success{});
+    auto out2 = pipe([] { return no_default{5}; }, resil::always_success);
     REQUIRE(out2.ok());
     CHECK(out2->value == 5);
 }
 
 TEST_CASE("pipeline: function pointers, member calls and void callables") {
     auto pipe = resil::pipeline(resil::retry_policy{});
-    CHECK(pipe(&answer, resil::always_success{}).value() == 42);
+    CHECK(pipe(&answer, resil::always_success).value() == 42);
 
     service s;
-    CHECK(pipe(std::bind_front(&service::add, &s, 2), resil::always_success{}).value() == 42);
+    CHECK(pipe(std::bind_front(&service::add, &s, 2), resil::always_success).value() == 42);
 
     int touched = 0;
     auto out = pipe([&] { ++touched; });
@@ -112,14 +112,14 @@ TEST_CASE("pipeline: the callable may take the context") {
             CHECK(ctx.attempt_timeouts().connect == 20ms);
             return 1;
         },
-        resil::always_success{});
+        resil::always_success);
     CHECK(out.ok());
 }
 
 TEST_CASE("deadline policy: an inner deadline never extends an outer one") {
     manual_clock clock;
     auto pipe = resil::pipeline(clock, resil::deadline_policy{300ms}, resil::deadline_policy{5s});
-    auto out = pipe([](resil::basic_context<manual_clock>& ctx) { return ctx.remaining(); }, resil::always_success{});
+    auto out = pipe([](resil::basic_context<manual_clock>& ctx) { return ctx.remaining(); }, resil::always_success);
     CHECK(out.value() == 300ms);
 }
 
@@ -129,7 +129,7 @@ TEST_CASE("deadline policy: an upstream deadline already passed rejects before a
     resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{
         .deadline = resil::basic_deadline<manual_clock>::at(clock.now() - 1ms, clock)}};
     int calls = 0;
-    auto out = pipe.execute(ctx, [&] { return ++calls; }, resil::always_success{});
+    auto out = pipe.execute(ctx, [&] { return ++calls; }, resil::always_success);
     CHECK(calls == 0);
     CHECK(out.reason() == reason::deadline_exceeded);
     CHECK_FALSE(out.has_value());
@@ -210,10 +210,10 @@ TEST_CASE("pipeline: a call allocates nothing") {
     resil::retry_budget budget;
     auto pipe = resil::pipeline(resil::fallback_policy{[] { return 0; }}, resil::deadline_policy{1s},
                                 resil::retry_policy{{.budget = &budget}}, resil::timeout_policy{{.total = 100ms}});
-    (void)pipe([] { return 1; }, resil::always_success{});  // warm the per-thread jitter engine
+    (void)pipe([] { return 1; }, resil::always_success);  // warm the per-thread jitter engine
     const auto before = allocations.load();
     for (int i = 0; i < 1000; ++i) {
-        auto out = pipe([i] { return i; }, resil::always_success{});
+        auto out = pipe([i] { return i; }, resil::always_success);
         REQUIRE(out.ok());
     }
     CHECK(allocations.load() == before);
@@ -233,13 +233,13 @@ TEST_CASE("events: attempt durations are measured only for a listener that asks 
     std::vector<resil::duration> untimed;
     auto plain = resil::pipeline(clock, resil::retry_policy{})
                      .with_listener([&](const resil::events::attempt_finished& e) { untimed.push_back(e.elapsed); });
-    (void)plain([&] { clock.advance(40ms); return 1; }, resil::always_success{});
+    (void)plain([&] { clock.advance(40ms); return 1; }, resil::always_success);
     REQUIRE(untimed.size() == 1);
     CHECK(untimed[0] == resil::duration::zero());
 
     std::vector<resil::duration> timed;
     auto measured = resil::pipeline(clock, resil::retry_policy{}).with_listener(timing{&timed});
-    (void)measured([&] { clock.advance(40ms); return 1; }, resil::always_success{});
+    (void)measured([&] { clock.advance(40ms); return 1; }, resil::always_success);
     REQUIRE(timed.size() == 1);
     CHECK(timed[0] == 40ms);
 }
@@ -251,7 +251,7 @@ TEST_CASE("pipeline: an escaping exception leaves the caller's context whole and
     auto pipe = resil::pipeline(clock, resil::deadline_policy{250ms}, resil::timeout_policy{{.total = 100ms}})
                     .with_listener([&](const resil::events::call_finished& e) { finished.push_back(e); });
     resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{.stop = stop.get_token()}};
-    CHECK_THROWS_AS(pipe.execute(ctx, []() -> int { throw std::runtime_error("bug"); }, resil::always_success{}),
+    CHECK_THROWS_AS(pipe.execute(ctx, []() -> int { throw std::runtime_error("bug"); }, resil::always_success),
                     std::runtime_error);
     CHECK(ctx.stop_token().stop_possible());     // still the caller's token
     CHECK_FALSE(ctx.deadline().is_set());        // the 250 ms deadline was the call's, not the caller's
@@ -290,7 +290,7 @@ TEST_CASE("timeout policy: an inner triad never loosens an outer one") {
     manual_clock clock;
     auto pipe = resil::pipeline(clock, resil::timeout_policy{{.connect = 20ms, .read = 100ms, .total = 150ms}},
                                 resil::timeout_policy{{.connect = 1s, .read = 50ms, .total = 5s}});
-    auto out = pipe([](resil::basic_context<manual_clock>& ctx) { return ctx.attempt_timeouts(); }, resil::always_success{});
+    auto out = pipe([](resil::basic_context<manual_clock>& ctx) { return ctx.attempt_timeouts(); }, resil::always_success);
     CHECK(out.value() == resil::timeouts{.connect = 20ms, .read = 50ms, .total = 150ms});
 }
 
@@ -310,7 +310,7 @@ TEST_CASE("void callables: judged by their exceptions, and served by a void fall
     manual_clock clock;
     int calls = 0;
     auto pipe = resil::pipeline(clock, resil::retry_policy{});
-    auto judge = resil::classifier{resil::always_success{}, [](const std::exception_ptr&) { return verdict::retryable; }};
+    auto judge = resil::classifier{resil::always_success, [](const std::exception_ptr&) { return verdict::retryable; }};
     auto out = pipe([&] { if (++calls < 3) throw std::runtime_error("flaky"); }, judge);
     CHECK(out.ok());
     CHECK(calls == 3);

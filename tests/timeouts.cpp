@@ -96,3 +96,32 @@ TEST_CASE("timeouts: zero or negative configured values are named") {
     CHECK_FALSE(resil::timeouts{.connect = 5s, .total = 1s}.invalid_reason());
     static_assert(!resil::timeouts{.connect = 20ms, .read = 100ms, .total = 150ms}.invalid_reason());
 }
+
+TEST_CASE("timeouts: tightened_by takes the smaller of each field; no_limit is the identity") {
+    using namespace std::chrono_literals;
+    constexpr resil::timeouts outer{.connect = 50ms, .total = 1s};
+    constexpr resil::timeouts inner{.connect = 1s, .read = 100ms, .total = 300ms};
+    STATIC_REQUIRE(outer.tightened_by(inner) == resil::timeouts{.connect = 50ms, .read = 100ms, .total = 300ms});
+    STATIC_REQUIRE(outer.tightened_by(inner) == inner.tightened_by(outer));
+    STATIC_REQUIRE(outer.tightened_by(resil::timeouts{}) == outer);
+}
+
+TEST_CASE("timeouts: validate names the field and the value") {
+    using namespace std::chrono_literals;
+    CHECK_FALSE(resil::timeouts{}.validate());
+    CHECK_FALSE(resil::timeouts{.connect = 1ms, .read = 1ms, .total = 1ms}.validate());
+    auto bad = resil::timeouts{.read = -5ms}.validate();
+    REQUIRE(bad);
+    CHECK(bad->field == "read");
+    CHECK(bad->message() == "`read` must be at least 1ms, got -5ms");
+    CHECK(resil::timeouts{.connect = 0ms}.validate()->message() == "`connect` must be at least 1ms, got 0s");
+    CHECK(resil::timeouts{.total = 0ms}.validate()->field == "total");
+}
+
+TEST_CASE("timeouts: one rule says whether an attempt may start") {
+    using namespace std::chrono_literals;
+    STATIC_REQUIRE(resil::timeouts::enough_for_attempt(resil::timeouts::min_attempt_time));
+    STATIC_REQUIRE(!resil::timeouts::enough_for_attempt(resil::timeouts::min_attempt_time - 1ns));
+    STATIC_REQUIRE(resil::timeouts::enough_for_attempt(resil::duration::max()));
+    STATIC_REQUIRE(!resil::timeouts::enough_for_attempt(-1s));
+}

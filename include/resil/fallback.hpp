@@ -10,7 +10,12 @@
 //
 // The fallback function is called with the failed outcome (`const
 // resil::outcome<T>&`), or with nothing, and returns something convertible to
-// T. Copies of a fallback_policy share their counters, so the copy you keep
+// T. It handles every reason by default; `handles` picks some, and a failure
+// for any other passes through unchanged (not counted, no event):
+//
+//   resil::fallback_policy stale_cache{serve_stale, {.handles = {resil::reason::circuit_open, resil::reason::shed}}};
+//
+// Copies of a fallback_policy share their counters, so the copy you keep
 // reads what the pipeline's copy counted. Counting is a relaxed atomic
 // increment: free to leave on. Exceptions that no classifier judged are not
 // failures of the call but errors of the program: they propagate untouched.
@@ -25,17 +30,38 @@
 
 #include "events.hpp"
 #include "outcome.hpp"
+#include "validation.hpp"
 
 namespace resil {
 
 /// How many times a fallback ran, per reason; a snapshot.
 using fallback_counts = reason_counts;
 
+/// Options of a fallback_policy.
+struct fallback_options {
+    /// The reasons the fallback handles; a failure for any other passes
+    /// through unchanged. Default: every reason.
+    reason_set handles = reason_set::all();
+
+    /// The invalid field, if any: `handles` must name at least one reason.
+    [[nodiscard]] validation_result validate() const {
+        if (!handles.empty()) return std::nullopt;
+        return invalid_option{"handles", "must name at least one reason, got none"};
+    }
+
+    friend bool operator==(const fallback_options&, const fallback_options&) = default;
+};
+
 template <class Fallback>
 class fallback_policy {
 public:
-    explicit fallback_policy(Fallback fallback)
-        : fallback_(std::move(fallback)), counters_(std::make_shared<counters>()) {}
+    /// Throws std::invalid_argument when options.validate() names a field.
+    explicit fallback_policy(Fallback fallback, fallback_options options = {})
+        : fallback_(std::move(fallback)), options_(options), counters_(std::make_shared<counters>()) {
+        throw_if_invalid("resil::fallback_policy", options_.validate());
+    }
+
+    [[nodiscard]] const fallback_options& options() const noexcept { return options_; }
 
     /// Times the fallback ran for `r` so far.
     [[nodiscard]] std::uint64_t count(reason r) const noexcept {
@@ -53,6 +79,7 @@ public:
         auto out = next(ctx);
         if (out.ok()) return out;
         const auto why = out.reason();
+        if (!options_.handles.contains(why)) return out;  // declined: not this fallback's failure
         counters_->by_reason[static_cast<std::size_t>(why)].fetch_add(1, std::memory_order_relaxed);
         ctx.emit(events::fallback_used{why});
         using outcome_type = decltype(out);
@@ -83,6 +110,7 @@ private:
         std::array<std::atomic<std::uint64_t>, reason_count> by_reason{};
     };
     Fallback fallback_;
+    fallback_options options_;
     std::shared_ptr<counters> counters_;
 };
 

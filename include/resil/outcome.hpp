@@ -125,6 +125,28 @@ inline constexpr std::size_t reason_count = 13;
     return "unknown";
 }
 
+/// A small set of reasons (e.g. the failures a fallback handles).
+class reason_set {
+public:
+    constexpr reason_set() = default;
+    constexpr reason_set(std::initializer_list<reason> rs) noexcept {
+        for (auto r : rs) bits_ |= bit(r);
+    }
+    /// Every reason but `none`.
+    [[nodiscard]] static constexpr reason_set all() noexcept {
+        reason_set s;
+        s.bits_ = static_cast<std::uint32_t>(((std::uint32_t{1} << reason_count) - 1) & ~bit(reason::none));
+        return s;
+    }
+    [[nodiscard]] constexpr bool contains(reason r) const noexcept { return (bits_ & bit(r)) != 0; }
+    [[nodiscard]] constexpr bool empty() const noexcept { return bits_ == 0; }
+    friend constexpr bool operator==(reason_set, reason_set) = default;
+
+private:
+    static constexpr std::uint32_t bit(reason r) noexcept { return std::uint32_t{1} << static_cast<unsigned>(r); }
+    std::uint32_t bits_ = 0;
+};
+
 /// Counts per reason, indexable by resil::reason.
 struct reason_counts {
     std::array<std::uint64_t, reason_count> by_reason{};

@@ -45,14 +45,18 @@
 
 namespace resil {
 
-/// A classifier for results that are always a success; exceptions propagate.
-struct always_success {
+/// The type of resil::always_success.
+struct always_success_t {
     template <class R>
         requires(!std::is_same_v<R, std::exception_ptr>)  // exceptions are not judged: they propagate
     constexpr verdict operator()(const R&) const noexcept {
         return verdict::success;
     }
 };
+
+/// A classifier for results that are always a success; exceptions propagate.
+///   pipe([] { return compute(); }, resil::always_success);
+inline constexpr always_success_t always_success{};
 
 /// Combines a result classifier and an exception classifier into one. Only a
 /// classifier made this way judges exceptions (the pipeline catches them);
@@ -71,17 +75,14 @@ classifier(OnResult, OnException) -> classifier<OnResult, OnException>;
 
 namespace detail {
 
-template <class T>
-struct is_reference_wrapper : std::false_type {};
-template <class T>
-struct is_reference_wrapper<std::reference_wrapper<T>> : std::true_type {};
-
+/// A policy or listener as given (const), or what a std::reference_wrapper
+/// refers to (as it was wrapped: std::ref gives non-const access).
 template <class P>
-constexpr decltype(auto) unwrap(const P& p) noexcept {
-    if constexpr (is_reference_wrapper<P>::value)
-        return p.get();
-    else
-        return (p);
+using unwrapped_t =
+    std::conditional_t<std::is_same_v<std::unwrap_reference_t<P>, P>, const P&, std::unwrap_reference_t<P>&>;
+template <class P>
+constexpr unwrapped_t<P> unwrap(const P& p) noexcept {
+    return p;
 }
 
 template <class R>
@@ -125,6 +126,49 @@ struct default_classifier {
         }
     }
 };
+
+/// Compile-time checks of a classifier against the callable's result R, with
+/// messages that show the fix as code.
+template <class Classifier, class R>
+constexpr bool check_classifier() noexcept {
+    using C = std::remove_cvref_t<Classifier>;
+    if constexpr (std::is_void_v<R>) {
+        // A void callable's classifier sees resil::unit (or nothing): one that
+        // takes only exceptions, without resil::classifier, would be silently
+        // ignored and the exception would propagate.
+        static_assert(judges_exceptions<C> || std::is_invocable_v<C&, const unit&> ||
+                          !std::is_invocable_v<C&, const std::exception_ptr&>,
+                      "resil: this classifier takes only exceptions, and the callable returns void, so it would "
+                      "never be asked: exceptions propagate unless the classifier is a resil::classifier. Write "
+                      "pipe(fn, resil::classifier{resil::always_success, [](const std::exception_ptr&) { "
+                      "return resil::verdict::retryable; }})");
+        return true;
+    } else {
+        using V = std::remove_cvref_t<R>;
+        if constexpr (std::is_invocable_v<C&, const V&>) {
+            using returned = std::invoke_result_t<C&, const V&>;
+            static_assert(!std::is_same_v<std::remove_cvref_t<returned>, bool>,
+                          "resil: the classifier returns bool; it must return resil::verdict (or "
+                          "resil::classification), which can say retryable, permanent or ambiguous. Write "
+                          "[](const R& r) { return ok(r) ? resil::verdict::success : resil::verdict::retryable; }");
+            static_assert(std::is_same_v<std::remove_cvref_t<returned>, bool> ||
+                              std::is_convertible_v<returned, classification>,
+                          "resil: the classifier must return resil::verdict or resil::classification. Write "
+                          "[](const R& r) { return ok(r) ? resil::verdict::success : resil::verdict::retryable; }");
+        } else {
+            static_assert(!std::is_invocable_v<C&, const std::exception_ptr&>,
+                          "resil: this classifier takes only exceptions; results need one too. Write "
+                          "resil::classifier{[](const R& r) { return ok(r) ? resil::verdict::success : "
+                          "resil::verdict::retryable; }, [](const std::exception_ptr&) { return "
+                          "resil::verdict::retryable; }}");
+            static_assert(std::is_invocable_v<C&, const std::exception_ptr&>,
+                          "resil: the classifier cannot be called with the callable's result (const R&). Write "
+                          "[](const R& r) { return ok(r) ? resil::verdict::success : resil::verdict::retryable; }, "
+                          "with R the type the callable returns");
+        }
+        return true;
+    }
+}
 
 template <class F, class Ctx>
 decltype(auto) invoke_callable(F& f, Ctx& ctx) {
@@ -217,6 +261,7 @@ public:
         using pctx_type = detail::pipeline_context<Clock, listener_type>;
         using result_type = detail::callable_result_t<F, basic_context<Clock>>;
         using value_type = detail::value_of_t<result_type>;
+        static_assert(detail::check_classifier<Classifier, result_type>());
 
         // A context without a deadline takes the pipeline's clock, so that a
         // caller-built context on a manual clock shares the pipeline's time line.

@@ -82,8 +82,9 @@ struct retry_options {
         if (auto why = backoff.invalid_reason())
             return invalid_option{"backoff", "must be a valid backoff: " + std::string(*why)};
         if (auto bad = detail::check_in_range("max_wait", max_wait, min_max_wait, max_max_wait)) return bad;
-        return detail::check_that(backoff.cap() <= max_wait, "backoff.cap",
-                                  "at most max_wait (" + detail::format_duration(max_wait) + ")", backoff.cap());
+        if (backoff.cap() <= max_wait) return std::nullopt;  // the message is built only when needed
+        return detail::check_that(false, "backoff.cap", "at most max_wait (" + detail::format_duration(max_wait) + ")",
+                                  backoff.cap());
     }
 
     friend bool operator==(const retry_options&, const retry_options&) = default;
