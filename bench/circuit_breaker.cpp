@@ -205,7 +205,7 @@ void pipeline_breaker_closed(benchmark::State& state) {
     const auto before = resil_bench::allocations.load();
     int n = 0;
     for (auto _ : state) {
-        auto out = pipe([&n] { return ++n; }, resil::always_success{});
+        auto out = pipe([&n] { return ++n; }, resil::always_success);
         benchmark::DoNotOptimize(out);
     }
     resil_bench::report_allocations(state, before);

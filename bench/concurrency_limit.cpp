@@ -101,7 +101,7 @@ static void concurrency_limit_in_pipeline(benchmark::State& state) {
     const auto pipe = resil::pipeline(std::ref(limit));
     const auto before = resil_bench::allocations.load();
     int x = 0;
-    for (auto _ : state) benchmark::DoNotOptimize(pipe([&] { return ++x; }, resil::always_success{}));
+    for (auto _ : state) benchmark::DoNotOptimize(pipe([&] { return ++x; }, resil::always_success));
     resil_bench::report_allocations(state, before);
 }
 BENCHMARK(concurrency_limit_in_pipeline)->Name("admitted/resil_pipeline");

@@ -78,7 +78,7 @@ void run(benchmark::State& state, const Pipeline& pipe) {
     int i = 0;
     for (auto _ : state) {
         ++i;
-        benchmark::DoNotOptimize(pipe([i] { return no_op(i); }, resil::always_success{}).value());
+        benchmark::DoNotOptimize(pipe([i] { return no_op(i); }, resil::always_success).value());
     }
     resil_bench::report_allocations(state, before);
 }

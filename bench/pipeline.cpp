@@ -47,7 +47,7 @@ BENCHMARK(direct_call)->Name("call/baseline_direct")->Threads(1)->Threads(2);
 
 static void retry_policy_alone(benchmark::State& state) {
     auto pipe = resil::pipeline(resil::retry_policy{});
-    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success{}).value(); });
+    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success).value(); });
 }
 BENCHMARK(retry_policy_alone)->Name("call/resil_retry");
 
@@ -66,7 +66,7 @@ BENCHMARK(retry_budget_alone)->Name("call/resil_budget_deposit");
 static void retry_with_budget(benchmark::State& state) {
     resil::retry_budget budget;
     auto pipe = resil::pipeline(resil::retry_policy{{.budget = &budget}});
-    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success{}).value(); });
+    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success).value(); });
 }
 BENCHMARK(retry_with_budget)->Name("call/resil_retry_budget");
 
@@ -74,7 +74,7 @@ static void deadline_retry_budget_fallback(benchmark::State& state) {
     resil::retry_budget budget;
     auto pipe = resil::pipeline(resil::fallback_policy{[] { return -1; }}, resil::deadline_policy{250ms},
                                 resil::retry_policy{{.budget = &budget}});
-    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success{}).value(); });
+    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success).value(); });
 }
 BENCHMARK(deadline_retry_budget_fallback)->Name("call/resil_fallback_deadline_retry_budget");
 
@@ -82,7 +82,7 @@ BENCHMARK(deadline_retry_budget_fallback)->Name("call/resil_fallback_deadline_re
 static void retry_with_shared_budget(benchmark::State& state) {
     static resil::retry_budget budget;
     auto pipe = resil::pipeline(resil::retry_policy{{.budget = &budget}});
-    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success{}).value(); });
+    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success).value(); });
 }
 BENCHMARK(retry_with_shared_budget)->Name("call/resil_retry_shared_budget")->Threads(2);
 

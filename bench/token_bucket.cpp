@@ -113,7 +113,7 @@ static void token_bucket_in_pipeline(benchmark::State& state) {
     const auto pipe = resil::pipeline(std::ref(bucket));
     const auto before = resil_bench::allocations.load();
     int x = 0;
-    for (auto _ : state) benchmark::DoNotOptimize(pipe([&] { return ++x; }, resil::always_success{}));
+    for (auto _ : state) benchmark::DoNotOptimize(pipe([&] { return ++x; }, resil::always_success));
     resil_bench::report_allocations(state, before);
 }
 BENCHMARK(token_bucket_in_pipeline)->Name("granted/resil_pipeline");

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
 
     // One call through it, to show the pipeline runs.
     const auto out = pipe([](resil::context& ctx) { return ctx.attempt_timeouts().total.count(); },
-                          resil::always_success{});
+                          resil::always_success);
     std::printf("\none call: ok=%s, its total timeout %lld ms\n", out.ok() ? "true" : "false",
                 static_cast<long long>(out.value()));
     std::printf("metrics: %s\n", dep->metrics.json().c_str());

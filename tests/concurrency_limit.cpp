@@ -108,10 +108,10 @@ TEST_CASE("concurrency limit: a permit is released when the work throws") {
 TEST_CASE("concurrency limit policy: an exception in the callable releases the permit") {
     concurrency_limit limit{{.max_in_flight = 1}};
     const auto pipe = resil::pipeline(std::ref(limit));
-    CHECK_THROWS_AS(pipe([]() -> int { throw std::runtime_error("boom"); }, resil::always_success{}),
+    CHECK_THROWS_AS(pipe([]() -> int { throw std::runtime_error("boom"); }, resil::always_success),
                     std::runtime_error);
     CHECK(limit.in_flight() == 0);
-    const auto out = pipe([&] { return limit.in_flight(); }, resil::always_success{});
+    const auto out = pipe([&] { return limit.in_flight(); }, resil::always_success);
     REQUIRE(out.ok());
     CHECK(*out == 1u);  // the callable runs holding the permit
     CHECK(limit.in_flight() == 0);
@@ -136,7 +136,7 @@ TEST_CASE("concurrency limit policy: 16 calls in flight, the 17th is shed at onc
                     gates[static_cast<std::size_t>(i)]->wait();
                     return i;
                 },
-                resil::always_success{});
+                resil::always_success);
             if (out.ok() && *out == i) ++succeeded;
         });
     }
@@ -145,7 +145,7 @@ TEST_CASE("concurrency limit policy: 16 calls in flight, the 17th is shed at onc
 
     int ran = 0;
     auto quick = [&] { return ++ran; };
-    auto out = pipe(quick, resil::always_success{});
+    auto out = pipe(quick, resil::always_success);
     CHECK(out.reason() == resil::reason::shed);
     CHECK_FALSE(out.attempted());
     CHECK(ran == 0);
@@ -157,7 +157,7 @@ TEST_CASE("concurrency limit policy: 16 calls in flight, the 17th is shed at onc
     gates[0]->count_down();
     callers[0].join();
     CHECK(limit.in_flight() == 15);
-    out = pipe(quick, resil::always_success{});
+    out = pipe(quick, resil::always_success);
     CHECK(out.ok());
     CHECK(ran == 1);
 
@@ -175,7 +175,7 @@ TEST_CASE("concurrency limit policy: a shed call is not retried by an outer retr
     const auto pipe = resil::pipeline(clock, resil::retry_policy{}, std::ref(limit));
     auto hold = limit.try_acquire();
     int ran = 0;
-    const auto out = pipe([&] { return ++ran; }, resil::always_success{});
+    const auto out = pipe([&] { return ++ran; }, resil::always_success);
     CHECK(out.reason() == resil::reason::shed);
     CHECK(ran == 0);
     CHECK(clock.sleeps() == 0);

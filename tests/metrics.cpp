@@ -513,9 +513,9 @@ TEST_CASE("metrics: a rate-limit rejection passing through retry and fallback is
                 log.push_back(describe(event));
                 if constexpr (resil::listens_to<resil::metrics, std::remove_cvref_t<decltype(event)>>) m(event);
             });
-    CHECK(pipe([] { return 1; }, resil::always_success{}).value() == 1);
+    CHECK(pipe([] { return 1; }, resil::always_success).value() == 1);
     log.clear();
-    auto out = pipe([] { return 1; }, resil::always_success{});
+    auto out = pipe([] { return 1; }, resil::always_success);
     CHECK(out.fallback_reason() == reason::rate_limited);
     CHECK(log == std::vector<std::string>{"rejected rate_limited 20ms", "fallback_used rate_limited",
                                           "call_finished rate_limited 0 fallback"});

@@ -659,10 +659,10 @@ TEST_CASE("token bucket policy: rejects with rate_limited and the wait as retry_
     int calls = 0;
     auto call = [&] { return ++calls; };
 
-    CHECK(pipe(call, resil::always_success{}).ok());
-    CHECK(pipe(call, resil::always_success{}).ok());
+    CHECK(pipe(call, resil::always_success).ok());
+    CHECK(pipe(call, resil::always_success).ok());
     clock.advance(250ms);
-    const auto out = pipe(call, resil::always_success{});
+    const auto out = pipe(call, resil::always_success);
     CHECK_FALSE(out.ok());
     CHECK_FALSE(out.attempted());
     CHECK(out.reason() == resil::reason::rate_limited);
@@ -682,14 +682,14 @@ TEST_CASE("token bucket policy: with max_wait it paces calls, within the deadlin
     const auto pipe = resil::pipeline(clock, std::ref(bucket));
     auto call = [] { return 1; };
 
-    CHECK(pipe(call, resil::always_success{}).ok());
-    CHECK(pipe(call, resil::always_success{}).ok());  // waited 100 ms for its token
+    CHECK(pipe(call, resil::always_success).ok());
+    CHECK(pipe(call, resil::always_success).ok());  // waited 100 ms for its token
     CHECK(clock.slept() == 100ms);
     CHECK(clock.now() - t0 == 100ms);
 
     // A deadline shorter than the wait: rejected at once, no sleep.
     const auto tight = resil::pipeline(clock, resil::deadline_policy{50ms}, std::ref(bucket));
-    const auto out = tight(call, resil::always_success{});
+    const auto out = tight(call, resil::always_success);
     CHECK(out.reason() == resil::reason::rate_limited);
     CHECK(out.retry_after() == std::optional<duration>{100ms});
     CHECK(clock.sleeps() == 1);
@@ -698,14 +698,14 @@ TEST_CASE("token bucket policy: with max_wait it paces calls, within the deadlin
     bucket_t patient{{.rate = 1, .burst = 1, .max_wait = 500ms}, clock};
     REQUIRE(patient.try_acquire());
     const auto slow = resil::pipeline(clock, std::ref(patient));
-    CHECK(slow(call, resil::always_success{}).reason() == resil::reason::rate_limited);
+    CHECK(slow(call, resil::always_success).reason() == resil::reason::rate_limited);
     CHECK(clock.sleeps() == 1);
 
     // A stop token cancels the wait.
     std::stop_source stop;
     stop.request_stop();
     resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{.stop = stop.get_token()}};
-    CHECK(pipe.execute(ctx, call, resil::always_success{}).reason() == resil::reason::cancelled);
+    CHECK(pipe.execute(ctx, call, resil::always_success).reason() == resil::reason::cancelled);
 }
 
 TEST_CASE("token bucket on the real clock: grants the burst, then rejects with a sub-second wait") {
