@@ -4,6 +4,7 @@
 // resil/json.hpp (resil::json), resil/fmt.hpp (resil::fmt).
 #pragma once
 
+#include "any_pipeline.hpp"
 #include "backoff.hpp"
 #include "circuit_breaker.hpp"
 #include "clock.hpp"
@@ -15,6 +16,7 @@
 #include "events.hpp"
 #include "fallback.hpp"
 #include "idempotency_key.hpp"
+#include "idempotency_key_type.hpp"
 #include "metrics.hpp"
 #include "outcome.hpp"
 #include "pipeline.hpp"
