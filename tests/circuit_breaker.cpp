@@ -529,29 +529,32 @@ TEST_CASE("circuit breaker: results of calls admitted before a change of state d
 }
 
 TEST_CASE("circuit breaker: invalid options throw with clear messages") {
+    // The constructor throws validate()'s message; tests/circuit_breaker_options.cpp
+    // checks every message of validate() itself.
     const auto nan = std::numeric_limits<double>::quiet_NaN();
     CHECK(error_of({.failure_ratio = 1.5}) ==
-          "resil::circuit_breaker: failure_ratio must be in [0, 1) (it opens when the ratio is strictly above it), got 1.5");
-    CHECK(error_of({.failure_ratio = 1.0}).find("failure_ratio must be in [0, 1)") != std::string::npos);
+          "resil::circuit_breaker: `failure_ratio` must be in [0, 1) (it opens when the ratio is strictly above it), got 1.5");
+    CHECK(error_of({.failure_ratio = 1.0}).find("`failure_ratio` must be in [0, 1)") != std::string::npos);
     CHECK(error_of({.failure_ratio = -0.1}).find("got -0.1") != std::string::npos);
     CHECK(error_of({.failure_ratio = nan}).find("failure_ratio") != std::string::npos);
-    CHECK(error_of({.window = 0s}) == "resil::circuit_breaker: window must be in [10ms, 24h], got 0ns");
-    CHECK(error_of({.window = 25h}) == "resil::circuit_breaker: window must be in [10ms, 24h], got 90000s");
+    CHECK(error_of({.window = 0s}) == "resil::circuit_breaker: `window` must be in [10ms, 24h], got 0s");
+    CHECK(error_of({.window = 25h}) == "resil::circuit_breaker: `window` must be in [10ms, 24h], got 25h");
     CHECK(error_of({.window = 9999us}).find("got 9999us") != std::string::npos);
-    CHECK(error_of({.window_calls = 0}).find("window_calls must be in [1, 1000000], got 0") != std::string::npos);
-    CHECK(error_of({.min_calls = 0}).find("min_calls must be at least 1") != std::string::npos);
+    CHECK(error_of({.window_calls = 0}).find("`window_calls` must be in [1, 1000000], got 0") != std::string::npos);
+    CHECK(error_of({.min_calls = 0}).find("`min_calls` must be at least 1") != std::string::npos);
     CHECK(error_of({.mode = resil::breaker_mode::count_window, .window_calls = 10, .min_calls = 11}) ==
-          "resil::circuit_breaker: min_calls (11) must not exceed window_calls (10), or the breaker could never open");
-    CHECK(error_of({.consecutive_failures = 0}).find("consecutive_failures must be in") != std::string::npos);
-    CHECK(error_of({.slow_call_threshold = 0ms}).find("slow_call_threshold must be positive") != std::string::npos);
-    CHECK(error_of({.open_for = 0s}).find("open_for must be in [1ms, 24h]") != std::string::npos);
-    CHECK(error_of({.open_for = -5s}) == "resil::circuit_breaker: open_for must be in [1ms, 24h], got -5s");
+          "resil::circuit_breaker: `min_calls` must be at most window_calls (10) in count_window mode, or the breaker "
+          "could never open, got 11");
+    CHECK(error_of({.consecutive_failures = 0}).find("`consecutive_failures` must be in") != std::string::npos);
+    CHECK(error_of({.slow_call_threshold = 0ms}).find("`slow_call_threshold` must be positive") != std::string::npos);
+    CHECK(error_of({.open_for = 0s}).find("`open_for` must be in [1ms, 24h]") != std::string::npos);
+    CHECK(error_of({.open_for = -5s}) == "resil::circuit_breaker: `open_for` must be in [1ms, 24h], got -5s");
     CHECK(error_of({.open_for = 500us}).find("got 500us") != std::string::npos);
-    CHECK(error_of({.half_open_probes = 0}).find("half_open_probes must be in [1, 1000], got 0") != std::string::npos);
+    CHECK(error_of({.half_open_probes = 0}).find("`half_open_probes` must be in [1, 1000], got 0") != std::string::npos);
     CHECK(error_of({.half_open_probes = 1001}).find("got 1001") != std::string::npos);
-    CHECK(error_of({.probe_timeout = -1s}).find("probe_timeout must be") != std::string::npos);
+    CHECK(error_of({.probe_timeout = -1s}).find("`probe_timeout` must be") != std::string::npos);
     CHECK(error_of({.failure_verdicts = {verdict::success}}) ==
-          "resil::circuit_breaker: failure_verdicts must not contain success");
+          "resil::circuit_breaker: `failure_verdicts` must not contain success, got {success}");
     CHECK(error_of({.mode = static_cast<resil::breaker_mode>(7)}).find("mode") != std::string::npos);
     CHECK(error_of({}) == "(no error)");
     CHECK(error_of({.half_open_probes = 1000, .probe_timeout = 24h}) == "(no error)");

@@ -52,99 +52,26 @@
 // `on_state_change` and, through a pipeline, as events to its listener.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <optional>
-#include <stdexcept>
-#include <string>
-#include <string_view>
 #include <thread>
 #include <utility>
+#include <variant>
 
+#include "circuit_breaker/metrics.hpp"
+#include "circuit_breaker/options.hpp"
 #include "clock.hpp"
+#include "detail/breaker_modes.hpp"
 #include "detail/rolling_window.hpp"
 #include "detail/saturate.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
+#include "validation.hpp"
 
 namespace resil {
-
-/// How a circuit breaker decides to open.
-enum class breaker_mode : std::uint8_t {
-    time_window,           ///< failure ratio over the last `window` of time (the default)
-    count_window,          ///< failure ratio over the last `window_calls` calls
-    consecutive_failures,  ///< `consecutive_failures` failures in a row
-};
-
-[[nodiscard]] constexpr std::string_view to_string(breaker_mode m) noexcept {
-    switch (m) {
-        case breaker_mode::time_window: return "time_window";
-        case breaker_mode::count_window: return "count_window";
-        case breaker_mode::consecutive_failures: return "consecutive_failures";
-    }
-    return "unknown";
-}
-
-/// Options of a circuit breaker; the defaults are the documented ones.
-/// Checked at construction: a value out of range throws std::invalid_argument.
-struct circuit_breaker_options {
-    /// How the breaker decides to open. Default: failure ratio over time.
-    breaker_mode mode = breaker_mode::time_window;
-    /// Ratio modes: opens when failures / calls is strictly above this, in
-    /// [0, 1). Default 0.5 (more than half failed). 0 opens on any failure.
-    double failure_ratio = 0.5;
-    /// time_window mode: the span counted, in [10 ms, 24 h]. Default 10 s.
-    /// Kept as 10 buckets of window / 10, so the counted span is between 90 %
-    /// and 100 % of it.
-    duration window = std::chrono::seconds{10};
-    /// count_window mode: how many of the last calls are counted, in
-    /// [1, 1'000'000]. Default 100.
-    std::uint32_t window_calls = 100;
-    /// Ratio modes: no decision before this many calls in the window, so 2
-    /// failures out of 3 calls at 4 a.m. do not open it. At least 1; in
-    /// count_window mode at most window_calls. Default 20.
-    std::uint32_t min_calls = 20;
-    /// consecutive_failures mode: opens after this many failures in a row,
-    /// in [1, 1'000'000]. Default 5.
-    std::uint32_t consecutive_failures = 5;
-    /// When set (positive), a call that took longer than this counts as a
-    /// failure whatever its verdict. Default: unset, and nothing is timed.
-    std::optional<duration> slow_call_threshold{};
-    /// How long the breaker stays open before probing, in [1 ms, 24 h]. Default 30 s.
-    duration open_for = std::chrono::seconds{30};
-    /// Calls let through when half-open, in [1, 1000]. Default 5.
-    std::uint32_t half_open_probes = 5;
-    /// How long half-open waits, from its start, for its probes to report
-    /// back; then it opens again. Zero (the default) means the same as
-    /// open_for, and options() shows the value in force. At most 24 h.
-    duration probe_timeout{};
-    /// Verdicts counted as failures. Default: retryable and ambiguous (a
-    /// permanent verdict means the dependency answered). Must not hold success.
-    verdict_set failure_verdicts{verdict::retryable, verdict::ambiguous};
-    /// Called on every change of state, never otherwise, by the thread that
-    /// made the change, once it took effect; calls for successive changes may
-    /// overlap on different threads, and arrive out of order: the event's
-    /// `generation` numbers the changes 1, 2, 3, ... in the order they took
-    /// effect. An exception it throws is swallowed: the change has happened
-    /// regardless.
-    std::function<void(const events::breaker_state_changed&)> on_state_change{};
-};
-
-/// Counters of a circuit breaker; a snapshot (see metrics()).
-struct circuit_breaker_metrics {
-    circuit_state state = circuit_state::closed;
-    bool isolated = false;            ///< held open by isolate()
-    std::uint64_t calls = 0;          ///< admitted calls whose result was recorded
-    std::uint64_t failures = 0;       ///< of those, the ones counted as failures
-    std::uint64_t slow_calls = 0;     ///< of those, the ones slower than slow_call_threshold
-    std::uint64_t rejections = 0;     ///< calls rejected while open or half-open
-    std::uint64_t transitions = 0;    ///< changes of state
-    std::uint64_t calls_in_window = 0;     ///< what the next decision counts: the window,
-    std::uint64_t failures_in_window = 0;  ///< or the current run of failures
-};
 
 /// A circuit breaker on `Clock` (see the top of this header). Every member
 /// may be called from any thread at any time. Neither copyable nor movable:
@@ -225,14 +152,14 @@ public:
         bool has_retry_after_ = false;
     };
 
-    /// Throws std::invalid_argument for options outside their documented ranges.
+    /// Throws std::invalid_argument when options.validate() names a field:
+    /// "resil::circuit_breaker: `window` must be in [10ms, 24h], got 5ms".
     explicit basic_circuit_breaker(circuit_breaker_options options = {}, Clock clock = {})
-        : options_(validated(std::move(options))),
+        : options_(in_force(std::move(options))),
           clock_(std::move(clock)),
           timed_(options_.slow_call_threshold.has_value()),
           plain_time_window_(!timed_ && options_.mode == breaker_mode::time_window),
-          time_window_(options_.window),
-          count_window_(options_.mode == breaker_mode::count_window ? options_.window_calls : 0) {}
+          window_(make_window(options_)) {}
 
     basic_circuit_breaker(const basic_circuit_breaker&) = delete;
     basic_circuit_breaker& operator=(const basic_circuit_breaker&) = delete;
@@ -260,17 +187,10 @@ public:
 
     /// Holds the breaker open, rejecting every call, until reset().
     void isolate() noexcept {
-        auto s = state_.load(std::memory_order_acquire);
-        for (;;) {
-            if (s & pending_bit) {
-                std::this_thread::yield();
-                s = state_.load(std::memory_order_acquire);
-                continue;
-            }
-            if (s & isolated_bit) return;
-            // Claimed like any change, so that its number is taken in order.
-            if (begin_transition(s)) break;
-        }
+        // Claimed like any change, so that its number is taken in order.
+        const auto claimed = claim_when_settled([](std::uint64_t w) { return (w & isolated_bit) == 0; });
+        if (!claimed) return;  // already isolated
+        const auto s = *claimed;
         const auto changed = finish_transition(s, open_state | isolated_bit, std::nullopt);
         // Already open: held open now, but no change of state to report.
         if (changed.number != 0) notify({state_of(s), circuit_state::open, 0.0, 0, clock_.now(), changed.number}, nullptr);
@@ -278,15 +198,7 @@ public:
 
     /// Closes the breaker with an empty window, whatever its state (ends isolate()).
     void reset() noexcept {
-        auto s = state_.load(std::memory_order_acquire);
-        for (;;) {
-            if (s & pending_bit) {
-                std::this_thread::yield();
-                s = state_.load(std::memory_order_acquire);
-                continue;
-            }
-            if (begin_transition(s)) break;
-        }
+        const auto s = *claim_when_settled([](std::uint64_t) { return true; });
         clear_window(s);
         const auto changed = finish_transition(s, closed_state, std::nullopt);
         if (changed.number != 0)
@@ -315,24 +227,13 @@ public:
         circuit_breaker_metrics m;
         m.state = state_of(s);
         m.isolated = (s & isolated_bit) != 0;
-        detail::window_counts lifetime;
-        detail::window_counts window;
-        switch (options_.mode) {
-            case breaker_mode::time_window:
-                lifetime = time_window_.lifetime();
-                window = time_window_.totals(clock_.now(), window_generation_.load(std::memory_order_acquire));
-                break;
-            case breaker_mode::count_window:
-                lifetime = {count_window_.lifetime_calls(), failures_.load(std::memory_order_relaxed)};
-                window = count_window_.totals();
-                break;
-            case breaker_mode::consecutive_failures: {
-                lifetime = {calls_.total(), failures_.load(std::memory_order_relaxed)};
-                const std::uint64_t run = run_.current();
-                window = {run, run};
-                break;
-            }
-        }
+        const auto [lifetime, window] = std::visit(
+            [this](const auto& mode) {
+                const auto l = mode.lifetime();
+                return std::pair{l, mode.window(window_generation_.load(std::memory_order_acquire),
+                                                [this] { return clock_.now(); })};
+            },
+            window_);
         m.calls = lifetime.calls + other_calls_.load(std::memory_order_relaxed);
         m.failures = lifetime.failures + other_failures_.load(std::memory_order_relaxed);
         m.slow_calls = slow_calls_.load(std::memory_order_relaxed);
@@ -394,10 +295,6 @@ private:
     static constexpr std::uint64_t admitted_one = std::uint64_t{1} << admitted_shift;
     static constexpr std::uint64_t succeeded_one = std::uint64_t{1} << succeeded_shift;
     static constexpr std::uint64_t probe_counts_mask = (probe_count_max << admitted_shift) | (probe_count_max << succeeded_shift);
-    static constexpr std::uint32_t max_probes = 1000;
-    static_assert(max_probes <= probe_count_max);
-    static constexpr std::uint32_t max_window_calls = 1'000'000;
-    static_assert(max_window_calls <= detail::rolling_count_window::max_size);
 
     static constexpr circuit_state state_of(std::uint64_t s) noexcept {
         switch (s & state_mask) {
@@ -414,53 +311,27 @@ private:
         return ((generation_of(s) + 1) << generation_shift) | state;
     }
 
-    static std::string format(double value) {
-        char buffer[32];
-        const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
-        return ec == std::errc{} ? std::string(buffer, end) : std::string("?");
-    }
-    /// In the largest unit that divides it exactly: "30s", "250ms", "-5ns".
-    static std::string format(duration d) {
-        const auto n = d.count();
-        if (n != 0 && n % 1'000'000'000 == 0) return std::to_string(n / 1'000'000'000) + "s";
-        if (n != 0 && n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "ms";
-        if (n != 0 && n % 1'000 == 0) return std::to_string(n / 1'000) + "us";
-        return std::to_string(n) + "ns";
-    }
-    [[noreturn]] static void invalid(const std::string& what) {
-        throw std::invalid_argument("resil::circuit_breaker: " + what);
+    static_assert(circuit_breaker_options::max_probes <= probe_count_max);
+
+    static circuit_breaker_options in_force(circuit_breaker_options o) {
+        throw_if_invalid("resil::circuit_breaker", o.validate());
+        if (o.probe_timeout == duration::zero()) o.probe_timeout = o.open_for;
+        return o;
     }
 
-    static circuit_breaker_options validated(circuit_breaker_options o) {
-        using std::chrono::hours;
-        using std::chrono::milliseconds;
-        if (o.mode != breaker_mode::time_window && o.mode != breaker_mode::count_window &&
-            o.mode != breaker_mode::consecutive_failures)
-            invalid("mode is not a breaker_mode");
-        if (!(o.failure_ratio >= 0.0 && o.failure_ratio < 1.0))
-            invalid("failure_ratio must be in [0, 1) (it opens when the ratio is strictly above it), got " +
-                    format(o.failure_ratio));
-        if (o.window < milliseconds{10} || o.window > hours{24})
-            invalid("window must be in [10ms, 24h], got " + format(o.window));
-        if (o.window_calls < 1 || o.window_calls > max_window_calls)
-            invalid("window_calls must be in [1, 1000000], got " + std::to_string(o.window_calls));
-        if (o.min_calls < 1) invalid("min_calls must be at least 1, got 0");
-        if (o.mode == breaker_mode::count_window && o.min_calls > o.window_calls)
-            invalid("min_calls (" + std::to_string(o.min_calls) + ") must not exceed window_calls (" +
-                    std::to_string(o.window_calls) + "), or the breaker could never open");
-        if (o.consecutive_failures < 1 || o.consecutive_failures > 1'000'000)
-            invalid("consecutive_failures must be in [1, 1000000], got " + std::to_string(o.consecutive_failures));
-        if (o.slow_call_threshold && *o.slow_call_threshold <= duration::zero())
-            invalid("slow_call_threshold must be positive when set, got " + format(*o.slow_call_threshold));
-        if (o.open_for < milliseconds{1} || o.open_for > hours{24})
-            invalid("open_for must be in [1ms, 24h], got " + format(o.open_for));
-        if (o.half_open_probes < 1 || o.half_open_probes > max_probes)
-            invalid("half_open_probes must be in [1, 1000], got " + std::to_string(o.half_open_probes));
-        if (o.probe_timeout == duration::zero()) o.probe_timeout = o.open_for;
-        if (o.probe_timeout < milliseconds{1} || o.probe_timeout > hours{24})
-            invalid("probe_timeout must be 0 (same as open_for) or in [1ms, 24h], got " + format(o.probe_timeout));
-        if (o.failure_verdicts.contains(verdict::success)) invalid("failure_verdicts must not contain success");
-        return o;
+    using window_modes =
+        std::variant<detail::time_window_mode, detail::count_window_mode, detail::consecutive_failures_mode>;
+
+    // The one place that turns the mode into a type; each alternative is
+    // built in place (none is movable).
+    static window_modes make_window(const circuit_breaker_options& o) {
+        switch (o.mode) {
+            case breaker_mode::count_window: return window_modes{std::in_place_type<detail::count_window_mode>, o};
+            case breaker_mode::consecutive_failures:
+                return window_modes{std::in_place_type<detail::consecutive_failures_mode>, o};
+            case breaker_mode::time_window: break;
+        }
+        return window_modes{std::in_place_type<detail::time_window_mode>, o};
     }
 
     // ---- admission ----
@@ -556,6 +427,24 @@ private:
 
     // ---- changes of state ----
 
+    /// Waits until no change is in progress, then claims the next change
+    /// (isolate(), reset(): they must not be lost to a change under way),
+    /// unless `wanted(word)` says there is nothing to change. Returns the
+    /// claimed word, or nothing.
+    template <class Wanted>
+    std::optional<std::uint64_t> claim_when_settled(Wanted wanted) const noexcept {
+        auto s = state_.load(std::memory_order_acquire);
+        for (;;) {
+            if (s & pending_bit) {
+                std::this_thread::yield();
+                s = state_.load(std::memory_order_acquire);
+                continue;
+            }
+            if (!wanted(s)) return std::nullopt;
+            if (begin_transition(s)) return s;
+        }
+    }
+
     /// Claims the right to change state `s` (sets pending). On failure `s`
     /// holds the current word. A word already pending belongs to another
     /// thread's change: never claimed twice.
@@ -600,16 +489,11 @@ private:
     }
 
     /// Empties the window for the closed state that the change claimed in `s`
-    /// is about to publish. The count window and the run take that state's
-    /// generation, so a record that read an earlier state no longer counts in
-    /// them; the time window tells generations apart by itself.
+    /// is about to publish, and stamps it with that state's generation, so a
+    /// record that read an earlier state no longer counts in it.
     void clear_window(std::uint64_t s) const noexcept {
         const auto next_generation = generation_of(next_word(s, closed_state));
-        switch (options_.mode) {
-            case breaker_mode::time_window: time_window_.clear(); break;
-            case breaker_mode::count_window: count_window_.clear(next_generation); break;
-            case breaker_mode::consecutive_failures: run_.clear(next_generation); break;
-        }
+        std::visit([next_generation](auto& mode) { mode.stamp(next_generation); }, window_);
     }
 
     // ---- results ----
@@ -623,10 +507,8 @@ private:
             const auto s = state_.load(std::memory_order_acquire);
             if ((s & state_mask) == closed_state && generation_of(s) == p.generation_) [[likely]] {
                 const auto t = clock_.now();
-                // In the window of this closed period only: if reset() ran
-                // since `s` was read, the record stays out of the fresh window.
-                time_window_.record(t, failed, generation_of(s));
-                if (failed) judge_time_window(s, t, note);
+                // plain_time_window_ says which alternative is held: no dispatch.
+                record_in(*std::get_if<detail::time_window_mode>(&window_), s, failed, t, note);
                 return;
             }
         }
@@ -662,48 +544,20 @@ private:
     }
 
     void record_closed(std::uint64_t s, bool failed, std::optional<time_point> now, transition_note* note) const noexcept {
-        if (options_.mode == breaker_mode::time_window) [[likely]] {
-            const auto t = now ? *now : clock_.now();
-            time_window_.record(t, failed, generation_of(s));
-            if (failed) judge_time_window(s, t, note);
-            return;
-        }
-        record_closed_by_count(s, failed, now, note);
+        std::visit([&](auto& mode) { record_in(mode, s, failed, now, note); }, window_);
     }
 
-    void judge_time_window(std::uint64_t s, time_point now, transition_note* note) const noexcept {
-        const auto counts = time_window_.totals(now, generation_of(s));
-        if (ratio_exceeded(counts)) open_from_closed(s, counts, now, note);
-    }
-
-    void record_closed_by_count(std::uint64_t s, bool failed, std::optional<time_point> now,
-                                transition_note* note) const noexcept {
-        detail::window_counts counts;
-        switch (options_.mode) {
-            case breaker_mode::time_window: return;  // handled by record_closed
-            case breaker_mode::count_window:
-                // In this closed period's window only (zeros if a change of
-                // state has already cleared it for the next one).
-                counts = count_window_.record(failed, generation_of(s));
-                if (!failed) return;
-                failures_.fetch_add(1, std::memory_order_relaxed);
-                if (!ratio_exceeded(counts)) return;
-                break;
-            case breaker_mode::consecutive_failures: {
-                calls_.add();
-                if (!failed) {
-                    // Writes only when there is a run to end: successes then share the line.
-                    run_.record(false, generation_of(s));
-                    return;
-                }
-                failures_.fetch_add(1, std::memory_order_relaxed);
-                const std::uint64_t run = run_.record(true, generation_of(s));
-                if (run < options_.consecutive_failures) return;
-                counts = {run, run};
-                break;
-            }
-        }
-        open_from_closed(s, counts, now, note);
+    /// Counts a result of the closed state `s` in its window (or run), and
+    /// opens the breaker when the mode says so. Only the time window reads the
+    /// clock, unless the breaker opens.
+    template <class Mode>
+    void record_in(Mode& mode, std::uint64_t s, bool failed, std::optional<time_point> now,
+                   transition_note* note) const noexcept {
+        const auto counts = mode.record(failed, generation_of(s), [&] {
+            if (!now) now = clock_.now();
+            return *now;
+        });
+        if (counts && mode.opens(*counts)) open_from_closed(s, *counts, now, note);
     }
 
     void open_from_closed(std::uint64_t s, detail::window_counts counts, std::optional<time_point> now,
@@ -717,11 +571,6 @@ private:
                 counts.calls == 0 ? 0.0 : static_cast<double>(counts.failures) / static_cast<double>(counts.calls),
                 counts.calls, t, changed.number},
                note);
-    }
-
-    bool ratio_exceeded(detail::window_counts c) const noexcept {
-        return c.calls >= options_.min_calls &&
-               static_cast<double>(c.failures) > options_.failure_ratio * static_cast<double>(c.calls);
     }
 
     void record_probe(const permit& p, std::uint64_t s, bool failed, std::optional<time_point> now,
@@ -779,11 +628,9 @@ private:
     bool timed_;                                      // a slow-call threshold is set
     bool plain_time_window_;                          // time_window mode, not timed: the fast path
 
-    alignas(64) mutable detail::rolling_time_window time_window_;
-    mutable detail::rolling_count_window count_window_;
-    mutable detail::failure_run run_;                 // consecutive failures so far
-    mutable detail::striped_counter calls_;          // consecutive mode's lifetime calls
-    mutable std::atomic<std::uint64_t> failures_{0};  // count and consecutive modes' lifetime failures
+    // The mode's window (or run) and its lifetime counts; written by every
+    // recorded call, so kept on lines of its own.
+    alignas(64) mutable window_modes window_;
 
     mutable detail::striped_counter rejections_;  // striped: every rejection adds one
     alignas(64) mutable std::atomic<std::uint64_t> transitions_{0};
