@@ -734,8 +734,8 @@ public:
         time_.advance(duration{state_->after_read.load()});
         return t;
     }
-    bool sleep_for(duration d, std::stop_token stop = {}) const { return time_.sleep_for(d, stop); }
-    bool sleep_until(time_point t, std::stop_token stop = {}) const { return time_.sleep_until(t, stop); }
+    bool sleep_for(duration d, const std::stop_token& stop = {}) const { return time_.sleep_for(d, stop); }
+    bool sleep_until(time_point t, const std::stop_token& stop = {}) const { return time_.sleep_until(t, stop); }
     void lead_next_read(duration d) const { state_->lead_next = d.count(); }
     void each_read_takes(duration d) const { state_->after_read = d.count(); }
     [[nodiscard]] const manual_clock& time() const noexcept { return time_; }
