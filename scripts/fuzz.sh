@@ -65,6 +65,7 @@ max_len_of() {
         json_duration) echo 64 ;;
         json_config) echo 4096 ;;
         curl_fields) echo 2048 ;;
+        curl_response) echo 4096 ;;   # a head, a few body chunks and trailers
         *) echo 1024 ;;
     esac
 }
