@@ -56,7 +56,10 @@ int main() {
     resil::jitter_engine jitter{7};  // fixed draws: the same output every run
 
     // Outer → inner: the deadline covers everything; the retry re-runs the
-    // guard before every attempt, so it is the guard that stops a third try.
+    // guard before every attempt. After two 150 ms attempts 30 ms are left:
+    // a wait that leaves too little for a third attempt makes the retry give
+    // up first (backoff_exceeds_deadline); after a shorter one the guard
+    // refuses the third attempt (deadline_exceeded).
     auto pipe = resil::pipeline(clock, resil::deadline_policy{400ms},
                                 resil::retry_policy{{.max_attempts = 3, .backoff = resil::full_jitter{50ms, 200ms}}},
                                 enough_time_left{.minimum = 100ms, .slow = 100ms});
