@@ -366,7 +366,7 @@ TEST_CASE("token bucket: options outside their range are refused with a clear me
         resil::token_bucket b{{.rate = 0, .burst = 10}};
         FAIL("no exception");
     } catch (const std::invalid_argument& e) {
-        CHECK(std::string(e.what()) == "resil::token_bucket: `rate` must be in [0.001, 1e+09], got 0");
+        CHECK(std::string(e.what()) == "resil::token_bucket: `rate` must be in [0.001, 1e9], got 0");
     }
     const resil::token_bucket fine{{.rate = 1e9, .burst = 1, .max_wait = 1s}};
     CHECK(fine.options() == opts{.rate = 1e9, .burst = 1, .max_wait = 1s});
@@ -378,17 +378,17 @@ TEST_CASE("token bucket options: validate() names the field, its range and the v
     const auto nan = std::numeric_limits<double>::quiet_NaN();
     CHECK_FALSE(opts{}.validate());
     CHECK(opts{.rate = 0}.validate()->field == "rate");
-    CHECK(opts{.rate = 0}.validate()->message() == "`rate` must be in [0.001, 1e+09], got 0");
-    CHECK(opts{.rate = 2e9}.validate()->message() == "`rate` must be in [0.001, 1e+09], got 2e+09");
-    CHECK(opts{.rate = nan}.validate()->message() == "`rate` must be in [0.001, 1e+09], got nan");
+    CHECK(opts{.rate = 0}.validate()->message() == "`rate` must be in [0.001, 1e9], got 0");
+    CHECK(opts{.rate = 2e9}.validate()->message() == "`rate` must be in [0.001, 1e9], got 2e9");
+    CHECK(opts{.rate = nan}.validate()->message() == "`rate` must be in [0.001, 1e9], got nan");
     CHECK(opts{.burst = 0}.validate()->message() == "`burst` must be in [1, 1000000000000000], got 0");
     CHECK(opts{.burst = -5}.validate()->message() == "`burst` must be in [1, 1000000000000000], got -5");
     CHECK(opts{.rate = 1e-3, .burst = 10'000'000}.validate()->message() ==
           "`burst` must be at most 1000000 at rate 0.001 (burst / rate, the time to refill an empty bucket, at most "
-          "1e+09 s), got 10000000");
+          "1e9 s), got 10000000");
     CHECK(opts{.rate = 0.0015, .burst = 1'500'001}.validate()->message() ==
           "`burst` must be at most 1500000 at rate 0.0015 (burst / rate, the time to refill an empty bucket, at most "
-          "1e+09 s), got 1500001");
+          "1e9 s), got 1500001");
     CHECK(opts{.max_wait = -1ms}.validate()->message() == "`max_wait` must be at least 0s, got -1ms");
 
     // The limits themselves are valid, and the largest burst named is the boundary.

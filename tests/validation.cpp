@@ -33,6 +33,8 @@ TEST_CASE("validation: the message names the field, the range and the value") {
     CHECK(check_that(false, "multiplier", "finite and at least 1", std::numeric_limits<double>::infinity())->message() ==
           "`multiplier` must be finite and at least 1, got inf");
     CHECK(check_in_range("ratio", 0.1, 0.2, 1.0)->message() == "`ratio` must be in [0.2, 1], got 0.1");
+    CHECK(check_in_range("rate", 2e9, 0.001, 1e9)->message() == "`rate` must be in [0.001, 1e9], got 2e9");
+    CHECK(check_in_range("rate", 2.5e-5, 0.001, 1e9)->message() == "`rate` must be in [0.001, 1e9], got 2.5e-5");
 }
 
 TEST_CASE("validation: durations show in the largest exact unit") {

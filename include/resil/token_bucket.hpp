@@ -68,7 +68,7 @@ struct token_bucket_options {
     static constexpr double max_refill_seconds = detail::gcra::max_refill_seconds;
     static constexpr duration min_max_wait = duration::zero();
 
-    /// The first field outside its range: "`rate` must be in [0.001, 1e+09],
+    /// The first field outside its range: "`rate` must be in [0.001, 1e9],
     /// got 0"; a burst too large to refill in time names `burst` and the
     /// largest one allowed at this rate.
     [[nodiscard]] validation_result validate() const {

@@ -79,6 +79,17 @@ template <class Rep, class Period>
     return std::to_string(ns) + "ns";
 }
 
+/// "1e+09" as people write it: "1e9" ("2.5e-05" → "2.5e-5").
+[[nodiscard]] inline std::string tidy_exponent(std::string text) {
+    const auto e = text.find('e');
+    if (e == std::string::npos) return text;
+    std::size_t at = e + 1;
+    if (at < text.size() && text[at] == '+') text.erase(at, 1);
+    else if (at < text.size() && text[at] == '-') ++at;
+    while (at + 1 < text.size() && text[at] == '0') text.erase(at, 1);
+    return text;
+}
+
 /// A value as a validation message shows it.
 template <class T>
 [[nodiscard]] std::string format_option_value(const T& v) {
@@ -95,9 +106,9 @@ template <class T>
         for (int digits = 1; digits <= 17; ++digits) {
             char shorter[32];
             std::snprintf(shorter, sizeof shorter, "%.*g", digits, static_cast<double>(v));
-            if (std::strtod(shorter, nullptr) == static_cast<double>(v)) return shorter;
+            if (std::strtod(shorter, nullptr) == static_cast<double>(v)) return tidy_exponent(shorter);
         }
-        return text;
+        return tidy_exponent(text);
     } else {
         return format_duration(v);
     }
