@@ -62,6 +62,8 @@ inline constexpr auto tchar_table = [] {
 /// Parses an optionally negative decimal integer of milliseconds (a pushback
 /// hint such as grpc-retry-pushback-ms). Saturates at ±2^31 ms; anything but
 /// an optional '-' followed by digits (OWS around allowed) gives nothing.
+/// Hand-written rather than std::from_chars: it saturates instead of failing
+/// on a long number, and stays constexpr in C++20.
 [[nodiscard]] constexpr std::optional<std::int64_t> parse_milliseconds(std::string_view text) noexcept {
     text = trim_ows(text);
     bool negative = false;
