@@ -130,9 +130,7 @@ public:
         if (ctx.stop_requested()) return not_started(std::move(r), transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK);
         auto limits = ctx.limits_for_attempt();
         if (!limits) return not_started(std::move(r), transport_status::deadline_exceeded, CURLE_OPERATION_TIMEDOUT);
-        auto& t = limits->timeouts;
-        t = {std::min(t.connect, options_.limits.connect), std::min(t.read, options_.limits.read),
-             std::min(t.total, options_.limits.total)};
+        limits->timeouts = limits->timeouts.tightened_by(options_.limits);
 
         // 3. The transfer.
         detail::blocking_transfer::run(s, req, *limits, ctx.clock(), key, ctx.stop_token(), options_, r);
