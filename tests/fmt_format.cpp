@@ -5,6 +5,7 @@
 #include <resil/circuit_breaker.hpp>
 #include <resil/deadline_policy.hpp>
 #include <resil/fallback.hpp>
+#include <resil/jitter.hpp>
 #include <resil/metrics.hpp>
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -100,6 +102,58 @@ TEST_CASE("fmt: durations in lines are rounded to three significant digits") {
     CHECK(line(90s) == "attempt 1: success in 1.5m");
     CHECK(line(36h) == "attempt 1: success in 36h");
     CHECK(line(-5ms) == "attempt 1: success in -5ms");
+    CHECK(line(duration{9'996'000}) == "attempt 1: success in 10ms");
+    CHECK(line(duration{99'960'000}) == "attempt 1: success in 100ms");
+    CHECK(line(duration::max()) == "attempt 1: success in 2562048h");
+}
+
+namespace {
+
+// The rounding as it was written by hand before fmt's "g" took it over: fixed
+// with 2, 1 or 0 decimals by magnitude, then trailing zeros trimmed.
+std::string rounded_by_hand(duration d) {
+    struct unit {
+        std::string_view name;
+        double ns;
+    };
+    static constexpr unit units[] = {{"h", 3.6e12}, {"m", 6e10}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}};
+    const auto count = d.count();
+    if (count == 0) return "0s";
+    const double magnitude = count < 0 ? -static_cast<double>(count) : static_cast<double>(count);
+    const unit* chosen = &units[5];
+    for (const auto& u : units) {
+        if (magnitude >= u.ns) {
+            chosen = &u;
+            break;
+        }
+    }
+    const double v = magnitude / chosen->ns;
+    const int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+    std::string text = fmt::format("{:.{}f}", v, decimals);
+    if (text.find('.') != std::string::npos) {
+        while (text.back() == '0') text.pop_back();
+        if (text.back() == '.') text.pop_back();
+    }
+    return (count < 0 ? "-" : "") + text + std::string(chosen->name);
+}
+
+}  // namespace
+
+TEST_CASE("fmt: the rounding of durations matches the former hand-trimmed form (seeded)") {
+    resil::jitter_engine rng{20260101};
+    for (int i = 0; i < 200'000; ++i) {
+        // Log-uniform magnitudes, so every unit and every rounding edge shows up.
+        const int digits = static_cast<int>(rng() % 19);
+        std::int64_t count = static_cast<std::int64_t>(rng() >> 1);
+        std::int64_t limit = 1;
+        for (int k = 0; k < digits; ++k) limit *= 10;
+        count = count % limit + 1;
+        if (rng() % 4 == 0) count = -count;
+        const duration d{count};
+        INFO(count);
+        REQUIRE(fmt::format("{}", events::attempt_finished{1, verdict::success, d}) ==
+                "attempt 1: success in " + rounded_by_hand(d));
+    }
 }
 
 TEST_CASE("fmt: a metrics snapshot formats as one line, reasons only when counted") {

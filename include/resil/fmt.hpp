@@ -149,16 +149,14 @@ struct fmt::formatter<resil::detail::readable_duration> : resil::detail::spec_fr
                 break;
             }
         }
-        const double v = magnitude / chosen->ns;
-        const int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
-        fmt::memory_buffer digits;
-        fmt::format_to(std::back_inserter(digits), "{:.{}f}", v, decimals);
-        std::string_view text(digits.data(), digits.size());
-        if (text.find('.') != std::string_view::npos) {
-            while (text.back() == '0') text.remove_suffix(1);
-            if (text.back() == '.') text.remove_suffix(1);
-        }
-        return fmt::format_to(ctx.out(), "{}{}{}", count < 0 ? "-" : "", text, chosen->name);
+        const double v = magnitude / chosen->ns;  // >= 1
+        const auto sign = count < 0 ? "-" : "";
+        // Below 100, "g" gives three significant digits without trailing
+        // zeros and never an exponent (99.96 rounds to "100"). From 100 on,
+        // whole units: "g" would write 999.6 as "1e+03" and 2562047 h in
+        // exponent form.
+        if (v < 100) return fmt::format_to(ctx.out(), "{}{:.3g}{}", sign, v, chosen->name);
+        return fmt::format_to(ctx.out(), "{}{:.0f}{}", sign, v, chosen->name);
     }
 };
 
