@@ -468,6 +468,74 @@ TEST_CASE("circuit breaker: probes that never report back time out, so half-open
     CHECK(breaker.state() == circuit_state::half_open);
 }
 
+TEST_CASE("circuit breaker: turned away in half-open, a caller is told to come back after as long as the probes have been out") {
+    manual_clock clock;
+    breaker_type breaker{{.min_calls = 1, .open_for = 30s, .half_open_probes = 2}, clock};  // probe_timeout 30 s
+    call(breaker, verdict::retryable);
+    clock.advance(30s);
+    auto first = breaker.try_acquire();
+    auto second = breaker.try_acquire();
+    REQUIRE(first.probe());
+    REQUIRE(second.probe());
+    const auto hint = [&] {
+        auto p = breaker.try_acquire();
+        REQUIRE_FALSE(p.admitted());
+        REQUIRE(p.retry_after().has_value());
+        return *p.retry_after();
+    };
+    CHECK(hint() == breaker_type::retry_soon);  // the probes have just gone out: never zero
+    clock.advance(10ms);
+    CHECK(hint() == duration{10ms});  // not the 29.99 s left of the probe timeout
+    clock.advance(990ms);
+    CHECK(hint() == duration{1s});
+    clock.advance(19s);  // 20 s out, 10 s left: never past the probe timeout
+    CHECK(hint() == duration{10s});
+    clock.advance(9999ms);
+    CHECK(hint() == duration{1ms});
+    breaker.record(first, verdict::success);
+    breaker.record(second, verdict::success);
+    CHECK(breaker.state() == circuit_state::closed);
+}
+
+TEST_CASE("circuit breaker: a caller following the half-open hint finds the breaker closed soon after the probes") {
+    // Probes taking 50 ms: a caller turned away 30 ms in comes back at 60 ms
+    // and is admitted, instead of 30 s later.
+    manual_clock clock;
+    breaker_type breaker{{.min_calls = 1, .open_for = 30s, .half_open_probes = 1}, clock};
+    call(breaker, verdict::retryable);
+    clock.advance(30s);
+    auto probe = breaker.try_acquire();
+    REQUIRE(probe.probe());
+    clock.advance(30ms);
+    auto turned_away = breaker.try_acquire();
+    REQUIRE_FALSE(turned_away.admitted());
+    const auto wait = *turned_away.retry_after();
+    CHECK(wait == duration{30ms});
+    clock.advance(20ms);
+    breaker.record(probe, verdict::success);
+    REQUIRE(breaker.state() == circuit_state::closed);
+    clock.advance(wait - 20ms);
+    CHECK(breaker.try_acquire().admitted());
+}
+
+TEST_CASE("circuit breaker: the half-open hint is never zero and never past the probes' timeout") {
+    manual_clock clock;
+    breaker_type breaker{{.min_calls = 1, .open_for = 1s, .half_open_probes = 1, .probe_timeout = 700ms}, clock};
+    call(breaker, verdict::retryable);
+    clock.advance(1s);
+    auto probe = breaker.try_acquire();
+    REQUIRE(probe.probe());
+    for (auto out = 0ms; out < 700ms; out += 7ms) {
+        auto p = breaker.try_acquire();
+        REQUIRE_FALSE(p.admitted());
+        const auto wait = *p.retry_after();
+        CHECK(wait > duration::zero());
+        CHECK(wait <= duration{700ms - out});
+        CHECK(wait == std::min<duration>(700ms - out, std::max<duration>(breaker_type::retry_soon, out)));
+        clock.advance(7ms);
+    }
+}
+
 TEST_CASE("circuit breaker: probe_timeout defaults to open_for") {
     breaker_type breaker{{.open_for = 7s}, manual_clock{}};
     CHECK(breaker.options().probe_timeout == duration{7s});

@@ -19,7 +19,8 @@
 // row in that mode, the breaker opens: every call is rejected at once with
 // reason::circuit_open and the time left until the next probe. After
 // `open_for` it is half-open: exactly `half_open_probes` calls are let
-// through, never more. If they all succeed it closes with an empty window;
+// through, never more (a caller turned away then is told to come back after
+// as long as the probes have been out, since they may report back any moment). If they all succeed it closes with an empty window;
 // the first failure opens it again for the whole `open_for`. Probes that never
 // report back time out after `probe_timeout`, which also opens it again.
 // `isolate()` holds it open until `reset()`.
@@ -109,11 +110,14 @@ public:
         explicit operator bool() const&& = delete;
         /// True for one of the calls a half-open breaker lets through.
         [[nodiscard]] bool probe() const noexcept { return kind_ == kind::probe; }
-        /// For a rejection: how long until the breaker lets a call through
-        /// again (usable as Retry-After); never zero: while the breaker is
-        /// changing state at that very instant, retry_soon. Unset when
-        /// admitted, and when the breaker is isolated (open until someone
-        /// resets it).
+        /// For a rejection: how long to wait before asking again (usable as
+        /// Retry-After); never zero. Open: the time left until the next
+        /// probe. Half-open with every probe out: as long as the probes have
+        /// been out so far, at least retry_soon and at most the time left
+        /// before they time out (see docs/circuit_breaker.md). While the
+        /// breaker is changing state at that very instant: retry_soon. Unset
+        /// when admitted, and when the breaker is isolated (open until
+        /// someone resets it).
         [[nodiscard]] std::optional<duration> retry_after() const noexcept {
             if (kind_ != kind::rejected || !has_retry_after_) return std::nullopt;
             return retry_after_;
@@ -397,7 +401,7 @@ private:
                         continue;
                     }
                     const auto t = read_now();
-                    if (t < *until) return rejected(*until - t);
+                    if (t < *until) return rejected(half_open_retry_after(*until - t));
                     // The probes did not all report back in time: the dependency
                     // is still not answering. Open again.
                     if (!begin_transition(s)) continue;
@@ -412,6 +416,18 @@ private:
                 }
             }
         }
+    }
+
+    // The retry-after of a call turned away while every probe is out, `left`
+    // before they time out. That is the worst case; the probes may report
+    // back any moment. The expected case is guessed from how long they have
+    // been out already: come back after as long again, at least retry_soon,
+    // at most `left`. A caller that keeps being turned away thus checks back
+    // at doubling intervals (about 15 times over a 30 s probe timeout), and
+    // finds a closed breaker at most about as late as the probes took.
+    duration half_open_retry_after(duration left) const noexcept {
+        const auto out_for = options_.probe_timeout - left;  // since half-open began
+        return std::min(left, std::max(retry_soon, out_for));
     }
 
     // The deadline of state `s` (end of open, or of the probes' time), or
@@ -508,7 +524,9 @@ private:
             if ((s & state_mask) == closed_state && generation_of(s) == p.generation_) [[likely]] {
                 const auto t = clock_.now();
                 // plain_time_window_ says which alternative is held: no dispatch.
-                record_in(*std::get_if<detail::time_window_mode>(&window_), s, failed, t, note);
+                auto& window = *std::get_if<detail::time_window_mode>(&window_);
+                if (const auto counts = window.record(failed, generation_of(s), [t] { return t; }))
+                    if (window.opens(*counts)) open_from_closed(s, *counts, t, note);
                 return;
             }
         }

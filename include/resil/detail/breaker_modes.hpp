@@ -59,8 +59,9 @@ public:
         // since the caller read `generation`, the record stays out of the
         // fresh window.
         window_.record(t, failed, generation);
-        if (!failed) return std::nullopt;
-        return window_.totals(t, generation);
+        if (!failed) [[likely]]
+            return std::nullopt;
+        return totals(t, generation);
     }
     [[nodiscard]] bool opens(window_counts c) const noexcept { return rule_.exceeded(c); }
     /// The time window tells generations apart by itself (each shifts its
@@ -73,6 +74,10 @@ public:
     }
 
 private:
+    window_counts totals(time_point t, std::uint64_t generation) const noexcept {
+        return window_.totals(t, generation);
+    }
+
     rolling_time_window window_;
     failure_ratio_rule rule_;
 };
