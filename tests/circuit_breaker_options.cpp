@@ -147,3 +147,11 @@ TEST_CASE("circuit breaker options: the first invalid field, in declaration orde
     CHECK(field_of({.window = 0s, .open_for = 0s}) == "window");
     CHECK(field_of({.open_for = 0s, .half_open_probes = 0}) == "open_for");
 }
+
+TEST_CASE("docs/circuit_breaker.md defaults: the validate() snippet") {
+    resil::circuit_breaker_options o{.open_for = 500us};
+    const auto bad = o.validate();
+    REQUIRE(bad);
+    CHECK(bad->field == "open_for");
+    CHECK(bad->message() == "`open_for` must be in [1ms, 24h], got 500us");
+}

@@ -48,6 +48,12 @@
 // For a cheaper clock read, use basic_circuit_breaker<coarse_steady_clock>
 // (resil/coarse_clock.hpp).
 //
+// This header holds the state machine (state word, admission, transitions,
+// results) and includes its parts: the options and their validate()
+// (circuit_breaker/options.hpp), the metrics snapshot
+// (circuit_breaker/metrics.hpp) and the three modes behind one interface
+// (detail/breaker_modes.hpp).
+//
 // Share one breaker per dependency, for the lifetime of the service; in a
 // pipeline pass it as std::ref(breaker). State changes are reported to
 // `on_state_change` and, through a pipeline, as events to its listener.
@@ -76,7 +82,7 @@ namespace resil {
 
 /// A circuit breaker on `Clock` (see the top of this header). Every member
 /// may be called from any thread at any time. Neither copyable nor movable:
-/// share it by reference (std::ref in a pipeline). Size: about 1.8 KB, plus
+/// share it by reference (std::ref in a pipeline). Size: about 1.5 KB, plus
 /// window_calls / 4 bytes in count_window mode, allocated at construction.
 template <clock Clock = steady_clock>
 class basic_circuit_breaker {
