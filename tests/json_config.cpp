@@ -317,20 +317,20 @@ TEST_CASE("json: malformed configurations are refused with the path and the reas
          R"(deadline: must be a duration such as "250ms", "1.5s" or "2m" (units: ns, us, ms, s, m, h), got "-5s")"},
         {R"({"deadline": null})",
          R"(deadline: must be a duration such as "250ms", "1.5s" or "2m" (units: ns, us, ms, s, m, h), got null)"},
-        {R"({"deadline": "0ms"})", R"(deadline: must be positive, got "0ms")"},
+        {R"({"deadline": "0ms"})", R"(deadline: must be in [1ms, 24h], got "0ms")"},
         {R"({"deadline": "0.5ns"})", R"(deadline: must be a whole number of nanoseconds, got "0.5ns")"},
         {R"({"deadline": "9999999h"})", R"(deadline: is too long (at most 9223372036.854775807s), got "9999999h")"},
         // timeouts
         {R"({"timeouts": {"conect": "20ms"}})",
          R"(timeouts.conect: unknown key; did you mean "connect"? (expected one of: connect, read, total))"},
         {R"({"timeouts": {"connect": "1.5ms"}})", R"(timeouts.connect: must be a whole number of milliseconds, got "1.5ms")"},
-        {R"({"timeouts": {"read": "0s"}})", R"(timeouts.read: must be positive, got "0s")"},
+        {R"({"timeouts": {"read": "0s"}})", R"(timeouts.read: must be at least 1ms, got "0s")"},
         {R"({"timeouts": {"total": true}})",
          R"(timeouts.total: must be a duration such as "250ms", "1.5s" or "2m" (units: ns, us, ms, s, m, h), got true)"},
         // retry
-        {R"({"retry": {"max_attempts": 0}})", "retry.max_attempts: must be >= 1, got 0"},
-        {R"({"retry": {"max_attempts": 101}})", "retry.max_attempts: must be <= 100, got 101"},
-        {R"({"retry": {"max_attempts": -1}})", "retry.max_attempts: must be >= 1, got -1"},
+        {R"({"retry": {"max_attempts": 0}})", "retry.max_attempts: must be in [1, 100], got 0"},
+        {R"({"retry": {"max_attempts": 101}})", "retry.max_attempts: must be in [1, 100], got 101"},
+        {R"({"retry": {"max_attempts": -1}})", "retry.max_attempts: must be in [1, 100], got -1"},
         {R"({"retry": {"max_attempts": "3"}})", R"(retry.max_attempts: must be an integer, got "3")"},
         {R"({"retry": {"max_attempts": 2.5}})", "retry.max_attempts: must be an integer, got 2.5"},
         {R"({"retry": {"max_attempt": 3}})",
@@ -342,14 +342,14 @@ TEST_CASE("json: malformed configurations are refused with the path and the reas
         {R"({"retry": {"backoff": "full_jitter"}})", R"(retry.backoff: must be an object, got "full_jitter")"},
         {R"({"retry": {"backoff": {"kind": "jitter"}}})",
          R"(retry.backoff.kind: must be one of "exponential", "full_jitter", "equal_jitter", "decorrelated_jitter", got "jitter")"},
-        {R"({"retry": {"backoff": {"base": "0ms"}}})", R"(retry.backoff.base: must be positive, got "0ms")"},
+        {R"({"retry": {"backoff": {"base": "0ms"}}})", R"(retry.backoff.base: must be at least 1ns, got "0ms")"},
         {R"({"retry": {"backoff": {"base": "2s"}}})",
-         R"(retry.backoff.base: must be at most the cap (1s, the default), got "2s")"},
+         R"(retry.backoff.cap: must be at least the base (2s), got 1s)"},
         {R"({"retry": {"backoff": {"base": "200ms", "cap": "100ms"}}})",
          R"(retry.backoff.cap: must be at least the base (200ms), got "100ms")"},
         {R"({"retry": {"backoff": {"cap": "1y"}}})",
          R"(retry.backoff.cap: must be a duration such as "250ms", "1.5s" or "2m" (units: ns, us, ms, s, m, h), got "1y")"},
-        {R"({"retry": {"backoff": {"multiplier": 0.5}}})", "retry.backoff.multiplier: must be finite and >= 1, got 0.5"},
+        {R"({"retry": {"backoff": {"multiplier": 0.5}}})", "retry.backoff.multiplier: must be finite and at least 1, got 0.5"},
         {R"({"retry": {"backoff": {"multiplier": "2"}}})", R"(retry.backoff.multiplier: must be a number, got "2")"},
         {R"({"retry": {"backoff": {"kind": "decorrelated_jitter", "multiplier": 2}}})",
          "retry.backoff.multiplier: decorrelated_jitter has no multiplier (it grows from the previous delay, up to 3 times it)"},
@@ -358,8 +358,8 @@ TEST_CASE("json: malformed configurations are refused with the path and the reas
         {R"({"retry": {"retry_on": ["retryable", "retriable"]}})",
          R"(retry.retry_on[1]: must be one of "success", "retryable", "permanent", "ambiguous", got "retriable")"},
         {R"({"retry": {"retry_on": ["retryable", "retryable"]}})", R"(retry.retry_on[1]: "retryable" is listed twice)"},
-        {R"({"retry": {"max_wait": "0s"}})", R"(retry.max_wait: must be positive, got "0s")"},
-        {R"({"retry": {"max_wait": "500ms"}})", R"(retry.backoff.cap: must not exceed max_wait (500ms), got 1s)"},
+        {R"({"retry": {"max_wait": "0s"}})", R"(retry.max_wait: must be in [1ms, 24h], got "0s")"},
+        {R"({"retry": {"max_wait": "500ms"}})", R"(retry.backoff.cap: must be at most max_wait (500ms), got 1s)"},
         {R"({"retry": {"tell_callers_dont_retry": "yes"}})",
          R"(retry.tell_callers_dont_retry: must be true or false, got "yes")"},
         // retry_budget
@@ -367,28 +367,28 @@ TEST_CASE("json: malformed configurations are refused with the path and the reas
         {R"({"retry_budget": {"ratio": -0.1}})", "retry_budget.ratio: must be in [0, 1], got -0.1"},
         {R"({"retry_budget": {"window": "5ms"}})", R"(retry_budget.window: must be in [10ms, 24h], got "5ms")"},
         {R"({"retry_budget": {"min_per_second": 1000001}})",
-         "retry_budget.min_per_second: must be <= 1000000, got 1000001"},
+         "retry_budget.min_per_second: must be in [0, 1000000], got 1000001"},
         // circuit_breaker
         {R"({"circuit_breaker": {"mode": "count"}})",
          R"(circuit_breaker.mode: must be one of "time_window", "count_window", "consecutive_failures", got "count")"},
         {R"({"circuit_breaker": {"failure_ratio": 1}})",
-         "circuit_breaker.failure_ratio: must be in [0, 1) (the breaker opens when the ratio is strictly above it), got 1"},
+         "circuit_breaker.failure_ratio: must be in [0, 1) (it opens when the ratio is strictly above it), got 1"},
         {R"({"circuit_breaker": {"window": "36h"}})", R"(circuit_breaker.window: must be in [10ms, 24h], got "36h")"},
         {R"({"circuit_breaker": {"mode": "count_window", "window_calls": 10, "min_calls": 20}})",
-         "circuit_breaker.min_calls: min_calls (20) must not exceed window_calls (10) in count_window mode, or the "
-         "breaker could never open"},
+         "circuit_breaker.min_calls: must be at most window_calls (10) in count_window mode, or the breaker could "
+         "never open, got 20"},
         {R"({"circuit_breaker": {"mode": "count_window", "window_calls": 10}})",
-         "circuit_breaker.window_calls: min_calls (20) must not exceed window_calls (10) in count_window mode, or the "
-         "breaker could never open"},
-        {R"({"circuit_breaker": {"consecutive_failures": 0}})", "circuit_breaker.consecutive_failures: must be >= 1, got 0"},
-        {R"({"circuit_breaker": {"half_open_probes": 1001}})", "circuit_breaker.half_open_probes: must be <= 1000, got 1001"},
+         "circuit_breaker.min_calls: must be at most window_calls (10) in count_window mode, or the breaker could "
+         "never open, got 20"},
+        {R"({"circuit_breaker": {"consecutive_failures": 0}})", "circuit_breaker.consecutive_failures: must be in [1, 1000000], got 0"},
+        {R"({"circuit_breaker": {"half_open_probes": 1001}})", "circuit_breaker.half_open_probes: must be in [1, 1000], got 1001"},
         {R"({"circuit_breaker": {"open_for": "25h"}})", R"(circuit_breaker.open_for: must be in [1ms, 24h], got "25h")"},
         {R"({"circuit_breaker": {"probe_timeout": "500us"}})",
-         R"(circuit_breaker.probe_timeout: must be "0s" (the same as open_for) or in [1ms, 24h], got "500us")"},
+         R"(circuit_breaker.probe_timeout: must be 0 (the same as open_for) or in [1ms, 24h], got "500us")"},
         {R"({"circuit_breaker": {"slow_call_threshold": "0s"}})",
-         R"(circuit_breaker.slow_call_threshold: must be positive, got "0s")"},
+         R"(circuit_breaker.slow_call_threshold: must be positive when set, got "0s")"},
         {R"({"circuit_breaker": {"failure_verdicts": ["success"]}})",
-         R"(circuit_breaker.failure_verdicts[0]: must be one of "retryable", "permanent", "ambiguous", got "success")"},
+         "circuit_breaker.failure_verdicts: must not contain success, got {success}"},
         {R"({"circuit_breaker": {"failure_verdicts": ["retryable", 3]}})",
          "circuit_breaker.failure_verdicts[1]: must be a verdict name, got 3"},
         {R"({"circuit_breaker": {"on_state_change": "log"}})",
@@ -396,17 +396,17 @@ TEST_CASE("json: malformed configurations are refused with the path and the reas
          "min_calls, consecutive_failures, slow_call_threshold, open_for, half_open_probes, probe_timeout, "
          "failure_verdicts)"},
         // token_bucket
-        {R"({"token_bucket": {"rate": 0}})", "token_bucket.rate: must be in [0.001, 1e9] tokens per second, got 0"},
-        {R"({"token_bucket": {"burst": 0}})", "token_bucket.burst: must be >= 1, got 0"},
+        {R"({"token_bucket": {"rate": 0}})", "token_bucket.rate: must be in [0.001, 1e9], got 0"},
+        {R"({"token_bucket": {"burst": 0}})", "token_bucket.burst: must be in [1, 1000000000000000], got 0"},
         {R"({"token_bucket": {"rate": 0.001, "burst": 10000000}})",
-         "token_bucket.burst: burst / rate (the time to refill an empty bucket) must be at most 1e9 s, got burst "
-         "10000000 at rate 0.001"},
+         "token_bucket.burst: must be at most 1000000 at rate 0.001 (burst / rate, the time to refill an empty bucket, "
+         "at most 1e9 s), got 10000000"},
         {R"({"token_bucket": {"max_wait": "-1s"}})",
          R"(token_bucket.max_wait: must be a duration such as "250ms", "1.5s" or "2m" (units: ns, us, ms, s, m, h), got "-1s")"},
         // concurrency_limit
-        {R"({"concurrency_limit": {"max_in_flight": 0}})", "concurrency_limit.max_in_flight: must be >= 1, got 0"},
+        {R"({"concurrency_limit": {"max_in_flight": 0}})", "concurrency_limit.max_in_flight: must be in [1, 4294967295], got 0"},
         {R"({"concurrency_limit": {"max_in_flight": 4294967296}})",
-         "concurrency_limit.max_in_flight: must be <= 4294967295, got 4294967296"},
+         "concurrency_limit.max_in_flight: must be at most 4294967295, got 4294967296"},
         {R"({"concurrency_limit": {"max_inflight": 16}})",
          R"(concurrency_limit.max_inflight: unknown key; did you mean "max_in_flight"? (expected one of: max_in_flight))"},
     };
@@ -597,12 +597,12 @@ TEST_CASE("json: huge integers are refused by range, with their path") {
     CHECK(error_of(R"({"retry": {"max_attempts": 100000000000000000000}})") ==
           "retry.max_attempts: must be an integer, got 1e+20");
     CHECK(error_of(R"({"retry": {"max_attempts": 18446744073709551615}})") ==
-          "retry.max_attempts: must be <= 100, got 18446744073709551615");
+          "retry.max_attempts: must be in [1, 100], got 18446744073709551615");
     CHECK(error_of(R"({"concurrency_limit": {"max_in_flight": -9223372036854775809}})") ==
           "concurrency_limit.max_in_flight: must be an integer, got -9.223372036854776e+18");
     CHECK(error_of(R"({"token_bucket": {"burst": 9223372036854775808}})") ==
-          "token_bucket.burst: must be <= " + std::to_string(resil::detail::gcra::max_burst) +
-              ", got 9223372036854775808");
+          "token_bucket.burst: must be in [1, " + std::to_string(resil::detail::gcra::max_burst) +
+              "], got 9223372036854775808");
     CHECK(error_of(R"({"deadline": 1e308})") ==
           R"(deadline: must be a duration string with its unit, such as "1e+308ms" or "1e+308s", got the bare number 1e+308)");
 }

@@ -1,0 +1,86 @@
+// resil/json/error.hpp — config_error, the one exception the JSON reader
+// throws: where (a JSON path) and why, prefixed with the file when it came
+// from load_config().
+//
+//   try { auto cfg = resil::json::load_config("triton.json"); }
+//   catch (const resil::json::config_error& e) {
+//       // e.what():   "triton.json: retry.max_attempts: must be in [1, 100], got 0"
+//       // e.path():   "retry.max_attempts"     e.reason(): "must be in [1, 100], got 0"
+//   }
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace resil::json {
+
+namespace detail {
+
+/// The parts joined into one string. Messages are built with it rather than
+/// `a + b + c` on std::string, which trips g++ 12's -Wrestrict false
+/// positive at -O3 (GCC bug 105329).
+inline std::string cat(std::initializer_list<std::string_view> parts) {
+    std::size_t size = 0;
+    for (auto p : parts) size += p.size();
+    std::string out;
+    out.reserve(size);
+    for (auto p : parts) out += p;
+    return out;
+}
+
+}  // namespace detail
+
+/// A configuration that cannot be used: where (a JSON path such as
+/// `retry.backoff.cap` or `retry.retry_on[1]`, empty for the document itself)
+/// and why. what() is "path: reason", prefixed with the file name when read by
+/// load_config(). Derives from std::invalid_argument, like the policies'
+/// own errors, so one catch takes both.
+class config_error : public std::invalid_argument {
+public:
+    config_error(std::string path, std::string reason, std::string source = {})
+        : std::invalid_argument(compose(source, path, reason)),
+          path_(std::move(path)),
+          reason_(std::move(reason)),
+          source_(std::move(source)) {}
+
+    /// The JSON path of the offending value; empty for the whole document.
+    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+    /// What is wrong with it, e.g. "must be in [1, 100], got 0".
+    [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
+    /// The file it came from (load_config), or empty.
+    [[nodiscard]] const std::string& source() const noexcept { return source_; }
+
+private:
+    static std::string compose(const std::string& source, const std::string& path, const std::string& reason) {
+        return detail::cat({source, source.empty() ? "" : ": ", path, path.empty() ? "" : ": ", reason});
+    }
+    std::string path_;
+    std::string reason_;
+    std::string source_;
+};
+
+namespace detail {
+
+/// `path.key`, or `path["key with spaces"]` when the key is not an identifier.
+inline std::string join(std::string_view path, std::string_view key) {
+    bool identifier = !key.empty() && !(key[0] >= '0' && key[0] <= '9');
+    for (char c : key)
+        identifier = identifier && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
+    if (identifier) return path.empty() ? std::string(key) : cat({path, ".", key});
+    const auto quoted = nlohmann::json(std::string(key)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return cat({path, "[", quoted, "]"});
+}
+
+/// `path[index]`.
+inline std::string join(std::string_view path, std::size_t index) {
+    return cat({path, "[", std::to_string(index), "]"});
+}
+
+}  // namespace detail
+}  // namespace resil::json

@@ -1,0 +1,170 @@
+// resil/json/fields.hpp — the one list of each options type's JSON keys:
+// a table of {key, member} that the reader (json/read.hpp) and the writer
+// (json/write.hpp) both walk, in the documented order. The ranges are not
+// here: they live in each type's validate(), which the reader calls.
+//
+//   fields<retry_budget_options>::list  // {"ratio", &ratio}, {"min_per_second", ...}, {"window", ...}
+//
+// A key's JSON form follows its member's type (numbers, booleans, durations
+// as text, verdict sets and enumerations by name, a backoff as an object)
+// unless the entry names another codec: as_limit (a timeout, null for
+// "no limit") or as_section (a pipeline_config section, read and validated
+// as its own type).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+#include "../backoff.hpp"
+#include "../circuit_breaker/options.hpp"
+#include "../concurrency_limit.hpp"
+#include "../retry.hpp"
+#include "../retry_budget.hpp"
+#include "../timeouts.hpp"
+#include "../token_bucket.hpp"
+#include "pipeline_config.hpp"
+
+namespace resil::json::detail {
+
+/// By the member's type.
+struct as_value {};
+/// A timeout: a duration in whole milliseconds, null for timeouts::no_limit.
+struct as_limit {};
+/// A pipeline_config section: absent leaves it empty; present is read and
+/// validated as its own type.
+struct as_section {};
+
+/// One JSON key and the member it holds.
+template <class Owner, class Member, class Codec>
+struct field {
+    using owner_type = Owner;
+    using member_type = Member;
+    using codec = Codec;
+    std::string_view name;
+    Member Owner::*member;
+};
+
+template <class Codec = as_value, class Owner, class Member>
+constexpr field<Owner, Member, Codec> key(std::string_view name, Member Owner::*member) noexcept {
+    return {name, member};
+}
+
+/// The table of T's keys; no primary definition, so a type without one is
+/// neither read nor written field by field.
+template <class T>
+struct fields;
+
+template <class T>
+concept has_fields = requires { fields<T>::list; };
+
+template <>
+struct fields<resil::timeouts> {
+    using T = resil::timeouts;
+    static constexpr auto list = std::tuple{key<as_limit>("connect", &T::connect), key<as_limit>("read", &T::read),
+                                            key<as_limit>("total", &T::total)};
+};
+
+/// exponential_backoff, full_jitter and equal_jitter; with "kind" in front,
+/// these are also the keys a backoff object may have.
+template <class Draw>
+struct fields<exponential_strategy<Draw>> {
+    using T = exponential_strategy<Draw>;
+    static constexpr auto list = std::tuple{key("base", &T::base), key("cap", &T::cap), key("multiplier", &T::multiplier)};
+};
+
+template <>
+struct fields<decorrelated_jitter> {
+    using T = decorrelated_jitter;
+    static constexpr auto list = std::tuple{key("base", &T::base), key("cap", &T::cap)};
+};
+
+/// Every retry option but the budget pointer (code, not configuration).
+template <>
+struct fields<retry_options> {
+    using T = retry_options;
+    static constexpr auto list =
+        std::tuple{key("max_attempts", &T::max_attempts), key("backoff", &T::backoff), key("retry_on", &T::retry_on),
+                   key("max_wait", &T::max_wait), key("tell_callers_dont_retry", &T::tell_callers_dont_retry)};
+};
+
+template <>
+struct fields<retry_budget_options> {
+    using T = retry_budget_options;
+    static constexpr auto list =
+        std::tuple{key("ratio", &T::ratio), key("min_per_second", &T::min_per_second), key("window", &T::window)};
+};
+
+/// Every breaker option but on_state_change (code, not configuration).
+template <>
+struct fields<circuit_breaker_options> {
+    using T = circuit_breaker_options;
+    static constexpr auto list = std::tuple{
+        key("mode", &T::mode),
+        key("failure_ratio", &T::failure_ratio),
+        key("window", &T::window),
+        key("window_calls", &T::window_calls),
+        key("min_calls", &T::min_calls),
+        key("consecutive_failures", &T::consecutive_failures),
+        key("slow_call_threshold", &T::slow_call_threshold),
+        key("open_for", &T::open_for),
+        key("half_open_probes", &T::half_open_probes),
+        key("probe_timeout", &T::probe_timeout),
+        key("failure_verdicts", &T::failure_verdicts),
+    };
+};
+
+template <>
+struct fields<token_bucket_options> {
+    using T = token_bucket_options;
+    static constexpr auto list = std::tuple{key("rate", &T::rate), key("burst", &T::burst), key("max_wait", &T::max_wait)};
+};
+
+template <>
+struct fields<concurrency_limit_options> {
+    using T = concurrency_limit_options;
+    static constexpr auto list = std::tuple{key("max_in_flight", &T::max_in_flight)};
+};
+
+template <>
+struct fields<pipeline_config> {
+    using T = pipeline_config;
+    static constexpr auto list = std::tuple{
+        key<as_section>("deadline", &T::deadline),
+        key<as_section>("timeouts", &T::timeouts),
+        key<as_section>("retry", &T::retry),
+        key<as_section>("retry_budget", &T::retry_budget),
+        key<as_section>("circuit_breaker", &T::circuit_breaker),
+        key<as_section>("token_bucket", &T::token_bucket),
+        key<as_section>("concurrency_limit", &T::concurrency_limit),
+    };
+};
+
+/// A backoff strategy: in JSON only inside a backoff object, after its "kind".
+template <class T>
+concept backoff_strategy = std::is_constructible_v<resil::backoff, T> && !std::is_same_v<T, resil::backoff>;
+
+/// An options type read and written as one JSON object of its table's keys.
+template <class T>
+concept options_type = has_fields<T> && !backoff_strategy<T>;
+
+/// T's keys in order, optionally after `before` (a backoff's "kind").
+template <class T, std::size_t N = 0>
+constexpr auto key_names(std::array<std::string_view, N> before = {}) noexcept {
+    return std::apply(
+        [&](const auto&... f) {
+            std::array<std::string_view, N + sizeof...(f)> out{};
+            std::size_t i = 0;
+            for (auto name : before) out[i++] = name;
+            ((out[i++] = f.name), ...);
+            return out;
+        },
+        fields<T>::list);
+}
+
+/// The keys of a backoff object: its kind, then the strategies' fields.
+inline constexpr auto backoff_keys = key_names<exponential_backoff>(std::array<std::string_view, 1>{"kind"});
+
+}  // namespace resil::json::detail

@@ -1,0 +1,44 @@
+// resil/json/load_config.hpp — a whole pipeline_config from a file or from
+// text: the strict parser (json/parse.hpp) then the strict reader
+// (json/read.hpp). Errors carry the file name.
+//
+//   auto cfg = resil::json::load_config("triton.json");   // throws resil::json::config_error
+//   // "triton.json: retry.max_attempts: must be in [1, 100], got 0"
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <ios>
+#include <sstream>
+#include <string_view>
+
+#include "error.hpp"
+#include "parse.hpp"
+#include "pipeline_config.hpp"
+#include "read.hpp"
+
+namespace resil::json {
+
+/// Parses `text` (see parse()) and reads a pipeline_config from it.
+[[nodiscard]] inline pipeline_config parse_config(std::string_view text) {
+    return read<pipeline_config>(parse<nlohmann::json>(text));
+}
+
+/// Reads a pipeline_config from a file. Errors carry the file name in
+/// source() and what().
+[[nodiscard]] inline pipeline_config load_config(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw config_error({}, "cannot open the file", file.string());
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw config_error({}, "cannot read the file", file.string());
+    try {
+        return parse_config(text.str());
+    } catch (const config_error& e) {
+        throw config_error(e.path(), e.reason(), file.string());
+    }
+}
+
+}  // namespace resil::json

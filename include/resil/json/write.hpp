@@ -1,0 +1,114 @@
+// resil/json/write.hpp — options to JSON: every key of the type's table
+// (json/fields.hpp) in the documented order, durations in their shortest
+// exact form, null for "no limit" and "unset"; reading the result back
+// (json/read.hpp) gives the same options.
+//
+//   nlohmann::json j = resil::json::write(breaker.options());   // {"mode": "time_window", ...}
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <variant>
+
+#include "../backoff.hpp"
+#include "../circuit_breaker/options.hpp"
+#include "../clock.hpp"
+#include "../outcome.hpp"
+#include "../timeouts.hpp"
+#include "duration.hpp"
+#include "fields.hpp"
+#include "pipeline_config.hpp"
+
+namespace resil::json {
+
+template <class Json = nlohmann::ordered_json>
+[[nodiscard]] Json write(duration d);
+template <class Json = nlohmann::ordered_json>
+[[nodiscard]] Json write(const resil::backoff& b);
+template <class Json = nlohmann::ordered_json, class T>
+    requires detail::options_type<T>
+[[nodiscard]] Json write(const T& options);
+
+namespace detail {
+
+template <class Json>
+Json write_verdicts(verdict_set set) {
+    Json out = Json::array();
+    for (auto v : {verdict::success, verdict::retryable, verdict::permanent, verdict::ambiguous})
+        if (set.contains(v)) out.push_back(std::string(to_string(v)));
+    return out;
+}
+
+/// `value` at `key` of `j`, by its codec (json/fields.hpp) and its type.
+template <class Codec, class Json, class Member>
+void write_as(Json& j, std::string_view key, const Member& value) {
+    const auto at = [&]() -> Json& { return j[std::string(key)]; };
+    if constexpr (std::is_same_v<Codec, as_section>) {
+        if (value) at() = write<Json>(*value);  // an empty section is left out
+    } else if constexpr (std::is_same_v<Codec, as_limit>) {
+        at() = value == resil::timeouts::no_limit ? Json(nullptr) : Json(format_duration(value));
+    } else if constexpr (std::is_arithmetic_v<Member>) {
+        at() = value;
+    } else if constexpr (std::is_same_v<Member, duration>) {
+        at() = format_duration(value);
+    } else if constexpr (std::is_same_v<Member, std::optional<duration>>) {
+        at() = value ? Json(format_duration(*value)) : Json(nullptr);
+    } else if constexpr (std::is_same_v<Member, verdict_set>) {
+        at() = write_verdicts<Json>(value);
+    } else if constexpr (std::is_same_v<Member, breaker_mode>) {
+        at() = std::string(to_string(value));
+    } else if constexpr (std::is_same_v<Member, resil::backoff>) {
+        at() = write<Json>(value);
+    } else {
+        static_assert(sizeof(Member) == 0, "resil::json: no JSON form for this member's type");
+    }
+}
+
+/// Every key of T's table into `j`, in order.
+template <class T, class Json>
+void write_fields(Json& j, const T& options) {
+    std::apply(
+        [&](const auto&... f) {
+            const auto one = [&](const auto& field) {
+                using entry = std::remove_cvref_t<decltype(field)>;
+                write_as<typename entry::codec>(j, field.name, options.*field.member);
+            };
+            (one(f), ...);
+        },
+        fields<T>::list);
+}
+
+}  // namespace detail
+
+/// A deadline (or any duration option) as its text, e.g. "250ms".
+template <class Json>
+Json write(duration d) {
+    return Json(format_duration(d));
+}
+
+/// {"kind", "base", "cap", "multiplier"}; no multiplier for decorrelated_jitter.
+template <class Json>
+Json write(const resil::backoff& b) {
+    Json j = Json::object();
+    j["kind"] = std::string(backoff_kind_name(b.kind()));
+    std::visit([&](const auto& s) { detail::write_fields(j, s); }, b.strategy());
+    return j;
+}
+
+/// Every key of an options type (resil::timeouts, retry_options without its
+/// budget pointer, retry_budget_options, circuit_breaker_options without
+/// on_state_change, token_bucket_options, concurrency_limit_options), or the
+/// sections of a pipeline_config that are set, in the documented order.
+template <class Json, class T>
+    requires detail::options_type<T>
+Json write(const T& options) {
+    Json j = Json::object();
+    detail::write_fields(j, options);
+    return j;
+}
+
+}  // namespace resil::json
