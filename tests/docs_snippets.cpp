@@ -507,10 +507,13 @@ TEST_CASE("docs/backoff.md usage: strategies, run-time choice, validation, a see
     REQUIRE(kind);
     const resil::backoff chosen = resil::equal_jitter{50ms, 2s};
     CHECK(chosen.kind() == *kind);
-    CHECK_FALSE(chosen.invalid_reason());
+    CHECK_FALSE(chosen.validate());
+    CHECK_NOTHROW(resil::throw_if_invalid("my_service", chosen.validate()));
     const resil::backoff broken = resil::full_jitter{.base = 0ms, .cap = 1s};
-    REQUIRE(broken.invalid_reason());
-    CHECK(*broken.invalid_reason() == std::string_view{"backoff base must be positive"});
+    REQUIRE(broken.validate());
+    CHECK(broken.validate()->message() == "`base` must be at least 1ns, got 0s");
+    CHECK_THROWS_WITH(resil::throw_if_invalid("my_service", broken.validate()),
+                      "my_service: `base` must be at least 1ns, got 0s");
     CHECK_THROWS_AS(resil::retry_policy({.backoff = broken}), std::invalid_argument);
 
     // The ceiling saturates: a huge retry number waits the cap, never a negative or wrapped delay.
