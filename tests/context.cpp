@@ -122,3 +122,32 @@ TEST_CASE("context: the limits of an attempt come from one reading, or none with
     CHECK(free_limits->timeouts == resil::timeouts{});
     CHECK(free_limits->started == clock.now());
 }
+
+TEST_CASE("context: owns the clock; the deadline it hands out is built from it") {
+    manual_clock clock;
+    resil::basic_context<manual_clock> ctx{clock};
+    CHECK(ctx.deadline_instant() == resil::time_point::max());
+    CHECK_FALSE(ctx.deadline().is_set());
+    ctx.tighten_deadline(clock.now() + 250ms);
+    const auto dl = ctx.deadline();  // a value, on the context's clock
+    CHECK(dl.when() == ctx.deadline_instant());
+    clock.advance(100ms);
+    CHECK(dl.remaining() == 150ms);
+    CHECK(ctx.remaining() == 150ms);
+    CHECK(ctx.remaining(clock.now() + 50ms) == 100ms);  // the pure form
+
+    // Restoring an instant keeps the clock; set_deadline adopts the deadline's.
+    ctx.set_deadline_instant(resil::time_point::max());
+    CHECK(ctx.remaining() == resil::duration::max());
+    manual_clock other;
+    other.advance(1h);
+    ctx.set_deadline(resil::basic_deadline<manual_clock>::after(10ms, other));
+    CHECK(ctx.now() == other.now());
+    CHECK(ctx.remaining() == 10ms);
+
+    // A context made from call options reads the upstream deadline's clock.
+    resil::basic_context<manual_clock> from_options{
+        resil::basic_call_options<manual_clock>{.deadline = resil::basic_deadline<manual_clock>::after(5ms, other)}};
+    CHECK(from_options.now() == other.now());
+    CHECK(from_options.remaining() == 5ms);
+}

@@ -43,6 +43,13 @@ public:
     /// `stop` fired first.
     bool sleep_for(duration d, std::stop_token stop = {}) const { return steady_clock{}.sleep_for(d, std::move(stop)); }
 
+    /// As resil::steady_clock::sleep_until: this clock's instants are on the
+    /// steady clock's time line (at most a tick behind), so its absolute wait
+    /// serves; false when `stop` fired first.
+    bool sleep_until(time_point t, std::stop_token stop = {}) const {
+        return steady_clock{}.sleep_until(t, std::move(stop));
+    }
+
     /// How stale now() can be: the tick length (e.g. 4 ms at 250 Hz).
     /// Zero where the coarse clock is not available (now() is then precise).
     [[nodiscard]] static duration resolution() noexcept {

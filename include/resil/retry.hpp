@@ -79,8 +79,7 @@ struct retry_options {
     [[nodiscard]] validation_result validate() const {
         if (auto bad = detail::check_in_range("max_attempts", max_attempts, min_attempts, max_attempts_limit))
             return bad;
-        if (auto why = backoff.invalid_reason())
-            return invalid_option{"backoff", "must be a valid backoff: " + std::string(*why)};
+        if (auto bad = backoff.validate()) return bad->within("backoff");
         if (auto bad = detail::check_in_range("max_wait", max_wait, min_max_wait, max_max_wait)) return bad;
         if (backoff.cap() <= max_wait) return std::nullopt;  // the message is built only when needed
         return detail::check_that(false, "backoff.cap", "at most max_wait (" + detail::format_duration(max_wait) + ")",
