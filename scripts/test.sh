@@ -11,9 +11,11 @@
 #                  b. clang++ ASan+UBSan Debug, tests only; ctest under a
 #                     non-UTC TZ (America/Santiago)
 #                  c. clang++ TSan, tests only; ctest
-#                  d. consumers: find_package on an installed copy,
-#                     add_subdirectory of this tree, FetchContent of a
-#                     tarball made from this tree
+#                  d. consumers: find_package on an installed copy (all
+#                     components; the core alone without any integration's
+#                     dependency; COMPONENTS curl; a missing component
+#                     failing with its reason), add_subdirectory of this
+#                     tree, FetchContent of a tarball made from this tree
 #                  e. fuzz harnesses (scripts/fuzz.sh --ci: clang++
 #                     libFuzzer, 15 s each)
 #                  f. g++ Release (-O3, what users build): tests and
@@ -224,13 +226,13 @@ tsan_ctest() {
 CONSUMERS="$BUILD/ci-consumer"
 CONSUMER_SOURCES="$RESIL_ROOT/tests/consumer"
 
-# run_consumer NAME [CMAKE ARGS...]: configures, builds and runs one consumer
-# project of tests/consumer, and checks that resil's warning flags did not
-# reach its compile commands.
+# run_consumer NAME[:VARIANT] [CMAKE ARGS...]: configures, builds and runs one
+# consumer project of tests/consumer (in build directory NAME-VARIANT), and
+# checks that resil's warning flags did not reach its compile commands.
 run_consumer() {
-    local name="$1"
+    local name="${1%%:*}"
+    local dir="$CONSUMERS/${1/:/-}"
     shift
-    local dir="$CONSUMERS/$name"
     cmake -S "$CONSUMER_SOURCES/$name" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "$@" || return 1
     resil_build "$dir" || return 1
@@ -264,13 +266,20 @@ check_subproject_builds_nothing_extra() {
     fi
 }
 
-consumer_find_package() {
-    local prefix="$CONSUMERS/prefix"
-    cmake -S "$RESIL_ROOT" -B "$CONSUMERS/install-build" -DCMAKE_BUILD_TYPE=Release \
-        -DRESIL_BUILD_TESTS=OFF -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF -DRESIL_INSTALL=ON ||
+# install_resil NAME [CMAKE ARGS...]: installs this tree into $CONSUMERS/NAME.
+install_resil() {
+    local prefix="$CONSUMERS/$1"
+    shift
+    cmake -S "$RESIL_ROOT" -B "$prefix-build" -DCMAKE_BUILD_TYPE=Release \
+        -DRESIL_BUILD_TESTS=OFF -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF -DRESIL_INSTALL=ON "$@" ||
         return 1
     rm -rf "$prefix"
-    cmake --install "$CONSUMERS/install-build" --prefix "$prefix" || return 1
+    cmake --install "$prefix-build" --prefix "$prefix"
+}
+
+consumer_find_package() {
+    local prefix="$CONSUMERS/prefix"
+    install_resil prefix || return 1
     # -U: search again every run, so a stale or foreign resil_DIR is never used.
     run_consumer find_package -Uresil_DIR -DCMAKE_PREFIX_PATH="$prefix" || return 1
     local found
@@ -279,6 +288,67 @@ consumer_find_package() {
         echo "error: find_package found resil in $found, not in $prefix"
         return 1
     fi
+}
+
+# CMake components: the core loads without any integration's dependency, a
+# named component loads alone, and one that cannot load fails the configure
+# with resil's reason. The dependencies are made "absent" by disabling their
+# lookups in the consumer (CMAKE_DISABLE_FIND_PACKAGE_<name>).
+consumer_find_package_components() {
+    local prefix="$CONSUMERS/prefix" output
+    local no_deps=(-DCMAKE_DISABLE_FIND_PACKAGE_CURL=ON -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON
+        -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON -DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON)
+    install_resil prefix || return 1
+    # (a) find_package(resil), no integration's dependency here: the core alone.
+    run_consumer find_package:core -Uresil_DIR -DCMAKE_PREFIX_PATH="$prefix" "${no_deps[@]}" || return 1
+    output=$("$CONSUMERS/find_package-core/consumer")
+    if grep -q 'resil::' <<<"$output"; then
+        echo "error: an integration came through although its dependency is absent: $output"
+        return 1
+    fi
+    # (b) COMPONENTS curl: resil::curl and nothing else; an optional component
+    # whose dependency is absent (fmt) is not found, and that is no error.
+    output=$(run_consumer find_package:curl -Uresil_DIR -DCMAKE_PREFIX_PATH="$prefix" \
+        -DRESIL_CONSUMER_COMPONENTS=curl -DRESIL_CONSUMER_OPTIONAL_COMPONENTS=fmt \
+        -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON 2>&1) || {
+        echo "$output"
+        return 1
+    }
+    echo "$output"
+    local expected
+    for expected in 'resil_curl_FOUND: TRUE' 'resil_fmt_FOUND: FALSE' 'resil::curl -> libcurl'; do
+        grep -qF "$expected" <<<"$output" || {
+            echo "error: expected \"$expected\" from the COMPONENTS curl consumer"
+            return 1
+        }
+    done
+    # (c) a component that is not there fails the configure, saying why.
+    install_resil prefix-without-fmt -DRESIL_WITH_FMT=OFF || return 1
+    expect_consumer_failure "$prefix" 'resil has no component "asio"' -DRESIL_CONSUMER_COMPONENTS=asio &&
+        expect_consumer_failure "$prefix" 'component "fmt" needs fmt 9 or later, which was not found' \
+            -DRESIL_CONSUMER_COMPONENTS="curl;fmt" -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON &&
+        expect_consumer_failure "$CONSUMERS/prefix-without-fmt" 'component "fmt" is not installed with this resil' \
+            -DRESIL_CONSUMER_COMPONENTS=fmt
+}
+
+# expect_consumer_failure PREFIX MESSAGE [CMAKE ARGS...]: configuring the
+# find_package consumer against PREFIX must fail, and print MESSAGE.
+expect_consumer_failure() {
+    local prefix="$1" message="$2" dir="$CONSUMERS/find_package-failing" output
+    shift 2
+    rm -rf "$dir"
+    if output=$(cmake -S "$CONSUMER_SOURCES/find_package" -B "$dir" -DCMAKE_PREFIX_PATH="$prefix" "$@" 2>&1); then
+        echo "$output"
+        echo "error: the configure succeeded; expected it to fail with: $message"
+        return 1
+    fi
+    # CMake wraps long messages: compare with the whitespace collapsed.
+    if ! tr -s '[:space:]' ' ' <<<"$output" | grep -qF "$message"; then
+        echo "$output"
+        echo "error: the configure failed, but without: $message"
+        return 1
+    fi
+    echo "failed as expected: $message"
 }
 
 consumer_add_subdirectory() {
@@ -393,6 +463,8 @@ if ((!quick)); then
     run_step "c. clang++ TSan: build tests" sanitizer_build "$BUILD/ci-tsan" "$SANITIZE_THREAD"
     run_step "c. clang++ TSan: ctest" tsan_ctest
     run_step "d. consumer: cmake --install + find_package" consumer_find_package
+    run_step "d. consumer: find_package components (core alone, COMPONENTS curl, a missing one fails)" \
+        consumer_find_package_components
     run_step "d. consumer: add_subdirectory" consumer_add_subdirectory
     run_step "d. consumer: FetchContent (URL tarball)" consumer_fetch_content
     run_step "e. fuzz harnesses (clang libFuzzer, 15 s each)" fuzz_ci

@@ -14,6 +14,9 @@
 #if RESIL_CONSUMER_HAVE_FMT
 #include <fmt/format.h>
 #endif
+#if RESIL_CONSUMER_HAVE_PROMETHEUS
+#include <prometheus/registry.h>
+#endif
 
 #include <chrono>
 #include <iostream>
@@ -53,6 +56,10 @@ int main() {
 #endif
 #if RESIL_CONSUMER_HAVE_FMT
     line += fmt::format("; resil::fmt -> fmt {}", FMT_VERSION);
+#endif
+#if RESIL_CONSUMER_HAVE_PROMETHEUS
+    prometheus::Registry registry;
+    line += "; resil::prometheus -> prometheus-cpp, " + std::to_string(registry.Collect().size()) + " families";
 #endif
     std::cout << line << '\n';
     return survives_only_without_resils_warnings(7) == 7 ? 0 : 1;
