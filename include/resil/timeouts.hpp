@@ -88,10 +88,11 @@ struct timeouts {
         return detail::check_at_least("total", total, min_timeout);
     }
 
-    /// Superseded by validate(), which names the field and the value; kept
-    /// (usable in constant expressions) for existing callers. Static text,
-    /// or empty when every field is at least `min_timeout`.
-    [[nodiscard]] constexpr std::optional<std::string_view> invalid_reason() const noexcept {
+    /// Deprecated: validate() names the field and the value. Kept (usable in
+    /// constant expressions) for existing callers. Static text, or empty when
+    /// every field is at least `min_timeout`.
+    [[deprecated("use resil::timeouts::validate()")]] [[nodiscard]] constexpr std::optional<std::string_view>
+    invalid_reason() const noexcept {
         if (connect < min_timeout) return "connect timeout must be positive";
         if (read < min_timeout) return "read timeout must be positive";
         if (total < min_timeout) return "total timeout must be positive";
