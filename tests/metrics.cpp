@@ -1,7 +1,9 @@
 // Events and metrics from a whole pipeline — fallback → deadline → retry
 // (budget) → breaker → timeout — driven through a scripted failure sequence
 // on the manual clock: the exact event sequence, the counters, the time the
-// breaker spent open, and the Prometheus export parsed back.
+// breaker spent open, the attempt latency histogram, and the Prometheus
+// export (one dependency, and several at once) parsed back by a checker of
+// the text format.
 #include <resil/circuit_breaker.hpp>
 #include <resil/concurrency_limit.hpp>
 #include <resil/deadline_policy.hpp>
@@ -17,6 +19,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/allocation_counter.hpp"
 
 using namespace std::chrono_literals;
 using resil::circuit_state;
@@ -258,6 +262,13 @@ prometheus_parse parse_prometheus(std::string_view text) {
     prometheus_parse out;
     std::set<std::string> helped;
     std::set<std::string> series;
+    struct histogram_state {
+        std::size_t buckets = 0;
+        double last_bound = 0;
+        double last_count = 0;
+        bool saw_inf = false;
+    };
+    std::map<std::string, histogram_state> histograms;  // family and labels but le → its buckets so far
     auto fail = [&](std::size_t line_no, std::string_view line, const std::string& why) {
         out.errors.push_back("line " + std::to_string(line_no) + " (" + std::string(line) + "): " + why);
     };
@@ -362,17 +373,63 @@ prometheus_parse parse_prometheus(std::string_view text) {
         s.value = std::strtod(value_text.c_str(), &parsed_end);
         if (value_text.empty() || parsed_end != value_text.c_str() + value_text.size())
             fail(line_no, line, "value is not a number");
-        const auto type = out.types.find(s.name);
+        // A histogram's samples are <family>_bucket (with an `le` label),
+        // <family>_sum and <family>_count.
+        std::string family = s.name;
+        std::string_view part;
+        for (std::string_view suffix : {"_bucket", "_sum", "_count"}) {
+            if (!s.name.ends_with(suffix)) continue;
+            const auto base = s.name.substr(0, s.name.size() - suffix.size());
+            const auto t = out.types.find(base);
+            if (t != out.types.end() && t->second == "histogram") {
+                family = base;
+                part = suffix;
+            }
+        }
+        const auto type = out.types.find(family);
         if (type == out.types.end()) {
             fail(line_no, line, "sample before its TYPE line");
         } else if (type->second == "counter" && !(s.value >= 0)) {
             fail(line_no, line, "a counter must be non-negative");
+        } else if (type->second == "histogram") {
+            if (part.empty()) fail(line_no, line, "a histogram's sample is not _bucket, _sum or _count");
+            if ((part == "_bucket") != s.labels.contains("le"))
+                fail(line_no, line, "`le` belongs on a histogram's buckets, and only there");
+            if (part != "_sum" && !(s.value >= 0)) fail(line_no, line, "a histogram count must be non-negative");
+            if ((part == "_bucket" && s.labels.contains("le")) || part == "_count") {
+                // Buckets in increasing `le`, cumulative, the last +Inf and
+                // equal to _count.
+                auto labels = s.labels;
+                labels.erase("le");
+                std::string key = family;
+                for (const auto& [k, v] : labels) key += "|" + k + "=" + v;
+                auto& h = histograms[key];
+                if (part == "_count") {
+                    if (!h.saw_inf) fail(line_no, line, "_count before the +Inf bucket");
+                    if (h.last_count != s.value) fail(line_no, line, "_count differs from the +Inf bucket");
+                } else {
+                    const auto& le = s.labels.at("le");
+                    char* le_end = nullptr;
+                    const double bound = le == "+Inf" ? HUGE_VAL : std::strtod(le.c_str(), &le_end);
+                    if (le != "+Inf" && (le.empty() || le_end != le.c_str() + le.size()))
+                        fail(line_no, line, "`le` is not a number");
+                    if (h.saw_inf) fail(line_no, line, "a bucket after +Inf");
+                    if (h.buckets > 0 && !(bound > h.last_bound)) fail(line_no, line, "buckets not in increasing le");
+                    if (h.buckets > 0 && s.value < h.last_count) fail(line_no, line, "buckets not cumulative");
+                    h.saw_inf = le == "+Inf";
+                    h.last_bound = bound;
+                    h.last_count = s.value;
+                    ++h.buckets;
+                }
+            }
         }
         std::string key = s.name;
         for (const auto& [k, v] : s.labels) key += "|" + k + "=" + v;
         if (!series.insert(key).second) fail(line_no, line, "duplicate series");
         out.samples.push_back(std::move(s));
     }
+    for (const auto& [key, h] : histograms)
+        if (!h.saw_inf) out.errors.push_back("histogram " + key + " has no +Inf bucket");
     return out;
 }
 
@@ -632,4 +689,199 @@ TEST_CASE("metrics: the Prometheus checker rejects what is not the text format")
         CHECK_FALSE(parse_prometheus(text).errors.empty());
     }
     CHECK(parse_prometheus("# HELP a_total Things.\n# TYPE a_total counter\na_total{x=\"1\",y=\"\"} 3\n").errors.empty());
+}
+
+TEST_CASE("metrics: the Prometheus checker checks histograms") {
+    const std::string head = "# HELP h_seconds H.\n# TYPE h_seconds histogram\n";
+    CHECK(parse_prometheus(head + "h_seconds_bucket{le=\"0.1\"} 1\nh_seconds_bucket{le=\"+Inf\"} 2\n"
+                                  "h_seconds_sum 0.5\nh_seconds_count 2\n")
+              .errors.empty());
+    const std::vector<std::string> bad{
+        "h_seconds_bucket{le=\"0.1\"} 2\nh_seconds_bucket{le=\"+Inf\"} 1\nh_seconds_count 1\n",  // not cumulative
+        "h_seconds_bucket{le=\"1\"} 1\nh_seconds_bucket{le=\"0.1\"} 1\nh_seconds_bucket{le=\"+Inf\"} 1\n",  // le order
+        "h_seconds_bucket{le=\"0.1\"} 1\nh_seconds_count 1\n",                               // no +Inf
+        "h_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_count 3\n",                              // count differs
+        "h_seconds_bucket 1\n",                                                                // bucket without le
+        "h_seconds_count{le=\"1\"} 1\n",                                                       // le off a bucket
+        "h_seconds_bucket{le=\"fast\"} 1\nh_seconds_bucket{le=\"+Inf\"} 1\n",                 // le not a number
+        "h_seconds 1\n",                                                                       // bare family name
+    };
+    for (const auto& tail : bad) {
+        INFO(tail);
+        CHECK_FALSE(parse_prometheus(head + tail).errors.empty());
+    }
+}
+
+namespace {
+
+// The labels of `labels` with policy="x" renamed dependency="x".
+std::map<std::string, std::string> as_dependency(std::map<std::string, std::string> labels) {
+    const auto node = labels.extract("policy");
+    if (!node.empty()) labels.emplace("dependency", node.mapped());
+    return labels;
+}
+
+}  // namespace
+
+TEST_CASE("metrics: prometheus_text writes several dependencies, each family's HELP and TYPE once") {
+    rig r;
+    const auto pipe = r.pipeline(std::ref(r.metrics));
+    run_script(r, pipe);
+    resil::metrics payments{"payments"};
+    payments(events::attempt_started{1});
+    payments(events::attempt_finished{1, verdict::success, 40ms});
+    payments(events::call_finished{reason::none, 1, false, false});
+
+    // What a user tried first: two single texts, each with its HELP and TYPE.
+    CHECK_FALSE(parse_prometheus(r.metrics.prometheus() + payments.prometheus()).errors.empty());
+
+    const auto text = resil::prometheus_text({r.metrics, payments});
+    INFO(text);
+    const auto parsed = parse_prometheus(text);
+    CHECK(parsed.errors == std::vector<std::string>{});
+
+    // Every counter of each object's own export, under dependency= instead of policy=.
+    for (const auto* m : {&r.metrics, &payments}) {
+        const auto own = parse_prometheus(m->prometheus());
+        REQUIRE(own.errors.empty());
+        for (const auto& sample : own.samples) {
+            INFO(sample.name);
+            CHECK(parsed.value(sample.name, as_dependency(sample.labels)) == sample.value);
+        }
+    }
+    const std::map<std::string, std::string> triton{{"dependency", "triton"}};
+    const std::map<std::string, std::string> pay{{"dependency", "payments"}};
+    CHECK(parsed.value("resil_calls_total", triton) == 7.0);
+    CHECK(parsed.value("resil_calls_total", pay) == 1.0);
+    CHECK(parsed.value("resil_breaker_open_seconds_total", pay) == 0.0);
+    for (const auto& [name, type] : parsed.types)
+        CHECK(type == (name == "resil_attempt_duration_seconds" ? "histogram" : "counter"));
+    CHECK(parsed.types.size() == 14);
+
+    // Attempt durations, timed by the pipeline on the manual clock: eleven
+    // attempts of 10 ms and one of 6 s.
+    auto bucket = [&](const std::map<std::string, std::string>& who, std::string le) {
+        auto labels = who;
+        labels.emplace("le", std::move(le));
+        return parsed.value("resil_attempt_duration_seconds_bucket", labels);
+    };
+    CHECK(bucket(triton, "0.005") == 0.0);
+    CHECK(bucket(triton, "0.01") == 11.0);  // a duration equal to a bound counts in its bucket
+    CHECK(bucket(triton, "5") == 11.0);
+    CHECK(bucket(triton, "10") == 12.0);
+    CHECK(bucket(triton, "+Inf") == 12.0);
+    CHECK(parsed.value("resil_attempt_duration_seconds_count", triton) == 12.0);
+    CHECK(parsed.value("resil_attempt_duration_seconds_sum", triton) == Approx(6.11));
+    CHECK(bucket(pay, "0.025") == 0.0);
+    CHECK(bucket(pay, "0.05") == 1.0);
+    CHECK(bucket(pay, "+Inf") == 1.0);
+    CHECK(parsed.value("resil_attempt_duration_seconds_sum", pay) == Approx(0.04));
+    // Every bucket of the documented bounds, and +Inf.
+    for (const auto bound : resil::latency_bucket_bounds) {
+        char le[32];
+        std::snprintf(le, sizeof le, "%g", std::chrono::duration<double>(bound).count());
+        CHECK(bucket(pay, le).has_value());
+    }
+    CHECK(r.metrics.latencies().attempt.count() == 12);
+
+    // A list built at run time, and the open period still running.
+    const std::vector<std::reference_wrapper<const resil::metrics>> all{r.metrics, payments};
+    CHECK(resil::prometheus_text(all) == text);
+    const auto later = parse_prometheus(resil::prometheus_text(all, r.clock.now() + 1500ms));
+    CHECK(later.value("resil_breaker_open_seconds_total", triton) == 31.5);
+    std::string appended = "# HELP other_total Mine.\n# TYPE other_total counter\nother_total 1\n";
+    resil::write_prometheus(appended, {r.metrics, payments});
+    CHECK(parse_prometheus(appended).errors.empty());
+    // No dependency: the families, no samples.
+    CHECK(parse_prometheus(resil::prometheus_text(std::span<const std::reference_wrapper<const resil::metrics>>{}))
+              .errors.empty());
+}
+
+TEST_CASE("metrics: prometheus_text escapes the dependency label and refuses a repeated name") {
+    const std::string awkward = "db \"primary\"\\eu\nwest";
+    resil::metrics a{awkward};
+    resil::metrics b{"plain"};
+    a(events::rejected{reason::shed, std::nullopt});
+    const auto text = resil::prometheus_text({a, b});
+    CHECK(text.find(R"(resil_rejections_total{dependency="db \"primary\"\\eu\nwest",reason="shed"} 1)") !=
+          std::string::npos);
+    const auto parsed = parse_prometheus(text);
+    CHECK(parsed.errors == std::vector<std::string>{});
+    CHECK(parsed.value("resil_rejections_total", {{"dependency", awkward}, {"reason", "shed"}}) == 1.0);
+    CHECK(parsed.value("resil_attempt_duration_seconds_bucket", {{"dependency", awkward}, {"le", "+Inf"}}) == 0.0);
+
+    resil::metrics twin{"plain"};
+    CHECK_THROWS_AS(resil::prometheus_text({a, b, twin}), std::invalid_argument);
+}
+
+TEST_CASE("metrics: a duration counts in the first bucket whose bound it does not exceed") {
+    resil::metrics m;
+    STATIC_REQUIRE(resil::listener_times_attempts<resil::metrics>);
+    STATIC_REQUIRE(resil::latency_bucket_bounds.front() == 1ms);
+    STATIC_REQUIRE(resil::latency_bucket_bounds.back() == 10s);
+    auto record = [&](duration d) { m(events::attempt_finished{1, verdict::success, d}); };
+    record(0ns);
+    record(-5ms);  // a clock that went backwards: counted as zero
+    record(1ms);
+    record(1ms + 1ns);
+    record(2500us);
+    record(10s);
+    record(10s + 1ns);
+    record(1h);
+    const auto h = m.latencies().attempt;
+    CHECK(h.buckets[0] == 3);  // 0, -5 ms, 1 ms
+    CHECK(h.buckets[1] == 2);  // 1 ms + 1 ns, 2.5 ms
+    CHECK(h.buckets[12] == 1);  // 10 s
+    CHECK(h.buckets[13] == 2);  // past 10 s: +Inf
+    CHECK(h.count() == 8);
+    CHECK(h.cumulative(0) == 3);
+    CHECK(h.cumulative(12) == 6);
+    CHECK(h.cumulative(13) == 8);
+    CHECK(h.sum == 0ns + 1ms + 1ms + 1ns + 2500us + 10s + 10s + 1ns + 1h);
+    // The counters are untouched by attempt_finished.
+    CHECK(m.snapshot() == resil::metrics_snapshot{});
+}
+
+TEST_CASE("metrics: a pipeline times attempts for a metrics listener, with no allocation per call") {
+    manual_clock clock;
+    resil::metrics m{"timed"};
+    const auto pipe = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 2,
+                                                                   .backoff = resil::exponential_backoff{1ms, 1ms}}})
+                          .with_listener(std::ref(m));
+    auto call = [&] {
+        int attempt = 0;
+        return pipe(
+            [&] {
+                clock.advance(++attempt == 1 ? 30ms : 200ms);
+                return attempt;
+            },
+            [](int a) { return a == 1 ? verdict::retryable : verdict::success; });
+    };
+    CHECK(call().ok());
+    const auto before = resil_test::allocations.load();
+    for (int i = 0; i < 100; ++i) (void)call();
+    CHECK(resil_test::allocations.load() == before);
+    const auto h = m.latencies().attempt;
+    CHECK(h.count() == 202);
+    CHECK(h.buckets[5] == 101);  // 30 ms: (25 ms, 50 ms]
+    CHECK(h.buckets[7] == 101);  // 200 ms: (100 ms, 250 ms]
+    CHECK(h.sum == 101 * 230ms);
+}
+
+TEST_CASE("metrics: the latency histogram is exact under concurrent recording") {
+    resil::metrics m{"concurrent"};
+    constexpr int threads = 4;
+    constexpr int per_thread = 5'000;
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+        workers.emplace_back([&m, t] {
+            for (int i = 0; i < per_thread; ++i)
+                m(events::attempt_finished{1, verdict::success, t % 2 == 0 ? 3ms : 700ms});
+        });
+    for (auto& w : workers) w.join();
+    const auto h = m.latencies().attempt;
+    CHECK(h.count() == threads * per_thread);
+    CHECK(h.buckets[2] == 2 * per_thread);   // 3 ms: (2.5 ms, 5 ms]
+    CHECK(h.buckets[9] == 2 * per_thread);   // 700 ms: (500 ms, 1 s]
+    CHECK(h.sum == 2 * per_thread * (3ms + 700ms));
 }

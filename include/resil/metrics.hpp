@@ -1,17 +1,24 @@
-// resil/metrics.hpp — counters for what a pipeline did, readable at any time,
-// exportable as JSON and in the Prometheus text format.
+// resil/metrics.hpp — counters and latency histograms for what a pipeline
+// did, readable at any time, exportable in the Prometheus text format (JSON:
+// resil/json/metrics.hpp; a prometheus::Registry: resil/prometheus.hpp).
 //
-//   resil::metrics triton{"triton"};                       // one per dependency
-//   breaker_options.on_state_change = triton.breaker_hook(); // transitions, time open
-//   auto pipe = resil::pipeline(...).with_listener(std::ref(triton));
+//   resil::metrics inventory{"inventory"};                      // one per dependency
+//   breaker_options.on_state_change = inventory.breaker_hook(); // transitions, time open
+//   auto pipe = resil::pipeline(...).with_listener(std::ref(inventory));
 //   ...
-//   auto s = triton.snapshot();        // s.calls, s.rejections[reason::circuit_open], ...
-//   http_respond(triton.prometheus()); // resil_rejections_total{policy="triton",reason="circuit_open"} 12
+//   auto s = inventory.snapshot();    // s.calls, s.rejections[reason::circuit_open], ...
+//   auto l = inventory.latencies();   // l.attempt: a histogram of attempt durations
+//   http_respond(resil::prometheus_text({inventory, payments}));
+//   // resil_rejections_total{dependency="inventory",reason="circuit_open"} 12
+//   // resil_attempt_duration_seconds_bucket{dependency="payments",le="0.25"} 97
 //
 // A metrics object is a listener (see events.hpp): every counter is a relaxed
-// atomic, so it is thread-safe and cheap, and one object may serve several
-// pipelines. Each event is counted once where it happens: a rejection by the
-// breaker counts as one rejection however many policies it passes through.
+// atomic, so it is thread-safe and cheap (no lock, no allocation per event),
+// and one object may serve several pipelines. Each event is counted once where
+// it happens: a rejection by the breaker counts as one rejection however many
+// policies it passes through. It asks its pipelines for attempt durations
+// (times_attempts: two clock reads per attempt) and keeps them in a histogram
+// with the fixed buckets of latency_bucket_bounds.
 //
 // Breaker transitions are counted through the breaker's own hook, not the
 // pipeline listener: a breaker changes state for all its callers (and on
@@ -23,17 +30,114 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <initializer_list>
 #include <limits>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "clock.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
 
 namespace resil {
+
+/// The upper bounds of the latency histograms' buckets, Prometheus-style: a
+/// duration d is counted in the first bucket with d <= bound, or in the last
+/// (+Inf) bucket past 10 s. Fixed, so histograms of different dependencies
+/// and processes aggregate. 1 ms ... 10 s in 1-2.5-5 steps.
+inline constexpr std::array<duration, 13> latency_bucket_bounds{
+    std::chrono::microseconds{1'000},     std::chrono::microseconds{2'500},     std::chrono::microseconds{5'000},
+    std::chrono::microseconds{10'000},    std::chrono::microseconds{25'000},    std::chrono::microseconds{50'000},
+    std::chrono::microseconds{100'000},   std::chrono::microseconds{250'000},   std::chrono::microseconds{500'000},
+    std::chrono::microseconds{1'000'000}, std::chrono::microseconds{2'500'000}, std::chrono::microseconds{5'000'000},
+    std::chrono::microseconds{10'000'000}};
+
+/// A copy of a latency histogram: the count of each bucket (not cumulative;
+/// the last is +Inf) and the sum of the durations recorded.
+struct histogram_snapshot {
+    static constexpr std::size_t bucket_count = latency_bucket_bounds.size() + 1;
+    std::array<std::uint64_t, bucket_count> buckets{};
+    duration sum{};
+
+    /// Durations recorded (the sum of the buckets).
+    [[nodiscard]] std::uint64_t count() const noexcept {
+        std::uint64_t n = 0;
+        for (auto b : buckets) n += b;
+        return n;
+    }
+    /// Durations <= latency_bucket_bounds[i] (i == bounds' size: all of them),
+    /// as Prometheus' `le` buckets count.
+    [[nodiscard]] std::uint64_t cumulative(std::size_t i) const noexcept {
+        std::uint64_t n = 0;
+        for (std::size_t k = 0; k <= i && k < bucket_count; ++k) n += buckets[k];
+        return n;
+    }
+
+    friend bool operator==(const histogram_snapshot&, const histogram_snapshot&) = default;
+};
+
+/// A metrics object's latency histograms.
+struct latency_snapshot {
+    /// How long each attempt ran the callable, from events::attempt_finished.
+    histogram_snapshot attempt;
+
+    friend bool operator==(const latency_snapshot&, const latency_snapshot&) = default;
+};
+
+namespace detail {
+
+/// A histogram with latency_bucket_bounds: relaxed atomics, no lock, no
+/// allocation; record() is a short scan and two fetch_adds.
+class latency_histogram {
+public:
+    void record(duration d) noexcept {
+        if (d < duration::zero()) d = duration::zero();
+        std::size_t i = 0;
+        while (i < latency_bucket_bounds.size() && d > latency_bucket_bounds[i]) ++i;
+        buckets_[i].fetch_add(1, std::memory_order_relaxed);
+        sum_.fetch_add(d.count(), std::memory_order_relaxed);
+    }
+    [[nodiscard]] histogram_snapshot snapshot() const noexcept {
+        histogram_snapshot s;
+        for (std::size_t i = 0; i < buckets_.size(); ++i) s.buckets[i] = buckets_[i].load(std::memory_order_relaxed);
+        s.sum = duration{sum_.load(std::memory_order_relaxed)};
+        return s;
+    }
+
+private:
+    std::array<std::atomic<std::uint64_t>, histogram_snapshot::bucket_count> buckets_{};
+    std::atomic<duration::rep> sum_{0};
+};
+
+}  // namespace detail
+
+class metrics;
+
+/// The Prometheus text (version 0.0.4) of several dependencies' metrics at
+/// once: each family's HELP and TYPE once, then one series per dependency,
+/// labelled dependency="<its name()>" (escaped as the format requires); the
+/// counters of metrics::prometheus() and the latency histograms
+/// (resil_attempt_duration_seconds). Names must differ: a repeated name
+/// throws std::invalid_argument, since its series would collide.
+///
+///   out += resil::prometheus_text({inventory, payments});
+[[nodiscard]] std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps);
+[[nodiscard]] std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps);
+/// The same, counting each breaker's current open period up to `now`.
+[[nodiscard]] std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps, time_point now);
+[[nodiscard]] std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps,
+                                          time_point now);
+/// Appends prometheus_text(deps) to `out` (reuse one string across scrapes).
+void write_prometheus(std::string& out, std::span<const std::reference_wrapper<const metrics>> deps,
+                      std::optional<time_point> now = std::nullopt);
+void write_prometheus(std::string& out, std::initializer_list<std::reference_wrapper<const metrics>> deps,
+                      std::optional<time_point> now = std::nullopt);
 
 /// A consistent-enough copy of a metrics object's counters (each counter is
 /// read atomically; the set is not one atomic snapshot).
@@ -72,8 +176,14 @@ public:
 
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
+    /// Asks pipelines for attempt durations (events::attempt_finished::elapsed),
+    /// which feed latencies().attempt. A listener forwarding events to a
+    /// metrics object should ask for them too, or every attempt reads 0.
+    static constexpr bool times_attempts = true;
+
     // The listener: one handler per event kind.
     void operator()(const events::attempt_started&) noexcept { add(attempts_); }
+    void operator()(const events::attempt_finished& e) noexcept { attempt_latency_.record(e.elapsed); }
     void operator()(const events::retry_scheduled& e) noexcept {
         add(retries_);
         if (e.from_retry_after) add(retries_after_hint_);
@@ -134,7 +244,13 @@ public:
     /// `now` (a reading of the breaker's clock).
     [[nodiscard]] metrics_snapshot snapshot(time_point now) const noexcept { return snapshot_impl(now); }
 
-    /// The counters in the Prometheus text exposition format (version 0.0.4).
+    /// The latency histograms now.
+    [[nodiscard]] latency_snapshot latencies() const noexcept { return {attempt_latency_.snapshot()}; }
+
+    /// The counters in the Prometheus text exposition format (version 0.0.4),
+    /// labelled policy="name()". For one dependency alone: the text of several
+    /// cannot be concatenated (each repeats HELP and TYPE), and it holds no
+    /// histograms; prometheus_text({a, b, ...}) writes both for all of them.
     [[nodiscard]] std::string prometheus() const { return to_prometheus(snapshot(), name_); }
     /// The same, counting the current open period up to `now` (see snapshot(now)).
     [[nodiscard]] std::string prometheus(time_point now) const { return to_prometheus(snapshot(now), name_); }
@@ -145,36 +261,8 @@ public:
     /// Formats a snapshot in the Prometheus text format; `name` is the policy label.
     static std::string to_prometheus(const metrics_snapshot& s, std::string_view name) {
         std::string out;
-        const std::string label = "policy=\"" + escape_label(name) + "\"";
-        auto counter = [&](std::string_view metric, std::string_view help, std::uint64_t v) {
-            header(out, metric, help);
-            sample(out, metric, label, v);
-        };
-        auto by_reason = [&](std::string_view metric, std::string_view help, const reason_counts& c) {
-            header(out, metric, help);
-            for (std::size_t i = 1; i < reason_count; ++i) {
-                const auto r = static_cast<reason>(i);
-                sample(out, metric, label + ",reason=\"" + std::string(to_string(r)) + "\"", c[r]);
-            }
-        };
-        counter("resil_calls_total", "Calls that ended.", s.calls);
-        counter("resil_successes_total", "Calls that succeeded without a fallback.", s.successes);
-        by_reason("resil_failures_total", "Calls that failed, before any fallback, by reason.", s.failures);
-        counter("resil_attempts_total", "Attempts that ran the callable.", s.attempts);
-        counter("resil_retries_total", "Retries scheduled.", s.retries);
-        counter("resil_retries_after_server_hint_total", "Retries whose delay the server's Retry-After set.",
-                s.retries_after_server_hint);
-        counter("resil_retries_exhausted_total", "Calls whose every allowed attempt failed.", s.retries_exhausted);
-        counter("resil_budget_refusals_total", "Retries the retry budget refused.", s.budget_refusals);
-        counter("resil_deadlines_exceeded_total", "Calls that ran out of time.", s.deadlines_exceeded);
-        by_reason("resil_rejections_total", "Calls refused by a policy before an attempt, by reason.", s.rejections);
-        by_reason("resil_fallbacks_total", "Fallbacks used, by the reason of the failure.", s.fallbacks);
-        header(out, "resil_breaker_transitions_total", "Circuit breaker state changes, by the state entered.");
-        sample(out, "resil_breaker_transitions_total", label + ",to=\"open\"", s.breaker_opened);
-        sample(out, "resil_breaker_transitions_total", label + ",to=\"half_open\"", s.breaker_half_opened);
-        sample(out, "resil_breaker_transitions_total", label + ",to=\"closed\"", s.breaker_closed);
-        header(out, "resil_breaker_open_seconds_total", "Time the circuit breaker spent open, in seconds.");
-        out += "resil_breaker_open_seconds_total{" + label + "} " + seconds(s.time_open) + "\n";
+        const labelled one{name, &s, nullptr};
+        write_families(out, "policy", std::span<const labelled>(&one, 1), false);
         return out;
     }
 
@@ -218,7 +306,77 @@ public:
     }
 
 private:
+    friend void write_prometheus(std::string&, std::span<const std::reference_wrapper<const metrics>>,
+                                 std::optional<time_point>);
     using counter = std::atomic<std::uint64_t>;
+
+    // One dependency's figures, for the writers.
+    struct labelled {
+        std::string_view name;
+        const metrics_snapshot* counts;
+        const latency_snapshot* latencies;  // null when not written
+    };
+
+    // Every counter family (and with_latencies, every histogram), each HELP
+    // and TYPE once, then one sample per dependency (label `key`="name"), by
+    // reason or state where it has them.
+    static void write_families(std::string& out, std::string_view key, std::span<const labelled> deps,
+                               bool with_latencies) {
+        std::vector<std::string> labels;
+        labels.reserve(deps.size());
+        for (const auto& d : deps) labels.push_back(std::string(key) + "=\"" + escape_label(d.name) + "\"");
+        auto counter = [&](std::string_view metric, std::string_view help, std::uint64_t metrics_snapshot::*field) {
+            header(out, metric, help, "counter");
+            for (std::size_t i = 0; i < deps.size(); ++i) sample(out, metric, labels[i], deps[i].counts->*field);
+        };
+        auto by_reason = [&](std::string_view metric, std::string_view help, reason_counts metrics_snapshot::*field) {
+            header(out, metric, help, "counter");
+            for (std::size_t i = 0; i < deps.size(); ++i)
+                for (std::size_t r = 1; r < reason_count; ++r)
+                    sample(out, metric, labels[i] + ",reason=\"" + std::string(to_string(static_cast<reason>(r))) + "\"",
+                           (deps[i].counts->*field).by_reason[r]);
+        };
+        using S = metrics_snapshot;
+        counter("resil_calls_total", "Calls that ended.", &S::calls);
+        counter("resil_successes_total", "Calls that succeeded without a fallback.", &S::successes);
+        by_reason("resil_failures_total", "Calls that failed, before any fallback, by reason.", &S::failures);
+        counter("resil_attempts_total", "Attempts that ran the callable.", &S::attempts);
+        counter("resil_retries_total", "Retries scheduled.", &S::retries);
+        counter("resil_retries_after_server_hint_total", "Retries whose delay the server's Retry-After set.",
+                &S::retries_after_server_hint);
+        counter("resil_retries_exhausted_total", "Calls whose every allowed attempt failed.", &S::retries_exhausted);
+        counter("resil_budget_refusals_total", "Retries the retry budget refused.", &S::budget_refusals);
+        counter("resil_deadlines_exceeded_total", "Calls that ran out of time.", &S::deadlines_exceeded);
+        by_reason("resil_rejections_total", "Calls refused by a policy before an attempt, by reason.", &S::rejections);
+        by_reason("resil_fallbacks_total", "Fallbacks used, by the reason of the failure.", &S::fallbacks);
+        header(out, "resil_breaker_transitions_total", "Circuit breaker state changes, by the state entered.", "counter");
+        for (std::size_t i = 0; i < deps.size(); ++i) {
+            sample(out, "resil_breaker_transitions_total", labels[i] + ",to=\"open\"", deps[i].counts->breaker_opened);
+            sample(out, "resil_breaker_transitions_total", labels[i] + ",to=\"half_open\"",
+                   deps[i].counts->breaker_half_opened);
+            sample(out, "resil_breaker_transitions_total", labels[i] + ",to=\"closed\"", deps[i].counts->breaker_closed);
+        }
+        header(out, "resil_breaker_open_seconds_total", "Time the circuit breaker spent open, in seconds.", "counter");
+        for (std::size_t i = 0; i < deps.size(); ++i)
+            out += "resil_breaker_open_seconds_total{" + labels[i] + "} " + seconds(deps[i].counts->time_open) + "\n";
+
+        if (!with_latencies) return;
+        header(out, "resil_attempt_duration_seconds", "How long attempts ran the callable, in seconds.", "histogram");
+        for (std::size_t i = 0; i < deps.size(); ++i)
+            histogram(out, "resil_attempt_duration_seconds", labels[i], deps[i].latencies->attempt);
+    }
+
+    static void histogram(std::string& out, std::string_view metric, const std::string& label,
+                          const histogram_snapshot& h) {
+        const std::string bucket = std::string(metric) + "_bucket";
+        for (std::size_t i = 0; i < histogram_snapshot::bucket_count; ++i) {
+            const auto le = i < latency_bucket_bounds.size() ? number(latency_bucket_bounds[i]) : std::string("+Inf");
+            sample(out, bucket, label + ",le=\"" + le + "\"", h.cumulative(i));
+        }
+        out += metric;
+        out += "_sum{" + label + "} " + seconds(h.sum) + "\n";
+        sample(out, std::string(metric) + "_count", label, h.count());
+    }
 
     [[nodiscard]] metrics_snapshot snapshot_impl(std::optional<time_point> now) const noexcept {
         metrics_snapshot s;
@@ -254,14 +412,16 @@ private:
         return i < reason_count ? i : 0;
     }
 
-    static void header(std::string& out, std::string_view metric, std::string_view help) {
+    static void header(std::string& out, std::string_view metric, std::string_view help, std::string_view type) {
         out += "# HELP ";
         out += metric;
         out += ' ';
         out += help;
         out += "\n# TYPE ";
         out += metric;
-        out += " counter\n";
+        out += ' ';
+        out += type;
+        out += '\n';
     }
     static void sample(std::string& out, std::string_view metric, const std::string& labels, std::uint64_t v) {
         out += metric;
@@ -274,6 +434,12 @@ private:
     static std::string seconds(duration d) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.9f", std::chrono::duration<double>(d).count());
+        return buf;
+    }
+    // A bucket bound in seconds, as short as it is exact (0.001, 2.5, 10).
+    static std::string number(duration d) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", std::chrono::duration<double>(d).count());
         return buf;
     }
     // Prometheus label values escape backslash, double quote and newline.
@@ -314,6 +480,56 @@ private:
     static constexpr duration::rep not_open = std::numeric_limits<duration::rep>::min();
     std::atomic<duration::rep> open_since_{not_open};
     std::atomic<duration::rep> time_open_{0};
+    detail::latency_histogram attempt_latency_;
 };
+
+inline void write_prometheus(std::string& out, std::span<const std::reference_wrapper<const metrics>> deps,
+                             std::optional<time_point> now) {
+    std::vector<metrics_snapshot> counts;
+    std::vector<latency_snapshot> latencies;
+    std::vector<metrics::labelled> labelled;
+    counts.reserve(deps.size());
+    latencies.reserve(deps.size());
+    labelled.reserve(deps.size());
+    for (std::size_t i = 0; i < deps.size(); ++i) {
+        const metrics& m = deps[i];
+        for (std::size_t k = 0; k < i; ++k)
+            if (deps[k].get().name() == m.name())
+                throw std::invalid_argument("resil::write_prometheus: two metrics objects are named \"" + m.name() +
+                                            "\"; their series would collide");
+        counts.push_back(now ? m.snapshot(*now) : m.snapshot());
+        latencies.push_back(m.latencies());
+    }
+    for (std::size_t i = 0; i < deps.size(); ++i)
+        labelled.push_back({deps[i].get().name(), &counts[i], &latencies[i]});
+    metrics::write_families(out, "dependency", labelled, true);
+}
+
+inline void write_prometheus(std::string& out, std::initializer_list<std::reference_wrapper<const metrics>> deps,
+                             std::optional<time_point> now) {
+    write_prometheus(out, std::span<const std::reference_wrapper<const metrics>>(deps.begin(), deps.size()), now);
+}
+
+inline std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps) {
+    std::string out;
+    write_prometheus(out, deps);
+    return out;
+}
+inline std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps) {
+    std::string out;
+    write_prometheus(out, deps);
+    return out;
+}
+inline std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps, time_point now) {
+    std::string out;
+    write_prometheus(out, deps, now);
+    return out;
+}
+inline std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps,
+                                   time_point now) {
+    std::string out;
+    write_prometheus(out, deps, now);
+    return out;
+}
 
 }  // namespace resil
