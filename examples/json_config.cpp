@@ -97,6 +97,6 @@ int main(int argc, char** argv) {
                           resil::always_success);
     std::printf("\none call: ok=%s, its total timeout %lld ms\n", out.ok() ? "true" : "false",
                 static_cast<long long>(out.value()));
-    std::printf("metrics: %s\n", dep->metrics.json().c_str());
+    std::printf("metrics: %s\n", resil::json::to_json(dep->metrics).dump().c_str());
     return 0;
 }

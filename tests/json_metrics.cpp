@@ -1,7 +1,10 @@
-// The metrics' JSON export, parsed back with nlohmann/json: every counter of
-// the snapshot is there with its value, and the name survives any characters.
+// The metrics' JSON export (resil/json/metrics.hpp, through nlohmann/json):
+// every counter of the snapshot is there with its value, the name survives
+// any characters, the latency histogram is there; and the core's deprecated
+// hand-written metrics::json() still parses to the same.
 #include <resil/circuit_breaker.hpp>
 #include <resil/events.hpp>
+#include <resil/json/metrics.hpp>
 #include <resil/metrics.hpp>
 #include <resil/outcome.hpp>
 #include <resil/pipeline.hpp>
@@ -37,8 +40,8 @@ void check_counts(const nlohmann::json& j, const resil::reason_counts& counts) {
     }
 }
 
-void check_matches(const nlohmann::json& j, const resil::metrics_snapshot& s, const std::string& name) {
-    CHECK(j["policy"] == name);
+// The counters, without the name (what nlohmann::json j = snapshot holds).
+void check_counters(const nlohmann::json& j, const resil::metrics_snapshot& s) {
     CHECK(j["calls"] == s.calls);
     CHECK(j["successes"] == s.successes);
     CHECK(j["attempts"] == s.attempts);
@@ -54,9 +57,24 @@ void check_matches(const nlohmann::json& j, const resil::metrics_snapshot& s, co
     check_counts(j["failures"], s.failures);
     check_counts(j["rejections"], s.rejections);
     check_counts(j["fallbacks"], s.fallbacks);
+}
+
+void check_matches(const nlohmann::json& j, const resil::metrics_snapshot& s, const std::string& name) {
+    CHECK(j["policy"] == name);
+    check_counters(j, s);
     // Nothing else: a consumer can rely on this exact set of keys.
     CHECK(j.size() == 16);
 }
+
+// The core's hand-written JSON, deprecated: kept for code that calls it.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+std::string deprecated_json(const resil::metrics& m) { return m.json(); }
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace
 
@@ -78,8 +96,9 @@ TEST_CASE("metrics json: the export parses and holds every counter of the snapsh
     const auto s = m.snapshot();
     CHECK(s.calls == 3);
     CHECK(s.rejections[reason::circuit_open] == 1);
-    const auto j = nlohmann::json::parse(m.json());
+    const auto j = resil::json::to_json(s, m.name());
     check_matches(j, s, "triton");
+    CHECK(nlohmann::json::parse(deprecated_json(m)) == j);  // the former text, the same object
     CHECK(j["rejections"]["circuit_open"] == 1);
     CHECK(j["failures"]["retries_exhausted"] == 1);
     CHECK(j["breaker_opened"] == 1);
@@ -93,16 +112,55 @@ TEST_CASE("metrics json: the name is escaped, whatever it holds") {
     resil::metrics m{name};
     m(events::rejected{reason::rate_limited, 1s});
     m(events::call_finished{reason::rate_limited, 0, false});
-    const auto text = m.json();
+    const auto text = resil::json::to_json(m.snapshot(), m.name()).dump();
     const auto j = nlohmann::json::parse(text);
     check_matches(j, m.snapshot(), name);
+    CHECK(nlohmann::json::parse(deprecated_json(m)) == j);
     CHECK(j["rejections"]["rate_limited"] == 1);
     CHECK(j["failures"]["rate_limited"] == 1);
 }
 
 TEST_CASE("metrics json: a fresh metrics object exports zeros") {
     resil::metrics m;
-    const auto j = nlohmann::json::parse(m.json());
+    const auto j = resil::json::to_json(m.snapshot(), m.name());
     check_matches(j, resil::metrics_snapshot{}, "default");
     CHECK(j["breaker_open_seconds"].get<double>() == 0.0);
+    CHECK(nlohmann::json::parse(deprecated_json(m)) == j);
+}
+
+TEST_CASE("metrics json: a metrics object with its attempt latency histogram; nlohmann's own conversion") {
+    resil::testing::manual_clock clock;
+    resil::metrics m{"inventory"};
+    resil::basic_circuit_breaker<resil::testing::manual_clock> breaker{
+        {.min_calls = 1, .open_for = 2s, .on_state_change = m.breaker_hook()}, clock};
+    m(events::attempt_finished{1, verdict::success, 3ms});
+    m(events::attempt_finished{2, verdict::success, 20s});
+    breaker.isolate();
+    clock.advance(1500ms);
+
+    const auto j = resil::json::to_json(m);
+    CHECK(j["policy"] == "inventory");
+    check_counters(j, m.snapshot());
+    CHECK(j.size() == 17);  // the 16 keys of the counters, and the histogram
+    const auto& h = j["attempt_duration_seconds"];
+    CHECK(h["count"] == 2);
+    CHECK(h["sum"].get<double>() == Approx(20.003));
+    REQUIRE(h["buckets"].size() == resil::latency_bucket_bounds.size() + 1);
+    CHECK(h["buckets"][0]["le"].get<double>() == Approx(0.001));
+    CHECK(h["buckets"][0]["count"] == 0);
+    CHECK(h["buckets"][2]["le"].get<double>() == Approx(0.005));
+    CHECK(h["buckets"][2]["count"] == 1);  // cumulative, as Prometheus' le buckets
+    CHECK(h["buckets"][12]["le"].get<double>() == Approx(10.0));
+    CHECK(h["buckets"][12]["count"] == 1);
+    CHECK(h["buckets"][13]["le"] == "+Inf");
+    CHECK(h["buckets"][13]["count"] == 2);
+
+    CHECK(j["breaker_open_seconds"].get<double>() == 0.0);  // the open period has not ended
+    CHECK(resil::json::to_json(m, clock.now())["breaker_open_seconds"].get<double>() == Approx(1.5));
+
+    const nlohmann::json counters = m.snapshot();
+    check_counters(counters, m.snapshot());
+    CHECK(counters.size() == 15);  // no name in a snapshot
+    const nlohmann::json histogram = m.latencies().attempt;
+    CHECK(histogram == h);
 }

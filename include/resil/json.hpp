@@ -50,6 +50,7 @@
 #include "json/error.hpp"
 #include "json/fields.hpp"
 #include "json/load_config.hpp"
+#include "json/metrics.hpp"
 #include "json/parse.hpp"
 #include "json/pipeline_config.hpp"
 #include "json/read.hpp"

@@ -1,6 +1,7 @@
 // resil/metrics.hpp — counters and latency histograms for what a pipeline
-// did, readable at any time, exportable in the Prometheus text format (JSON:
-// resil/json/metrics.hpp; a prometheus::Registry: resil/prometheus.hpp).
+// did, readable at any time, exportable in the Prometheus text format (as
+// JSON: resil/json/metrics.hpp; into a prometheus::Registry:
+// resil/prometheus.hpp).
 //
 //   resil::metrics inventory{"inventory"};                      // one per dependency
 //   breaker_options.on_state_change = inventory.breaker_hook(); // transitions, time open
@@ -254,9 +255,14 @@ public:
     [[nodiscard]] std::string prometheus() const { return to_prometheus(snapshot(), name_); }
     /// The same, counting the current open period up to `now` (see snapshot(now)).
     [[nodiscard]] std::string prometheus(time_point now) const { return to_prometheus(snapshot(now), name_); }
-    /// The counters as one JSON object.
-    [[nodiscard]] std::string json() const { return to_json(snapshot(), name_); }
-    [[nodiscard]] std::string json(time_point now) const { return to_json(snapshot(now), name_); }
+    /// The counters as one JSON object, written by hand. Deprecated: JSON
+    /// belongs to the resil::json target, which writes it through nlohmann
+    /// (with the latency histogram too): resil::json::to_json(m).dump() from
+    /// <resil/json/metrics.hpp>. Kept, unchanged, for code that calls it today.
+    [[deprecated("use resil::json::to_json(m).dump() from <resil/json/metrics.hpp> (target resil::json)")]]
+    [[nodiscard]] std::string json() const { return json_text(snapshot(), name_); }
+    [[deprecated("use resil::json::to_json(m, now).dump() from <resil/json/metrics.hpp> (target resil::json)")]]
+    [[nodiscard]] std::string json(time_point now) const { return json_text(snapshot(now), name_); }
 
     /// Formats a snapshot in the Prometheus text format; `name` is the policy label.
     static std::string to_prometheus(const metrics_snapshot& s, std::string_view name) {
@@ -266,8 +272,13 @@ public:
         return out;
     }
 
-    /// Formats a snapshot as a JSON object.
-    static std::string to_json(const metrics_snapshot& s, std::string_view name) {
+    /// Formats a snapshot as a JSON object (what json() returns). Deprecated
+    /// like json(): resil::json::to_json(s, name) from <resil/json/metrics.hpp>.
+    [[deprecated("use resil::json::to_json(snapshot, name) from <resil/json/metrics.hpp> (target resil::json)")]]
+    static std::string to_json(const metrics_snapshot& s, std::string_view name) { return json_text(s, name); }
+
+private:
+    static std::string json_text(const metrics_snapshot& s, std::string_view name) {
         std::string out = "{\"policy\":\"" + escape_json(name) + "\"";
         auto field = [&](std::string_view key, std::uint64_t v) {
             out += ",\"";
@@ -305,7 +316,6 @@ public:
         return out;
     }
 
-private:
     friend void write_prometheus(std::string&, std::span<const std::reference_wrapper<const metrics>>,
                                  std::optional<time_point>);
     using counter = std::atomic<std::uint64_t>;

@@ -1,0 +1,113 @@
+// resil/json/metrics.hpp — resil's metrics as nlohmann::json, for logs and
+// status pages (the core's metrics.hpp stays free of nlohmann).
+//
+//   resil::metrics inventory{"inventory"};
+//   ...
+//   log(resil::json::to_json(inventory).dump());
+//   // {"attempt_duration_seconds":{"buckets":[{"count":0,"le":0.001},...],"count":12,"sum":6.11},
+//   //  "attempts":12,"breaker_open_seconds":30.0,...,"policy":"inventory",...}
+//   nlohmann::json j = inventory.snapshot();  // the counters alone, no name
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "../clock.hpp"
+#include "../metrics.hpp"
+#include "../outcome.hpp"
+
+namespace resil::json {
+
+namespace detail {
+
+inline double seconds(duration d) { return std::chrono::duration<double>(d).count(); }
+
+inline nlohmann::json by_reason(const reason_counts& c) {
+    auto out = nlohmann::json::object();
+    for (std::size_t i = 1; i < reason_count; ++i) out[std::string(to_string(static_cast<reason>(i)))] = c.by_reason[i];
+    return out;
+}
+
+}  // namespace detail
+
+/// A snapshot's counters as one JSON object: calls, successes, failures (by
+/// reason), attempts, retries, retries_after_server_hint, retries_exhausted,
+/// budget_refusals, deadlines_exceeded, rejections and fallbacks (by reason,
+/// every reason but "none"), breaker_opened, breaker_half_opened,
+/// breaker_closed, breaker_open_seconds (a number of seconds).
+[[nodiscard]] inline nlohmann::json to_json(const metrics_snapshot& s) {
+    return {{"calls", s.calls},
+            {"successes", s.successes},
+            {"failures", detail::by_reason(s.failures)},
+            {"attempts", s.attempts},
+            {"retries", s.retries},
+            {"retries_after_server_hint", s.retries_after_server_hint},
+            {"retries_exhausted", s.retries_exhausted},
+            {"budget_refusals", s.budget_refusals},
+            {"deadlines_exceeded", s.deadlines_exceeded},
+            {"rejections", detail::by_reason(s.rejections)},
+            {"fallbacks", detail::by_reason(s.fallbacks)},
+            {"breaker_opened", s.breaker_opened},
+            {"breaker_half_opened", s.breaker_half_opened},
+            {"breaker_closed", s.breaker_closed},
+            {"breaker_open_seconds", detail::seconds(s.time_open)}};
+}
+
+/// The same, with "policy": `name` (the keys metrics::json() wrote).
+[[nodiscard]] inline nlohmann::json to_json(const metrics_snapshot& s, std::string_view name) {
+    auto out = to_json(s);
+    out["policy"] = name;
+    return out;
+}
+
+/// A histogram: {"buckets": [{"le": 0.001, "count": n}, ..., {"le": "+Inf",
+/// "count": n}], "sum": seconds, "count": n}. Bucket counts are cumulative,
+/// as in Prometheus; "le" is in seconds.
+[[nodiscard]] inline nlohmann::json to_json(const histogram_snapshot& h) {
+    auto buckets = nlohmann::json::array();
+    for (std::size_t i = 0; i < histogram_snapshot::bucket_count; ++i) {
+        nlohmann::json le = "+Inf";
+        if (i < latency_bucket_bounds.size()) le = detail::seconds(latency_bucket_bounds[i]);
+        buckets.push_back({{"le", std::move(le)}, {"count", h.cumulative(i)}});
+    }
+    return {{"buckets", std::move(buckets)}, {"sum", detail::seconds(h.sum)}, {"count", h.count()}};
+}
+
+/// A metrics object now: to_json(m.snapshot(), m.name()) plus
+/// "attempt_duration_seconds": its attempt latency histogram.
+[[nodiscard]] inline nlohmann::json to_json(const metrics& m) {
+    auto out = to_json(m.snapshot(), m.name());
+    out["attempt_duration_seconds"] = to_json(m.latencies().attempt);
+    return out;
+}
+/// The same, counting the breaker's current open period up to `now`.
+[[nodiscard]] inline nlohmann::json to_json(const metrics& m, time_point now) {
+    auto out = to_json(m.snapshot(now), m.name());
+    out["attempt_duration_seconds"] = to_json(m.latencies().attempt);
+    return out;
+}
+
+}  // namespace resil::json
+
+// nlohmann's own conversions: `nlohmann::json j = m.snapshot();`.
+namespace nlohmann {
+template <>
+struct adl_serializer<::resil::metrics_snapshot> {
+    template <class Json>
+    static void to_json(Json& j, const ::resil::metrics_snapshot& s) {
+        j = ::resil::json::to_json(s);
+    }
+};
+template <>
+struct adl_serializer<::resil::histogram_snapshot> {
+    template <class Json>
+    static void to_json(Json& j, const ::resil::histogram_snapshot& h) {
+        j = ::resil::json::to_json(h);
+    }
+};
+}  // namespace nlohmann
