@@ -7,7 +7,7 @@ RESIL_CORE_PACKAGES=(cmake g++ make)
 # Everything the full test suite uses: both compilers and the sanitizer
 # runtimes, Catch2, Google Benchmark and the benchmarks' baselines (libcurl,
 # libuuid, Boost), the integrations' dependencies (libcurl, nlohmann_json,
-# fmt), the local servers the HTTP tests talk to (nginx with the echo module,
+# fmt, prometheus-cpp), the local servers the HTTP tests talk to (nginx with the echo module,
 # Redis, HAProxy, tinyproxy, and openssl for their certificates), git for the
 # FetchContent tarball, tzdata so that the sanitizer run's non-UTC TZ really
 # names a zone, clang 19 with its libc++ for the libc++ build (libc++ 14 has
@@ -17,7 +17,7 @@ RESIL_TEST_PACKAGES=(
     cmake g++ clang libclang-rt-14-dev make git tzdata
     clang-19 libc++-19-dev libc++abi-19-dev g++-mingw-w64-x86-64-posix
     catch2 libbenchmark-dev
-    libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev
+    libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev prometheus-cpp-dev
     uuid-dev libboost-dev
     nginx libnginx-mod-http-echo redis-server haproxy tinyproxy openssl
 )

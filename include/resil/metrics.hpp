@@ -120,6 +120,7 @@ private:
 
 class metrics;
 
+
 /// The Prometheus text (version 0.0.4) of several dependencies' metrics at
 /// once: each family's HELP and TYPE once, then one series per dependency,
 /// labelled dependency="<its name()>" (escaped as the format requires); the
@@ -163,6 +164,43 @@ struct metrics_snapshot {
 
     friend bool operator==(const metrics_snapshot&, const metrics_snapshot&) = default;
 };
+
+namespace detail {
+
+/// One exported counter family of a metrics_snapshot: a plain counter
+/// (`count`) or one series per reason but "none" (`by_reason`). The
+/// Prometheus writers (text here, prometheus.hpp's collectable) walk this one
+/// list, followed by the breaker's transitions and time open.
+struct counter_family {
+    std::string_view name;
+    std::string_view help;
+    std::uint64_t metrics_snapshot::*count = nullptr;
+    reason_counts metrics_snapshot::*by_reason = nullptr;
+};
+inline const std::array<counter_family, 11> counter_families{{
+    {"resil_calls_total", "Calls that ended.", &metrics_snapshot::calls, nullptr},
+    {"resil_successes_total", "Calls that succeeded without a fallback.", &metrics_snapshot::successes, nullptr},
+    {"resil_failures_total", "Calls that failed, before any fallback, by reason.", nullptr, &metrics_snapshot::failures},
+    {"resil_attempts_total", "Attempts that ran the callable.", &metrics_snapshot::attempts, nullptr},
+    {"resil_retries_total", "Retries scheduled.", &metrics_snapshot::retries, nullptr},
+    {"resil_retries_after_server_hint_total", "Retries whose delay the server's Retry-After set.",
+     &metrics_snapshot::retries_after_server_hint, nullptr},
+    {"resil_retries_exhausted_total", "Calls whose every allowed attempt failed.", &metrics_snapshot::retries_exhausted,
+     nullptr},
+    {"resil_budget_refusals_total", "Retries the retry budget refused.", &metrics_snapshot::budget_refusals, nullptr},
+    {"resil_deadlines_exceeded_total", "Calls that ran out of time.", &metrics_snapshot::deadlines_exceeded, nullptr},
+    {"resil_rejections_total", "Calls refused by a policy before an attempt, by reason.", nullptr,
+     &metrics_snapshot::rejections},
+    {"resil_fallbacks_total", "Fallbacks used, by the reason of the failure.", nullptr, &metrics_snapshot::fallbacks},
+}};
+inline constexpr std::string_view transitions_family = "resil_breaker_transitions_total";
+inline constexpr std::string_view transitions_help = "Circuit breaker state changes, by the state entered.";
+inline constexpr std::string_view open_seconds_family = "resil_breaker_open_seconds_total";
+inline constexpr std::string_view open_seconds_help = "Time the circuit breaker spent open, in seconds.";
+inline constexpr std::string_view attempt_duration_family = "resil_attempt_duration_seconds";
+inline constexpr std::string_view attempt_duration_help = "How long attempts ran the callable, in seconds.";
+
+}  // namespace detail
 
 /// Counters of one dependency's calls; a listener for its pipelines and the
 /// state-change hook of its breaker. Thread-safe: every member may be called
@@ -335,45 +373,36 @@ private:
         std::vector<std::string> labels;
         labels.reserve(deps.size());
         for (const auto& d : deps) labels.push_back(std::string(key) + "=\"" + escape_label(d.name) + "\"");
-        auto counter = [&](std::string_view metric, std::string_view help, std::uint64_t metrics_snapshot::*field) {
-            header(out, metric, help, "counter");
-            for (std::size_t i = 0; i < deps.size(); ++i) sample(out, metric, labels[i], deps[i].counts->*field);
-        };
-        auto by_reason = [&](std::string_view metric, std::string_view help, reason_counts metrics_snapshot::*field) {
-            header(out, metric, help, "counter");
-            for (std::size_t i = 0; i < deps.size(); ++i)
+        for (const auto& family : detail::counter_families) {
+            header(out, family.name, family.help, "counter");
+            for (std::size_t i = 0; i < deps.size(); ++i) {
+                if (family.count) {
+                    sample(out, family.name, labels[i], deps[i].counts->*family.count);
+                    continue;
+                }
                 for (std::size_t r = 1; r < reason_count; ++r)
-                    sample(out, metric, labels[i] + ",reason=\"" + std::string(to_string(static_cast<reason>(r))) + "\"",
-                           (deps[i].counts->*field).by_reason[r]);
-        };
-        using S = metrics_snapshot;
-        counter("resil_calls_total", "Calls that ended.", &S::calls);
-        counter("resil_successes_total", "Calls that succeeded without a fallback.", &S::successes);
-        by_reason("resil_failures_total", "Calls that failed, before any fallback, by reason.", &S::failures);
-        counter("resil_attempts_total", "Attempts that ran the callable.", &S::attempts);
-        counter("resil_retries_total", "Retries scheduled.", &S::retries);
-        counter("resil_retries_after_server_hint_total", "Retries whose delay the server's Retry-After set.",
-                &S::retries_after_server_hint);
-        counter("resil_retries_exhausted_total", "Calls whose every allowed attempt failed.", &S::retries_exhausted);
-        counter("resil_budget_refusals_total", "Retries the retry budget refused.", &S::budget_refusals);
-        counter("resil_deadlines_exceeded_total", "Calls that ran out of time.", &S::deadlines_exceeded);
-        by_reason("resil_rejections_total", "Calls refused by a policy before an attempt, by reason.", &S::rejections);
-        by_reason("resil_fallbacks_total", "Fallbacks used, by the reason of the failure.", &S::fallbacks);
-        header(out, "resil_breaker_transitions_total", "Circuit breaker state changes, by the state entered.", "counter");
-        for (std::size_t i = 0; i < deps.size(); ++i) {
-            sample(out, "resil_breaker_transitions_total", labels[i] + ",to=\"open\"", deps[i].counts->breaker_opened);
-            sample(out, "resil_breaker_transitions_total", labels[i] + ",to=\"half_open\"",
-                   deps[i].counts->breaker_half_opened);
-            sample(out, "resil_breaker_transitions_total", labels[i] + ",to=\"closed\"", deps[i].counts->breaker_closed);
+                    sample(out, family.name,
+                           labels[i] + ",reason=\"" + std::string(to_string(static_cast<reason>(r))) + "\"",
+                           (deps[i].counts->*family.by_reason).by_reason[r]);
+            }
         }
-        header(out, "resil_breaker_open_seconds_total", "Time the circuit breaker spent open, in seconds.", "counter");
-        for (std::size_t i = 0; i < deps.size(); ++i)
-            out += "resil_breaker_open_seconds_total{" + labels[i] + "} " + seconds(deps[i].counts->time_open) + "\n";
+        header(out, detail::transitions_family, detail::transitions_help, "counter");
+        for (std::size_t i = 0; i < deps.size(); ++i) {
+            const auto& c = *deps[i].counts;
+            sample(out, detail::transitions_family, labels[i] + ",to=\"open\"", c.breaker_opened);
+            sample(out, detail::transitions_family, labels[i] + ",to=\"half_open\"", c.breaker_half_opened);
+            sample(out, detail::transitions_family, labels[i] + ",to=\"closed\"", c.breaker_closed);
+        }
+        header(out, detail::open_seconds_family, detail::open_seconds_help, "counter");
+        for (std::size_t i = 0; i < deps.size(); ++i) {
+            out += detail::open_seconds_family;
+            out += "{" + labels[i] + "} " + seconds(deps[i].counts->time_open) + "\n";
+        }
 
         if (!with_latencies) return;
-        header(out, "resil_attempt_duration_seconds", "How long attempts ran the callable, in seconds.", "histogram");
+        header(out, detail::attempt_duration_family, detail::attempt_duration_help, "histogram");
         for (std::size_t i = 0; i < deps.size(); ++i)
-            histogram(out, "resil_attempt_duration_seconds", labels[i], deps[i].latencies->attempt);
+            histogram(out, detail::attempt_duration_family, labels[i], deps[i].latencies->attempt);
     }
 
     static void histogram(std::string& out, std::string_view metric, const std::string& label,

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #endif
 #if RESIL_CONSUMER_HAVE_PROMETHEUS
-#include <prometheus/registry.h>
+#include <resil/prometheus.hpp>
 #endif
 
 #include <chrono>
@@ -58,8 +58,9 @@ int main() {
     line += fmt::format("; resil::fmt -> fmt {}", FMT_VERSION);
 #endif
 #if RESIL_CONSUMER_HAVE_PROMETHEUS
-    prometheus::Registry registry;
-    line += "; resil::prometheus -> prometheus-cpp, " + std::to_string(registry.Collect().size()) + " families";
+    const resil::metrics dependency{"consumer"};
+    const resil::prometheus::collectable collected{dependency};
+    line += "; resil::prometheus -> prometheus-cpp, " + std::to_string(collected.Collect().size()) + " families";
 #endif
     std::cout << line << '\n';
     return survives_only_without_resils_warnings(7) == 7 ? 0 : 1;
