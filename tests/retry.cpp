@@ -440,7 +440,7 @@ TEST_CASE("retry policy: when an inner policy refuses a retry, the last response
 
 TEST_CASE("retry policy: a backoff cap beyond max_wait is refused") {
     CHECK_THROWS_WITH(resil::retry_policy({.backoff = resil::full_jitter{1s, 2min}, .max_wait = 1min}),
-                      "resil::retry_policy: `backoff.cap` must be at most max_wait (1min), got 2min");
+                      "resil::retry_policy: `backoff.cap` must be at most max_wait (1m), got 2m");
 }
 
 TEST_CASE("retry options: validate names the field, its range and the value") {

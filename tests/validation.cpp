@@ -37,17 +37,18 @@ TEST_CASE("validation: the message names the field, the range and the value") {
     CHECK(check_in_range("rate", 2.5e-5, 0.001, 1e9)->message() == "`rate` must be in [0.001, 1e9], got 2.5e-5");
 }
 
-TEST_CASE("validation: durations show in the largest exact unit") {
+TEST_CASE("validation: durations show in the shortest exact text, as configuration files write them") {
     CHECK(format_duration(0ms) == "0s");
     CHECK(format_duration(24h) == "24h");
-    CHECK(format_duration(90min) == "90min");
+    CHECK(format_duration(90min) == "90m");
+    CHECK(format_duration(2min) == "2m");
     CHECK(format_duration(30s) == "30s");
     CHECK(format_duration(1500ms) == "1.5s");
     CHECK(format_duration(1250ms) == "1.25s");
     CHECK(format_duration(250ms) == "250ms");
     CHECK(format_duration(-250ms) == "-250ms");
     CHECK(format_duration(-1500ms) == "-1.5s");
-    CHECK(format_duration(1500us) == "1500us");
+    CHECK(format_duration(1500us) == "1.5ms");
     CHECK(format_duration(std::chrono::nanoseconds{7}) == "7ns");
 }
 

@@ -1,12 +1,13 @@
-// resil/json/duration.hpp — durations as text for configuration files:
+// resil/duration_text.hpp — durations as text, for configuration files and
+// messages:
 // "250ms", "1.5s", "2m", "100us", "1h", "10ns". Exact both ways: the text is
 // read with decimal arithmetic (no floating point), and written in the
 // shortest form that reads back to the same count.
 //
-//   auto d = resil::json::parse_duration("1.5s");            // 1'500'000'000 ns
-//   auto t = resil::json::parse_duration<std::chrono::milliseconds>("250ms");
-//   resil::json::format_duration(std::chrono::milliseconds{1500});   // "1.5s"
-//   resil::json::format_duration(std::chrono::milliseconds{250});    // "250ms"
+//   auto d = resil::parse_duration("1.5s");            // 1'500'000'000 ns
+//   auto t = resil::parse_duration<std::chrono::milliseconds>("250ms");
+//   resil::format_duration(std::chrono::milliseconds{1500});   // "1.5s"
+//   resil::format_duration(std::chrono::milliseconds{250});    // "250ms"
 //
 // Grammar: digits, optionally '.' and more digits, then a unit among ns, us,
 // ms, s, m (minutes) and h. No sign, no spaces, no exponent, no bare numbers:
@@ -24,7 +25,7 @@
 #include <string_view>
 #include <type_traits>
 
-namespace resil::json {
+namespace resil {
 
 /// Why a duration text was refused.
 enum class duration_text_error : std::uint8_t {
@@ -70,7 +71,7 @@ template <class Duration>
 constexpr int tick_exponent() {
     using period = typename Duration::period;
     static_assert(period::num == 1 && std::giga::num % period::den == 0,
-                  "resil::json: durations must tick in ns, us, ms or s (a power of ten of a second)");
+                  "resil: durations must tick in ns, us, ms or s (a power of ten of a second)");
     int e = 9;
     for (auto den = period::den; den > 1; den /= 10) --e;
     return e;
@@ -121,10 +122,10 @@ template <class Duration = std::chrono::nanoseconds>
         fraction = std::string(text.substr(start, i - start));
     }
     const auto suffix = text.substr(i);
-    const detail::duration_unit* unit = nullptr;
+    const detail::duration_unit* chosen = nullptr;
     for (const auto& u : detail::duration_units)
-        if (u.name == suffix) unit = &u;
-    if (unit == nullptr) return syntax;
+        if (u.name == suffix) chosen = &u;
+    if (chosen == nullptr) return syntax;
 
     // value = digits × 10^-fraction_digits × factor × 10^exponent ns
     //       = digits × factor × 10^(exponent − fraction_digits − target) ticks.
@@ -136,8 +137,8 @@ template <class Duration = std::chrono::nanoseconds>
     if (fraction.size() > 24) return {std::nullopt, duration_text_error::too_precise};
     std::string digits = whole + fraction;
     detail::strip_leading_zeros(digits);
-    digits = detail::multiply_digits(digits, unit->factor);
-    const int shift = unit->exponent - static_cast<int>(fraction.size()) - target;
+    digits = detail::multiply_digits(digits, chosen->factor);
+    const int shift = chosen->exponent - static_cast<int>(fraction.size()) - target;
     if (shift >= 0) {
         if (digits != "0") digits.append(static_cast<std::size_t>(shift), '0');
     } else {
@@ -176,21 +177,21 @@ template <class Rep, class Period>
     const auto magnitude = count < 0 ? magnitude_type(0) - static_cast<magnitude_type>(count)
                                      : static_cast<magnitude_type>(count);
     std::string best;
-    for (const auto& unit : detail::duration_units) {
+    for (const auto& each : detail::duration_units) {
         // count × 10^source / (factor × 10^exponent): divide by the factor
         // (a terminating decimal has at most 2 more digits for 36 = 4 × 9),
         // then move the decimal point.
-        const magnitude_type quotient = magnitude / unit.factor;
-        auto rest = magnitude % unit.factor;
+        const magnitude_type quotient = magnitude / each.factor;
+        auto rest = magnitude % each.factor;
         std::string fraction;
         for (int i = 0; i < 2 && rest != 0; ++i) {
             rest *= 10;
-            fraction += static_cast<char>('0' + rest / unit.factor);
-            rest %= unit.factor;
+            fraction += static_cast<char>('0' + rest / each.factor);
+            rest %= each.factor;
         }
         if (rest != 0) continue;  // not a terminating decimal in this unit
         std::string whole = std::to_string(quotient);
-        const int shift = source - unit.exponent;  // decimal point to the right when positive
+        const int shift = source - each.exponent;  // decimal point to the right when positive
         if (shift >= 0) {
             const auto n = static_cast<std::size_t>(shift);
             const auto moved = fraction.substr(0, n < fraction.size() ? n : fraction.size());
@@ -206,7 +207,7 @@ template <class Rep, class Period>
         while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
         if (whole == "0") continue;  // "0.25s": prefer "250ms"
         auto text = fraction.empty() ? whole : whole + "." + fraction;
-        text += unit.name;
+        text += each.name;
         if (best.empty() || text.size() < best.size()) best = std::move(text);
     }
     return count < 0 ? "-" + best : best;
@@ -223,4 +224,4 @@ template <class Rep, class Period>
     return "unknown";
 }
 
-}  // namespace resil::json
+}  // namespace resil

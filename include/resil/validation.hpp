@@ -16,11 +16,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include "duration_text.hpp"
 
 namespace resil {
 
@@ -52,31 +55,20 @@ inline void throw_if_invalid(std::string_view owner, const validation_result& re
 
 namespace detail {
 
-/// A duration in the largest unit that shows it exactly: "24h", "10ms",
-/// "1500us"; fractional seconds as "1.5s" when exact to the millisecond.
+/// A duration as messages and configuration files write it: the shortest
+/// exact text ("24h", "10ms", "1.5s"; resil/duration_text.hpp).
 template <class Rep, class Period>
 [[nodiscard]] std::string format_duration(std::chrono::duration<Rep, Period> d) {
-    using namespace std::chrono;
-    const auto ns = duration_cast<nanoseconds>(d).count();
-    const auto unit = [&](std::int64_t per, const char* name) -> std::optional<std::string> {
-        if (ns % per != 0) return std::nullopt;
-        return std::to_string(ns / per) + name;
-    };
-    if (ns == 0) return "0s";
-    if (auto h = unit(3'600'000'000'000, "h")) return *h;
-    if (auto m = unit(60'000'000'000, "min")) return *m;
-    if (auto s = unit(1'000'000'000, "s")) return *s;
-    if (ns % 1'000'000 == 0 && (ns > 1'000'000'000 || ns < -1'000'000'000)) {
-        // "1.5s" reads better than "1500ms" once past a second.
-        const auto ms = ns / 1'000'000;
-        std::string frac = std::to_string((ms < 0 ? -ms : ms) % 1000);
-        frac.insert(0, 3 - frac.size(), '0');
-        while (frac.back() == '0') frac.pop_back();
-        return std::to_string(ms / 1000) + "." + frac + "s";
+    if constexpr (Period::den == 1 && Period::num > 1) {
+        // Minutes, hours, days: as whole seconds, which the text form ticks in.
+        constexpr auto per = static_cast<std::int64_t>(Period::num);
+        const auto n = static_cast<std::int64_t>(d.count());
+        if (n > std::numeric_limits<std::int64_t>::max() / per || n < std::numeric_limits<std::int64_t>::min() / per)
+            return std::to_string(n) + " x " + std::to_string(per) + "s";
+        return resil::format_duration(std::chrono::seconds{n * per});
+    } else {
+        return resil::format_duration(d);
     }
-    if (auto ms = unit(1'000'000, "ms")) return *ms;
-    if (auto us = unit(1'000, "us")) return *us;
-    return std::to_string(ns) + "ns";
 }
 
 /// "1e+09" as people write it: "1e9" ("2.5e-05" → "2.5e-5").
