@@ -74,6 +74,7 @@
 #endif
 
 #include "chacha20.hpp"
+#include "fork_epoch.hpp"
 
 namespace resil::detail::csprng {
 
@@ -151,12 +152,10 @@ inline void os_entropy(std::uint8_t* out, std::size_t size) {
 
 #endif  // RESIL_DETAIL_OS_WINDOWS
 
-/// The number of forks this process descends from, as far as pthread_atfork
-/// saw them (always 1 on Windows): a generator seeded under another epoch reseeds before its next
-/// output. Starts at 1 so that a zeroed state (epoch 0) never matches.
-inline std::atomic<std::uint64_t> fork_epoch{1};
-
-inline void on_fork_child() noexcept { fork_epoch.fetch_add(1, std::memory_order_relaxed); }
+// fork_epoch, on_fork_child and watch_forks: detail/fork_epoch.hpp, shared
+// with the jitter engine (one pthread_atfork handler for both).
+using detail::fork_epoch;
+using detail::watch_forks;
 
 inline constexpr std::size_t batch_blocks = 8;
 inline constexpr std::size_t batch_size = batch_blocks * chacha20::block_size;  // 512 bytes
@@ -181,9 +180,6 @@ inline thread_local generator_state* current_state = nullptr;
 inline thread_local bool current_state_wipes_on_fork = false;
 
 #if RESIL_DETAIL_OS_WINDOWS
-
-/// Nothing to watch: Windows has no fork, so `fork_epoch` never changes.
-inline void watch_forks() noexcept {}
 
 /// This thread's state: trivially destructible, so it stays valid for
 /// thread_local destructors that draw after the wipe below.
@@ -218,8 +214,7 @@ inline void release_state(void* state) noexcept {
 /// Process-wide set-up, once: the fork handler and the thread-exit key.
 [[nodiscard]] inline ::pthread_key_t state_key() {
     static const ::pthread_key_t key = [] {
-        if (const int rc = ::pthread_atfork(nullptr, nullptr, &on_fork_child); rc != 0)
-            throw std::system_error(rc, std::generic_category(), "resil: pthread_atfork failed");
+        watch_forks();
         ::pthread_key_t k{};
         if (const int rc = ::pthread_key_create(&k, &release_state); rc != 0)
             throw std::system_error(rc, std::generic_category(), "resil: pthread_key_create failed");
@@ -227,9 +222,6 @@ inline void release_state(void* state) noexcept {
     }();
     return key;
 }
-
-/// Registers the fork handler that bumps `fork_epoch`, once per process.
-inline void watch_forks() { (void)state_key(); }
 
 /// Maps this thread's state page (zeroed: "not seeded").
 inline generator_state* attach_state() {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "../jitter.hpp"
-#include "csprng.hpp"
+#include "fork_epoch.hpp"
 #include "platform.hpp"
 
 #if RESIL_DETAIL_HAVE_GETRANDOM
@@ -19,17 +19,6 @@
 #endif
 
 namespace resil::detail {
-
-/// The fork epoch the idempotency-key generator keeps (one pthread_atfork
-/// handler serves both): it changes in every forked child.
-inline std::uint64_t fork_generation() {
-    static const bool registered = [] {
-        csprng::watch_forks();  // registers the fork handler, once per process
-        return true;
-    }();
-    (void)registered;
-    return csprng::fork_epoch.load(std::memory_order_relaxed);
-}
 
 inline std::uint64_t os_seed() noexcept {
     std::uint64_t seed = 0;
