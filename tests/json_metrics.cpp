@@ -141,7 +141,8 @@ TEST_CASE("metrics json: a metrics object with its attempt latency histogram; nl
     const auto j = resil::json::to_json(m);
     CHECK(j["policy"] == "inventory");
     check_counters(j, m.snapshot());
-    CHECK(j.size() == 17);  // the 16 keys of the counters, and the histogram
+    CHECK(j.size() == 18);  // the 16 keys of the counters, and the two histograms
+    CHECK(j["call_duration_seconds"]["buckets"].size() == resil::latency_bucket_bounds.size() + 1);
     const auto& h = j["attempt_duration_seconds"];
     CHECK(h["count"] == 2);
     CHECK(h["sum"].get<double>() == Approx(20.003));

@@ -755,8 +755,11 @@ TEST_CASE("metrics: prometheus_text writes several dependencies, each family's H
     CHECK(parsed.value("resil_calls_total", pay) == 1.0);
     CHECK(parsed.value("resil_breaker_open_seconds_total", pay) == 0.0);
     for (const auto& [name, type] : parsed.types)
-        CHECK(type == (name == "resil_attempt_duration_seconds" ? "histogram" : "counter"));
-    CHECK(parsed.types.size() == 14);
+        CHECK(type == (name == "resil_attempt_duration_seconds" || name == "resil_call_duration_seconds" ? "histogram"
+                                                                                                         : "counter"));
+    CHECK(parsed.types.size() == 15);
+    CHECK(parsed.value("resil_call_duration_seconds_count", triton) == 7.0);
+    CHECK(parsed.value("resil_call_duration_seconds_count", pay) == 1.0);
 
     // Attempt durations, timed by the pipeline on the manual clock: eleven
     // attempts of 10 ms and one of 6 s.
@@ -884,4 +887,37 @@ TEST_CASE("metrics: the latency histogram is exact under concurrent recording") 
     CHECK(h.buckets[2] == 2 * per_thread);   // 3 ms: (2.5 ms, 5 ms]
     CHECK(h.buckets[9] == 2 * per_thread);   // 700 ms: (500 ms, 1 s]
     CHECK(h.sum == 2 * per_thread * (3ms + 700ms));
+}
+
+TEST_CASE("metrics: the call latency histogram holds whole calls, waits between attempts included") {
+    resil::testing::manual_clock clock;
+    resil::metrics m{"inventory"};
+    const auto pipe = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 3,
+                                                                  .backoff = resil::exponential_backoff{100ms, 1s}}})
+                          .with_listener(std::ref(m));
+    int calls = 0;
+    // 10 ms that fail, the backoff's wait, 20 ms that succeed.
+    const auto began = clock.now();
+    const auto out = pipe([&] {
+        clock.advance(++calls == 1 ? 10ms : 20ms);
+        return calls == 1 ? resil::classification{verdict::retryable} : resil::classification{verdict::success};
+    }, [](const resil::classification& c) { return c; });
+    REQUIRE(out.ok());
+    const auto took = clock.now() - began;
+    const auto latencies = m.latencies();
+    CHECK(latencies.attempt.count() == 2);
+    CHECK(latencies.attempt.sum == 30ms);
+    REQUIRE(latencies.call.count() == 1);
+    CHECK(took > 30ms);  // the wait counts too
+    CHECK(latencies.call.sum == took);
+    // In the first bucket whose bound is at least the call's duration.
+    for (std::size_t i = 0; i < resil::latency_bucket_bounds.size(); ++i)
+        CHECK(latencies.call.cumulative(i) == (took <= resil::latency_bucket_bounds[i] ? 1u : 0u));
+
+    const auto parsed = parse_prometheus(resil::prometheus_text({m}));
+    CHECK(parsed.errors == std::vector<std::string>{});
+    const std::map<std::string, std::string> inventory{{"dependency", "inventory"}};
+    CHECK(parsed.types.at("resil_call_duration_seconds") == "histogram");
+    CHECK(parsed.value("resil_call_duration_seconds_count", inventory) == 1.0);
+    CHECK(parsed.value("resil_call_duration_seconds_sum", inventory) == Approx(std::chrono::duration<double>(took).count()));
 }

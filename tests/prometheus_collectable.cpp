@@ -64,7 +64,7 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
 
     const auto resil_metrics = resil::prometheus::make_collectable({inventory, payments});
     const auto families = resil_metrics->Collect();
-    CHECK(families.size() == 14);
+    CHECK(families.size() == 15);
 
     const auto* calls = find(families, "resil_calls_total");
     REQUIRE(calls);
@@ -85,6 +85,9 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
     REQUIRE(transitions);
     CHECK(find(*transitions, {{"dependency", "payments"}, {"to", "half_open"}})->counter.value == 0.0);
 
+    const auto* whole_calls = find(families, "resil_call_duration_seconds");
+    REQUIRE(whole_calls);
+    CHECK(whole_calls->type == prometheus::MetricType::Histogram);
     const auto* attempts = find(families, "resil_attempt_duration_seconds");
     REQUIRE(attempts);
     CHECK(attempts->type == prometheus::MetricType::Histogram);

@@ -105,6 +105,10 @@ struct call_finished {
     std::uint32_t attempts = 0;  ///< attempts that ran the callable
     bool from_fallback = false;
     bool threw = false;  ///< an exception left the pipeline
+    /// How long the whole call took, waits between attempts included; zero
+    /// unless the listener asks for durations (times_attempts), which costs
+    /// the call one more clock reading at each end.
+    duration elapsed{};
 };
 
 /// The call ran out of time.

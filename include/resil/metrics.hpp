@@ -87,6 +87,9 @@ struct histogram_snapshot {
 struct latency_snapshot {
     /// How long each attempt ran the callable, from events::attempt_finished.
     histogram_snapshot attempt;
+    /// How long each whole call took, waits between attempts included, from
+    /// events::call_finished.
+    histogram_snapshot call;
 
     friend bool operator==(const latency_snapshot&, const latency_snapshot&) = default;
 };
@@ -199,6 +202,9 @@ inline constexpr std::string_view open_seconds_family = "resil_breaker_open_seco
 inline constexpr std::string_view open_seconds_help = "Time the circuit breaker spent open, in seconds.";
 inline constexpr std::string_view attempt_duration_family = "resil_attempt_duration_seconds";
 inline constexpr std::string_view attempt_duration_help = "How long attempts ran the callable, in seconds.";
+inline constexpr std::string_view call_duration_family = "resil_call_duration_seconds";
+inline constexpr std::string_view call_duration_help =
+    "How long whole calls took, waits between attempts included, in seconds.";
 
 }  // namespace detail
 
@@ -233,6 +239,7 @@ public:
     void operator()(const events::rejected& e) noexcept { add(rejections_[index(e.reason)]); }
     void operator()(const events::fallback_used& e) noexcept { add(fallbacks_[index(e.reason)]); }
     void operator()(const events::call_finished& e) noexcept {
+        call_latency_.record(e.elapsed);
         add(calls_);
         if (e.reason == reason::none)
             add(successes_);
@@ -284,7 +291,9 @@ public:
     [[nodiscard]] metrics_snapshot snapshot(time_point now) const noexcept { return snapshot_impl(now); }
 
     /// The latency histograms now.
-    [[nodiscard]] latency_snapshot latencies() const noexcept { return {attempt_latency_.snapshot()}; }
+    [[nodiscard]] latency_snapshot latencies() const noexcept {
+        return {attempt_latency_.snapshot(), call_latency_.snapshot()};
+    }
 
     /// The counters in the Prometheus text exposition format (version 0.0.4),
     /// labelled policy="name()". For one dependency alone: the text of several
@@ -403,6 +412,9 @@ private:
         header(out, detail::attempt_duration_family, detail::attempt_duration_help, "histogram");
         for (std::size_t i = 0; i < deps.size(); ++i)
             histogram(out, detail::attempt_duration_family, labels[i], deps[i].latencies->attempt);
+        header(out, detail::call_duration_family, detail::call_duration_help, "histogram");
+        for (std::size_t i = 0; i < deps.size(); ++i)
+            histogram(out, detail::call_duration_family, labels[i], deps[i].latencies->call);
     }
 
     static void histogram(std::string& out, std::string_view metric, const std::string& label,
@@ -520,6 +532,7 @@ private:
     std::atomic<duration::rep> open_since_{not_open};
     std::atomic<duration::rep> time_open_{0};
     detail::latency_histogram attempt_latency_;
+    detail::latency_histogram call_latency_;
 };
 
 inline void write_prometheus(std::string& out, std::span<const std::reference_wrapper<const metrics>> deps,

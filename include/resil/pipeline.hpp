@@ -232,6 +232,15 @@ constexpr bool context_times_attempts() noexcept {
         return false;
 }
 
+/// Whether call_finished carries the call's duration (the same opt-in).
+template <class Ctx>
+constexpr bool context_times_calls() noexcept {
+    if constexpr (requires { Ctx::times_attempts; })
+        return Ctx::times_attempts && context_listens<Ctx, events::call_finished>();
+    else
+        return false;
+}
+
 }  // namespace detail
 
 /// A composed pipeline; made by resil::pipeline(...).
@@ -284,13 +293,20 @@ public:
         auto innermost = [&fn, &classify](pctx_type& c) -> outcome<value_type> {
             return attempt<value_type>(c, fn, classify);
         };
+        constexpr bool timed = detail::context_times_calls<pctx_type>();
+        [[maybe_unused]] time_point started{};
+        if constexpr (timed) started = pctx.now();
+        const auto elapsed = [&]() -> duration {
+            if constexpr (timed) return pctx.clock().now() - started;
+            else return duration::zero();
+        };
         try {
             auto out = run<0>(pctx, innermost);
             pctx.emit(events::call_finished{out.ok() ? out.fallback_reason() : out.reason(), pctx.attempts_run(),
-                                            out.from_fallback(), false});
+                                            out.from_fallback(), false, elapsed()});
             return out;
         } catch (...) {
-            pctx.emit(events::call_finished{reason::failed, pctx.attempts_run(), false, true});
+            pctx.emit(events::call_finished{reason::failed, pctx.attempts_run(), false, true, elapsed()});
             throw;
         }
     }

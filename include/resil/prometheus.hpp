@@ -92,6 +92,9 @@ public:
         auto& attempts = add(out, detail::attempt_duration_family, detail::attempt_duration_help,
                              ::prometheus::MetricType::Histogram);
         for (std::size_t i = 0; i < deps_.size(); ++i) histogram(attempts, deps_[i], latencies[i].attempt);
+        auto& calls = add(out, detail::call_duration_family, detail::call_duration_help,
+                          ::prometheus::MetricType::Histogram);
+        for (std::size_t i = 0; i < deps_.size(); ++i) histogram(calls, deps_[i], latencies[i].call);
         return out;
     }
 

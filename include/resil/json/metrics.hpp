@@ -78,17 +78,21 @@ inline nlohmann::json by_reason(const reason_counts& c) {
     return {{"buckets", std::move(buckets)}, {"sum", detail::seconds(h.sum)}, {"count", h.count()}};
 }
 
-/// A metrics object now: to_json(m.snapshot(), m.name()) plus
-/// "attempt_duration_seconds": its attempt latency histogram.
+/// A metrics object now: to_json(m.snapshot(), m.name()) plus its latency
+/// histograms, "attempt_duration_seconds" and "call_duration_seconds".
 [[nodiscard]] inline nlohmann::json to_json(const metrics& m) {
     auto out = to_json(m.snapshot(), m.name());
-    out["attempt_duration_seconds"] = to_json(m.latencies().attempt);
+    const auto latencies = m.latencies();
+    out["attempt_duration_seconds"] = to_json(latencies.attempt);
+    out["call_duration_seconds"] = to_json(latencies.call);
     return out;
 }
 /// The same, counting the breaker's current open period up to `now`.
 [[nodiscard]] inline nlohmann::json to_json(const metrics& m, time_point now) {
     auto out = to_json(m.snapshot(now), m.name());
-    out["attempt_duration_seconds"] = to_json(m.latencies().attempt);
+    const auto latencies = m.latencies();
+    out["attempt_duration_seconds"] = to_json(latencies.attempt);
+    out["call_duration_seconds"] = to_json(latencies.call);
     return out;
 }
 
