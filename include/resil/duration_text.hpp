@@ -162,13 +162,11 @@ template <class Duration = std::chrono::nanoseconds>
     return {Duration{count}, duration_text_error::none};
 }
 
-/// Writes `d` in the shortest text that parse_duration reads back exactly,
-/// with a whole part of at least 1 ("250ms", not "0.25s"); on a tie the larger
-/// unit wins ("1.5s", "90s", "2m", "36h", "100us", "1ns"). Zero is "0s"; a
-/// negative duration gets a leading '-' (which parse_duration refuses: no
-/// option takes a negative duration).
+namespace detail {
+
+// format_duration for ticks that are a power of ten of a second.
 template <class Rep, class Period>
-[[nodiscard]] std::string format_duration(std::chrono::duration<Rep, Period> d) {
+[[nodiscard]] std::string format_decimal_duration(std::chrono::duration<Rep, Period> d) {
     using Duration = std::chrono::duration<Rep, Period>;
     constexpr int source = detail::tick_exponent<Duration>();
     const auto count = d.count();
@@ -211,6 +209,27 @@ template <class Rep, class Period>
         if (best.empty() || text.size() < best.size()) best = std::move(text);
     }
     return count < 0 ? "-" + best : best;
+}
+
+}  // namespace detail
+
+/// Writes `d` in the shortest text that parse_duration reads back exactly,
+/// with a whole part of at least 1 ("250ms", not "0.25s"); on a tie the larger
+/// unit wins ("1.5s", "90s", "2m", "36h", "100us", "1ns"). Zero is "0s"; a
+/// negative duration gets a leading '-' (which parse_duration refuses: no
+/// option takes a negative duration).
+/// Minutes, hours and other whole-second ticks are written through seconds.
+template <class Rep, class Period>
+[[nodiscard]] std::string format_duration(std::chrono::duration<Rep, Period> d) {
+    if constexpr (Period::den == 1 && Period::num > 1) {
+        constexpr auto per = static_cast<std::int64_t>(Period::num);
+        const auto n = static_cast<std::int64_t>(d.count());
+        if (n > std::numeric_limits<std::int64_t>::max() / per || n < std::numeric_limits<std::int64_t>::min() / per)
+            return std::to_string(n) + " x " + std::to_string(per) + "s";  // beyond any count of seconds
+        return detail::format_decimal_duration(std::chrono::seconds{n * per});
+    } else {
+        return detail::format_decimal_duration(d);
+    }
 }
 
 /// The name of a duration_text_error, for messages.

@@ -59,16 +59,7 @@ namespace detail {
 /// exact text ("24h", "10ms", "1.5s"; resil/duration_text.hpp).
 template <class Rep, class Period>
 [[nodiscard]] std::string format_duration(std::chrono::duration<Rep, Period> d) {
-    if constexpr (Period::den == 1 && Period::num > 1) {
-        // Minutes, hours, days: as whole seconds, which the text form ticks in.
-        constexpr auto per = static_cast<std::int64_t>(Period::num);
-        const auto n = static_cast<std::int64_t>(d.count());
-        if (n > std::numeric_limits<std::int64_t>::max() / per || n < std::numeric_limits<std::int64_t>::min() / per)
-            return std::to_string(n) + " x " + std::to_string(per) + "s";
-        return resil::format_duration(std::chrono::seconds{n * per});
-    } else {
-        return resil::format_duration(d);
-    }
+    return resil::format_duration(d);
 }
 
 /// "1e+09" as people write it: "1e9" ("2.5e-05" → "2.5e-5").

@@ -1,0 +1,40 @@
+// resil/duration_text.hpp: durations as configuration files and messages write them.
+#include <resil/duration_text.hpp>
+
+#include <chrono>
+#include <initializer_list>
+
+#include "catch.hpp"
+
+using namespace std::chrono_literals;
+using resil::duration_text_error;
+using resil::format_duration;
+using resil::parse_duration;
+
+TEST_CASE("duration text: the shortest exact text, read back to the same count") {
+    CHECK(format_duration(0ns) == "0s");
+    CHECK(format_duration(250ms) == "250ms");
+    CHECK(format_duration(1500ms) == "1.5s");
+    CHECK(format_duration(90s) == "90s");
+    CHECK(format_duration(2min) == "2m");
+    CHECK(format_duration(36h) == "36h");
+    CHECK(format_duration(-250ms) == "-250ms");
+    CHECK(format_duration(std::chrono::hours::max()).ends_with(" x 3600s"));  // more seconds than any count holds
+    for (const std::chrono::nanoseconds d : std::initializer_list<std::chrono::nanoseconds>{1ns, 999ns, 1us, 1500us, 10ms, 1s, 61s, 59min, 24h}) {
+        const auto text = format_duration(d);
+        CAPTURE(text);
+        CHECK(parse_duration(text).value == d);
+    }
+}
+
+TEST_CASE("duration text: a unit is required, and what a type cannot hold is refused with its reason") {
+    CHECK(parse_duration("1.5s").value == 1500ms);
+    CHECK(parse_duration<std::chrono::milliseconds>("250ms").value == 250ms);
+    CHECK(parse_duration("250").error == duration_text_error::syntax);
+    CHECK(parse_duration("-1s").error == duration_text_error::syntax);
+    CHECK(parse_duration(" 1s").error == duration_text_error::syntax);
+    CHECK(parse_duration<std::chrono::milliseconds>("1.5ms").error == duration_text_error::too_precise);
+    CHECK(parse_duration("300y").error == duration_text_error::syntax);
+    CHECK(parse_duration("99999999999h").error == duration_text_error::out_of_range);
+    CHECK_FALSE(parse_duration("1x"));
+}

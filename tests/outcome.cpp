@@ -1,0 +1,74 @@
+// resil/outcome.hpp: reasons, verdicts, reason sets and the outcome of a call.
+#include <resil/outcome.hpp>
+
+#include <cctype>
+#include <chrono>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "catch.hpp"
+
+using namespace std::chrono_literals;
+using resil::outcome;
+using resil::reason;
+using resil::verdict;
+
+TEST_CASE("outcome: every reason has its own snake_case name") {
+    std::set<std::string_view> seen;
+    for (std::size_t i = 0; i < resil::reason_count; ++i) {
+        const auto name = resil::to_string(static_cast<reason>(i));
+        CAPTURE(i, name);
+        CHECK(name != "unknown");
+        CHECK(seen.insert(name).second);
+        for (const char c : name) CHECK((std::islower(static_cast<unsigned char>(c)) || c == '_'));
+    }
+    CHECK(resil::to_string(reason::backoff_exceeds_deadline) == "backoff_exceeds_deadline");
+    CHECK(resil::to_string(static_cast<reason>(resil::reason_count)) == "unknown");
+    CHECK(resil::to_string(verdict::ambiguous) == "ambiguous");
+}
+
+TEST_CASE("outcome: reason sets hold what they were given; all() holds every failure") {
+    constexpr resil::reason_set some{reason::circuit_open, reason::shed};
+    STATIC_REQUIRE(some.contains(reason::circuit_open));
+    STATIC_REQUIRE_FALSE(some.contains(reason::rate_limited));
+    CHECK(resil::reason_set{}.empty());
+    const auto all = resil::reason_set::all();
+    CHECK_FALSE(all.contains(reason::none));
+    for (std::size_t i = 1; i < resil::reason_count; ++i) CHECK(all.contains(static_cast<reason>(i)));
+    CHECK(some == resil::reason_set{reason::shed, reason::circuit_open});
+}
+
+TEST_CASE("outcome: a rejection has a reason and no value; value() says why it has none") {
+    const auto out = outcome<int>::rejected(reason::circuit_open, 250ms);
+    CHECK_FALSE(out.ok());
+    CHECK_FALSE(out.has_value());
+    CHECK_FALSE(out.attempted());
+    CHECK(out.reason() == reason::circuit_open);
+    CHECK(out.retry_after() == std::optional<resil::duration>{250ms});
+    CHECK(out.rejection().reason == reason::circuit_open);
+    try {
+        (void)out.value();
+        FAIL("value() of a rejection returned");
+    } catch (const resil::bad_outcome_access& e) {
+        CHECK(e.reason() == reason::circuit_open);
+        CHECK(std::string(e.what()).find("circuit_open") != std::string::npos);
+    }
+}
+
+TEST_CASE("outcome: a value keeps its verdict; an exception is kept for the caller") {
+    const auto ok = outcome<std::string>::from_value(verdict::success, "fine");
+    CHECK(ok.ok());
+    CHECK(ok.attempted());
+    CHECK(*ok == "fine");
+    CHECK(ok.verdict() == verdict::success);
+    CHECK_FALSE(ok.from_fallback());
+
+    const auto thrown = outcome<int>::from_exception(std::make_exception_ptr(std::runtime_error("boom")),
+                                                     verdict::permanent);
+    CHECK(thrown.attempted());
+    CHECK_FALSE(thrown.has_value());
+    REQUIRE(thrown.exception());
+    CHECK_THROWS_AS(std::rethrow_exception(thrown.exception()), std::runtime_error);
+}
