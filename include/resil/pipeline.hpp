@@ -224,19 +224,13 @@ constexpr bool context_listens() noexcept {
         return false;
 }
 
-template <class Ctx>
-constexpr bool context_times_attempts() noexcept {
+/// Whether `Event` carries a duration: the listener asks for durations
+/// (times_attempts) and listens to it. attempt_finished: the attempt's;
+/// call_finished: the whole call's.
+template <class Ctx, class Event>
+constexpr bool context_times() noexcept {
     if constexpr (requires { Ctx::times_attempts; })
-        return Ctx::times_attempts && context_listens<Ctx, events::attempt_finished>();
-    else
-        return false;
-}
-
-/// Whether call_finished carries the call's duration (the same opt-in).
-template <class Ctx>
-constexpr bool context_times_calls() noexcept {
-    if constexpr (requires { Ctx::times_attempts; })
-        return Ctx::times_attempts && context_listens<Ctx, events::call_finished>();
+        return Ctx::times_attempts && context_listens<Ctx, Event>();
     else
         return false;
 }
@@ -293,7 +287,7 @@ public:
         auto innermost = [&fn, &classify](pctx_type& c) -> outcome<value_type> {
             return attempt<value_type>(c, fn, classify);
         };
-        constexpr bool timed = detail::context_times_calls<pctx_type>();
+        constexpr bool timed = detail::context_times<pctx_type, events::call_finished>();
         [[maybe_unused]] time_point started{};
         if constexpr (timed) started = pctx.now();
         const auto elapsed = [&]() -> duration {
@@ -343,7 +337,7 @@ private:
 
     template <class T, class Ctx, class F, class Classifier>
     static outcome<T> attempt(Ctx& ctx, F& fn, Classifier& classify) {
-        constexpr bool timed = detail::context_times_attempts<Ctx>();
+        constexpr bool timed = detail::context_times<Ctx, events::attempt_finished>();
         if (ctx.attempt() == 0) ctx.set_attempt(1);  // no retry policy: the one attempt is the first
         ctx.count_attempt();
         ctx.emit(events::attempt_started{ctx.attempt()});
