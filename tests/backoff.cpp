@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/stuck_engine.hpp"
 
 using namespace std::chrono_literals;
 using resil::duration;
@@ -23,20 +24,7 @@ constexpr double nan_value = std::numeric_limits<double>::quiet_NaN();
 constexpr double inf_value = std::numeric_limits<double>::infinity();
 constexpr std::uint64_t max_retry = std::numeric_limits<std::uint64_t>::max();
 
-// An engine stuck at one output: the extremes the strategies must survive.
-template <class UInt, UInt Lowest, UInt Highest>
-struct stuck_engine {
-    using result_type = UInt;
-    UInt value;
-    int calls = 0;
-    static constexpr UInt min() { return Lowest; }
-    static constexpr UInt max() { return Highest; }
-    UInt operator()() {
-        ++calls;
-        return value;
-    }
-};
-using stuck64 = stuck_engine<std::uint64_t, 0, std::numeric_limits<std::uint64_t>::max()>;
+using resil_test::stuck64;
 
 double ms(duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 

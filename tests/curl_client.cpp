@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/attempts.hpp"
 #include "support/timing.hpp"
 #include "support/fault_server.hpp"
 
@@ -27,6 +28,8 @@ using resil::curl::client;
 using resil::curl::request;
 using resil::curl::transport_status;
 using resil_test::action;
+using resil_test::attempt_counter;
+using resil_test::quick_retries;
 using resil_test::fault_server;
 using steady = std::chrono::steady_clock;
 using resil_test::slack;
@@ -35,14 +38,6 @@ namespace {
 
 auto since(steady::time_point t0) { return resil_test::since<std::chrono::milliseconds>(t0); }
 
-// Counts attempts as the pipeline reports them.
-struct attempt_counter {
-    std::atomic<int>* started;
-    void operator()(const resil::events::attempt_started&) const { started->fetch_add(1); }
-};
-
-// Quick retries: the tests are about what is retried, not how long it waits.
-const resil::retry_options quick_retries{.max_attempts = 3, .backoff = resil::full_jitter{1ms, 5ms}};
 
 }  // namespace
 

@@ -26,6 +26,7 @@
 
 #include "catch.hpp"
 #include "support/allocation_counter.hpp"
+#include "support/attempts.hpp"
 #include "support/fault_server.hpp"
 #include "support/timing.hpp"
 
@@ -36,17 +37,12 @@ using resil::curl::client;
 using resil::curl::request;
 using resil::curl::transport_status;
 using resil_test::action;
+using resil_test::attempt_counter;
+using resil_test::quick_retries;
 using resil_test::fault_server;
 using steady = std::chrono::steady_clock;
 
 namespace {
-
-struct attempt_counter {
-    std::atomic<int>* started;
-    void operator()(const resil::events::attempt_started&) const { started->fetch_add(1); }
-};
-
-const resil::retry_options quick_retries{.max_attempts = 3, .backoff = resil::full_jitter{1ms, 5ms}};
 
 // A chunked response: `status`, then `body` in chunks of `chunk` bytes, then
 // the trailer lines (each without its CRLF).

@@ -8,29 +8,17 @@
 #include <random>
 
 #include "catch.hpp"
+#include "support/stuck_engine.hpp"
 
 using namespace std::chrono_literals;
 using resil::duration;
 
 namespace {
 
-// An engine stuck at one output: the extremes unit_interval must survive.
-template <class UInt, UInt Lowest, UInt Highest>
-struct stuck_engine {
-    using result_type = UInt;
-    UInt value;
-    int calls = 0;
-    static constexpr UInt min() { return Lowest; }
-    static constexpr UInt max() { return Highest; }
-    UInt operator()() {
-        ++calls;
-        return value;
-    }
-};
-using stuck64 = stuck_engine<std::uint64_t, 0, std::numeric_limits<std::uint64_t>::max()>;
-using stuck32 = stuck_engine<std::uint32_t, 0, std::numeric_limits<std::uint32_t>::max()>;
-using stuck_minstd = stuck_engine<std::uint32_t, 1, 2147483646>;  // minstd_rand's range: not a power of two
-using stuck_40bit = stuck_engine<std::uint64_t, 0, (std::uint64_t{1} << 40) - 1>;
+using resil_test::stuck32;
+using resil_test::stuck64;
+using resil_test::stuck_minstd;
+using stuck_40bit = resil_test::stuck_engine<std::uint64_t, 0, (std::uint64_t{1} << 40) - 1>;
 
 }  // namespace
 
