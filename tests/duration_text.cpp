@@ -19,6 +19,10 @@ TEST_CASE("duration text: the shortest exact text, read back to the same count")
     CHECK(format_duration(2min) == "2m");
     CHECK(format_duration(36h) == "36h");
     CHECK(format_duration(-250ms) == "-250ms");
+    CHECK(format_duration(-1500ms) == "-1.5s");
+    CHECK(format_duration(1250ms) == "1.25s");
+    CHECK(format_duration(1500us) == "1.5ms");
+    CHECK(format_duration(90min) == "90m");
     CHECK(format_duration(std::chrono::hours::max()).ends_with(" x 3600s"));  // more seconds than any count holds
     for (const std::chrono::nanoseconds d : std::initializer_list<std::chrono::nanoseconds>{1ns, 999ns, 1us, 1500us, 10ms, 1s, 61s, 59min, 24h}) {
         const auto text = format_duration(d);

@@ -2,6 +2,7 @@
 #include <resil/validation.hpp>
 
 #include <chrono>
+#include <initializer_list>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -37,18 +38,10 @@ TEST_CASE("validation: the message names the field, the range and the value") {
     CHECK(check_in_range("rate", 2.5e-5, 0.001, 1e9)->message() == "`rate` must be in [0.001, 1e9], got 2.5e-5");
 }
 
-TEST_CASE("validation: durations show in the shortest exact text, as configuration files write them") {
-    CHECK(format_duration(0ms) == "0s");
-    CHECK(format_duration(24h) == "24h");
-    CHECK(format_duration(90min) == "90m");
-    CHECK(format_duration(2min) == "2m");
-    CHECK(format_duration(30s) == "30s");
-    CHECK(format_duration(1500ms) == "1.5s");
-    CHECK(format_duration(1250ms) == "1.25s");
-    CHECK(format_duration(250ms) == "250ms");
-    CHECK(format_duration(-250ms) == "-250ms");
-    CHECK(format_duration(-1500ms) == "-1.5s");
-    CHECK(format_duration(1500us) == "1.5ms");
+TEST_CASE("validation: durations in messages are written as configuration files write them") {
+    // One formatter for both (resil/duration_text.hpp, tested there).
+    for (const std::chrono::nanoseconds d : std::initializer_list<std::chrono::nanoseconds>{0ms, 250ms, 1500ms, -1500ms, 2min, 90min, 24h})
+        CHECK(format_duration(d) == resil::format_duration(d));
     CHECK(format_duration(std::chrono::nanoseconds{7}) == "7ns");
 }
 
