@@ -48,7 +48,10 @@ namespace {
 // the trailer lines (each without its CRLF).
 std::string chunked_reply(int status, const std::string& body, std::size_t chunk,
                           const std::vector<std::string>& trailers = {}) {
-    std::string out = "HTTP/1.1 " + std::to_string(status) + " Status\r\nTransfer-Encoding: chunked\r\n\r\n";
+    // The server closes the connection after a raw reply: say so, or libcurl
+    // could send the next request on it and find it closed.
+    std::string out = "HTTP/1.1 " + std::to_string(status) +
+                      " Status\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
     char size[32];
     for (std::size_t at = 0; at < body.size(); at += chunk) {
         const auto n = std::min(chunk, body.size() - at);
@@ -296,12 +299,20 @@ TEST_CASE("hostile server: trailers are kept apart from the head, and never read
     CHECK(r.trailers().size() == 2);  // "HTTP/1.1" is no field name
     CHECK_FALSE(resil::curl::classify(r).hint.retry_after);
 
-    // A trailer line that is no field at all ends the transfer: a broken
-    // reply, not a bad request of ours.
+    // A trailer line that is no field at all: libcurl 7.88 either ends the
+    // transfer (code 43, depending on how the bytes arrive) or lets it pass.
+    // Either way it is the server's doing, never a bad request of ours, and
+    // never kept as a field.
     server.on("/broken", {action::raw(chunked_reply(200, "data", 4, {"not a field"}))});
     const auto broken = http.perform(request::get(server.url("/broken")));
-    CHECK(broken.transport() == transport_status::protocol_error);
-    CHECK(resil::curl::classify(broken).verdict == verdict::ambiguous);
+    CAPTURE(resil::curl::to_string(broken.transport()), static_cast<int>(broken.curl_code()));
+    if (broken.completed()) {
+        CHECK(broken.body() == "data");
+        CHECK(broken.trailers().empty());
+    } else {
+        CHECK(broken.transport() == transport_status::protocol_error);
+        CHECK(resil::curl::classify(broken).verdict == verdict::ambiguous);
+    }
 }
 
 // A steady clock whose first reading is slow to return: time passes between

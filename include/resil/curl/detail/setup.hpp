@@ -35,6 +35,16 @@ struct setup {
         return static_cast<long>(std::min<std::chrono::milliseconds::rep>(v.count(), LONG_MAX));
     }
 
+    // The total limit is resil's own absolute end (blocking_transfer.hpp);
+    // libcurl's timer is a backstop one millisecond later, because it counts
+    // from its own start in whole milliseconds and may fire up to one early:
+    // it must never end an attempt before resil's end, which may be the
+    // deadline itself.
+    static long backstop_ms(std::chrono::milliseconds v) noexcept {
+        if (v == resil::timeouts::no_limit) return 0L;
+        return static_cast<long>(std::min<std::chrono::milliseconds::rep>(v.count(), LONG_MAX - 1)) + 1L;
+    }
+
     /// The options of a new easy handle that never change.
     static void configure(handles& s, const client_options& options) {
         CURL* e = s.easy;
@@ -138,7 +148,7 @@ struct setup {
             set(CURLOPT_CONNECTTIMEOUT_MS, connect, "CURLOPT_CONNECTTIMEOUT_MS");
             if (set.result == CURLE_OK) a.connect_ms = connect;
         }
-        if (const long total = to_curl_ms(t.total); total != a.total_ms) {
+        if (const long total = backstop_ms(t.total); total != a.total_ms) {
             set(CURLOPT_TIMEOUT_MS, total, "CURLOPT_TIMEOUT_MS");
             if (set.result == CURLE_OK) a.total_ms = total;
         }
