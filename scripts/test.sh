@@ -423,7 +423,8 @@ release_build() {
 LIBCXX_CXX=clang++-19
 libcxx_build() {
     release_build "$BUILD/ci-libcxx" "$LIBCXX_CXX" -DCMAKE_CXX_FLAGS="-stdlib=libc++ -fexperimental-library" \
-        -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_WITH_CURL=OFF -DRESIL_WITH_JSON=OFF -DRESIL_WITH_FMT=OFF
+        -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_WITH_CURL=OFF -DRESIL_WITH_JSON=OFF -DRESIL_WITH_FMT=OFF \
+        -DRESIL_WITH_PROMETHEUS=OFF
 }
 
 # --- i. Windows ----------------------------------------------------------------
@@ -445,7 +446,11 @@ windows_build() {
     }
     # The import table must name bcrypt.dll: the entropy source, linked in
     # through resil::resil and nothing else.
-    if ! x86_64-w64-mingw32-objdump -p "$exe" | grep -qi 'DLL Name: bcrypt.dll'; then
+    # (objdump's output is read whole first: grep -q stopping early would
+    # make objdump die of SIGPIPE, and pipefail would call that a failure.)
+    local imports
+    imports=$(x86_64-w64-mingw32-objdump -p "$exe") || return 1
+    if ! grep -qi 'DLL Name: bcrypt.dll' <<<"$imports"; then
         echo "error: $exe does not import bcrypt.dll"
         return 1
     fi
