@@ -16,6 +16,7 @@
 #include <mutex>
 #include <stop_token>
 #include <thread>
+#include <type_traits>
 
 namespace resil {
 
@@ -79,6 +80,24 @@ public:
 };
 
 static_assert(clock<steady_clock>);
+
+/// Whether two clocks read the same time line, so that a reading of one
+/// stands for a reading of the other: clocks of one type that are stateless
+/// (steady_clock, coarse_steady_clock) or compare equal (copies of one
+/// testing::manual_clock). A policy with a clock of its own (the circuit
+/// breaker) uses the pipeline's reading when this holds, and reads its own
+/// clock otherwise. A clock type of yours opts in with operator==.
+template <clock A, clock B>
+[[nodiscard]] constexpr bool same_time_line(const A& a, const B& b) noexcept {
+    if constexpr (!std::is_same_v<A, B>)
+        return false;
+    else if constexpr (std::is_empty_v<A>)
+        return true;
+    else if constexpr (std::equality_comparable<A>)
+        return a == b;
+    else
+        return false;
+}
 
 /// Sleeps on `c` until the instant `t`: true when `t` was reached, false when
 /// `stop` was requested first. Uses the clock's own `sleep_until(t, stop)`

@@ -94,14 +94,18 @@ public:
     /// Makes the context read `c` (a pipeline gives a context without a
     /// deadline its own clock, so both share one time line).
     void set_clock(Clock c) noexcept(std::is_nothrow_move_assignable_v<Clock>) { clock_ = std::move(c); }
-    /// Reads the clock (and remembers the reading for recent_now()).
+    /// Reads the clock, and keeps the reading as this moment's (recent_now()).
     [[nodiscard]] time_point now() const noexcept { return last_now_ = clock_.now(); }
-    /// The last reading taken through this context, or a fresh one if none:
-    /// lets bookkeeping that tolerates a few stale nanoseconds (a budget's
-    /// one-second slots) share one clock read per call instead of taking its own.
+    /// The reading of this moment of the call: the one last taken through
+    /// the context, unless something that takes time ran since (then a fresh
+    /// one). This is how a pipeline reads the clock once per attempt: every
+    /// policy asks here, and only the first to ask reads. A pipeline drops the
+    /// reading before and after it runs the callable, and resil's policies
+    /// drop it after every wait; a policy of your own that waits, or runs
+    /// something slow, calls forget_now() afterwards.
     [[nodiscard]] time_point recent_now() const noexcept { return last_now_ == time_point{} ? now() : last_now_; }
-    /// Drops the remembered reading (a pipeline does this as a call starts).
-    void forget_now() noexcept { last_now_ = time_point{}; }
+    /// Drops the kept reading: the next recent_now() reads the clock.
+    void forget_now() const noexcept { last_now_ = time_point{}; }
 
     /// The deadline of the whole call (all attempts), on the context's clock;
     /// no deadline by default. A value built on demand: keep a copy, not a
@@ -131,6 +135,11 @@ public:
     }
     /// What is left of the deadline at the reading `now`.
     [[nodiscard]] duration remaining(time_point now) const noexcept { return detail::time_left(deadline_, now); }
+    /// What is left of the deadline at recent_now(): what policies ask. Without
+    /// a deadline, duration::max() and no clock read.
+    [[nodiscard]] duration recent_remaining() const noexcept {
+        return deadline_ == time_point::max() ? duration::max() : detail::time_left(deadline_, recent_now());
+    }
 
     /// 1 for the first attempt; 0 before any.
     [[nodiscard]] std::uint32_t attempt() const noexcept { return attempt_; }

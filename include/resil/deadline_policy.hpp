@@ -68,7 +68,7 @@ public:
             time_point outer;
             ~restore() { ctx.set_deadline_instant(outer); }
         } guard{ctx, ctx.deadline_instant()};
-        const auto now = ctx.now();
+        const auto now = ctx.recent_now();
         ctx.tighten_deadline(detail::saturating_add(now, options_.budget));
         if (ctx.remaining(now) == duration::zero()) {
             ctx.emit(events::deadline_exceeded{0});
@@ -83,7 +83,8 @@ public:
         // deadline itself. A permanent failure stays what it is: the
         // dependency answered.
         if (!out.ok() && out.attempted() && out.verdict() != verdict::permanent && out.reason() != reason::cancelled &&
-            out.reason() != reason::deadline_exceeded && !ctx.limits_for_attempt()) {
+            out.reason() != reason::deadline_exceeded &&
+            !resil::timeouts::enough_for_attempt(ctx.recent_remaining())) {
             ctx.emit(events::deadline_exceeded{ctx.attempt()});
             out.fail(reason::deadline_exceeded);
         }

@@ -289,7 +289,7 @@ public:
         };
         constexpr bool timed = detail::context_times<pctx_type, events::call_finished>();
         [[maybe_unused]] time_point started{};
-        if constexpr (timed) started = pctx.now();
+        if constexpr (timed) started = pctx.recent_now();  // the outer policies use this reading too
         const auto elapsed = [&]() -> duration {
             if constexpr (timed) return pctx.clock().now() - started;
             else return duration::zero();
@@ -342,9 +342,13 @@ private:
         ctx.count_attempt();
         ctx.emit(events::attempt_started{ctx.attempt()});
         [[maybe_unused]] time_point started{};
-        if constexpr (timed) started = ctx.now();
+        if constexpr (timed) started = ctx.recent_now();  // the policies' reading of this attempt's start
 
+        // The callable takes time: the policies' reading stands for neither
+        // its own readings nor the attempt's end.
+        ctx.forget_now();
         auto out = judged<T>(ctx, fn, classify);
+        ctx.forget_now();
 
         ctx.set_last_hint(server_hint{out.retry_after(), out.dont_retry()});
         if constexpr (timed)

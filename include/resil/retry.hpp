@@ -189,9 +189,9 @@ private:
                 return std::move(*out);
             }
             const failed_attempt f{attempt, classification(out->verdict(), server_hint{out->retry_after(), out->dont_retry()}),
-                                   ctx.safe_to_repeat(), previous, ctx.remaining()};
+                                   ctx.safe_to_repeat(), previous, ctx.recent_remaining()};
             auto d = decide(f, ctx.jitter());
-            if (d.retry && options_.budget && !options_.budget->try_withdraw(ctx.now())) {
+            if (d.retry && options_.budget && !options_.budget->try_withdraw(ctx.recent_now())) {
                 ctx.emit(events::budget_refused{attempt});
                 d = {false, {}, reason::budget_exhausted, false};
             }
@@ -200,7 +200,9 @@ private:
                 return std::move(*out);
             }
             ctx.emit(events::retry_scheduled{attempt, d.delay, out->verdict(), d.from_retry_after});
-            if (!ctx.clock().sleep_for(d.delay, ctx.stop_token())) {
+            const bool slept = ctx.clock().sleep_for(d.delay, ctx.stop_token());
+            ctx.forget_now();  // the next attempt starts later than any reading kept
+            if (!slept) {
                 out->fail(reason::cancelled);
                 return std::move(*out);
             }

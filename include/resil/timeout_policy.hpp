@@ -39,8 +39,9 @@ public:
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
         using result = decltype(next(ctx));
-        // Without a deadline, remaining() reads no clock: the common case costs nothing.
-        if (!resil::timeouts::enough_for_attempt(ctx.remaining())) {
+        // The attempt's reading, shared with the policies around (without a
+        // deadline, none is taken).
+        if (!resil::timeouts::enough_for_attempt(ctx.recent_remaining())) {
             // Attempts before this one ran; this one never starts.
             const auto made = ctx.attempt() > 0 ? ctx.attempt() - 1 : 0;
             ctx.emit(events::deadline_exceeded{made});

@@ -74,6 +74,11 @@ public:
     [[nodiscard]] std::int64_t sleeps() const noexcept { return state_->sleeps.load(std::memory_order_relaxed); }
     [[nodiscard]] duration slept() const noexcept { return duration{state_->slept.load(std::memory_order_relaxed)}; }
 
+    /// Copies of one clock are equal: they share one time line (see
+    /// resil::same_time_line), so a breaker built on a copy uses the
+    /// pipeline's readings.
+    friend bool operator==(const manual_clock& a, const manual_clock& b) noexcept { return a.state_ == b.state_; }
+
 private:
     struct state {
         std::atomic<std::int64_t> now{0};
