@@ -178,7 +178,7 @@ public:
     /// a slow-call threshold is set). Open: rejected with the time left until
     /// the next probe; once open_for has passed, the first caller becomes the
     /// first probe. Half-open: admitted as a probe while probes remain.
-    [[nodiscard]] permit try_acquire() noexcept { return acquire(nullptr); }
+    [[nodiscard]] permit try_acquire() noexcept { return acquire(nullptr, std::nullopt); }
 
     /// Reports an admitted call's verdict; the permit is spent. Results of
     /// calls admitted before the breaker last changed state are counted in
@@ -259,11 +259,25 @@ public:
     /// attempt's verdict. An inner rejection (nothing attempted) gives the
     /// permit back uncounted. State changes are emitted as
     /// events::breaker_state_changed. Thread-safe (const: the state is atomic).
+    ///
+    /// Time: when the context reads the breaker's time line
+    /// (resil::same_time_line), the breaker takes the attempt's reading
+    /// (ctx.recent_now()) instead of reading its clock: a success is counted
+    /// at the reading its attempt started with, so a pipeline whose other
+    /// policies read the clock anyway pays no read for the breaker. A failure
+    /// (and, with slow_call_threshold, every result) is counted at a fresh
+    /// reading as the attempt ends, which the policies around then share. On
+    /// another time line the breaker reads its own clock, as when used alone.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
         using result_type = decltype(next(ctx));
+        const bool shared = shares_readings(ctx);
+        // Taken only where a reading is needed anyway: a count or run of
+        // failures needs none for a success.
+        std::optional<time_point> started;
+        if (shared && (timed_ || options_.mode == breaker_mode::time_window)) started = ctx.recent_now();
         std::optional<events::breaker_state_changed> changed;
-        permit p = acquire(&changed);
+        permit p = acquire(&changed, started);
         if (changed) {
             ctx.emit(*changed);
             changed.reset();
@@ -274,9 +288,16 @@ public:
             return result_type::rejected(reason::circuit_open, wait);
         }
         auto out = next(ctx);  // if it throws, the permit's destructor gives a probe back
-        if (out.attempted())
-            record_result(p, out.verdict(), std::nullopt, &changed);
-        else
+        if (out.attempted()) {
+            std::optional<time_point> at;
+            if (shared) {
+                if (started && !timed_ && !p.probe() && !options_.failure_verdicts.contains(out.verdict()))
+                    at = started;  // a success in the closed window: no fresh reading needed
+                else if (started || options_.failure_verdicts.contains(out.verdict()))
+                    at = ctx.recent_now();  // fresh (the pipeline dropped the start's), and shared with retry
+            }
+            record_result(p, out.verdict(), std::nullopt, &changed, at);
+        } else
             release_probe(p);
         if (changed) ctx.emit(*changed);
         return out;
@@ -284,6 +305,14 @@ public:
 
 private:
     using transition_note = std::optional<events::breaker_state_changed>;
+
+    template <class Context>
+    bool shares_readings(const Context& ctx) const noexcept {
+        if constexpr (requires { { ctx.clock() } -> std::convertible_to<const Clock&>; })
+            return same_time_line(ctx.clock(), clock_);
+        else
+            return false;
+    }
 
     // The state word: | generation (40) | probes succeeded (10) | probes admitted (10) |
     // pending (1) | isolated (1) | state (2) |. The generation grows with every
@@ -346,11 +375,12 @@ private:
 
     // ---- admission ----
 
-    permit acquire(transition_note* note) const noexcept {
+    // `now`: a reading to use instead of the clock, if the caller has one.
+    permit acquire(transition_note* note, std::optional<time_point> now) const noexcept {
         const auto s = state_.load(std::memory_order_relaxed);
         if ((s & state_mask) == closed_state) [[likely]]
-            return admitted(s, permit::kind::closed, std::nullopt);
-        return acquire_slow(note);
+            return admitted(s, permit::kind::closed, now);
+        return acquire_slow(note, now);
     }
 
     permit admitted(std::uint64_t s, typename permit::kind k, std::optional<time_point> now) const noexcept {
@@ -364,11 +394,10 @@ private:
         return permit::rejection(wait);
     }
 
-    permit acquire_slow(transition_note* note) const noexcept {
+    permit acquire_slow(transition_note* note, std::optional<time_point> now) const noexcept {
         // Loaded again with acquire, so that the deadline read below is at
         // least as new as the state that published it.
         auto s = state_.load(std::memory_order_acquire);
-        std::optional<time_point> now;
         const auto read_now = [&] {
             if (!now) now = clock_.now();
             return *now;
@@ -520,15 +549,18 @@ private:
 
     // ---- results ----
 
-    void record_result(permit& p, verdict v, std::optional<duration> elapsed, transition_note* note) const noexcept {
+    // `at`: the reading to count the result at, if the caller has one.
+    void record_result(permit& p, verdict v, std::optional<duration> elapsed, transition_note* note,
+                       std::optional<time_point> at = std::nullopt) const noexcept {
         if (p.owner_ != this || p.kind_ == permit::kind::rejected) return;
         p.owner_ = nullptr;  // spent
         const bool failed = options_.failure_verdicts.contains(v);
         if (plain_time_window_ && p.kind_ == permit::kind::closed) [[likely]] {
-            // The hot path: one state load, one clock read, one compare-and-swap.
+            // The hot path: one state load, one clock read (none in a pipeline
+            // that has one), one compare-and-swap.
             const auto s = state_.load(std::memory_order_acquire);
             if ((s & state_mask) == closed_state && generation_of(s) == p.generation_) [[likely]] {
-                const auto t = clock_.now();
+                const auto t = at ? *at : clock_.now();
                 // plain_time_window_ says which alternative is held: no dispatch.
                 auto& window = *std::get_if<detail::time_window_mode>(&window_);
                 if (const auto counts = window.record(failed, generation_of(s), [t] { return t; }))
@@ -536,15 +568,14 @@ private:
                 return;
             }
         }
-        record_general(p, failed, elapsed, note);
+        record_general(p, failed, elapsed, note, at);
     }
 
-    void record_general(const permit& p, bool failed, std::optional<duration> elapsed,
-                        transition_note* note) const noexcept {
-        std::optional<time_point> now;
+    void record_general(const permit& p, bool failed, std::optional<duration> elapsed, transition_note* note,
+                        std::optional<time_point> now) const noexcept {
         if (timed_) {
             if (!elapsed) {
-                now = clock_.now();
+                if (!now) now = clock_.now();
                 elapsed = *now - p.started_;
             }
             if (*elapsed > *options_.slow_call_threshold) {
