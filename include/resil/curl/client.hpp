@@ -29,6 +29,16 @@
 //     reached the server (resil/curl/response.hpp), which resil::curl::classify
 //     judges (resil/curl/classification.hpp).
 //
+// Reuse: a response allocates its header buffer (and a body too big for the
+// string itself) when it is made. A client used for request after request
+// allocates nothing per request once its responses are reused: fill the same
+// one each time (perform(req, ctx, out)), or give each back when done with it
+// (recycle(std::move(r))) and the next perform builds its response in those
+// buffers. libcurl's own allocations (malloc) are its business.
+//
+//   resil::curl::response r = http.perform(req);      // the first one grows its buffers
+//   while (more) use(http.perform(req, r).body());    // no allocation per request
+//
 // Where the pieces live: options and their validation (options.hpp), the
 // easy handle's set-up (detail/setup.hpp), libcurl's callbacks
 // (detail/capture.hpp), the transfer loop (detail/blocking_transfer.hpp) and
@@ -90,11 +100,93 @@ public:
     /// one. Throws std::invalid_argument when the context holds a negative
     /// timeout or the request a blank Idempotency-Key, std::logic_error when
     /// the client is already busy on another thread. Every transfer outcome,
-    /// including failures, is a response.
+    /// including failures, is a response. The response is built in the
+    /// buffers last given back through recycle(), if any.
     template <resil::clock Clock>
     response perform(const request& req, basic_context<Clock>& ctx) {
         auto& s = require_state();
         busy_guard guard(s.busy);
+        response r = std::move(s.spare);
+        attempt(s, req, ctx, r);
+        return r;
+    }
+
+    /// One attempt with no deadline and no retry: a fresh context, so only
+    /// client_options::limits bound it. A non-idempotent request still gets a key.
+    response perform(const request& req) {
+        resil::context ctx;
+        return perform(req, ctx);
+    }
+
+    /// As perform(req, ctx), but fills `out` in place: whatever it held is
+    /// replaced, as by a new response, while the buffers of its body, header
+    /// fields and trailers keep their capacity. A response reused for request
+    /// after request therefore allocates nothing once its buffers fit the
+    /// replies; a larger reply grows them as a new response would, and a body
+    /// more than 1 MiB smaller than its buffer gives the surplus back. The
+    /// limits (max_body_bytes, max_header_bytes) apply to the reply, not to
+    /// what the buffers held. Returns `out`; when the request or the context
+    /// is refused (std::invalid_argument), `out` is left blank.
+    template <resil::clock Clock>
+    response& perform(const request& req, basic_context<Clock>& ctx, response& out) {
+        auto& s = require_state();
+        busy_guard guard(s.busy);
+        attempt(s, req, ctx, out);
+        return out;
+    }
+
+    /// perform(req, out) with a fresh context, as perform(req).
+    response& perform(const request& req, response& out) {
+        resil::context ctx;
+        return perform(req, ctx, out);
+    }
+
+    /// Gives a response's buffers back once its contents are no longer
+    /// needed: the next perform that returns a response by value builds it in
+    /// them, so a loop (or a pipeline) that hands each response back
+    /// allocates nothing once the buffers fit the replies. The client keeps
+    /// the buffers of the last response given back, without its contents; a
+    /// body buffer larger than max_body_bytes is freed rather than kept.
+    /// Called while the client is busy on another thread, or on a client
+    /// moved from, it only frees `r`.
+    void recycle(response&& r) noexcept {
+        if (!state_ || state_->busy.exchange(true, std::memory_order_acquire)) return;
+        detail::response_access::clear(r);
+        auto& body = detail::response_access::body(r);
+        if (body.capacity() > options_.max_body_bytes) std::string().swap(body);
+        state_->spare = std::move(r);
+        state_->busy.store(false, std::memory_order_release);
+    }
+
+private:
+    struct busy_guard {
+        std::atomic<bool>& busy;
+        explicit busy_guard(std::atomic<bool>& b) : busy(b) {
+            if (busy.exchange(true, std::memory_order_acquire))
+                throw std::logic_error(
+                    "resil::curl::client: perform called while another call on this client is in progress; "
+                    "use one client per thread");
+        }
+        busy_guard(const busy_guard&) = delete;
+        busy_guard& operator=(const busy_guard&) = delete;
+        ~busy_guard() { busy.store(false, std::memory_order_release); }
+    };
+
+    detail::handles& require_state() {
+        // Also what a client reached after its thread ended looks like (its
+        // thread_local was destroyed): name that case, it is the common one.
+        if (!state_)
+            throw std::logic_error(
+                "resil::curl::client: used after being moved from or destroyed; a thread_local client belongs "
+                "to its thread: reach it through a function called on the thread that uses it, never through a "
+                "reference or pointer kept from another thread");
+        return *state_;
+    }
+
+    // Steps 1 to 3 of the banner for one attempt, filling `r` (first made blank).
+    template <resil::clock Clock>
+    void attempt(detail::handles& s, const request& req, basic_context<Clock>& ctx, response& r) {
+        detail::response_access::clear(r);
 
         // 1. Idempotency. The operation's key is sent with a non-idempotent
         //    request; whether this attempt may be repeated is judged from this
@@ -125,48 +217,14 @@ public:
         // 2. The attempt's limits: the context's, clamped to the deadline from
         //    one clock reading, within the client's own.
         check_not_negative(ctx.timeouts());
-        response r = detail::response_access::blank();
         r.set_request_traits(keyed, repeatable);
-        if (ctx.stop_requested()) return not_started(std::move(r), transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK);
+        if (ctx.stop_requested()) return not_started(r, transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK);
         auto limits = ctx.limits_for_attempt();
-        if (!limits) return not_started(std::move(r), transport_status::deadline_exceeded, CURLE_OPERATION_TIMEDOUT);
+        if (!limits) return not_started(r, transport_status::deadline_exceeded, CURLE_OPERATION_TIMEDOUT);
         limits->timeouts = limits->timeouts.tightened_by(options_.limits);
 
         // 3. The transfer.
         detail::blocking_transfer::run(s, req, *limits, ctx.clock(), key, ctx.stop_token(), options_, r);
-        return r;
-    }
-
-    /// One attempt with no deadline and no retry: a fresh context, so only
-    /// client_options::limits bound it. A non-idempotent request still gets a key.
-    response perform(const request& req) {
-        resil::context ctx;
-        return perform(req, ctx);
-    }
-
-private:
-    struct busy_guard {
-        std::atomic<bool>& busy;
-        explicit busy_guard(std::atomic<bool>& b) : busy(b) {
-            if (busy.exchange(true, std::memory_order_acquire))
-                throw std::logic_error(
-                    "resil::curl::client: perform called while another call on this client is in progress; "
-                    "use one client per thread");
-        }
-        busy_guard(const busy_guard&) = delete;
-        busy_guard& operator=(const busy_guard&) = delete;
-        ~busy_guard() { busy.store(false, std::memory_order_release); }
-    };
-
-    detail::handles& require_state() {
-        // Also what a client reached after its thread ended looks like (its
-        // thread_local was destroyed): name that case, it is the common one.
-        if (!state_)
-            throw std::logic_error(
-                "resil::curl::client: used after being moved from or destroyed; a thread_local client belongs "
-                "to its thread: reach it through a function called on the thread that uses it, never through a "
-                "reference or pointer kept from another thread");
-        return *state_;
     }
 
     static void check_not_negative(const resil::timeouts& t) {
@@ -191,11 +249,10 @@ private:
         return idempotency_key::parse(unquote(value));
     }
 
-    static response not_started(response r, transport_status why, CURLcode code) {
+    static void not_started(response& r, transport_status why, CURLcode code) noexcept {
         detail::response_access::transport(r) = why;
         detail::response_access::code(r) = code;
         detail::response_access::may_have_reached(r) = false;
-        return r;
     }
 
     client_options options_;

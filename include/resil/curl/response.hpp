@@ -194,6 +194,27 @@ private:
     friend struct detail::response_access;
     response() = default;
 
+    // Back to what a new response holds, keeping the buffers of the body,
+    // the fields and the error text: a response filled again and again
+    // (client::perform into a response, client::recycle) allocates only
+    // when a reply outgrows them. Every other member is reset by assigning
+    // a new response, so none can be forgotten here.
+    void clear_keeping_buffers() noexcept {
+        auto headers = std::move(headers_);
+        auto trailers = std::move(trailers_);
+        auto body = std::move(body_);
+        auto error = std::move(error_);
+        *this = response{};
+        headers_ = std::move(headers);
+        trailers_ = std::move(trailers);
+        body_ = std::move(body);
+        error_ = std::move(error);
+        headers_.clear();
+        trailers_.clear();
+        body_.clear();
+        error_.clear();
+    }
+
     // Hints matter only when an attempt failed: a 2xx is never retried, so
     // its fields are not searched (this runs for every response).
     void read_server_hints(std::string_view pushback_header, std::chrono::system_clock::time_point now) noexcept {
@@ -232,6 +253,8 @@ namespace detail {
 /// from_failure).
 struct response_access {
     [[nodiscard]] static response blank() { return response{}; }
+    /// Blank again, as blank() makes one, with its buffers kept.
+    static void clear(response& r) noexcept { r.clear_keeping_buffers(); }
     static int& status(response& r) noexcept { return r.status_; }
     static transport_status& transport(response& r) noexcept { return r.transport_; }
     static CURLcode& code(response& r) noexcept { return r.code_; }

@@ -49,8 +49,8 @@ struct applied_options {
 };
 
 /// The easy and multi handles of one client and the buffers reused by every
-/// transfer, so that a transfer allocates nothing of its own beyond the
-/// response it returns.
+/// transfer, so that a transfer allocates nothing of its own; with a response
+/// reused (client::perform into one, client::recycle), nothing at all.
 struct handles {
     CURL* easy = nullptr;
     CURLM* multi = nullptr;
@@ -62,6 +62,9 @@ struct handles {
     std::array<char, 48> timeout_line{};
     std::array<char, CURL_ERROR_SIZE> error{};
     std::atomic<bool> busy{false};
+    /// The buffers of the response last given back (client::recycle), which
+    /// the next response returned by value is built in.
+    response spare = response_access::blank();
     /// The next transfer opens a new connection: the server asked for
     /// another one (421 Misdirected Request) or dropped this one (408).
     bool fresh_connection_next = false;
