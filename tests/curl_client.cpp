@@ -8,8 +8,11 @@
 #include <resil/retry.hpp>
 #include <resil/timeout_policy.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstdio>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -26,6 +29,7 @@ using resil::reason;
 using resil::verdict;
 using resil::curl::client;
 using resil::curl::request;
+using resil::curl::response;
 using resil::curl::transport_status;
 using resil_test::action;
 using resil_test::attempt_counter;
@@ -37,6 +41,29 @@ using resil_test::slack;
 namespace {
 
 auto since(steady::time_point t0) { return resil_test::since<std::chrono::milliseconds>(t0); }
+
+// A chunked reply with Retry-After and pushback in its head and one trailer.
+std::string busy_chunked_reply(const std::string& body) {
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx\r\n", body.size());
+    return "HTTP/1.1 503 Busy\r\nTransfer-Encoding: chunked\r\nRetry-After: 7\r\ngrpc-retry-pushback-ms: 250\r\n"
+           "Connection: close\r\n\r\n" +
+           std::string(size) + body + "\r\n0\r\nX-Checksum: abc\r\n\r\n";
+}
+
+// A chunked body of `size` bytes in 16 kB chunks, the connection closed after it.
+std::string chunked_body_reply(std::size_t size) {
+    std::string out = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    for (std::size_t at = 0; at < size; at += 16'384) {
+        const auto n = std::min<std::size_t>(16'384, size - at);
+        char line[32];
+        std::snprintf(line, sizeof line, "%zx\r\n", n);
+        out += line;
+        out.append(n, 'c');
+        out += "\r\n";
+    }
+    return out + "0\r\n\r\n";
+}
 
 
 }  // namespace
@@ -439,6 +466,13 @@ TEST_CASE("curl client: one client is used by one thread at a time") {
     });
     while (server.requests().empty()) std::this_thread::sleep_for(1ms);
     CHECK_THROWS_AS(http.perform(request::get(server.url("/hang"))), std::logic_error);
+    // Filling a response in place is refused the same way, and leaves it as it was.
+    auto kept = response::from_parts(299, {{"X-Mine", "1"}}, "mine");
+    CHECK_THROWS_AS(http.perform(request::get(server.url("/hang")), kept), std::logic_error);
+    CHECK(kept.status() == 299);
+    CHECK(kept.body() == "mine");
+    // Buffers given back meanwhile are dropped: the transfer in progress is not disturbed.
+    http.recycle(response::from_parts(200, {}, std::string(100, 'r')));
     stop.request_stop();
     first.join();
     CHECK(inside.load());
@@ -448,4 +482,139 @@ TEST_CASE("curl client: one client is used by one thread at a time") {
     client moved = std::move(http);
     CHECK(moved.perform(request::get(server.url("/hang"))).ok());
     CHECK_THROWS_AS(http.perform(request::get(server.url("/hang"))), std::logic_error);  // NOLINT(bugprone-use-after-move)
+}
+
+TEST_CASE("curl client: a response filled again holds the new reply only, whatever the old one held") {
+    fault_server server;
+    server.on("/busy", {action::raw(busy_chunked_reply("busy"))});
+    server.on("/pay", {action::respond(201)});
+    server.on("/ok", {action::respond(200, "fine", {{"X-New", "1"}})});
+    client http;
+
+    response r = http.perform(request::get(server.url("/busy")));
+    REQUIRE(r.completed());
+    REQUIRE(r.status() == 503);
+    REQUIRE(r.retry_after() == std::chrono::seconds{7});
+    REQUIRE(r.pushback() == 250ms);
+    REQUIRE(r.trailers().size() == 1);
+
+    resil::context ctx;
+    response& same = http.perform(request::post(server.url("/pay"), "{}"), ctx, r);
+    CHECK(&same == &r);
+    CHECK(r.ok());
+    CHECK(r.status() == 201);
+    CHECK(r.body().empty());
+    CHECK(r.carried_idempotency_key());
+    CHECK(ctx.has_idempotency_key());
+    CHECK_FALSE(r.header("Retry-After"));
+    CHECK_FALSE(r.retry_after());
+    CHECK_FALSE(r.pushback());
+    CHECK(r.trailers().empty());
+    CHECK(r.error_message().empty());
+
+    http.perform(request::get(server.url("/ok")), r);
+    const auto fresh = http.perform(request::get(server.url("/ok")));
+    CHECK(r.status() == 200);
+    CHECK(r.body() == "fine");
+    CHECK_FALSE(r.carried_idempotency_key());
+    CHECK(r.repeatable());
+    CHECK(r.header("X-New") == "1");
+    REQUIRE(r.headers().size() == fresh.headers().size());  // the same fields a new response gets
+    for (std::size_t i = 0; i < r.headers().size(); ++i) CHECK(r.headers()[i].name == fresh.headers()[i].name);
+
+    // A failure leaves nothing of the reply before it, and a success after it
+    // nothing of the failure.
+    const auto refused = "http://127.0.0.1:" + std::to_string(resil_test::refused_port()) + "/";
+    http.perform(request::get(refused), r);
+    CHECK(r.transport() == transport_status::connect_failed);
+    CHECK(r.status() == 0);
+    CHECK(r.headers().empty());
+    CHECK(r.body().empty());
+    CHECK_FALSE(r.may_have_reached_server());
+    CHECK_FALSE(r.error_message().empty());
+    http.perform(request::get(server.url("/ok")), r);
+    CHECK(r.ok());
+    CHECK(r.curl_code() == CURLE_OK);
+    CHECK(r.error_message().empty());
+    CHECK(r.may_have_reached_server());
+
+    // A request refused before any I/O leaves the response blank.
+    CHECK_THROWS_AS(http.perform(request::post(server.url("/pay"), "{}").add_header("Idempotency-Key", ""), r),
+                    std::invalid_argument);
+    CHECK(r.status() == 0);
+    CHECK(r.headers().empty());
+    CHECK(r.body().empty());
+}
+
+TEST_CASE("curl client: the body limits hold in a reused response, whatever its buffer held") {
+    fault_server server;
+    const std::size_t limit = 600'000;
+    server.on("/fits", {action::raw(chunked_body_reply(1'500'000))});
+    server.on("/endless", {action::raw(chunked_body_reply(3u << 20))});
+    server.on("/huge", {action::raw("HTTP/1.1 200 OK\r\nContent-Length: 10000000\r\n\r\n" + std::string(100, 'x'), true)});
+    server.on("/small", {action::respond(200, "small")});
+    client roomy({.max_body_bytes = std::size_t{4} << 20});
+    client strict({.limits = {1s, 5s, 10s}, .max_body_bytes = limit});
+
+    response r = roomy.perform(request::get(server.url("/fits")));
+    REQUIRE(r.ok());
+    REQUIRE(r.body().size() == 1'500'000);
+
+    strict.perform(request::get(server.url("/endless")), r);  // a buffer larger than the limit
+    CHECK(r.transport() == transport_status::body_too_large);
+    CHECK(r.body().size() <= limit);
+
+    const auto t0 = steady::now();
+    strict.perform(request::get(server.url("/huge")), r);
+    CHECK(r.transport() == transport_status::body_too_large);
+    CHECK(r.body().empty());  // refused before a byte of it
+    CHECK(since(t0) < 5s);
+
+    strict.perform(request::get(server.url("/small")), r);
+    CHECK(r.ok());
+    CHECK(r.body() == "small");
+
+    // Grown in place, a body is as exact as in a new response.
+    response grown = strict.perform(request::get(server.url("/small")));
+    strict.perform(request::get(server.url("/endless")), grown);
+    CHECK(grown.transport() == transport_status::body_too_large);
+    CHECK(grown.body().capacity() <= limit);
+}
+
+TEST_CASE("curl client: recycle gives back buffers, never contents") {
+    fault_server server;
+    const std::string long_body(100, 'b');
+    server.on("/busy", {action::raw(busy_chunked_reply(long_body))});
+    server.on("/ok", {action::respond(200, "a body longer than a short string's")});
+    client http({.max_body_bytes = std::size_t{1} << 20});
+
+    response first = http.perform(request::get(server.url("/busy")));
+    REQUIRE(first.status() == 503);
+    REQUIRE(first.body() == long_body);
+    const char* const buffer = first.body().data();
+    http.recycle(std::move(first));
+
+    const auto second = http.perform(request::get(server.url("/ok")));
+    CHECK(second.ok());
+    CHECK(second.body() == "a body longer than a short string's");
+    CHECK(second.body().data() == buffer);  // built in the buffer given back
+    CHECK_FALSE(second.header("Retry-After"));
+    CHECK_FALSE(second.retry_after());
+    CHECK_FALSE(second.pushback());
+    CHECK(second.trailers().empty());
+    // Only once: the response after it is a new one.
+    const auto third = http.perform(request::get(server.url("/ok")));
+    CHECK(third.body().data() != buffer);
+
+    // A body buffer over the client's limit is not kept.
+    auto oversized = response::from_parts(200, {}, std::string((std::size_t{2} << 20), 'z'));
+    http.recycle(std::move(oversized));
+    const auto after = http.perform(request::get(server.url("/ok")));
+    CHECK(after.ok());
+    CHECK(after.body().capacity() < (std::size_t{2} << 20));
+
+    // A client moved from keeps nothing.
+    client moved = std::move(http);
+    http.recycle(response::from_parts(200, {}, "x"));  // NOLINT(bugprone-use-after-move)
+    CHECK(moved.perform(request::get(server.url("/ok"))).ok());
 }
