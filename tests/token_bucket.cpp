@@ -452,6 +452,37 @@ TEST_CASE("gcra core: 128-bit and portable arithmetic agree; first_ns_at is the 
     CHECK(p50.tolerance == 2'000'000'000);
 }
 
+TEST_CASE("gcra core: the wait by multiply-and-check equals the exact 128-bit division, for every f") {
+    // first_ns_at() estimates ⌈units · 2^32 / f⌉ with the reciprocal ⌊2^96 / f⌋
+    // and steps up by multiplication: it must land on the division's answer.
+    std::mt19937_64 rng{20251130};
+    std::vector<std::uint64_t> factors{gcra::one_q32, gcra::one_q32 + 1, gcra::one_q32 + 4, gcra::one_q32 + 12345,
+                                       gcra::one_q32 * 3 / 2, 2 * gcra::one_q32 - 2, 2 * gcra::one_q32 - 1};
+    for (int i = 0; i < 64; ++i) factors.push_back(gcra::one_q32 + (rng() >> 32));
+    for (double rate : {0.7, 3.0, 7.0, 333.0, 1e6, 3e8, 6e8, 9.99e8})
+        factors.push_back(gcra::make_params(rate, 1).units_per_ns_q32);
+    constexpr auto top = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    for (const auto f : factors) {
+        INFO("f " << f);
+        gcra::params p;
+        p.units_per_ns_q32 = f;
+        p.ns_per_unit_q64 = gcra::reciprocal_q64(f);
+        CHECK((p.ns_per_unit_q64 == 0) == (f == gcra::one_q32));
+        std::vector<std::uint64_t> units{1, 2, 3, f - 1, f, f + 1, top - 1, top};
+        for (int i = 0; i < 2000; ++i) units.push_back((rng() >> 1) | 1);   // in [1, 2^63)
+        for (int i = 0; i < 500; ++i) units.push_back(rng() >> (1 + rng() % 62));  // every magnitude
+        for (const auto u : units) {
+            if (u == 0) continue;
+            INFO("units " << u);
+            REQUIRE(static_cast<std::uint64_t>(gcra::first_ns_at(p, static_cast<std::int64_t>(u))) ==
+                    gcra::div_q32_ceil(u, f));
+        }
+    }
+    // make_params keeps the reciprocal it computes.
+    CHECK(gcra::make_params(7, 1).ns_per_unit_q64 == gcra::reciprocal_q64(gcra::make_params(7, 1).units_per_ns_q32));
+    CHECK(gcra::make_params(50, 1).ns_per_unit_q64 == 0);  // f = 1 exactly: no estimate needed
+}
+
 TEST_CASE("gcra core: decide grants within the tolerance and reserves within a lookahead") {
     const auto p = gcra::make_params(1, 2);  // 1e9 units per token, tolerance 2e9
     auto d = gcra::decide(p, 0, 0, 2);

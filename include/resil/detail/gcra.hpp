@@ -48,6 +48,9 @@ struct params {
     std::int64_t token_units = 1;        ///< K: units per token (exact)
     std::int64_t tolerance = 1;          ///< τ = B·K: how far TAT may run ahead of now
     std::uint64_t units_per_ns_q32 = one_q32;  ///< f in Q32, in [2³², 2³³)
+    /// ⌊2⁹⁶ / f⌋ (1/f in Q64), or 0 when f is exactly one (2³²): lets
+    /// first_ns_at() multiply instead of divide (see there).
+    std::uint64_t ns_per_unit_q64 = 0;
 
     friend constexpr bool operator==(const params&, const params&) = default;
 };
@@ -75,22 +78,6 @@ struct params {
     while (b > min_burst && !refills_in_time(rate, b)) --b;
     while (b < max_burst && refills_in_time(rate, b + 1)) ++b;
     return b;
-}
-
-/// The constants for a valid (rate, burst); see valid().
-[[nodiscard]] inline params make_params(double rate, std::int64_t burst) noexcept {
-    params p;
-    p.burst = burst;
-    p.token_units = static_cast<std::int64_t>(std::ceil(1e9 / rate));
-    if (p.token_units < 1) p.token_units = 1;
-    p.tolerance = burst * p.token_units;
-    const double f = rate * static_cast<double>(p.token_units) / 1e9;  // in [1, 2)
-    auto q = static_cast<std::uint64_t>(std::floor(f * static_cast<double>(one_q32)));
-    // Guard the documented invariant against the last bit of double rounding.
-    if (q < one_q32) q = one_q32;
-    if (q >= 2 * one_q32) q = 2 * one_q32 - 1;
-    p.units_per_ns_q32 = q;
-    return p;
 }
 
 /// ⌊a · b / 2³²⌋ for a < 2⁶², b < 2³³ without a 128-bit type: the portable path,
@@ -135,6 +122,36 @@ __extension__ using uint128 = unsigned __int128;
 }
 #endif
 
+/// ⌊2⁹⁶ / f⌋ for f in (2³², 2³³), which is below 2⁶⁴; 0 for f = 2³² (the
+/// quotient, 2⁶⁴, would not fit; first_ns_at() needs no estimate then) and
+/// where there is no 128-bit type (first_ns_at() divides).
+[[nodiscard]] constexpr std::uint64_t reciprocal_q64(std::uint64_t f) noexcept {
+#if defined(__SIZEOF_INT128__)
+    if (f <= one_q32) return 0;
+    return static_cast<std::uint64_t>((static_cast<uint128>(1) << 96) / f);
+#else
+    (void)f;
+    return 0;
+#endif
+}
+
+/// The constants for a valid (rate, burst); see valid().
+[[nodiscard]] inline params make_params(double rate, std::int64_t burst) noexcept {
+    params p;
+    p.burst = burst;
+    p.token_units = static_cast<std::int64_t>(std::ceil(1e9 / rate));
+    if (p.token_units < 1) p.token_units = 1;
+    p.tolerance = burst * p.token_units;
+    const double f = rate * static_cast<double>(p.token_units) / 1e9;  // in [1, 2)
+    auto q = static_cast<std::uint64_t>(std::floor(f * static_cast<double>(one_q32)));
+    // Guard the documented invariant against the last bit of double rounding.
+    if (q < one_q32) q = one_q32;
+    if (q >= 2 * one_q32) q = 2 * one_q32 - 1;
+    p.units_per_ns_q32 = q;
+    p.ns_per_unit_q64 = reciprocal_q64(q);
+    return p;
+}
+
 /// Clamps nanoseconds since the origin to [0, max_elapsed_ns].
 [[nodiscard]] constexpr std::int64_t clamp_elapsed(std::int64_t ns) noexcept {
     return ns < 0 ? 0 : (ns > max_elapsed_ns ? max_elapsed_ns : ns);
@@ -146,10 +163,23 @@ __extension__ using uint128 = unsigned __int128;
 }
 
 /// The first nanosecond (since the origin) at which to_units reaches `units`:
-/// the smallest t with to_units(p, t) >= units. 0 for units <= 0.
+/// the smallest t with to_units(p, t) >= units, i.e. ⌈units · 2³² / f⌉. 0 for
+/// units <= 0. Every rejection computes it (the exact wait), so it avoids the
+/// 128-bit division (tens of cycles): an estimate by multiplying with
+/// ⌊2⁹⁶ / f⌋ is at most 1.5 below the exact quotient (units < 2⁶³), and at
+/// most two checks by multiplication step it up to the exact answer.
 [[nodiscard]] constexpr std::int64_t first_ns_at(const params& p, std::int64_t units) noexcept {
     if (units <= 0) return 0;
-    return static_cast<std::int64_t>(div_q32_ceil(static_cast<std::uint64_t>(units), p.units_per_ns_q32));
+    const auto u = static_cast<std::uint64_t>(units);
+    if (p.units_per_ns_q32 == one_q32) return units;  // f = 1: a unit is a nanosecond
+#if defined(__SIZEOF_INT128__)
+    if (p.ns_per_unit_q64 != 0) {
+        auto t = static_cast<std::uint64_t>((static_cast<uint128>(u) * p.ns_per_unit_q64) >> 64);
+        while (mul_q32(t, p.units_per_ns_q32) < u) ++t;
+        return static_cast<std::int64_t>(t);
+    }
+#endif
+    return static_cast<std::int64_t>(div_q32_ceil(u, p.units_per_ns_q32));
 }
 
 /// What GCRA says about taking n tokens.
