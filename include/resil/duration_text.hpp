@@ -172,51 +172,79 @@ template <class Duration = std::chrono::nanoseconds>
 
 namespace detail {
 
+/// `magnitude` ticks of 10^source ns written in `unit` ("1.5" for 1500 ms in
+/// seconds), or nothing when that is not a terminating decimal or its whole
+/// part would be 0.
+[[nodiscard, gnu::noinline]] inline std::string format_in_unit(std::uint64_t magnitude, int source,
+                                                              const duration_unit& unit) {
+    // count × 10^source / (factor × 10^exponent): divide by the factor
+    // (a terminating decimal has at most 2 more digits for 36 = 4 × 9),
+    // then move the decimal point.
+    const std::uint64_t quotient = magnitude / unit.factor;
+    auto rest = magnitude % unit.factor;
+    std::string fraction;
+    for (int i = 0; i < 2 && rest != 0; ++i) {
+        rest *= 10;
+        fraction += static_cast<char>('0' + rest / unit.factor);
+        rest %= unit.factor;
+    }
+    if (rest != 0) return {};  // not a terminating decimal in this unit
+    std::string whole = std::to_string(quotient);
+    const int shift = source - unit.exponent;  // decimal point to the right when positive
+    if (shift >= 0) {
+        const auto n = static_cast<std::size_t>(shift);
+        const auto moved = fraction.substr(0, n < fraction.size() ? n : fraction.size());
+        whole += moved + std::string(n - moved.size(), '0');
+        fraction.erase(0, moved.size());
+    } else {
+        const auto n = static_cast<std::size_t>(-shift);
+        if (whole.size() < n + 1) whole.insert(0, n + 1 - whole.size(), '0');
+        fraction.insert(0, whole.substr(whole.size() - n));
+        whole.resize(whole.size() - n);
+    }
+    detail::strip_leading_zeros(whole);
+    while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+    if (whole == "0") return {};  // "0.25s": prefer "250ms"
+    if (!fraction.empty()) whole += "." + fraction;
+    whole += unit.name;
+    return whole;
+}
+
+/// format_duration's work for a tick that is a power of ten of a second
+/// (`source` is log10 of the tick in ns: 0 for ns, 6 for ms, 9 for s), on
+/// the count's sign and magnitude. One copy for every duration type: the
+/// templates below only take the count apart.
+[[nodiscard, gnu::noinline]] inline std::string format_duration_ticks(bool negative, std::uint64_t magnitude,
+                                                                     int source) {
+    if (magnitude == 0) return "0s";
+    std::string best;
+    for (const auto& each : detail::duration_units) {
+        auto text = format_in_unit(magnitude, source, each);
+        if (!text.empty() && (best.empty() || text.size() < best.size())) best = std::move(text);
+    }
+    return negative ? "-" + best : best;
+}
+
+/// format_duration of `n` ticks of `per` seconds each (minutes, hours),
+/// written through seconds.
+[[nodiscard]] inline std::string format_seconds_multiple(std::int64_t n, std::int64_t per) {
+    if (n > std::numeric_limits<std::int64_t>::max() / per || n < std::numeric_limits<std::int64_t>::min() / per)
+        return std::to_string(n) + " x " + std::to_string(per) + "s";  // beyond any count of seconds
+    const std::int64_t seconds = n * per;
+    const auto magnitude = seconds < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(seconds)
+                                       : static_cast<std::uint64_t>(seconds);
+    return format_duration_ticks(seconds < 0, magnitude, 9);
+}
+
 // format_duration for ticks that are a power of ten of a second.
 template <class Rep, class Period>
 [[nodiscard]] std::string format_decimal_duration(std::chrono::duration<Rep, Period> d) {
-    using Duration = std::chrono::duration<Rep, Period>;
-    constexpr int source = detail::tick_exponent<Duration>();
+    constexpr int source = detail::tick_exponent<std::chrono::duration<Rep, Period>>();
     const auto count = d.count();
-    if (count == 0) return "0s";
     using magnitude_type = std::make_unsigned_t<Rep>;
     const auto magnitude = count < 0 ? magnitude_type(0) - static_cast<magnitude_type>(count)
                                      : static_cast<magnitude_type>(count);
-    std::string best;
-    for (const auto& each : detail::duration_units) {
-        // count × 10^source / (factor × 10^exponent): divide by the factor
-        // (a terminating decimal has at most 2 more digits for 36 = 4 × 9),
-        // then move the decimal point.
-        const magnitude_type quotient = magnitude / each.factor;
-        auto rest = magnitude % each.factor;
-        std::string fraction;
-        for (int i = 0; i < 2 && rest != 0; ++i) {
-            rest *= 10;
-            fraction += static_cast<char>('0' + rest / each.factor);
-            rest %= each.factor;
-        }
-        if (rest != 0) continue;  // not a terminating decimal in this unit
-        std::string whole = std::to_string(quotient);
-        const int shift = source - each.exponent;  // decimal point to the right when positive
-        if (shift >= 0) {
-            const auto n = static_cast<std::size_t>(shift);
-            const auto moved = fraction.substr(0, n < fraction.size() ? n : fraction.size());
-            whole += moved + std::string(n - moved.size(), '0');
-            fraction.erase(0, moved.size());
-        } else {
-            const auto n = static_cast<std::size_t>(-shift);
-            if (whole.size() < n + 1) whole.insert(0, n + 1 - whole.size(), '0');
-            fraction.insert(0, whole.substr(whole.size() - n));
-            whole.resize(whole.size() - n);
-        }
-        detail::strip_leading_zeros(whole);
-        while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
-        if (whole == "0") continue;  // "0.25s": prefer "250ms"
-        auto text = fraction.empty() ? whole : whole + "." + fraction;
-        text += each.name;
-        if (best.empty() || text.size() < best.size()) best = std::move(text);
-    }
-    return count < 0 ? "-" + best : best;
+    return format_duration_ticks(count < 0, static_cast<std::uint64_t>(magnitude), source);
 }
 
 }  // namespace detail
@@ -230,11 +258,8 @@ template <class Rep, class Period>
 template <class Rep, class Period>
 [[nodiscard]] std::string format_duration(std::chrono::duration<Rep, Period> d) {
     if constexpr (Period::den == 1 && Period::num > 1) {
-        constexpr auto per = static_cast<std::int64_t>(Period::num);
-        const auto n = static_cast<std::int64_t>(d.count());
-        if (n > std::numeric_limits<std::int64_t>::max() / per || n < std::numeric_limits<std::int64_t>::min() / per)
-            return std::to_string(n) + " x " + std::to_string(per) + "s";  // beyond any count of seconds
-        return detail::format_decimal_duration(std::chrono::seconds{n * per});
+        return detail::format_seconds_multiple(static_cast<std::int64_t>(d.count()),
+                                               static_cast<std::int64_t>(Period::num));
     } else {
         return detail::format_decimal_duration(d);
     }

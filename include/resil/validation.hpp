@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "duration_text.hpp"
@@ -47,10 +48,21 @@ struct invalid_option {
 /// What `validate()` returns: nothing when every field is valid.
 using validation_result = std::optional<invalid_option>;
 
+namespace detail {
+
+/// Throws what throw_if_invalid() promises. Out of line and cold: every
+/// policy's constructor calls throw_if_invalid(), and the message is built
+/// only on the error path.
+[[noreturn, gnu::noinline, gnu::cold]] inline void throw_invalid(std::string_view owner, const invalid_option& bad) {
+    throw std::invalid_argument(std::string(owner) + ": " + bad.message());
+}
+
+}  // namespace detail
+
 /// Throws std::invalid_argument("<owner>: `field` must be ..., got X") when
 /// `result` names an invalid field.
 inline void throw_if_invalid(std::string_view owner, const validation_result& result) {
-    if (result) throw std::invalid_argument(std::string(owner) + ": " + result->message());
+    if (result) detail::throw_invalid(owner, *result);
 }
 
 namespace detail {
@@ -73,51 +85,133 @@ template <class Rep, class Period>
     return text;
 }
 
+/// A value a validation message shows, before it is written: the checks
+/// below are templates over the field's type, but the text is built by one
+/// non-template function, so each options type's validate() compiles to
+/// comparisons and calls rather than its own copy of the string work.
+struct option_value {
+    enum class form : std::uint8_t { boolean, integer, real, duration };
+    form shown = form::integer;
+    bool negative = false;
+    std::uint64_t magnitude = 0;       ///< integer, boolean (0 or 1), or duration ticks
+    double real = 0;
+    int tick_exponent = 0;             ///< a duration's tick as log10 of itself in ns, when a power of ten
+    std::int64_t seconds_per_tick = 0; ///< or its length in seconds (minutes: 60)
+};
+
+/// A double as the message shows it: the shortest form that reads back the
+/// same (0.1, not 0.10000000000000001), or nan, inf, -inf.
+[[nodiscard, gnu::noinline]] inline std::string format_real(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    for (int digits = 1; digits <= 17; ++digits) {
+        char shorter[32];
+        std::snprintf(shorter, sizeof shorter, "%.*g", digits, v);
+        if (std::strtod(shorter, nullptr) == v) return tidy_exponent(shorter);
+    }
+    return tidy_exponent(text);
+}
+
+/// The text of a value, for every type the checks take.
+[[nodiscard, gnu::noinline]] inline std::string format_option_value(const option_value& v) {
+    switch (v.shown) {
+        case option_value::form::boolean: return v.magnitude != 0 ? "true" : "false";
+        case option_value::form::real: return format_real(v.real);
+        case option_value::form::duration:
+            if (v.seconds_per_tick == 0) return format_duration_ticks(v.negative, v.magnitude, v.tick_exponent);
+            return format_seconds_multiple(
+                static_cast<std::int64_t>(v.negative ? std::uint64_t{0} - v.magnitude : v.magnitude),
+                v.seconds_per_tick);
+        case option_value::form::integer: break;
+    }
+    // Appended rather than "-" + text: g++ 12 -O3 misreads an insert at the
+    // front as an overlapping copy (-Wrestrict, GCC bug 105329).
+    std::string text(v.negative ? "-" : "");
+    text += std::to_string(v.magnitude);
+    return text;
+}
+
+/// `v` as the message will show it.
+template <class T>
+[[nodiscard]] option_value to_option_value(const T& v) {
+    option_value out;
+    if constexpr (std::same_as<T, bool>) {
+        out.shown = option_value::form::boolean;
+        out.magnitude = v ? 1 : 0;
+    } else if constexpr (std::integral<T>) {
+        if constexpr (std::is_signed_v<T>) out.negative = v < 0;
+        // Two's complement negation in the unsigned type: exact for the minimum too.
+        using U = std::make_unsigned_t<T>;
+        const auto bits = static_cast<U>(v);
+        out.magnitude = out.negative ? std::uint64_t{static_cast<U>(U{0} - bits)} : std::uint64_t{bits};
+    } else if constexpr (std::floating_point<T>) {
+        out.shown = option_value::form::real;
+        out.real = static_cast<double>(v);
+    } else {
+        using period = typename T::period;
+        out.shown = option_value::form::duration;
+        if constexpr (period::den == 1 && period::num > 1) {
+            out.seconds_per_tick = static_cast<std::int64_t>(period::num);
+        } else {
+            out.tick_exponent = tick_exponent<T>();
+        }
+        const auto count = static_cast<std::int64_t>(v.count());
+        out.negative = count < 0;
+        out.magnitude = out.negative ? std::uint64_t{0} - static_cast<std::uint64_t>(count)
+                                     : static_cast<std::uint64_t>(count);
+    }
+    return out;
+}
+
 /// A value as a validation message shows it.
 template <class T>
 [[nodiscard]] std::string format_option_value(const T& v) {
-    if constexpr (std::same_as<T, bool>) {
-        return v ? "true" : "false";
-    } else if constexpr (std::integral<T>) {
-        return std::to_string(v);
-    } else if constexpr (std::floating_point<T>) {
-        if (std::isnan(v)) return "nan";
-        if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-        char text[32];
-        std::snprintf(text, sizeof text, "%.17g", static_cast<double>(v));
-        // The shortest form that reads back the same: 0.1, not 0.10000000000000001.
-        for (int digits = 1; digits <= 17; ++digits) {
-            char shorter[32];
-            std::snprintf(shorter, sizeof shorter, "%.*g", digits, static_cast<double>(v));
-            if (std::strtod(shorter, nullptr) == static_cast<double>(v)) return tidy_exponent(shorter);
-        }
-        return tidy_exponent(text);
-    } else {
-        return format_duration(v);
-    }
+    return format_option_value(to_option_value(v));
+}
+
+/// The error of each check below, written out of line: the error path only.
+[[nodiscard, gnu::noinline, gnu::cold]] inline invalid_option out_of_range(std::string_view field,
+                                                                         const option_value& v,
+                                                                         const option_value& lo,
+                                                                         const option_value& hi) {
+    return invalid_option{std::string(field), "must be in [" + format_option_value(lo) + ", " +
+                                                  format_option_value(hi) + "], got " + format_option_value(v)};
+}
+
+[[nodiscard, gnu::noinline, gnu::cold]] inline invalid_option below_minimum(std::string_view field,
+                                                                          const option_value& v,
+                                                                          const option_value& lo) {
+    return invalid_option{std::string(field),
+                          "must be at least " + format_option_value(lo) + ", got " + format_option_value(v)};
+}
+
+[[nodiscard, gnu::noinline, gnu::cold]] inline invalid_option not_as_required(std::string_view field,
+                                                                            std::string_view what,
+                                                                            const option_value& v) {
+    return invalid_option{std::string(field), "must be " + std::string(what) + ", got " + format_option_value(v)};
 }
 
 /// "`field` must be in [lo, hi], got v" when v is outside [lo, hi].
 template <class T>
 [[nodiscard]] validation_result check_in_range(std::string_view field, const T& v, const T& lo, const T& hi) {
     if (v >= lo && v <= hi) return std::nullopt;
-    return invalid_option{std::string(field), "must be in [" + format_option_value(lo) + ", " +
-                                                  format_option_value(hi) + "], got " + format_option_value(v)};
+    return out_of_range(field, to_option_value(v), to_option_value(lo), to_option_value(hi));
 }
 
 /// "`field` must be at least lo, got v" when v < lo.
 template <class T>
 [[nodiscard]] validation_result check_at_least(std::string_view field, const T& v, const T& lo) {
     if (v >= lo) return std::nullopt;
-    return invalid_option{std::string(field), "must be at least " + format_option_value(lo) + ", got " +
-                                                  format_option_value(v)};
+    return below_minimum(field, to_option_value(v), to_option_value(lo));
 }
 
 /// "`field` must be <what>, got v" when `ok` is false.
 template <class T>
 [[nodiscard]] validation_result check_that(bool ok, std::string_view field, std::string_view what, const T& v) {
     if (ok) return std::nullopt;
-    return invalid_option{std::string(field), "must be " + std::string(what) + ", got " + format_option_value(v)};
+    return not_as_required(field, what, to_option_value(v));
 }
 
 }  // namespace detail
