@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -1027,6 +1028,94 @@ TEST_CASE("rolling time window: a slot idle for longer than half the epoch range
         window.record(t + pause, true);
         CHECK(window.totals(t + pause).calls == 1);
     }
+}
+
+TEST_CASE("stripes: threads alive together hold different stripe indices, given back when they end") {
+    constexpr int threads = 6;
+    std::vector<std::size_t> index(threads);
+    std::latch all_claimed{threads};
+    {
+        std::vector<std::jthread> pool;
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                index[static_cast<std::size_t>(t)] = resil::detail::this_thread_stripe();
+                all_claimed.arrive_and_wait();  // nobody ends before everyone has claimed
+                CHECK(resil::detail::this_thread_stripe() == index[static_cast<std::size_t>(t)]);  // kept
+            });
+    }
+    auto sorted = index;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+    for (const auto i : index) CHECK(i < resil::detail::max_stripes);
+    // Given back: the indices' users are this thread's claim (if any) alone.
+    std::uint32_t users = 0;
+    for (const auto& u : resil::detail::stripe_index_users) users += u.load();
+    CHECK(users <= 1);
+    CHECK(std::has_single_bit(resil::detail::default_stripe_count()));
+    CHECK(resil::detail::default_stripe_count() <= resil::detail::max_stripes);
+}
+
+TEST_CASE("stripes: each stripe on cache lines of its own, allocated once") {
+    resil::detail::stripes<std::atomic<std::uint64_t>> counters{8};
+    CHECK(counters.size() == 8);
+    CHECK(counters.bytes() == 8 * resil::detail::stripe_alignment);
+    for (std::size_t i = 0; i < counters.size(); ++i) {
+        CHECK(reinterpret_cast<std::uintptr_t>(&counters[i]) % resil::detail::stripe_alignment == 0);
+        CHECK(counters[i].load() == 0);
+    }
+    CHECK(resil::detail::stripes<int>{5}.size() == 8);   // rounded up to a power of two
+    CHECK(resil::detail::stripes<int>{0}.size() == 1);
+    CHECK(resil::detail::stripes<int>{1000}.size() == resil::detail::max_stripes);
+    // A ring of 10 buckets (160 bytes) takes two 128-byte units.
+    resil::detail::rolling_time_window window{10s, 4};
+    CHECK(window.stripe_count() == 4);
+}
+
+TEST_CASE("striped counter: adds from many threads over more stripes than cores total exactly") {
+    resil::detail::striped_counter counter{16};
+    constexpr int threads = 12;
+    constexpr int per_thread = 50'000;
+    std::atomic<std::uint64_t> seen_while_running{0};
+    {
+        std::vector<std::jthread> pool;
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&] {
+                for (int i = 0; i < per_thread; ++i) counter.add();
+            });
+        pool.emplace_back([&] { seen_while_running = counter.total(); });  // a read during the adds
+    }
+    CHECK(seen_while_running.load() <= std::uint64_t{threads} * per_thread);
+    CHECK(counter.total() == std::uint64_t{threads} * per_thread);
+}
+
+TEST_CASE("rolling time window: records from many threads over many stripes total exactly") {
+    resil::detail::rolling_time_window window{10s, 16};
+    const time_point t{std::chrono::hours{3}};
+    constexpr int threads = 12;
+    constexpr int per_thread = 30'000;
+    {
+        std::vector<std::jthread> pool;
+        for (int id = 0; id < threads; ++id)
+            pool.emplace_back([&, id] {
+                // Three buckets of the window; every third call fails.
+                for (int i = 0; i < per_thread; ++i)
+                    window.record(t + std::chrono::seconds{(i + id) % 3}, i % 3 == 0);
+            });
+        pool.emplace_back([&] {
+            const auto c = window.totals(t + 2s);  // a read during the records
+            CHECK(c.failures <= c.calls);
+        });
+    }
+    const auto c = window.totals(t + 2s);
+    CHECK(c.calls == std::uint64_t{threads} * per_thread);
+    CHECK(c.failures == std::uint64_t{threads} * (per_thread / 3));
+    CHECK(window.lifetime().calls == std::uint64_t{threads} * per_thread);
+    // The bucket of t leaves the window at t + 10 s, in every stripe alike.
+    const auto later = window.totals(t + 10s);
+    CHECK(later.calls == c.calls - std::uint64_t{threads} * (per_thread / 3));
+    window.clear();
+    CHECK(window.totals(t + 2s).calls == 0);
+    CHECK(window.lifetime().calls == std::uint64_t{threads} * per_thread);
 }
 
 TEST_CASE("rolling time window: a bucket counts more than 2^20 calls exactly") {

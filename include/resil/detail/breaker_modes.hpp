@@ -49,7 +49,8 @@ struct failure_ratio_rule {
 /// Failure ratio over the last `window` of time (detail::rolling_time_window).
 class time_window_mode {
 public:
-    explicit time_window_mode(const circuit_breaker_options& o) noexcept
+    // Allocates the window's stripes (detail/stripes.hpp), once.
+    explicit time_window_mode(const circuit_breaker_options& o)
         : window_(o.window), rule_{o.min_calls, o.failure_ratio} {}
 
     template <class Now>
@@ -116,7 +117,8 @@ private:
 /// `consecutive_failures` failures in a row (detail::failure_run).
 class consecutive_failures_mode {
 public:
-    explicit consecutive_failures_mode(const circuit_breaker_options& o) noexcept : limit_(o.consecutive_failures) {}
+    // Allocates the call counter's stripes, once.
+    explicit consecutive_failures_mode(const circuit_breaker_options& o) : limit_(o.consecutive_failures) {}
 
     template <class Now>
     std::optional<window_counts> record(bool failed, std::uint64_t generation, Now&& /*now*/) noexcept {

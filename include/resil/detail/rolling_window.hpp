@@ -13,9 +13,12 @@
 // totals are exact when no record is in progress, and off by the records in
 // flight otherwise; a breaker's decision tolerates that.
 //
-// In the time window, threads write to a few stripes (copies of the ring,
-// each on its own cache lines), so that threads sharing a breaker do not take
-// turns owning one cache line on every call; totals add the stripes up.
+// In the time window, each thread writes its own stripe (a copy of the ring
+// on cache lines of its own, detail/stripes.hpp), so that threads sharing a
+// breaker do not take turns owning one cache line on every call; totals add
+// the stripes up. A success reads two words every record reads (the bucket
+// length and the last bucket located, written about once per bucket) and
+// writes only its stripe's bucket.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +29,7 @@
 #include <memory>
 
 #include "../clock.hpp"
+#include "stripes.hpp"
 
 // g++ 12 at -O3 reports atomic loads on a window held in the breaker's
 // std::variant as writes into "a region of size 0" (a -Wstringop-overflow
@@ -41,58 +45,6 @@ namespace resil::detail {
 struct window_counts {
     std::uint64_t calls = 0;
     std::uint64_t failures = 0;
-};
-
-inline constexpr std::size_t stripe_count = 4;
-
-/// How many live threads hold each stripe.
-inline std::array<std::atomic<std::uint32_t>, stripe_count> stripe_users{};
-
-/// Picks the stripe with the fewest live threads for the calling thread, and
-/// gives it back when the thread ends, so that threads alive together spread
-/// over the stripes even when threads come and go.
-[[nodiscard]] inline std::size_t claim_stripe() noexcept {
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < stripe_count; ++i)
-        if (stripe_users[i].load(std::memory_order_relaxed) < stripe_users[best].load(std::memory_order_relaxed))
-            best = i;
-    stripe_users[best].fetch_add(1, std::memory_order_relaxed);
-    struct release {
-        std::size_t stripe;
-        ~release() { stripe_users[stripe].fetch_sub(1, std::memory_order_relaxed); }
-    };
-    static thread_local const release on_thread_exit{best};
-    return best;
-}
-
-/// The calling thread's stripe, in [0, stripe_count). Two threads on one
-/// stripe are merely slower, never wrong.
-[[nodiscard]] inline std::size_t this_thread_stripe() noexcept {
-    // Constant-initialized, so reading it needs no guard.
-    static thread_local std::size_t stripe = stripe_count;
-    if (stripe == stripe_count) [[unlikely]]
-        stripe = claim_stripe();
-    return stripe;
-}
-
-/// A counter that several threads increment often and few read: one atomic
-/// per stripe, each on its own cache line.
-class striped_counter {
-public:
-    void add(std::uint64_t n = 1) noexcept {
-        stripes_[this_thread_stripe()].value.fetch_add(n, std::memory_order_relaxed);
-    }
-    [[nodiscard]] std::uint64_t total() const noexcept {
-        std::uint64_t sum = 0;
-        for (const auto& s : stripes_) sum += s.value.load(std::memory_order_relaxed);
-        return sum;
-    }
-
-private:
-    struct alignas(64) stripe {
-        std::atomic<std::uint64_t> value{0};
-    };
-    std::array<stripe, stripe_count> stripes_{};
 };
 
 /// Calls over the last `window` of time: a ring of `buckets` buckets of
@@ -113,19 +65,24 @@ public:
     static_assert(buckets <= 16, "locate() packs the index in 4 bits");
 
     /// `window` must be at least `buckets` nanoseconds (the caller checks).
-    explicit rolling_time_window(duration window) noexcept
+    /// `stripe_count` rings (a power of two; tests may ask for more stripes
+    /// than this machine's default), allocated here, once.
+    explicit rolling_time_window(duration window, std::size_t stripe_count = default_stripe_count())
         : bucket_ticks_(static_cast<std::uint64_t>(
-              std::max<duration::rep>(window.count() / static_cast<duration::rep>(buckets), 1))) {}
+              std::max<duration::rep>(window.count() / static_cast<duration::rep>(buckets), 1))),
+          rings_(stripe_count) {}
 
     rolling_time_window(const rolling_time_window&) = delete;
     rolling_time_window& operator=(const rolling_time_window&) = delete;
 
     [[nodiscard]] duration bucket_length() const noexcept { return duration{static_cast<duration::rep>(bucket_ticks_)}; }
+    /// Rings kept, one per stripe of threads.
+    [[nodiscard]] std::size_t stripe_count() const noexcept { return rings_.size(); }
 
     /// Counts one call made (or finished) at `now`, in `generation`'s window.
     void record(time_point now, bool failed, std::uint64_t generation = 0) noexcept {
         const auto epoch = logical_epoch(now, generation);
-        auto& slot = rings_[this_thread_stripe()].slots[epoch.index];
+        auto& slot = rings_.local()[epoch.index];
         // A success writes the calls word only; a failure adds to both, calls
         // first, so that a total never sees more failures than calls for long.
         if (!add(slot.calls, epoch.epoch, folded_calls_)) return count_outside(failed);
@@ -139,8 +96,8 @@ public:
             return ((tag - tag_of(word)) & epoch_mask) < buckets;  // not stale, nor newer than `now`
         };
         window_counts c;
-        for (const auto& ring : rings_) {
-            for (const auto& slot : ring.slots) {
+        for (std::size_t r = 0; r < rings_.size(); ++r) {
+            for (const auto& slot : rings_[r]) {
                 if (const auto w = slot.calls.load(std::memory_order_relaxed); current(w)) c.calls += count_of(w);
                 if (const auto w = slot.failures.load(std::memory_order_relaxed); current(w)) c.failures += count_of(w);
             }
@@ -151,8 +108,8 @@ public:
     /// Every call counted since construction, in the window or not.
     [[nodiscard]] window_counts lifetime() const noexcept {
         window_counts c{folded_calls_.load(std::memory_order_relaxed), folded_failures_.load(std::memory_order_relaxed)};
-        for (const auto& ring : rings_) {
-            for (const auto& slot : ring.slots) {
+        for (std::size_t r = 0; r < rings_.size(); ++r) {
+            for (const auto& slot : rings_[r]) {
                 c.calls += count_of(slot.calls.load(std::memory_order_relaxed));
                 c.failures += count_of(slot.failures.load(std::memory_order_relaxed));
             }
@@ -162,8 +119,8 @@ public:
 
     /// Empties the window (lifetime() keeps what it held).
     void clear() noexcept {
-        for (auto& ring : rings_) {
-            for (auto& slot : ring.slots) {
+        for (std::size_t r = 0; r < rings_.size(); ++r) {
+            for (auto& slot : rings_[r]) {
                 fold(folded_calls_, slot.calls.exchange(0, std::memory_order_relaxed));
                 fold(folded_failures_, slot.failures.exchange(0, std::memory_order_relaxed));
             }
@@ -255,9 +212,11 @@ private:
     }
 
     // Consecutive records almost always fall in the bucket of the one before,
-    // so the last location is kept (epoch × 16 + index, in one word) and
+    // so the newest location is kept (epoch × 16 + index, in one word) and
     // checked with one multiplication: the 64-bit division and the modulo
-    // run about once per bucket.
+    // run about once per bucket. Only a later bucket is stored, so records
+    // with older readings (an attempt's start, a stalled thread) never write
+    // the word every record reads.
     [[nodiscard]] location locate(time_point now) const noexcept {
         const auto signed_ticks = now.time_since_epoch().count();
         const auto now_ticks = signed_ticks <= 0 ? 0 : static_cast<std::uint64_t>(signed_ticks);
@@ -267,7 +226,7 @@ private:
         if (now_ticks - epoch * bucket_ticks_ < bucket_ticks_) return {epoch, static_cast<std::size_t>(last & 15)};
         const auto fresh = now_ticks / bucket_ticks_;
         const auto index = fresh % buckets;
-        last_location_.store(fresh << 4 | index, std::memory_order_relaxed);
+        if (fresh > epoch) last_location_.store(fresh << 4 | index, std::memory_order_relaxed);
         return {fresh, static_cast<std::size_t>(index)};
     }
 
@@ -279,8 +238,8 @@ private:
         if (const auto n = count_of(old)) into.fetch_add(n, std::memory_order_relaxed);
     }
 
-    // Read by every record, written about once per bucket: kept off the
-    // slots' lines, which every record writes.
+    // Read by every record, written about once per bucket (the slots, which
+    // every record writes, are on lines of their own).
     std::uint64_t bucket_ticks_;
     mutable std::atomic<std::uint64_t> last_location_{0};
     // Calls that left the ring (reset or cleared buckets) or never entered it.
@@ -291,10 +250,8 @@ private:
         std::atomic<std::uint64_t> calls{0};
         std::atomic<std::uint64_t> failures{0};
     };
-    struct alignas(64) stripe_ring {
-        std::array<slot_pair, buckets> slots{};
-    };
-    std::array<stripe_ring, stripe_count> rings_{};
+    // One ring per stripe: 160 bytes, 256 with the padding.
+    stripes<std::array<slot_pair, buckets>> rings_;
     std::atomic<std::uint64_t> latest_epoch_{0};  // the newest bucket any record reached
 };
 
