@@ -11,13 +11,25 @@
 // spent, the retry is refused and the call fails at once with
 // reason::budget_exhausted.
 //
-// Thread-safe and lock-free: the window is a ring of 10 slots, each one
-// atomic word packing the slot's epoch, requests and retries. A retry is
-// granted by a compare-and-swap on the newest slot, then re-checked against
-// the whole window, so concurrent withdrawals can never overdraw the balance,
-// whatever order their clock readings arrive in. Share one budget per downstream dependency.
+// Thread-safe and lock-free: the window is 10 slots of time. Requests are
+// deposited in per-thread stripes (detail/stripes.hpp: a ring of 10 words per
+// stripe, each packing the slot's epoch and its count), so that the deposit
+// every call makes writes no cache line that other cores write too; a
+// withdrawal adds the stripes up. Retries are withdrawn from one shared ring
+// of 10 words, exactly: a retry is granted by a compare-and-swap on the
+// newest slot, then re-checked (the shared ring read again; the whole
+// window only when another retry was committed meanwhile or the window
+// moved), so concurrent withdrawals can never overdraw the balance, whatever
+// order their clock readings arrive in. A deposit finds its slot with one
+// multiplication (the division runs about once per slot) and does one
+// compare-and-swap on the thread's stripe; a withdrawal reads 10 words per
+// stripe and the shared ring.
+// Memory: 128 bytes per stripe (default_stripe_count(): this machine's
+// hardware threads, rounded up to a power of two, at most 64), allocated at
+// construction. Share one budget per downstream dependency.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -26,6 +38,7 @@
 #include <limits>
 
 #include "clock.hpp"
+#include "detail/stripes.hpp"
 #include "validation.hpp"
 
 namespace resil {
@@ -78,10 +91,11 @@ public:
     retry_budget(const retry_budget&) = delete;
     retry_budget& operator=(const retry_budget&) = delete;
 
-    /// Records one request (a first attempt) made at `now`.
+    /// Records one request (a first attempt) made at `now`, in the calling
+    /// thread's stripe.
     void deposit(time_point now) noexcept {
         const auto epoch = epoch_of(now);
-        auto& slot = slots_[epoch % slots];
+        auto& slot = deposits_.local()[epoch % slots];
         // Acquire: a slot written by a later reading brings that reading's
         // update of latest_epoch_ with it, for stale() to see.
         auto word = slot.load(std::memory_order_acquire);
@@ -89,8 +103,8 @@ public:
         for (;;) {
             if (newer_than(word, epoch)) return;  // a thread with a later clock read owns the slot
             const auto desired = packed_epoch(word) == (epoch & epoch_mask)
-                                     ? (requests_of(word) < count_max ? word + request_one : word)
-                                     : pack(epoch, 1, 0);
+                                     ? (count_of(word) < count_max ? word + 1 : word)
+                                     : pack(epoch, 1);
             if (desired == word || slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel)) return;
         }
     }
@@ -108,11 +122,12 @@ public:
             auto& slot = slots_[v.epoch % slots];
             auto word = v.words[v.epoch % slots];
             const bool current = packed_epoch(word) == (v.epoch & epoch_mask);
-            if (current && retries_of(word) == count_max) return false;  // saturated: refuse rather than wrap
-            const auto desired = current ? word + retry_one : pack(v.epoch, 0, 1);
+            if (current && count_of(word) == count_max) return false;  // saturated: refuse rather than wrap
+            const auto desired = current ? word + retry_one : pack(v.epoch, 1);
             // Sequentially consistent with confirm()'s loads: two withdrawals
             // committing to different slots cannot both miss the other.
-            if (slot.compare_exchange_strong(word, desired, std::memory_order_seq_cst)) return confirm(v.epoch, slot);
+            if (slot.compare_exchange_strong(word, desired, std::memory_order_seq_cst))
+                return confirm_after_view(v, slot, desired);
         }
     }
 
@@ -127,38 +142,64 @@ public:
 private:
     friend struct detail::retry_budget_probe;
 
+    // What view() read: the window's end and sums (see there).
+    struct window_view {
+        std::uint64_t reading = 0;
+        std::uint64_t epoch = 0;  // the window's last epoch (full, not masked)
+        std::uint64_t requests = 0;
+        std::uint64_t retries = 0;
+        std::array<std::uint64_t, slots> words{};  // the withdrawal slots
+    };
+
     // A withdrawal racing another at a slot boundary checked a sum that did
     // not include the other's retry. Re-check after committing and give the
     // retry back if the two together overdrew: both may give back (stricter),
     // neither can keep an overdraft. The window ends at the newest slot
     // written, not at `epoch`: a retry committed meanwhile by a thread with a
     // later reading must be counted too.
+    //
+    // After a view, most withdrawals need no second one: when no other retry
+    // was committed since (the withdrawal slots hold what the view saw, plus
+    // this retry) and the window has not moved (its end, from latest_epoch_,
+    // is the same), the view's check stands, retry included: deposits since
+    // only add to a window that has not moved (a deposit restarts only a slot
+    // that left it). Otherwise the full check. The slots are loaded
+    // sequentially consistent after the commit, as the full check's are.
+    bool confirm_after_view(const window_view& v, std::atomic<std::uint64_t>& slot, std::uint64_t committed) noexcept {
+        bool unchanged = true;
+        for (std::size_t i = 0; i < slots; ++i) {
+            const auto w = slots_[i].load(std::memory_order_seq_cst);
+            unchanged = unchanged && w == (&slots_[i] == &slot ? committed : v.words[i]);
+        }
+        if (unchanged && window_end(v.reading, latest_epoch_.load(std::memory_order_relaxed)) == v.epoch) return true;
+        return confirm(v.epoch, slot);
+    }
+
     bool confirm(std::uint64_t epoch, std::atomic<std::uint64_t>& slot) noexcept {
         const auto t = view(epoch);
         if (static_cast<std::int64_t>(t.retries) <= allowed(t.requests)) return true;
         auto word = slot.load(std::memory_order_acquire);
-        while (packed_epoch(word) == (epoch & epoch_mask) && retries_of(word) > 0 &&
+        while (packed_epoch(word) == (epoch & epoch_mask) && count_of(word) > 0 &&
                !slot.compare_exchange_weak(word, word - retry_one, std::memory_order_acq_rel)) {
         }
         return false;
     }
 
-    // Word layout: | epoch (24 bits) | requests (20 bits) | retries (20 bits) |.
-    // A slot whose epoch is not one of the window's last `slots` is stale and
-    // counts nothing. 20 bits hold ~1 M requests per slot; beyond that the
-    // count saturates, which only makes the budget stricter.
-    static constexpr int count_bits = 20;
+    // Word layout, of a deposit slot (requests) and of a withdrawal slot
+    // (retries) alike: | epoch (24 bits) | count (40 bits) |. A slot whose
+    // epoch is not one of the window's last `slots` is stale and counts
+    // nothing. 40 bits hold 10^12 per slot and stripe; beyond that a count
+    // saturates, which only makes the budget stricter.
+    static constexpr int count_bits = 40;
     static constexpr std::uint64_t count_max = (std::uint64_t{1} << count_bits) - 1;
     static constexpr std::uint64_t epoch_mask = (std::uint64_t{1} << 24) - 1;
     static constexpr std::uint64_t retry_one = 1;
-    static constexpr std::uint64_t request_one = std::uint64_t{1} << count_bits;
 
-    static constexpr std::uint64_t pack(std::uint64_t epoch, std::uint64_t requests, std::uint64_t retries) noexcept {
-        return ((epoch & epoch_mask) << (2 * count_bits)) | (requests << count_bits) | retries;
+    static constexpr std::uint64_t pack(std::uint64_t epoch, std::uint64_t count) noexcept {
+        return ((epoch & epoch_mask) << count_bits) | count;
     }
-    static constexpr std::uint64_t packed_epoch(std::uint64_t w) noexcept { return w >> (2 * count_bits); }
-    static constexpr std::uint64_t requests_of(std::uint64_t w) noexcept { return (w >> count_bits) & count_max; }
-    static constexpr std::uint64_t retries_of(std::uint64_t w) noexcept { return w & count_max; }
+    static constexpr std::uint64_t packed_epoch(std::uint64_t w) noexcept { return w >> count_bits; }
+    static constexpr std::uint64_t count_of(std::uint64_t w) noexcept { return w & count_max; }
 
     // True when the slot was written for a later epoch than `epoch` (this
     // thread's clock read is older than another's): never overwrite it. Only
@@ -180,49 +221,72 @@ private:
         return epoch + slots <= latest;
     }
 
+    // Consecutive readings almost always fall in the slot of the one before,
+    // so the newest slot located is kept and checked with one
+    // multiplication: the 64-bit division runs about once per slot. Only a
+    // later slot is stored, so an old reading (a reused context) never
+    // writes the word every deposit reads.
     std::uint64_t epoch_of(time_point now) const noexcept {
-        const auto ticks = now.time_since_epoch().count();
-        return ticks <= 0 ? 0 : static_cast<std::uint64_t>(ticks / slot_length_.count());
+        const auto signed_ticks = now.time_since_epoch().count();
+        if (signed_ticks <= 0) return 0;
+        const auto ticks = static_cast<std::uint64_t>(signed_ticks);
+        const auto length = static_cast<std::uint64_t>(slot_length_.count());
+        const auto last = last_epoch_.load(std::memory_order_relaxed);
+        // Unsigned: a reading before the slot's start wraps to a huge offset.
+        if (ticks - last * length < length) return last;
+        const auto epoch = ticks / length;
+        if (epoch > last) last_epoch_.store(epoch, std::memory_order_relaxed);
+        return epoch;
     }
 
     std::int64_t allowed(std::uint64_t requests) const noexcept {
         return static_cast<std::int64_t>(std::floor(options_.ratio * static_cast<double>(requests))) + reserve_;
     }
 
-    // One pass over the ring: the window end (the later of `reading` and the
-    // newest slot written, up to newer_horizon ahead) and its sums. A slot
-    // counting nothing cannot move the end, so a never-written ring (epoch 0)
-    // does not read as the future once the 24-bit epoch wraps near it.
-    struct window_view {
-        std::uint64_t epoch = 0;  // the window's last epoch (full, not masked)
-        std::uint64_t requests = 0;
-        std::uint64_t retries = 0;
-        std::array<std::uint64_t, slots> words{};
-    };
+    // The window's sums. It ends at the later of `reading` and the latest
+    // epoch any deposit or withdrawal reached (latest_epoch_, at most
+    // newer_horizon ahead), so a retry committed meanwhile by a thread with
+    // a later reading is inside it. The withdrawal slots are loaded first:
+    // such a thread raised latest_epoch_ before it committed, so a view that
+    // sees its retry also sees how late it is. One pass over the deposit
+    // stripes, whose words never need to move the end.
+    static constexpr std::uint64_t window_end(std::uint64_t reading, std::uint64_t latest) noexcept {
+        return latest <= reading ? reading : reading + std::min(latest - reading, newer_horizon);
+    }
     window_view view(std::uint64_t reading) const noexcept {
         window_view v;
-        std::uint64_t ahead_max = 0;
-        for (std::size_t i = 0; i < slots; ++i) {
-            v.words[i] = slots_[i].load(std::memory_order_seq_cst);
-            if ((v.words[i] & ((std::uint64_t{1} << (2 * count_bits)) - 1)) == 0) continue;
-            const auto ahead = (packed_epoch(v.words[i]) - (reading & epoch_mask)) & epoch_mask;
-            if (ahead <= newer_horizon && ahead > ahead_max) ahead_max = ahead;
-        }
-        v.epoch = reading + ahead_max;
-        for (const auto w : v.words) {
-            const auto age = ((v.epoch & epoch_mask) - packed_epoch(w)) & epoch_mask;
-            if (age >= slots) continue;
-            v.requests += requests_of(w);
-            v.retries += retries_of(w);
+        v.reading = reading;
+        for (std::size_t i = 0; i < slots; ++i) v.words[i] = slots_[i].load(std::memory_order_seq_cst);
+        v.epoch = window_end(reading, latest_epoch_.load(std::memory_order_relaxed));
+        // The epoch tag each slot holds when it is in the window: one
+        // comparison per word.
+        std::array<std::uint64_t, slots> tags{};
+        tags.fill(~std::uint64_t{0});  // no 24-bit tag: slots before the first epoch count nothing
+        for (std::uint64_t back = 0; back < slots && back <= v.epoch; ++back)
+            tags[(v.epoch - back) % slots] = (v.epoch - back) & epoch_mask;
+        const auto counted = [&tags](std::size_t i, std::uint64_t w) {
+            return packed_epoch(w) == tags[i] ? count_of(w) : 0;
+        };
+        for (std::size_t i = 0; i < slots; ++i) v.retries += counted(i, v.words[i]);
+        // Deposits made meanwhile may be missed: that only makes this view stricter.
+        for (std::size_t s = 0; s < deposits_.size(); ++s) {
+            const auto& ring = deposits_[s];
+            for (std::size_t i = 0; i < slots; ++i) v.requests += counted(i, ring[i].load(std::memory_order_seq_cst));
         }
         return v;
     }
 
+    // Read by every deposit; written about once per slot.
     retry_budget_options options_;
     duration slot_length_{};
     std::int64_t reserve_ = 0;
-    std::array<std::atomic<std::uint64_t>, slots> slots_{};
-    std::atomic<std::uint64_t> latest_epoch_{0};
+    mutable std::atomic<std::uint64_t> last_epoch_{0};  // the newest slot epoch_of() located
+    std::atomic<std::uint64_t> latest_epoch_{0};        // the newest epoch any deposit or withdrawal reached
+    // Requests, one ring per stripe of threads.
+    detail::stripes<std::array<std::atomic<std::uint64_t>, slots>> deposits_;
+    // Retries, shared by every thread (written by withdrawals only): on lines
+    // of their own, away from the words every deposit reads.
+    alignas(detail::stripe_alignment) std::array<std::atomic<std::uint64_t>, slots> slots_{};
 };
 
 }  // namespace resil
