@@ -6,13 +6,17 @@
 // <group>/baseline_<what>, compared within a group.
 #include "bench_support.hpp"
 
+#include <resil/circuit_breaker.hpp>
+#include <resil/coarse_clock.hpp>
 #include <resil/deadline_policy.hpp>
 #include <resil/fallback.hpp>
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
 #include <resil/retry_budget.hpp>
+#include <resil/timeout_policy.hpp>
 
 #include <chrono>
+#include <functional>
 
 using namespace std::chrono_literals;
 
@@ -85,5 +89,57 @@ static void retry_with_shared_budget(benchmark::State& state) {
     run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success).value(); });
 }
 BENCHMARK(retry_with_shared_budget)->Name("call/resil_retry_shared_budget")->Threads(2);
+
+// The pipeline a service puts around each call: fallback → deadline →
+// retry (budget) → breaker → timeout, sharing one budget and one breaker
+// between its threads as a service does. On the steady clock the policies
+// share one reading per call; on the coarse clock (pipeline and breaker
+// both) that reading costs a few nanoseconds.
+namespace {
+template <class Clock>
+struct dependency {
+    resil::retry_budget budget;
+    resil::basic_circuit_breaker<Clock> breaker;
+    auto pipeline() {
+        return resil::pipeline(Clock{}, resil::fallback_policy{[] { return -1; }}, resil::deadline_policy{250ms},
+                               resil::retry_policy{{.budget = &budget}}, std::ref(breaker),
+                               resil::timeout_policy{{.connect = 20ms, .read = 100ms, .total = 150ms}});
+    }
+};
+}  // namespace
+
+static void five_clock_read(benchmark::State& state) {
+    resil::steady_clock clock;
+    run(state, [&](int) { return clock.now(); });
+}
+BENCHMARK(five_clock_read)->Name("five_policies/baseline_clock_read")->Threads(1)->Threads(2);
+
+static void five_coarse_clock_read(benchmark::State& state) {
+    resil::coarse_steady_clock clock;
+    run(state, [&](int) { return clock.now(); });
+}
+BENCHMARK(five_coarse_clock_read)->Name("five_policies/baseline_coarse_clock_read")->Threads(1)->Threads(2);
+
+static void five_policies(benchmark::State& state) {
+    static dependency<resil::steady_clock> dep;  // shared by the benchmark's threads
+    const auto pipe = dep.pipeline();
+    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success).value(); });
+}
+BENCHMARK(five_policies)->Name("five_policies/resil")->Threads(1)->Threads(2);
+
+static void five_policies_coarse(benchmark::State& state) {
+    static dependency<resil::coarse_steady_clock> dep;
+    const auto pipe = dep.pipeline();
+    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success).value(); });
+}
+BENCHMARK(five_policies_coarse)->Name("five_policies/resil_coarse_clock")->Threads(1)->Threads(2);
+
+static void three_policies(benchmark::State& state) {
+    static resil::retry_budget budget;
+    const auto pipe = resil::pipeline(resil::fallback_policy{[] { return -1; }}, resil::deadline_policy{250ms},
+                                      resil::retry_policy{{.budget = &budget}});
+    run(state, [&](int i) { return pipe([i] { return no_op(i); }, resil::always_success).value(); });
+}
+BENCHMARK(three_policies)->Name("five_policies/resil_without_breaker_timeout")->Threads(1)->Threads(2);
 
 BENCHMARK_MAIN();

@@ -270,6 +270,36 @@ public:
     /// another time line the breaker reads its own clock, as when used alone.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
+        const auto s = state_.load(std::memory_order_relaxed);
+        if (plain_time_window_ && (s & state_mask) == closed_state) [[likely]]
+            return execute_closed(ctx, next, s);
+        return execute_general(ctx, next);
+    }
+
+private:
+    // The common case, kept lean: a closed breaker counting in a time window
+    // without a slow-call rule admits without a permit (there is nothing to
+    // give back), and counts the result at one reading.
+    template <class Context, class Next>
+    auto execute_closed(Context& ctx, Next& next, std::uint64_t s) const {
+        const bool shared = shares_readings(ctx);
+        const time_point started = shared ? ctx.recent_now() : time_point{};
+        auto out = next(ctx);
+        if (out.attempted()) {
+            const bool failed = options_.failure_verdicts.contains(out.verdict());
+            if (!failed) [[likely]] {
+                record_plain_closed(generation_of(s), false, shared ? started : clock_.now(), nullptr);
+            } else {
+                transition_note changed;
+                record_plain_closed(generation_of(s), true, shared ? ctx.recent_now() : clock_.now(), &changed);
+                if (changed) ctx.emit(*changed);
+            }
+        }
+        return out;
+    }
+
+    template <class Context, class Next>
+    auto execute_general(Context& ctx, Next& next) const {
         using result_type = decltype(next(ctx));
         const bool shared = shares_readings(ctx);
         // Taken only where a reading is needed anyway: a count or run of
@@ -303,7 +333,6 @@ public:
         return out;
     }
 
-private:
     using transition_note = std::optional<events::breaker_state_changed>;
 
     template <class Context>
@@ -555,20 +584,21 @@ private:
         if (p.owner_ != this || p.kind_ == permit::kind::rejected) return;
         p.owner_ = nullptr;  // spent
         const bool failed = options_.failure_verdicts.contains(v);
-        if (plain_time_window_ && p.kind_ == permit::kind::closed) [[likely]] {
-            // The hot path: one state load, one clock read (none in a pipeline
-            // that has one), one compare-and-swap.
-            const auto s = state_.load(std::memory_order_acquire);
-            if ((s & state_mask) == closed_state && generation_of(s) == p.generation_) [[likely]] {
-                const auto t = at ? *at : clock_.now();
-                // plain_time_window_ says which alternative is held: no dispatch.
-                auto& window = *std::get_if<detail::time_window_mode>(&window_);
-                if (const auto counts = window.record(failed, generation_of(s), [t] { return t; }))
-                    if (window.opens(*counts)) open_from_closed(s, *counts, t, note);
-                return;
-            }
-        }
+        if (plain_time_window_ && p.kind_ == permit::kind::closed) [[likely]]
+            return record_plain_closed(p.generation_, failed, at ? *at : clock_.now(), note);
         record_general(p, failed, elapsed, note, at);
+    }
+
+    // The hot path: one state load, one compare-and-swap, at the reading `t`.
+    // A result of a closed period that has ended decides nothing.
+    void record_plain_closed(std::uint64_t generation, bool failed, time_point t, transition_note* note) const noexcept {
+        const auto s = state_.load(std::memory_order_acquire);
+        if ((s & state_mask) != closed_state || generation_of(s) != generation) [[unlikely]]
+            return count_other(failed);
+        // plain_time_window_ says which alternative is held: no dispatch.
+        auto& window = *std::get_if<detail::time_window_mode>(&window_);
+        if (const auto counts = window.record(failed, generation, [t] { return t; }))
+            if (window.opens(*counts)) open_from_closed(s, *counts, t, note);
     }
 
     void record_general(const permit& p, bool failed, std::optional<duration> elapsed, transition_note* note,

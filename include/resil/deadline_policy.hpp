@@ -75,6 +75,14 @@ public:
             ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
             return result::rejected(reason::deadline_exceeded);
         }
+        return run_rest(ctx, next);
+    }
+
+private:
+    // Apart from the rejection above, so that the one outcome returned is
+    // built in the caller's place, not moved out.
+    template <class Context, class Next>
+    static auto run_rest(Context& ctx, Next& next) {
         auto out = next(ctx);
         // A failure that came from running out of time says so, whatever
         // inner policies called it. Less than timeouts::min_attempt_time left
@@ -91,7 +99,6 @@ public:
         return out;
     }
 
-private:
     deadline_policy_options options_;
 };
 

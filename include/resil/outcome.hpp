@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <exception>
 #include <initializer_list>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -192,101 +193,157 @@ public:
     template <class... Args>
     static outcome from_value(classification c, Args&&... args) {
         outcome o;
-        o.value_.emplace(std::forward<Args>(args)...);
-        o.set_classification(std::move(c));
+        ::new (static_cast<void*>(&o.value_)) T(std::forward<Args>(args)...);
+        o.classify_as(c, has_value_bit);
         // A nested pipeline's outcome keeps its precise reason (retries
         // exhausted, deadline exceeded, ...) rather than a plain "failed".
-        if constexpr (requires { o.value_->reason(); o.value_->ok(); })
-            if (!o.ok() && !o.value_->ok()) o.reason_ = o.value_->reason();
+        if constexpr (requires { o.value_.reason(); o.value_.ok(); })
+            if (!o.ok() && !o.value_.ok()) o.set_field(reason_shift, static_cast<std::uint32_t>(o.value_.reason()));
         return o;
     }
     /// A failure carried by an exception the user's classifier judged.
     static outcome from_exception(std::exception_ptr e, classification c) {
         outcome o;
         o.exception_ = std::move(e);
-        o.set_classification(std::move(c));
+        o.classify_as(c, 0);
         return o;
     }
     /// A rejection before (or instead of) any attempt.
     static outcome rejected(resil::reason r, std::optional<duration> retry_after = std::nullopt) noexcept {
         outcome o;
-        o.reason_ = r;
-        o.verdict_ = verdict::permanent;
-        o.retry_after_ = retry_after;
+        o.state_ = pack(verdict::permanent, r, reason::none, retry_after ? has_retry_after_bit : 0);
+        o.retry_after_ = retry_after.value_or(duration::zero());
         return o;
     }
 
+    outcome(outcome&& other) noexcept(std::is_nothrow_move_constructible_v<T>)
+        : retry_after_(other.retry_after_), exception_(std::move(other.exception_)), state_(other.state_) {
+        if (other.has_value()) ::new (static_cast<void*>(&value_)) T(std::move(other.value_));
+    }
+    outcome(const outcome& other) requires std::is_copy_constructible_v<T>
+        : retry_after_(other.retry_after_), exception_(other.exception_), state_(other.state_) {
+        if (other.has_value()) ::new (static_cast<void*>(&value_)) T(other.value_);
+    }
+    outcome& operator=(outcome&& other) noexcept(std::is_nothrow_move_constructible_v<T>) {
+        if (this != &other) assign(std::move(other));
+        return *this;
+    }
+    outcome& operator=(const outcome& other) requires std::is_copy_constructible_v<T> {
+        if (this != &other) assign(other);
+        return *this;
+    }
+    ~outcome() { destroy_value(); }
+
     /// True when the call succeeded (possibly through a fallback).
-    [[nodiscard]] bool ok() const noexcept { return reason_ == reason::none; }
+    [[nodiscard]] bool ok() const noexcept { return reason() == reason::none; }
     explicit operator bool() const noexcept { return ok(); }
 
-    [[nodiscard]] bool has_value() const noexcept { return value_.has_value(); }
+    [[nodiscard]] bool has_value() const noexcept { return (state_ & has_value_bit) != 0; }
     /// The value; rethrows the classified exception, or throws
     /// bad_outcome_access, when there is none.
-    [[nodiscard]] T& value() & { check(); return *value_; }
-    [[nodiscard]] const T& value() const& { check(); return *value_; }
-    [[nodiscard]] T&& value() && { check(); return std::move(*value_); }
-    [[nodiscard]] T& operator*() & noexcept { return *value_; }
-    [[nodiscard]] const T& operator*() const& noexcept { return *value_; }
-    [[nodiscard]] T* operator->() noexcept { return &*value_; }
-    [[nodiscard]] const T* operator->() const noexcept { return &*value_; }
+    [[nodiscard]] T& value() & { check(); return value_; }
+    [[nodiscard]] const T& value() const& { check(); return value_; }
+    [[nodiscard]] T&& value() && { check(); return std::move(value_); }
+    [[nodiscard]] T& operator*() & noexcept { return value_; }
+    [[nodiscard]] const T& operator*() const& noexcept { return value_; }
+    [[nodiscard]] T* operator->() noexcept { return &value_; }
+    [[nodiscard]] const T* operator->() const noexcept { return &value_; }
 
-    [[nodiscard]] resil::verdict verdict() const noexcept { return verdict_; }
-    [[nodiscard]] resil::reason reason() const noexcept { return reason_; }
-    [[nodiscard]] resil::rejection rejection() const noexcept { return {reason_, retry_after_}; }
+    [[nodiscard]] resil::verdict verdict() const noexcept { return static_cast<resil::verdict>(field(verdict_shift)); }
+    [[nodiscard]] resil::reason reason() const noexcept { return static_cast<resil::reason>(field(reason_shift)); }
+    [[nodiscard]] resil::rejection rejection() const noexcept { return {reason(), retry_after()}; }
     /// How long to wait before trying again, when a layer or the server said.
-    [[nodiscard]] std::optional<duration> retry_after() const noexcept { return retry_after_; }
-    [[nodiscard]] bool dont_retry() const noexcept { return dont_retry_; }
+    [[nodiscard]] std::optional<duration> retry_after() const noexcept {
+        if ((state_ & has_retry_after_bit) == 0) return std::nullopt;
+        return retry_after_;
+    }
+    [[nodiscard]] bool dont_retry() const noexcept { return (state_ & dont_retry_bit) != 0; }
     /// The exception a user's exception classifier caught, if any.
     [[nodiscard]] const std::exception_ptr& exception() const noexcept { return exception_; }
     /// Set when a fallback produced the value: the reason the call failed.
-    [[nodiscard]] resil::reason fallback_reason() const noexcept { return fallback_reason_; }
-    [[nodiscard]] bool from_fallback() const noexcept { return fallback_reason_ != reason::none; }
+    [[nodiscard]] resil::reason fallback_reason() const noexcept {
+        return static_cast<resil::reason>(field(fallback_reason_shift));
+    }
+    [[nodiscard]] bool from_fallback() const noexcept { return fallback_reason() != reason::none; }
 
     /// Marks the call as failed for `r`, keeping any value (policies use this).
-    void fail(resil::reason r) noexcept { reason_ = r; }
+    void fail(resil::reason r) noexcept { set_field(reason_shift, static_cast<std::uint32_t>(r)); }
     /// Tells outer layers not to retry this failure (a lower layer already did).
-    void mark_dont_retry() noexcept { dont_retry_ = true; }
+    void mark_dont_retry() noexcept { state_ |= dont_retry_bit; }
     /// True when the reason comes from judging an attempt's result (it holds a
     /// value or a classified exception), false for a rejection before any attempt.
-    [[nodiscard]] bool attempted() const noexcept { return value_.has_value() || exception_ != nullptr; }
+    [[nodiscard]] bool attempted() const noexcept { return has_value() || exception_ != nullptr; }
     /// Replaces whatever this holds with a fallback value for the failure it had.
     template <class... Args>
     void replace_with_fallback(Args&&... args) {
         // Built before the old value goes: the arguments may refer to it
         // (a fallback serving the stale value).
         T replacement(std::forward<Args>(args)...);
-        fallback_reason_ = reason_ == reason::none ? reason::failed : reason_;
+        const auto why = ok() ? reason::failed : reason();
         exception_ = nullptr;
-        value_.reset();
-        value_.emplace(std::move(replacement));
-        verdict_ = verdict::success;
-        reason_ = reason::none;
+        destroy_value();
+        ::new (static_cast<void*>(&value_)) T(std::move(replacement));
+        state_ = pack(verdict::success, reason::none, why, has_value_bit | (state_ & (has_retry_after_bit | dont_retry_bit)));
     }
 
 private:
-    outcome() = default;
+    outcome() noexcept {}
 
-    void set_classification(classification c) noexcept {
-        verdict_ = c.verdict;
-        retry_after_ = c.hint.retry_after;
-        dont_retry_ = c.hint.dont_retry;
+    // verdict, reason, fallback reason and the flags share one word, written
+    // and copied whole: an outcome passes through every layer of a pipeline,
+    // and small fields stored one by one, then copied as a wider word, stall
+    // the CPU's store forwarding at each of those copies.
+    static constexpr int verdict_shift = 0;
+    static constexpr int reason_shift = 8;
+    static constexpr int fallback_reason_shift = 16;
+    static constexpr std::uint32_t has_value_bit = 1u << 24;
+    static constexpr std::uint32_t has_retry_after_bit = 1u << 25;
+    static constexpr std::uint32_t dont_retry_bit = 1u << 26;
+
+    static constexpr std::uint32_t pack(resil::verdict v, resil::reason r, resil::reason fallback,
+                                        std::uint32_t flags) noexcept {
+        return static_cast<std::uint32_t>(v) << verdict_shift | static_cast<std::uint32_t>(r) << reason_shift |
+               static_cast<std::uint32_t>(fallback) << fallback_reason_shift | flags;
+    }
+    [[nodiscard]] std::uint32_t field(int shift) const noexcept { return (state_ >> shift) & 0xFFu; }
+    void set_field(int shift, std::uint32_t v) noexcept { state_ = (state_ & ~(0xFFu << shift)) | v << shift; }
+
+    void classify_as(const classification& c, std::uint32_t flags) noexcept {
         // Until a policy decides otherwise, a failing verdict is a plain failure.
-        reason_ = c.verdict == verdict::success ? reason::none : reason::failed;
+        const auto r = c.verdict == verdict::success ? reason::none : reason::failed;
+        if (c.hint.retry_after) {
+            flags |= has_retry_after_bit;
+            retry_after_ = *c.hint.retry_after;
+        }
+        if (c.hint.dont_retry) flags |= dont_retry_bit;
+        state_ = pack(c.verdict, r, reason::none, flags);
+    }
+    void destroy_value() noexcept {
+        if (has_value()) {
+            value_.~T();
+            state_ &= ~has_value_bit;
+        }
+    }
+    template <class Other>
+    void assign(Other&& other) {
+        destroy_value();
+        if (other.has_value()) ::new (static_cast<void*>(&value_)) T(std::forward<Other>(other).value_);
+        exception_ = std::forward<Other>(other).exception_;
+        retry_after_ = other.retry_after_;
+        state_ = other.state_;
     }
     void check() const {
-        if (value_) return;
+        if (has_value()) return;
         if (exception_) std::rethrow_exception(exception_);
-        throw bad_outcome_access(reason_);
+        throw bad_outcome_access(reason());
     }
 
-    std::optional<T> value_{};
+    duration retry_after_{};  // meaningful with has_retry_after_bit
     std::exception_ptr exception_{};
-    std::optional<duration> retry_after_{};
-    resil::verdict verdict_ = verdict::success;
-    resil::reason reason_ = reason::none;
-    resil::reason fallback_reason_ = reason::none;
-    bool dont_retry_ = false;
+    std::uint32_t state_ = pack(verdict::success, reason::none, reason::none, 0);
+    union {
+        T value_;  // alive with has_value_bit
+    };
 };
 
 /// Lets pipelines nest: an inner pipeline's outcome, returned by an outer

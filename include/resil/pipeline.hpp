@@ -194,6 +194,9 @@ class pipeline_context : public basic_context<Clock> {
 public:
     pipeline_context(basic_context<Clock> base, Listener& listener)
         : basic_context<Clock>(std::move(base)), listener_(&listener) {}
+    /// A fresh context on `clock` (a call the caller gave no context for).
+    pipeline_context(Clock clock, Listener& listener)
+        : basic_context<Clock>(std::move(clock)), listener_(&listener) {}
 
     template <class Event>
     constexpr void emit(const Event& event) const {
@@ -249,8 +252,9 @@ public:
     /// Runs `fn` through the policies with a fresh context.
     template <class F, class Classifier = detail::default_classifier>
     auto operator()(F&& fn, Classifier classify = {}) const {
-        basic_context<Clock> ctx{clock_};
-        return execute(ctx, std::forward<F>(fn), std::move(classify));
+        // Built in place: a caller's context would be moved in and out.
+        pctx_type_for<F, Classifier> pctx{clock_, detail::unwrap(listener_)};
+        return run_call(pctx, fn, classify);
     }
 
     /// Runs `fn` with a context the caller prepared (stop token, upstream
@@ -260,17 +264,12 @@ public:
     /// token and idempotency key.
     template <class F, class Classifier = detail::default_classifier>
     auto execute(basic_context<Clock>& ctx, F&& fn, Classifier classify = {}) const {
-        using listener_type = std::remove_reference_t<decltype(detail::unwrap(listener_))>;
-        using pctx_type = detail::pipeline_context<Clock, listener_type>;
-        using result_type = detail::callable_result_t<F, basic_context<Clock>>;
-        using value_type = detail::value_of_t<result_type>;
-        static_assert(detail::check_classifier<Classifier, result_type>());
-
         // A context without a deadline takes the pipeline's clock, so that a
         // caller-built context on a manual clock shares the pipeline's time line.
         if (ctx.deadline_instant() == time_point::max()) ctx.set_clock(clock_);
         ctx.forget_now();  // a reading from an earlier call must not stand for this one
         ctx.set_attempt(0);
+        using pctx_type = pctx_type_for<F, Classifier>;
         pctx_type pctx{std::move(ctx), detail::unwrap(listener_)};
         // Whatever happens, the caller gets its context back.
         struct write_back {
@@ -278,6 +277,20 @@ public:
             pctx_type& from;
             ~write_back() { to = std::move(static_cast<basic_context<Clock>&>(from)); }
         } restore{ctx, pctx};
+        return run_call(pctx, fn, classify);
+    }
+
+private:
+    template <class F, class Classifier>
+    using pctx_type_for =
+        detail::pipeline_context<Clock, std::remove_reference_t<decltype(detail::unwrap(std::declval<const Listener&>()))>>;
+
+    template <class Pctx, class F, class Classifier>
+    auto run_call(Pctx& pctx, F& fn, Classifier& classify) const {
+        using pctx_type = Pctx;
+        using result_type = detail::callable_result_t<F, basic_context<Clock>>;
+        using value_type = detail::value_of_t<result_type>;
+        static_assert(detail::check_classifier<Classifier, result_type>());
 
         if (pctx.stop_requested()) {
             pctx.emit(events::rejected{reason::cancelled, std::nullopt});
@@ -304,6 +317,8 @@ public:
             throw;
         }
     }
+
+public:
 
     /// The I-th policy as given (a reference_wrapper stays one).
     template <std::size_t I>

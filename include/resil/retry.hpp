@@ -155,10 +155,11 @@ public:
         ctx.set_attempt(1);
         auto out = next(ctx);
         // The common case stays small enough to inline; the retry loop lives
-        // out of line.
-        if (out.ok()) [[likely]]
-            return out;
-        return retry_after_failure(ctx, next, std::move(out));
+        // out of line. One object returned on every path: it is built in the
+        // caller's place, not moved out layer by layer.
+        if (!out.ok()) [[unlikely]]
+            out = retry_after_failure(ctx, next, std::move(out));
+        return out;
     }
 
 private:
