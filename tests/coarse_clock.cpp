@@ -1,4 +1,12 @@
+#include <resil/circuit_breaker.hpp>
 #include <resil/coarse_clock.hpp>
+#include <resil/deadline_policy.hpp>
+#include <resil/pipeline.hpp>
+#include <resil/retry.hpp>
+#include <resil/retry_budget.hpp>
+#include <resil/timeout_policy.hpp>
+
+#include <functional>
 
 #include <stop_token>
 
@@ -27,4 +35,31 @@ TEST_CASE("coarse clock: sleep_until waits for the instant, and ends early when 
     stop.request_stop();
     CHECK_FALSE(clock.sleep_until(precise.now() + 1h, stop.get_token()));
     CHECK(resil::sleep_until(clock, precise.now() + 1ms));  // the generic form uses the member
+}
+
+TEST_CASE("coarse clock: a pipeline on it starts its deadline up to a tick early, never late") {
+    resil::retry_budget budget{{.ratio = 1.0, .min_per_second = 0}};  // one retry per call made
+    resil::basic_circuit_breaker<resil::coarse_steady_clock> breaker;
+    const auto pipe = resil::pipeline(resil::coarse_steady_clock{}, resil::deadline_policy{250ms},
+                                      resil::retry_policy{{.budget = &budget}}, std::ref(breaker),
+                                      resil::timeout_policy{{.total = 150ms}});
+    const resil::steady_clock precise;
+    const auto tick = resil::coarse_steady_clock::resolution();
+    const auto before = precise.now();
+    resil::time_point deadline{};
+    resil::time_point inside{};
+    auto out = pipe([&](resil::basic_context<resil::coarse_steady_clock>& ctx) {
+        inside = precise.now();
+        deadline = ctx.deadline_instant();
+        return 1;
+    }, resil::always_success);
+    REQUIRE(out.ok());
+    // The deadline is the coarse reading + 250 ms: not after the precise
+    // budget, and at most a tick (and a scheduling slip) before it.
+    CHECK(deadline <= inside + 250ms);
+    CHECK(deadline >= before + 250ms - tick - 1ms);
+    const auto m = breaker.metrics();
+    CHECK(m.calls == 1);
+    CHECK(m.calls_in_window == 1);
+    CHECK(budget.balance(precise.now()) == 1);  // the deposit, read on the precise clock
 }
