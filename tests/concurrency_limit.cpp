@@ -246,3 +246,39 @@ TEST_CASE("concurrency limit: options are validated and readable") {
     CHECK(p);
     CHECK_FALSE(one.try_acquire().held());
 }
+
+TEST_CASE("concurrency limit: admitted and shed, counted in per-thread stripes, match what every thread saw") {
+    concurrency_limit limit{{.max_in_flight = 2}};
+    constexpr int threads = 8;
+    constexpr int rounds = 20'000;
+    std::atomic<std::uint64_t> admitted{0};
+    std::atomic<std::uint64_t> shed{0};
+    std::atomic<bool> running{true};
+    std::thread reader([&] {
+        while (running.load()) CHECK(limit.admitted() + limit.shed() <= std::uint64_t{threads} * rounds);
+    });
+    {
+        std::vector<std::jthread> pool;
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&] {
+                std::uint64_t mine_admitted = 0;
+                std::uint64_t mine_shed = 0;
+                for (int i = 0; i < rounds; ++i) {
+                    if (auto p = limit.try_acquire()) {
+                        ++mine_admitted;
+                        if (i % 128 == 0) std::this_thread::yield();  // hold it a while: others are shed
+                    } else {
+                        ++mine_shed;
+                    }
+                }
+                admitted.fetch_add(mine_admitted);
+                shed.fetch_add(mine_shed);
+            });
+    }
+    running = false;
+    reader.join();
+    CHECK(limit.admitted() == admitted.load());
+    CHECK(limit.shed() == shed.load());
+    CHECK(limit.admitted() + limit.shed() == std::uint64_t{threads} * rounds);
+    CHECK(limit.in_flight() == 0);
+}

@@ -19,6 +19,17 @@
 // see N+1 and shed calls that should have been admitted). A permit is an RAII
 // handle released on every path, exceptions included. Share one limit per
 // protected resource; it is not copyable (pass it to a pipeline with std::ref).
+//
+// Shared state. The count in flight is one word, on a cache line of its own:
+// an admission (compare-and-swap) and a release (one subtraction) write it,
+// which no design can avoid and keep the bound exact (per-thread quotas would
+// shed calls while another thread's quota has room, or need a borrowing
+// protocol that writes a shared word near the limit anyway). The admitted and
+// shed counters are per-thread stripes (detail/stripes.hpp), added up when
+// read: a shed call only reads the shared line, so an overloaded limit sheds
+// without every core writing one line. Memory: 128 bytes per stripe
+// (default_stripe_count(): this machine's hardware threads, rounded up to a
+// power of two, at most 64), allocated at construction.
 #pragma once
 
 #include <atomic>
@@ -27,6 +38,7 @@
 #include <optional>
 #include <utility>
 
+#include "detail/stripes.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
 #include "validation.hpp"
@@ -103,28 +115,29 @@ public:
     /// A permit when fewer than limit() calls are in flight; an empty one
     /// (counted as shed) otherwise. Never waits, never allocates.
     [[nodiscard]] permit try_acquire() const noexcept {
-        auto current = state_.in_flight.load(std::memory_order_relaxed);
+        auto current = in_flight_.load(std::memory_order_relaxed);
         do {
             if (current >= options_.max_in_flight) {
-                state_.shed.fetch_add(1, std::memory_order_relaxed);
+                counts_.local().shed.fetch_add(1, std::memory_order_relaxed);
                 return permit{};
             }
             // Acquire pairs with the release in release_one(), as for any
             // semaphore: work done under a permit happens-before its reuse.
-        } while (!state_.in_flight.compare_exchange_weak(current, current + 1, std::memory_order_acquire,
-                                                         std::memory_order_relaxed));
-        state_.admitted.fetch_add(1, std::memory_order_relaxed);
+        } while (!in_flight_.compare_exchange_weak(current, current + 1, std::memory_order_acquire,
+                                                   std::memory_order_relaxed));
+        counts_.local().admitted.fetch_add(1, std::memory_order_relaxed);
         return permit{this};
     }
 
     /// Calls in flight now (a snapshot), in [0, limit()].
-    [[nodiscard]] std::uint32_t in_flight() const noexcept { return state_.in_flight.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint32_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
     /// The most calls in flight at once: options().max_in_flight.
     [[nodiscard]] std::uint32_t limit() const noexcept { return options_.max_in_flight; }
-    /// Calls admitted since construction.
-    [[nodiscard]] std::uint64_t admitted() const noexcept { return state_.admitted.load(std::memory_order_relaxed); }
+    /// Calls admitted since construction (the stripes added up: exact when
+    /// no admission is in progress).
+    [[nodiscard]] std::uint64_t admitted() const noexcept { return total(&counters::admitted); }
     /// Calls shed (rejected because the limit was reached) since construction.
-    [[nodiscard]] std::uint64_t shed() const noexcept { return state_.shed.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint64_t shed() const noexcept { return total(&counters::shed); }
 
     [[nodiscard]] const concurrency_limit_options& options() const noexcept { return options_; }
 
@@ -144,18 +157,25 @@ public:
     }
 
 private:
-    void release_one() const noexcept { state_.in_flight.fetch_sub(1, std::memory_order_release); }
+    void release_one() const noexcept { in_flight_.fetch_sub(1, std::memory_order_release); }
 
-    concurrency_limit_options options_;
-    // One cache line of its own: the counters are written by the thread that
-    // just won the line for the admission, so they cost no extra transfer,
-    // and neighbouring objects cannot falsely share it.
-    struct alignas(64) counters {
-        std::atomic<std::uint32_t> in_flight{0};
+    struct counters {
         std::atomic<std::uint64_t> admitted{0};
         std::atomic<std::uint64_t> shed{0};
     };
-    mutable counters state_;
+    std::uint64_t total(std::atomic<std::uint64_t> counters::*which) const noexcept {
+        std::uint64_t sum = 0;
+        for (std::size_t i = 0; i < counts_.size(); ++i) sum += (counts_[i].*which).load(std::memory_order_relaxed);
+        return sum;
+    }
+
+    // Read by every call, never written after construction.
+    concurrency_limit_options options_;
+    detail::stripes<counters> counts_;
+    // Written by every admission and release: a line of its own (the
+    // alignment also rounds the object's size up, so a neighbouring object
+    // cannot share it either).
+    alignas(detail::stripe_alignment) mutable std::atomic<std::uint32_t> in_flight_{0};
 };
 
 }  // namespace resil
