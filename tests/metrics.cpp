@@ -921,3 +921,73 @@ TEST_CASE("metrics: the call latency histogram holds whole calls, waits between 
     CHECK(parsed.value("resil_call_duration_seconds_count", inventory) == 1.0);
     CHECK(parsed.value("resil_call_duration_seconds_sum", inventory) == Approx(std::chrono::duration<double>(took).count()));
 }
+
+TEST_CASE("metrics: every counter and histogram, kept in per-thread stripes, is exact from many threads, read while written") {
+    resil::metrics m{"striped"};
+    constexpr int threads = 12;
+    constexpr int per_thread = 3'000;
+    std::atomic<bool> writing{true};
+    std::atomic<std::uint64_t> reads{0};
+    std::thread reader([&] {
+        // Sums of stripes being written: never more than what was written in all.
+        while (writing.load()) {
+            const auto s = m.snapshot();
+            const auto l = m.latencies();
+            CHECK(s.calls <= std::uint64_t{threads} * per_thread);
+            CHECK(l.attempt.count() <= 2 * std::uint64_t{threads} * per_thread);
+            reads.fetch_add(1);
+        }
+    });
+    {
+        std::vector<std::jthread> pool;
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&m, t] {
+                for (int i = 0; i < per_thread; ++i) {
+                    m(events::attempt_started{.attempt = 1});
+                    m(events::attempt_finished{.attempt = 1, .verdict = verdict::retryable, .elapsed = 3ms});
+                    m(events::retry_scheduled{.attempt = 1, .delay = 1ms, .from_retry_after = i % 2 == 0});
+                    m(events::attempt_started{.attempt = 2});
+                    m(events::attempt_finished{.attempt = 2, .verdict = verdict::success, .elapsed = 700ms});
+                    if (t % 3 == 0) {
+                        m(events::rejected{.reason = reason::circuit_open});
+                        m(events::fallback_used{.reason = reason::circuit_open});
+                        m(events::budget_refused{.attempt = 1});
+                    }
+                    if (t % 3 == 1) {
+                        m(events::retries_exhausted{.attempts = 2});
+                        m(events::deadline_exceeded{.attempts = 2});
+                    }
+                    const auto why = t % 3 == 0 ? reason::circuit_open : reason::none;
+                    m(events::call_finished{.reason = why, .attempts = 2, .elapsed = 710ms});
+                }
+            });
+    }
+    writing = false;
+    reader.join();
+    CHECK(reads.load() > 0);
+    constexpr auto all = std::uint64_t{threads} * per_thread;
+    constexpr auto third = all / 3;  // threads 0, 3, 6, 9 / 1, 4, 7, 10 / 2, 5, 8, 11
+    const auto s = m.snapshot();
+    CHECK(s.calls == all);
+    CHECK(s.attempts == 2 * all);
+    CHECK(s.retries == all);
+    CHECK(s.retries_after_server_hint == all / 2);
+    CHECK(s.successes == all - third);
+    CHECK(s.failures.by_reason[static_cast<std::size_t>(reason::circuit_open)] == third);
+    CHECK(s.rejections.by_reason[static_cast<std::size_t>(reason::circuit_open)] == third);
+    CHECK(s.fallbacks.by_reason[static_cast<std::size_t>(reason::circuit_open)] == third);
+    CHECK(s.budget_refusals == third);
+    CHECK(s.retries_exhausted == third);
+    CHECK(s.deadlines_exceeded == third);
+    const auto l = m.latencies();
+    CHECK(l.attempt.count() == 2 * all);
+    CHECK(l.attempt.buckets[2] == all);  // 3 ms: (2.5 ms, 5 ms]
+    CHECK(l.attempt.buckets[9] == all);  // 700 ms: (500 ms, 1 s]
+    CHECK(l.attempt.sum == static_cast<std::int64_t>(all) * (3ms + 700ms));
+    CHECK(l.call.count() == all);
+    CHECK(l.call.buckets[9] == all);
+    CHECK(l.call.sum == static_cast<std::int64_t>(all) * 710ms);
+    // The exports read the same sums.
+    const auto text = resil::prometheus_text({m});
+    CHECK(text.find("resil_calls_total{dependency=\"striped\"} " + std::to_string(all) + "\n") != std::string::npos);
+}
