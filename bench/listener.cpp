@@ -11,6 +11,12 @@
 // durations (times_attempts) makes the pipeline read the clock before and
 // after each attempt: that is the price of the two reads. Compare each line
 // with no_listener; direct_call is the floor.
+//
+// The `_shared` rows run 1 and 2 threads on one dependency (one metrics
+// object, budget and breaker): with 2 threads, what their shared state costs
+// when two cores call at once. The `events` group feeds the metrics object
+// the three events of a successful call directly, 1 and 2 threads, next to
+// one atomic add per event on a counter both threads share.
 #include "bench_support.hpp"
 
 #include <resil/circuit_breaker.hpp>
@@ -23,7 +29,9 @@
 #include <resil/retry_budget.hpp>
 #include <resil/timeout_policy.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 
 using namespace std::chrono_literals;
@@ -125,13 +133,36 @@ static void metrics_listener_shared_2_threads(benchmark::State& state) {
     static const auto pipe = dep.pipeline().with_listener(std::ref(dep.metrics));
     run(state, pipe);
 }
-BENCHMARK(metrics_listener_shared_2_threads)->Name("call/resil_metrics_listener_shared")->Threads(2);
+BENCHMARK(metrics_listener_shared_2_threads)->Name("call/resil_metrics_listener_shared")->Threads(1)->Threads(2);
 
 static void no_listener_shared_2_threads(benchmark::State& state) {
     static dependency dep;
     static const auto pipe = dep.pipeline();
     run(state, pipe);
 }
-BENCHMARK(no_listener_shared_2_threads)->Name("call/baseline_no_listener_shared")->Threads(2);
+BENCHMARK(no_listener_shared_2_threads)->Name("call/baseline_no_listener_shared")->Threads(1)->Threads(2);
+
+// The events of one successful call, straight into one shared metrics object.
+static void metrics_events(benchmark::State& state) {
+    static resil::metrics m{"events"};
+    const auto before = resil_bench::allocations.load();
+    for (auto _ : state) {
+        m(events::attempt_started{.attempt = 1});
+        m(events::attempt_finished{.attempt = 1, .verdict = resil::verdict::success, .elapsed = 3ms});
+        m(events::call_finished{.reason = resil::reason::none, .attempts = 1, .elapsed = 3ms});
+    }
+    resil_bench::report_allocations(state, before);
+}
+
+// The floor of counting those events in shared words: one atomic add each.
+static std::atomic<std::uint64_t> shared_event_counts[3];
+static void shared_atomic_adds(benchmark::State& state) {
+    const auto before = resil_bench::allocations.load();
+    for (auto _ : state)
+        for (auto& c : shared_event_counts) c.fetch_add(1, std::memory_order_relaxed);
+    resil_bench::report_allocations(state, before);
+}
+BENCHMARK(shared_atomic_adds)->Name("events/baseline_shared_atomic_adds")->Threads(1)->Threads(2);
+BENCHMARK(metrics_events)->Name("events/resil_metrics")->Threads(1)->Threads(2);
 
 BENCHMARK_MAIN();
