@@ -1,10 +1,14 @@
 // The libcurl adapter's cost: GETs to a local nginx over one kept-alive
 // connection, through
-//   raw_libcurl     a plain easy-handle loop (curl_easy_perform), the baseline
-//   resil_client    resil::curl::client::perform with a context and the timeout triad
-//   resil_pipeline  the same inside deadline -> retry (budget) -> breaker -> timeouts
-// Each runs in 9 interleaved rounds (raw, client, pipeline, raw, ...),
-// so a machine whose load drifts hurts all three alike and a burst of load
+//   raw_libcurl               a plain easy-handle loop (curl_easy_perform), the baseline
+//   resil_client              resil::curl::client::perform with a context and the timeout
+//                             triad, a new response each time
+//   resil_client_reused       the same, filling one response again and again
+//                             (perform(req, ctx, out)): no allocation per request
+//   resil_pipeline            the client inside deadline -> retry (budget) -> breaker -> timeouts
+//   resil_pipeline_recycled   the same, each response given back (client::recycle)
+// Each runs in 9 interleaved rounds (raw, client, ..., raw, ...), so a
+// machine whose load drifts hurts all of them alike and a burst of load
 // spoils a few rounds, not a whole side; the summary at the end gives the
 // medians over rounds and the ratios to raw libcurl: requests/s and p99.
 //
@@ -161,6 +165,28 @@ void resil_client(benchmark::State& state, std::size_t round) {
     report(state, "resil_client", round, lat, steady::now() - started, before);
 }
 
+void resil_client_reused(benchmark::State& state, std::size_t round) {
+    resil::curl::client http;
+    const auto req = resil::curl::request::get(url);
+    auto r = http.perform(req);  // connects; the response's buffers grow to fit
+    latencies lat;
+    const auto before = resil_bench::allocations.load();
+    const auto started = steady::now();
+    for (auto _ : state) {
+        const auto t0 = steady::now();
+        resil::context ctx;
+        ctx.set_timeouts({.connect = 1s, .read = 1s, .total = 2s});
+        http.perform(req, ctx, r);
+        lat.add(steady::now() - t0);
+        if (!r.ok()) {
+            state.SkipWithError("resil client, reused response: the request failed");
+            break;
+        }
+        benchmark::DoNotOptimize(r.body().data());
+    }
+    report(state, "resil_client_reused", round, lat, steady::now() - started, before);
+}
+
 void resil_pipeline(benchmark::State& state, std::size_t round) {
     resil::curl::client http;
     const auto req = resil::curl::request::get(url);
@@ -185,6 +211,31 @@ void resil_pipeline(benchmark::State& state, std::size_t round) {
     report(state, "resil_pipeline", round, lat, steady::now() - started, before);
 }
 
+void resil_pipeline_recycled(benchmark::State& state, std::size_t round) {
+    resil::curl::client http;
+    const auto req = resil::curl::request::get(url);
+    resil::retry_budget budget;
+    resil::circuit_breaker breaker;
+    const auto pipe = resil::pipeline(resil::deadline_policy{1s}, resil::retry_policy{{.budget = &budget}},
+                                      std::ref(breaker), resil::timeout_policy{{.connect = 1s, .read = 1s, .total = 2s}});
+    http.recycle(http.perform(req));
+    latencies lat;
+    const auto before = resil_bench::allocations.load();
+    const auto started = steady::now();
+    for (auto _ : state) {
+        const auto t0 = steady::now();
+        auto out = pipe([&](resil::context& ctx) { return http.perform(req, ctx); });
+        lat.add(steady::now() - t0);
+        if (!out.ok()) {
+            state.SkipWithError("resil pipeline, recycled responses: the request failed");
+            break;
+        }
+        benchmark::DoNotOptimize(out->body().data());
+        http.recycle(std::move(*out));
+    }
+    report(state, "resil_pipeline_recycled", round, lat, steady::now() - started, before);
+}
+
 figures median(std::vector<figures> runs) {
     figures m;
     if (runs.empty()) return m;
@@ -206,13 +257,14 @@ void print_summary() {
     const auto raw = median(results["raw_libcurl"]);
     std::printf("\nGET to a local nginx, one kept-alive connection; medians of %d interleaved rounds\n", rounds);
     std::printf("(steady: without each run's slowest 1 %%, mostly other processes' time slices)\n");
-    std::printf("  %-15s %9s %6s %12s %6s %9s %9s %6s\n", "", "req/s", "ratio", "steady req/s", "ratio", "p50 (us)",
+    std::printf("  %-23s %9s %6s %12s %6s %9s %9s %6s\n", "", "req/s", "ratio", "steady req/s", "ratio", "p50 (us)",
                 "p99 (us)", "ratio");
-    for (const char* kind : {"raw_libcurl", "resil_client", "resil_pipeline"}) {
+    for (const char* kind :
+         {"raw_libcurl", "resil_client", "resil_client_reused", "resil_pipeline", "resil_pipeline_recycled"}) {
         const auto it = results.find(kind);
         if (it == results.end()) continue;
         const auto f = median(it->second);
-        std::printf("  %-15s %9.0f %6.3f %12.0f %6.3f %9.1f %9.1f %6.3f\n", kind, f.requests_per_second,
+        std::printf("  %-23s %9.0f %6.3f %12.0f %6.3f %9.1f %9.1f %6.3f\n", kind, f.requests_per_second,
                     f.requests_per_second / raw.requests_per_second, f.steady_per_second,
                     f.steady_per_second / raw.steady_per_second, f.p50_us, f.p99_us, f.p99_us / raw.p99_us);
     }
@@ -234,7 +286,11 @@ int main(int argc, char** argv) {
         const auto suffix = "/round:" + std::to_string(round + 1);
         benchmark::RegisterBenchmark(("get/baseline_raw_libcurl" + suffix).c_str(), raw_libcurl, round)->UseRealTime();
         benchmark::RegisterBenchmark(("get/resil_client" + suffix).c_str(), resil_client, round)->UseRealTime();
+        benchmark::RegisterBenchmark(("get/resil_client_reused" + suffix).c_str(), resil_client_reused, round)
+            ->UseRealTime();
         benchmark::RegisterBenchmark(("get/resil_pipeline" + suffix).c_str(), resil_pipeline, round)->UseRealTime();
+        benchmark::RegisterBenchmark(("get/resil_pipeline_recycled" + suffix).c_str(), resil_pipeline_recycled, round)
+            ->UseRealTime();
     }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
