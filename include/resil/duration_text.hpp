@@ -172,42 +172,52 @@ template <class Duration = std::chrono::nanoseconds>
 
 namespace detail {
 
-/// `magnitude` ticks of 10^source ns written in `unit` ("1.5" for 1500 ms in
-/// seconds), or nothing when that is not a terminating decimal or its whole
-/// part would be 0.
-[[nodiscard, gnu::noinline]] inline std::string format_in_unit(std::uint64_t magnitude, int source,
-                                                              const duration_unit& unit) {
-    // count × 10^source / (factor × 10^exponent): divide by the factor
-    // (a terminating decimal has at most 2 more digits for 36 = 4 × 9),
-    // then move the decimal point.
-    const std::uint64_t quotient = magnitude / unit.factor;
+/// Room for any duration text: 20 digits of a count, up to 9 zeros or 2
+/// more digits as the unit shifts the decimal point, '.', the unit, a '-'.
+inline constexpr std::size_t duration_text_room = 40;
+
+/// `magnitude` ticks of 10^source ns written in `unit` ("1.5s" for 1500 ms in
+/// seconds) at `out`; returns its length, or 0 when that is not a
+/// terminating decimal or its whole part would be 0. Plain digits in a
+/// buffer: this runs only for messages and configuration files, but every
+/// translation unit that validates options compiles it.
+inline std::size_t format_in_unit(std::uint64_t magnitude, int source, const duration_unit& unit, char* out) {
+    // count × 10^source / (factor × 10^exponent): divide by the factor (a
+    // terminating decimal has at most 2 more digits for 36 = 4 × 9), then
+    // move the decimal point.
+    char digits[duration_text_room];
+    std::size_t n = 0;
+    std::uint64_t quotient = magnitude / unit.factor;
+    do {
+        digits[n++] = static_cast<char>('0' + quotient % 10);
+        quotient /= 10;
+    } while (quotient != 0);
+    for (std::size_t i = 0, j = n - 1; i < j; ++i, --j) {
+        const char c = digits[i];
+        digits[i] = digits[j];
+        digits[j] = c;
+    }
     auto rest = magnitude % unit.factor;
-    std::string fraction;
+    std::ptrdiff_t point = static_cast<std::ptrdiff_t>(n);  // digits before the decimal point
     for (int i = 0; i < 2 && rest != 0; ++i) {
         rest *= 10;
-        fraction += static_cast<char>('0' + rest / unit.factor);
+        digits[n++] = static_cast<char>('0' + rest / unit.factor);
         rest %= unit.factor;
     }
-    if (rest != 0) return {};  // not a terminating decimal in this unit
-    std::string whole = std::to_string(quotient);
-    const int shift = source - unit.exponent;  // decimal point to the right when positive
-    if (shift >= 0) {
-        const auto n = static_cast<std::size_t>(shift);
-        const auto moved = fraction.substr(0, n < fraction.size() ? n : fraction.size());
-        whole += moved + std::string(n - moved.size(), '0');
-        fraction.erase(0, moved.size());
-    } else {
-        const auto n = static_cast<std::size_t>(-shift);
-        if (whole.size() < n + 1) whole.insert(0, n + 1 - whole.size(), '0');
-        fraction.insert(0, whole.substr(whole.size() - n));
-        whole.resize(whole.size() - n);
+    if (rest != 0) return 0;  // not a terminating decimal in this unit
+    point += source - unit.exponent;  // to the right when the unit is smaller than the tick
+    while (static_cast<std::ptrdiff_t>(n) < point) digits[n++] = '0';
+    while (n > 0 && static_cast<std::ptrdiff_t>(n) > point && digits[n - 1] == '0') --n;  // "1.50" → "1.5"
+    std::ptrdiff_t first = 0;
+    while (first < point && digits[first] == '0') ++first;  // leading zeros of the whole part
+    if (first >= point) return 0;  // "0.25s": prefer "250ms"
+    std::size_t length = 0;
+    for (auto i = first; i < static_cast<std::ptrdiff_t>(n); ++i) {
+        if (i == point) out[length++] = '.';
+        out[length++] = digits[i];
     }
-    detail::strip_leading_zeros(whole);
-    while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
-    if (whole == "0") return {};  // "0.25s": prefer "250ms"
-    if (!fraction.empty()) whole += "." + fraction;
-    whole += unit.name;
-    return whole;
+    for (char c : unit.name) out[length++] = c;
+    return length;
 }
 
 /// format_duration's work for a tick that is a power of ten of a second
@@ -217,17 +227,23 @@ namespace detail {
 [[nodiscard, gnu::noinline]] inline std::string format_duration_ticks(bool negative, std::uint64_t magnitude,
                                                                      int source) {
     if (magnitude == 0) return "0s";
-    std::string best;
+    char best[duration_text_room];
+    best[0] = '-';
+    std::size_t best_length = 0;  // after the sign
     for (const auto& each : detail::duration_units) {
-        auto text = format_in_unit(magnitude, source, each);
-        if (!text.empty() && (best.empty() || text.size() < best.size())) best = std::move(text);
+        char text[duration_text_room];
+        const auto length = format_in_unit(magnitude, source, each, text);
+        if (length != 0 && (best_length == 0 || length < best_length)) {
+            for (std::size_t i = 0; i < length; ++i) best[i + 1] = text[i];
+            best_length = length;
+        }
     }
-    return negative ? "-" + best : best;
+    return negative ? std::string(best, best_length + 1) : std::string(best + 1, best_length);
 }
 
 /// format_duration of `n` ticks of `per` seconds each (minutes, hours),
 /// written through seconds.
-[[nodiscard]] inline std::string format_seconds_multiple(std::int64_t n, std::int64_t per) {
+[[nodiscard, gnu::noinline]] inline std::string format_seconds_multiple(std::int64_t n, std::int64_t per) {
     if (n > std::numeric_limits<std::int64_t>::max() / per || n < std::numeric_limits<std::int64_t>::min() / per)
         return std::to_string(n) + " x " + std::to_string(per) + "s";  // beyond any count of seconds
     const std::int64_t seconds = n * per;

@@ -77,6 +77,13 @@ inline std::string join(std::string_view path, std::string_view key) {
     return cat({path, "[", quoted, "]"});
 }
 
+/// Throws config_error(path, reason). Out of line and cold: the reader has
+/// dozens of error paths, each instantiated for every member and JSON type,
+/// and each would otherwise carry its own copy of the exception's making.
+[[noreturn, gnu::noinline, gnu::cold]] inline void fail(std::string_view path, std::string reason) {
+    throw config_error(std::string(path), std::move(reason));
+}
+
 /// `path[index]`.
 inline std::string join(std::string_view path, std::size_t index) {
     return cat({path, "[", std::to_string(index), "]"});

@@ -21,21 +21,28 @@
 
 namespace resil::json {
 
+// Both are templates (called as before: parse_config(text), load_config(file))
+// only so that a translation unit that includes this header without calling
+// them does not instantiate the JSON parser and the whole reader: that is
+// most of what resil/json.hpp would cost to include.
+
 /// Parses `text` (see parse()) and reads a pipeline_config from it.
-[[nodiscard]] inline pipeline_config parse_config(std::string_view text) {
-    return read<pipeline_config>(parse<nlohmann::json>(text));
+template <class Json = nlohmann::json>
+[[nodiscard]] pipeline_config parse_config(std::string_view text) {
+    return read<pipeline_config>(parse<Json>(text));
 }
 
 /// Reads a pipeline_config from a file. Errors carry the file name in
 /// source() and what().
-[[nodiscard]] inline pipeline_config load_config(const std::filesystem::path& file) {
+template <class Json = nlohmann::json>
+[[nodiscard]] pipeline_config load_config(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in) throw config_error({}, "cannot open the file", file.string());
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) throw config_error({}, "cannot read the file", file.string());
     try {
-        return parse_config(text.str());
+        return parse_config<Json>(text.str());
     } catch (const config_error& e) {
         throw config_error(e.path(), e.reason(), file.string());
     }

@@ -23,12 +23,17 @@
 
 namespace resil::json {
 
+// Every function here is a template on the JSON type (nlohmann::json unless
+// told otherwise, and called as before: to_json(m)) only so that including
+// the header instantiates nothing until one is called.
+
 namespace detail {
 
 inline double seconds(duration d) { return std::chrono::duration<double>(d).count(); }
 
-inline nlohmann::json by_reason(const reason_counts& c) {
-    auto out = nlohmann::json::object();
+template <class Json = nlohmann::json>
+Json by_reason(const reason_counts& c) {
+    auto out = Json::object();
     for (std::size_t i = 1; i < reason_count; ++i) out[std::string(to_string(static_cast<reason>(i)))] = c.by_reason[i];
     return out;
 }
@@ -40,18 +45,19 @@ inline nlohmann::json by_reason(const reason_counts& c) {
 /// budget_refusals, deadlines_exceeded, rejections and fallbacks (by reason,
 /// every reason but "none"), breaker_opened, breaker_half_opened,
 /// breaker_closed, breaker_open_seconds (a number of seconds).
-[[nodiscard]] inline nlohmann::json to_json(const metrics_snapshot& s) {
+template <class Json = nlohmann::json>
+[[nodiscard]] Json to_json(const metrics_snapshot& s) {
     return {{"calls", s.calls},
             {"successes", s.successes},
-            {"failures", detail::by_reason(s.failures)},
+            {"failures", detail::by_reason<Json>(s.failures)},
             {"attempts", s.attempts},
             {"retries", s.retries},
             {"retries_after_server_hint", s.retries_after_server_hint},
             {"retries_exhausted", s.retries_exhausted},
             {"budget_refusals", s.budget_refusals},
             {"deadlines_exceeded", s.deadlines_exceeded},
-            {"rejections", detail::by_reason(s.rejections)},
-            {"fallbacks", detail::by_reason(s.fallbacks)},
+            {"rejections", detail::by_reason<Json>(s.rejections)},
+            {"fallbacks", detail::by_reason<Json>(s.fallbacks)},
             {"breaker_opened", s.breaker_opened},
             {"breaker_half_opened", s.breaker_half_opened},
             {"breaker_closed", s.breaker_closed},
@@ -59,8 +65,9 @@ inline nlohmann::json by_reason(const reason_counts& c) {
 }
 
 /// The same, with "policy": `name` (the keys metrics::json() wrote).
-[[nodiscard]] inline nlohmann::json to_json(const metrics_snapshot& s, std::string_view name) {
-    auto out = to_json(s);
+template <class Json = nlohmann::json>
+[[nodiscard]] Json to_json(const metrics_snapshot& s, std::string_view name) {
+    auto out = to_json<Json>(s);
     out["policy"] = name;
     return out;
 }
@@ -68,10 +75,11 @@ inline nlohmann::json by_reason(const reason_counts& c) {
 /// A histogram: {"buckets": [{"le": 0.001, "count": n}, ..., {"le": "+Inf",
 /// "count": n}], "sum": seconds, "count": n}. Bucket counts are cumulative,
 /// as in Prometheus; "le" is in seconds.
-[[nodiscard]] inline nlohmann::json to_json(const histogram_snapshot& h) {
-    auto buckets = nlohmann::json::array();
+template <class Json = nlohmann::json>
+[[nodiscard]] Json to_json(const histogram_snapshot& h) {
+    auto buckets = Json::array();
     for (std::size_t i = 0; i < histogram_snapshot::bucket_count; ++i) {
-        nlohmann::json le = "+Inf";
+        Json le = "+Inf";
         if (i < latency_bucket_bounds.size()) le = detail::seconds(latency_bucket_bounds[i]);
         buckets.push_back({{"le", std::move(le)}, {"count", h.cumulative(i)}});
     }
@@ -80,19 +88,22 @@ inline nlohmann::json by_reason(const reason_counts& c) {
 
 /// A metrics object now: to_json(m.snapshot(), m.name()) plus its latency
 /// histograms, "attempt_duration_seconds" and "call_duration_seconds".
-[[nodiscard]] inline nlohmann::json to_json(const metrics& m) {
-    auto out = to_json(m.snapshot(), m.name());
+template <class Json = nlohmann::json>
+[[nodiscard]] Json to_json(const metrics& m) {
+    auto out = to_json<Json>(m.snapshot(), m.name());
     const auto latencies = m.latencies();
-    out["attempt_duration_seconds"] = to_json(latencies.attempt);
-    out["call_duration_seconds"] = to_json(latencies.call);
+    out["attempt_duration_seconds"] = to_json<Json>(latencies.attempt);
+    out["call_duration_seconds"] = to_json<Json>(latencies.call);
     return out;
 }
+
 /// The same, counting the breaker's current open period up to `now`.
-[[nodiscard]] inline nlohmann::json to_json(const metrics& m, time_point now) {
-    auto out = to_json(m.snapshot(now), m.name());
+template <class Json = nlohmann::json>
+[[nodiscard]] Json to_json(const metrics& m, time_point now) {
+    auto out = to_json<Json>(m.snapshot(now), m.name());
     const auto latencies = m.latencies();
-    out["attempt_duration_seconds"] = to_json(latencies.attempt);
-    out["call_duration_seconds"] = to_json(latencies.call);
+    out["attempt_duration_seconds"] = to_json<Json>(latencies.attempt);
+    out["call_duration_seconds"] = to_json<Json>(latencies.call);
     return out;
 }
 
