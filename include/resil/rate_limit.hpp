@@ -1,0 +1,706 @@
+// resil/rate_limit.hpp — what a server says about its rate limits, and how
+// long it asks a client to wait: the IETF RateLimit fields, their older
+// drafts, the X-RateLimit-* family, the duration form some APIs send, and
+// retry-after-ms, next to Retry-After.
+//
+//   auto lookup = [&](std::string_view name) { return r.header(name); };   // any letter case
+//   resil::rate_limit_info q = resil::read_rate_limit(lookup, now);
+//   if (q.exhausted() && q.reset) log("quota back in", *q.reset);
+//   if (auto p = resil::pushback_from(lookup, now)) wait(p->wait);   // Retry-After first
+//
+// Forms read (the first one present wins, in this order):
+//   RateLimit: "default";r=0;t=30           draft-ietf-httpapi-ratelimit-headers-08 and
+//   RateLimit-Policy: "default";q=100;w=60    later: Structured Field lists (RFC 9651); `t`
+//                                            is delay-seconds; several items: the most
+//                                            restrictive one (below)
+//   RateLimit-Limit: 100                     drafts 00 to 07: Structured Field integers
+//   RateLimit-Remaining: 0
+//   RateLimit-Reset: 30                      (the reset heuristic below, as GitLab sends
+//                                            Unix time in this field)
+//   X-RateLimit-Limit: 5000                  GitHub, Twitter, many others: digits;
+//   X-RateLimit-Remaining: 0                 X-RateLimit-Reset through the heuristic
+//   X-RateLimit-Reset: 1717171717
+//   x-ratelimit-remaining-requests: 0        OpenAI and similar: requests and tokens, each
+//   x-ratelimit-reset-requests: 6m0s         reset a Go duration ("6m0s", "20ms", "1.5s")
+//
+// The reset heuristic (X-RateLimit-Reset, RateLimit-Reset): a number N at or
+// above 10^12 is milliseconds since the Unix epoch (10^12 ms is September
+// 2001; as seconds it would be the year 33658); at or above 10^9 it is
+// seconds since the epoch (10^9 s is also September 2001; as a delay it would
+// be 31 years), as GitHub documents and octokit reads it; below 10^9 it is
+// delay-seconds, as the IETF drafts define it. A number of any magnitude
+// that reads as a time already past is a reset of zero.
+//
+// Malformed values are ignored, never guessed: a field that does not parse is
+// as if absent (draft: "Malformed RateLimit header fields MUST be ignored"),
+// and every duration is capped at retry_after_max (2^31 s), so no value makes
+// anyone sleep for years; whether a wait fits the deadline is the retry
+// policy's decision.
+//
+// pushback_from's precedence, first match wins:
+//   1. Retry-After (RFC 9110; the draft says it MUST take precedence)
+//   2. retry-after-ms (a millisecond Retry-After; Azure OpenAI, OpenAI's SDKs)
+//   3. the reset of an exhausted quota (remaining 0)
+// then raised to pushback_options::floor (50 ms by default), so that a
+// "Retry-After: 0" from an overloaded server is not a hot loop.
+//
+// Transport-agnostic: every function takes a header lookup, any callable
+// `std::optional<std::string_view>(std::string_view name)` that finds the
+// first field of that name in any letter case and does not throw. A list
+// split over several field lines is read from the first line only (the lookup
+// returns one). Pure functions of their arguments: no allocation, no
+// exceptions, no locale, constexpr; thread-safe.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+
+#include "clock.hpp"
+#include "retry_after.hpp"
+#include "validation.hpp"
+
+namespace resil {
+
+/// Which fields a rate_limit_info was read from.
+enum class rate_limit_form : std::uint8_t {
+    none,              ///< no rate-limit field was present and well formed
+    ietf,              ///< RateLimit (and RateLimit-Policy): the current IETF draft
+    ietf_legacy,       ///< RateLimit-Limit / -Remaining / -Reset: the draft's versions 00 to 07
+    x_ratelimit,       ///< X-RateLimit-Limit / -Remaining / -Reset
+    x_ratelimit_split, ///< x-ratelimit-{limit,remaining,reset}-{requests,tokens}, resets as durations
+};
+
+[[nodiscard]] constexpr std::string_view to_string(rate_limit_form f) noexcept {
+    switch (f) {
+        case rate_limit_form::none: return "none";
+        case rate_limit_form::ietf: return "ietf";
+        case rate_limit_form::ietf_legacy: return "ietf_legacy";
+        case rate_limit_form::x_ratelimit: return "x_ratelimit";
+        case rate_limit_form::x_ratelimit_split: return "x_ratelimit_split";
+    }
+    return "unknown";
+}
+
+/// Largest count reported; larger ones saturate to it. The largest Structured
+/// Field integer (15 digits), used for every form alike.
+inline constexpr std::int64_t rate_limit_count_max = 999'999'999'999'999;
+
+/// The quota a response describes. Every member is empty unless its field
+/// was present and well formed.
+struct rate_limit_info {
+    rate_limit_form form = rate_limit_form::none;
+    /// The quota of the window (RateLimit-Policy's `q` for the IETF form, when
+    /// the policy named by RateLimit is there).
+    std::optional<std::int64_t> limit{};
+    /// What is left of it.
+    std::optional<std::int64_t> remaining{};
+    /// Time from `now` until the quota is restored, at most retry_after_max.
+    std::optional<duration> reset{};
+    /// The policy's window (RateLimit-Policy's `w`; IETF form only).
+    std::optional<duration> window{};
+
+    /// Nothing is left: a request now would be throttled.
+    [[nodiscard]] constexpr bool exhausted() const noexcept { return remaining && *remaining == 0; }
+    [[nodiscard]] constexpr bool present() const noexcept { return form != rate_limit_form::none; }
+    friend constexpr bool operator==(const rate_limit_info&, const rate_limit_info&) = default;
+};
+
+/// A callable finding the first header field named `name`, in any letter case.
+template <class F>
+concept header_lookup = std::invocable<const F&, std::string_view> &&
+                        std::convertible_to<std::invoke_result_t<const F&, std::string_view>,
+                                            std::optional<std::string_view>>;
+
+/// The lowest wait pushback_from returns, by default.
+inline constexpr duration default_pushback_floor = std::chrono::milliseconds{50};
+
+/// Options of pushback_from.
+struct pushback_options {
+    /// Bounds of floor: none, up to a minute.
+    static constexpr duration min_floor = duration::zero();
+    static constexpr duration max_floor = std::chrono::minutes{1};
+    /// Every wait is at least this long: "Retry-After: 0" waits 50 ms by
+    /// default instead of retrying at once. Max attempts and the deadline
+    /// still bound the retries. In [0, 1 min]; default 50 ms.
+    duration floor = default_pushback_floor;
+
+    /// The first invalid field, if any.
+    [[nodiscard]] validation_result validate() const {
+        return detail::check_in_range("floor", floor, min_floor, max_floor);
+    }
+};
+
+/// Where a pushback came from.
+enum class pushback_source : std::uint8_t {
+    retry_after,     ///< Retry-After
+    retry_after_ms,  ///< retry-after-ms
+    quota_reset,     ///< the reset of an exhausted quota (rate_limit_info::reset)
+};
+
+[[nodiscard]] constexpr std::string_view to_string(pushback_source s) noexcept {
+    switch (s) {
+        case pushback_source::retry_after: return "retry_after";
+        case pushback_source::retry_after_ms: return "retry_after_ms";
+        case pushback_source::quota_reset: return "quota_reset";
+    }
+    return "unknown";
+}
+
+/// How long the server asked the client to wait, and which field said so.
+struct pushback {
+    duration wait{};
+    pushback_source source = pushback_source::retry_after;
+    friend constexpr bool operator==(const pushback&, const pushback&) = default;
+};
+
+namespace detail {
+
+inline constexpr std::int64_t ns_per_second = 1'000'000'000;
+inline constexpr std::int64_t rate_limit_cap_ns = retry_after_max.count() * ns_per_second;  // ≈ 2.1e18
+
+[[nodiscard]] constexpr bool is_lcalpha(char c) noexcept { return c >= 'a' && c <= 'z'; }
+[[nodiscard]] constexpr bool is_alpha(char c) noexcept { return is_lcalpha(c) || (c >= 'A' && c <= 'Z'); }
+
+// RFC 9110 tchar.
+[[nodiscard]] constexpr bool is_sf_tchar(char c) noexcept {
+    if (is_alpha(c) || is_digit(c)) return true;
+    for (const char t : std::string_view("!#$%&'*+-.^_`|~"))
+        if (c == t) return true;
+    return false;
+}
+
+/// One bare item of a Structured Field (RFC 9651 §3.3), as much of it as the
+/// rate-limit fields need: integers by value, strings and tokens as their
+/// raw text (a string's escapes are left in place), the rest by kind only.
+struct sf_bare_item {
+    enum class kind : std::uint8_t { integer, decimal, string, token, byte_sequence, boolean, date, display_string };
+    kind type = kind::integer;
+    std::int64_t integer = 0;
+    std::string_view text{};
+
+    [[nodiscard]] constexpr bool non_negative_integer() const noexcept { return type == kind::integer && integer >= 0; }
+};
+
+/// A Structured Field parser over one field value, after RFC 9651 §4.2, for
+/// lists and items of bare items with parameters. Every failure is final:
+/// the field is malformed and its caller ignores it.
+class sf_parser {
+public:
+    constexpr explicit sf_parser(std::string_view value) noexcept : s_(trim_ows(value)) {}
+
+    [[nodiscard]] constexpr bool at_end() const noexcept { return i_ == s_.size(); }
+    [[nodiscard]] constexpr bool next_is(char c) const noexcept { return i_ < s_.size() && s_[i_] == c; }
+
+    /// §4.2.3.1: a bare item.
+    [[nodiscard]] constexpr std::optional<sf_bare_item> bare_item() noexcept {
+        if (at_end()) return std::nullopt;
+        const char c = s_[i_];
+        if (c == '-' || is_digit(c)) return number();
+        if (c == '"') return string();
+        if (c == '*' || is_alpha(c)) return token();
+        if (c == ':') return byte_sequence();
+        if (c == '?') return boolean();
+        if (c == '@') return date();
+        if (c == '%') return display_string();
+        return std::nullopt;
+    }
+
+    /// §4.2.3.2: parameters, each handed to `on(key, value)`; a later key
+    /// overwrites an earlier one (the callee keeps the last).
+    template <class OnParameter>
+    [[nodiscard]] constexpr bool parameters(OnParameter&& on) noexcept {
+        while (next_is(';')) {
+            ++i_;
+            while (next_is(' ')) ++i_;
+            const auto key = this->key();
+            if (!key) return false;
+            sf_bare_item value{sf_bare_item::kind::boolean, 1, {}};
+            if (next_is('=')) {
+                ++i_;
+                const auto v = bare_item();
+                if (!v) return false;
+                value = *v;
+            }
+            on(*key, value);
+        }
+        return true;
+    }
+
+    /// §4.2.1.2: an inner list with its items' parameters, all ignored.
+    [[nodiscard]] constexpr bool skip_inner_list() noexcept {
+        if (!next_is('(')) return false;
+        ++i_;
+        for (;;) {
+            while (next_is(' ')) ++i_;
+            if (next_is(')')) {
+                ++i_;
+                return true;
+            }
+            if (!bare_item() || !parameters([](std::string_view, const sf_bare_item&) {})) return false;
+            if (!next_is(' ') && !next_is(')')) return false;
+        }
+    }
+
+    /// §4.2.1: after a list member, either the end or a comma and another
+    /// member. Returns false at the end; `failed` when neither follows.
+    [[nodiscard]] constexpr bool next_member(bool& failed) noexcept {
+        while (!at_end() && is_ows(s_[i_])) ++i_;
+        if (at_end()) return false;
+        if (s_[i_] != ',') {
+            failed = true;
+            return false;
+        }
+        ++i_;
+        while (!at_end() && is_ows(s_[i_])) ++i_;
+        if (at_end()) failed = true;  // a trailing comma
+        return !failed;
+    }
+
+private:
+    [[nodiscard]] constexpr std::optional<std::string_view> key() noexcept {
+        const std::size_t start = i_;
+        if (at_end() || !(is_lcalpha(s_[i_]) || s_[i_] == '*')) return std::nullopt;
+        while (!at_end()) {
+            const char c = s_[i_];
+            if (!(is_lcalpha(c) || is_digit(c) || c == '_' || c == '-' || c == '.' || c == '*')) break;
+            ++i_;
+        }
+        return s_.substr(start, i_ - start);
+    }
+
+    // §4.2.4: at most 15 digits for an integer; 12 before and 3 after the
+    // point for a decimal.
+    [[nodiscard]] constexpr std::optional<sf_bare_item> number() noexcept {
+        bool negative = false;
+        if (next_is('-')) {
+            negative = true;
+            ++i_;
+        }
+        if (at_end() || !is_digit(s_[i_])) return std::nullopt;
+        std::int64_t value = 0;
+        std::size_t digits = 0;
+        while (!at_end() && is_digit(s_[i_])) {
+            if (++digits > 15) return std::nullopt;
+            value = value * 10 + (s_[i_++] - '0');
+        }
+        if (!next_is('.')) return sf_bare_item{sf_bare_item::kind::integer, negative ? -value : value, {}};
+        if (digits > 12) return std::nullopt;
+        ++i_;
+        std::size_t fraction = 0;
+        while (!at_end() && is_digit(s_[i_])) {
+            if (++fraction > 3) return std::nullopt;
+            ++i_;
+        }
+        if (fraction == 0) return std::nullopt;
+        return sf_bare_item{sf_bare_item::kind::decimal, 0, {}};
+    }
+
+    // §4.2.5: printable ASCII; only \" and \\ escaped.
+    [[nodiscard]] constexpr std::optional<sf_bare_item> string() noexcept {
+        const std::size_t start = ++i_;
+        while (!at_end()) {
+            const char c = s_[i_];
+            if (c == '\\') {
+                ++i_;
+                if (at_end() || (s_[i_] != '"' && s_[i_] != '\\')) return std::nullopt;
+            } else if (c == '"') {
+                const auto text = s_.substr(start, i_ - start);
+                ++i_;
+                return sf_bare_item{sf_bare_item::kind::string, 0, text};
+            } else if (c < 0x20 || c > 0x7E) {  // char may be signed: bytes over 0x7F are negative
+                return std::nullopt;
+            }
+            ++i_;
+        }
+        return std::nullopt;  // unterminated
+    }
+
+    // §4.2.6
+    [[nodiscard]] constexpr std::optional<sf_bare_item> token() noexcept {
+        const std::size_t start = i_++;
+        while (!at_end() && (is_sf_tchar(s_[i_]) || s_[i_] == ':' || s_[i_] == '/')) ++i_;
+        return sf_bare_item{sf_bare_item::kind::token, 0, s_.substr(start, i_ - start)};
+    }
+
+    // §4.2.7: base64 characters between colons.
+    [[nodiscard]] constexpr std::optional<sf_bare_item> byte_sequence() noexcept {
+        ++i_;
+        while (!at_end() && s_[i_] != ':') {
+            const char c = s_[i_];
+            if (!(is_alpha(c) || is_digit(c) || c == '+' || c == '/' || c == '=')) return std::nullopt;
+            ++i_;
+        }
+        if (at_end()) return std::nullopt;
+        ++i_;
+        return sf_bare_item{sf_bare_item::kind::byte_sequence, 0, {}};
+    }
+
+    // §4.2.8
+    [[nodiscard]] constexpr std::optional<sf_bare_item> boolean() noexcept {
+        ++i_;
+        if (!next_is('0') && !next_is('1')) return std::nullopt;
+        const std::int64_t value = s_[i_++] - '0';
+        return sf_bare_item{sf_bare_item::kind::boolean, value, {}};
+    }
+
+    // §4.2.9: '@' and an integer.
+    [[nodiscard]] constexpr std::optional<sf_bare_item> date() noexcept {
+        ++i_;
+        const auto n = number();
+        if (!n || n->type != sf_bare_item::kind::integer) return std::nullopt;
+        return sf_bare_item{sf_bare_item::kind::date, n->integer, {}};
+    }
+
+    // §4.2.10: %"..." with lowercase %xx escapes. The decoded bytes are not
+    // checked for UTF-8: no rate-limit parameter is a display string.
+    [[nodiscard]] constexpr std::optional<sf_bare_item> display_string() noexcept {
+        ++i_;
+        if (!next_is('"')) return std::nullopt;
+        ++i_;
+        const auto is_lower_hex = [](char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); };
+        while (!at_end()) {
+            const char c = s_[i_];
+            if (c < 0x20 || c > 0x7E) return std::nullopt;
+            if (c == '"') {
+                ++i_;
+                return sf_bare_item{sf_bare_item::kind::display_string, 0, {}};
+            }
+            if (c == '%') {
+                if (s_.size() - i_ < 3 || !is_lower_hex(s_[i_ + 1]) || !is_lower_hex(s_[i_ + 2])) return std::nullopt;
+                i_ += 2;
+            }
+            ++i_;
+        }
+        return std::nullopt;
+    }
+
+    std::string_view s_;
+    std::size_t i_ = 0;
+};
+
+/// A field that is one Structured Field item holding a non-negative integer
+/// (parameters allowed and ignored), or, with `first_of_list`, a list whose
+/// first member is one (the other members well formed).
+[[nodiscard]] constexpr std::optional<std::int64_t> sf_count(std::string_view value, bool first_of_list) noexcept {
+    sf_parser p(value);
+    const auto item = p.bare_item();
+    if (!item || !item->non_negative_integer()) return std::nullopt;
+    const auto ignore = [](std::string_view, const sf_bare_item&) {};
+    if (!p.parameters(ignore)) return std::nullopt;
+    bool failed = false;
+    if (!first_of_list) return p.at_end() ? std::optional{item->integer} : std::nullopt;
+    while (p.next_member(failed)) {
+        if (p.next_is('(') ? !p.skip_inner_list() : !p.bare_item()) return std::nullopt;
+        if (!p.parameters(ignore)) return std::nullopt;
+    }
+    return failed ? std::nullopt : std::optional{item->integer};
+}
+
+/// ASCII digits only (OWS around), saturated at rate_limit_count_max.
+[[nodiscard]] constexpr std::optional<std::int64_t> plain_count(std::string_view value) noexcept {
+    const auto text = trim_ows(value);
+    if (text.empty()) return std::nullopt;
+    std::int64_t n = 0;
+    for (const char c : text) {
+        if (!is_digit(c)) return std::nullopt;
+        if (n <= rate_limit_count_max) n = n * 10 + (c - '0');  // stops growing past the cap
+    }
+    return n < rate_limit_count_max ? n : rate_limit_count_max;
+}
+
+[[nodiscard]] constexpr duration capped_ns(std::int64_t ns) noexcept {
+    return duration{ns < 0 ? 0 : (ns < rate_limit_cap_ns ? ns : rate_limit_cap_ns)};
+}
+
+/// Non-negative whole seconds as a duration, capped before multiplying.
+[[nodiscard]] constexpr duration capped_seconds(std::int64_t s) noexcept {
+    return s > retry_after_max.count() ? capped_ns(rate_limit_cap_ns) : capped_ns(s * ns_per_second);
+}
+
+/// "digits[.digits]" (OWS around): the whole part saturated at 10^18, the
+/// fraction as nanoseconds of one `unit_ns` (digits past that precision
+/// dropped). No sign, no exponent, no digit-less side.
+struct decimal_number {
+    std::int64_t whole = 0;
+    std::int64_t fraction_ns = 0;  ///< in [0, unit_ns)
+    bool has_fraction = false;
+};
+
+[[nodiscard]] constexpr std::optional<decimal_number> parse_decimal(std::string_view value, std::int64_t unit_ns) noexcept {
+    const auto text = trim_ows(value);
+    constexpr std::int64_t whole_cap = 1'000'000'000'000'000'000;
+    decimal_number out;
+    std::size_t i = 0;
+    for (; i < text.size() && is_digit(text[i]); ++i)
+        if (out.whole <= whole_cap / 10) out.whole = out.whole * 10 + (text[i] - '0');  // then stops growing
+    if (i == 0) return std::nullopt;
+    if (out.whole > whole_cap) out.whole = whole_cap;
+    if (i == text.size()) return out;
+    if (text[i] != '.' || i + 1 == text.size()) return std::nullopt;
+    out.has_fraction = true;
+    std::int64_t scale = unit_ns;  // what the next digit is worth, times 10
+    for (++i; i < text.size(); ++i) {
+        if (!is_digit(text[i])) return std::nullopt;
+        scale /= 10;
+        out.fraction_ns += (text[i] - '0') * scale;
+    }
+    return out;
+}
+
+/// The reset heuristic (see the banner) for `n` whole units plus a fraction.
+[[nodiscard]] constexpr duration reset_from_number(const decimal_number& n,
+                                                   std::chrono::system_clock::time_point now) noexcept {
+    using std::chrono::milliseconds;
+    using std::chrono::nanoseconds;
+    using std::chrono::seconds;
+    if (n.whole < 1'000'000'000) return capped_ns(n.whole * ns_per_second + n.fraction_ns);  // delay-seconds
+    const bool in_ms = n.whole >= 1'000'000'000'000;
+    const std::int64_t unit_ns = in_ms ? 1'000'000 : ns_per_second;
+    // Whole units first, in units, so that no count of nanoseconds since the
+    // epoch is ever formed from the server's number: it may be far away.
+    const std::int64_t now_units = in_ms ? std::chrono::floor<milliseconds>(now).time_since_epoch().count()
+                                         : std::chrono::floor<seconds>(now).time_since_epoch().count();
+    const std::int64_t units = n.whole - now_units;  // both below 10^18 in magnitude
+    if (units < 0) return duration::zero();
+    if (units > rate_limit_cap_ns / unit_ns) return capped_ns(rate_limit_cap_ns);
+    const auto now_floor = in_ms ? std::chrono::time_point_cast<nanoseconds>(std::chrono::floor<milliseconds>(now))
+                                 : std::chrono::time_point_cast<nanoseconds>(std::chrono::floor<seconds>(now));
+    const std::int64_t into_unit = (std::chrono::time_point_cast<nanoseconds>(now) - now_floor).count();
+    // A whole number: rounded up to whole units, as Retry-After's date is,
+    // so the wait ends at or after the reset, never just before it.
+    if (!n.has_fraction) return capped_ns(units * unit_ns);
+    return capped_ns(units * unit_ns + n.fraction_ns - into_unit);
+}
+
+/// One Go-style duration component's unit, in nanoseconds; 0 when unknown.
+[[nodiscard]] constexpr std::int64_t duration_unit_ns(std::string_view unit) noexcept {
+    if (unit == "ns") return 1;
+    if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") return 1'000;  // µ (micro sign), μ (mu)
+    if (unit == "ms") return 1'000'000;
+    if (unit == "s") return ns_per_second;
+    if (unit == "m") return 60 * ns_per_second;
+    if (unit == "h") return 3600 * ns_per_second;
+    return 0;
+}
+
+/// The most restrictive of two quotas: an exhausted one before any other
+/// (among exhausted ones, the later known reset: every one must be
+/// restored); else the one with less remaining; the first on a tie.
+[[nodiscard]] constexpr bool more_restrictive(std::int64_t remaining, const std::optional<duration>& reset,
+                                              std::int64_t than_remaining,
+                                              const std::optional<duration>& than_reset) noexcept {
+    if (remaining == 0 && than_remaining == 0) return reset && (!than_reset || *reset > *than_reset);
+    return remaining < than_remaining;
+}
+
+/// The IETF RateLimit field (with RateLimit-Policy when it names the same policy).
+[[nodiscard]] constexpr std::optional<rate_limit_info> read_ietf(std::string_view field,
+                                                                 std::optional<std::string_view> policy_field) noexcept {
+    sf_parser p(field);
+    bool failed = false;
+    bool found = false;
+    rate_limit_info best{rate_limit_form::ietf};
+    std::string_view best_name;
+    do {
+        // Each member: a policy's name (a String), r (REQUIRED, a
+        // non-negative Integer), t (optional, a non-negative Integer).
+        const auto name = p.bare_item();
+        if (!name || name->type != sf_bare_item::kind::string) return std::nullopt;
+        std::optional<sf_bare_item> r, t;
+        const bool ok = p.parameters([&](std::string_view key, const sf_bare_item& v) {
+            if (key == "r") r = v;
+            if (key == "t") t = v;
+        });
+        if (!ok || !r || !r->non_negative_integer() || (t && !t->non_negative_integer())) return std::nullopt;
+        std::optional<duration> reset;
+        if (t) reset = capped_seconds(t->integer);
+        if (!found || more_restrictive(r->integer, reset, *best.remaining, best.reset)) {
+            best.remaining = r->integer;
+            best.reset = reset;
+            best_name = name->text;
+        }
+        found = true;
+    } while (p.next_member(failed));
+    if (failed) return std::nullopt;
+
+    if (policy_field) {
+        // A quota policy: its name (a String), q (REQUIRED, a non-negative
+        // Integer), w (optional, a positive Integer). A malformed policy
+        // field is ignored as a whole.
+        sf_parser q(*policy_field);
+        std::optional<std::int64_t> limit;
+        std::optional<duration> window;
+        bool policy_ok = true;
+        do {
+            const auto name = q.bare_item();
+            std::optional<sf_bare_item> quota, w;
+            const bool ok = name && q.parameters([&](std::string_view key, const sf_bare_item& v) {
+                if (key == "q") quota = v;
+                if (key == "w") w = v;
+            });
+            if (!ok || name->type != sf_bare_item::kind::string || !quota || !quota->non_negative_integer() ||
+                (w && (!w->non_negative_integer() || w->integer == 0))) {
+                policy_ok = false;
+                break;
+            }
+            if (name->text == best_name && !limit) {  // the first policy of that name
+                limit = quota->integer;
+                if (w) window = capped_seconds(w->integer);
+            }
+        } while (q.next_member(failed));
+        if (policy_ok && !failed) {
+            best.limit = limit;
+            best.window = window;
+        }
+    }
+    return best;
+}
+
+/// Limit, remaining and reset from three fields, each read by its parser;
+/// nothing when none of them is well formed.
+template <class ReadCount, class ReadReset>
+[[nodiscard]] constexpr std::optional<rate_limit_info> read_triple(rate_limit_form form,
+                                                                   std::optional<std::string_view> limit,
+                                                                   std::optional<std::string_view> remaining,
+                                                                   std::optional<std::string_view> reset,
+                                                                   ReadCount read_count, ReadReset read_reset,
+                                                                   bool limit_is_list) noexcept {
+    rate_limit_info info{form};
+    if (limit) info.limit = read_count(*limit, limit_is_list);
+    if (remaining) info.remaining = read_count(*remaining, false);
+    if (reset) info.reset = read_reset(*reset);
+    if (!info.limit && !info.remaining && !info.reset) return std::nullopt;
+    return info;
+}
+
+}  // namespace detail
+
+/// Parses a Go-style duration ("6m0s", "20ms", "1.5s", "1h2m3.5s", "0"), as
+/// OpenAI's x-ratelimit-reset-requests and -tokens send it: one or more
+/// components, each digits with an optional fraction and a unit (ns, us, µs,
+/// ms, s, m, h). No sign (a wait is never negative), no space inside, no
+/// unit-less number but "0". Saturates at retry_after_max; fractions past
+/// nanoseconds are dropped. OWS around is ignored.
+[[nodiscard]] constexpr std::optional<duration> parse_reset_duration(std::string_view value) noexcept {
+    const auto text = detail::trim_ows(value);
+    if (text == "0") return duration::zero();
+    if (text.empty()) return std::nullopt;
+    std::int64_t total = 0;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const std::size_t start = i;
+        while (i < text.size() && (detail::is_digit(text[i]) || text[i] == '.')) ++i;
+        const auto number = text.substr(start, i - start);
+        const std::size_t unit_start = i;
+        while (i < text.size() && !detail::is_digit(text[i]) && text[i] != '.') ++i;
+        const std::int64_t unit = detail::duration_unit_ns(text.substr(unit_start, i - unit_start));
+        if (unit == 0 || number.empty() || number.front() == '.') return std::nullopt;
+        const auto n = detail::parse_decimal(number, unit);
+        if (!n) return std::nullopt;
+        // Saturating: the whole part alone may exceed the cap by far.
+        const std::int64_t room = detail::rate_limit_cap_ns - total;
+        if (n->whole > room / unit) return detail::capped_ns(detail::rate_limit_cap_ns);
+        total += n->whole * unit;
+        total = n->fraction_ns > detail::rate_limit_cap_ns - total ? detail::rate_limit_cap_ns : total + n->fraction_ns;
+    }
+    return detail::capped_ns(total);
+}
+
+/// Parses retry-after-ms: milliseconds, digits with an optional fraction
+/// ("250", "1500.5"). Signs, exponents and anything else are malformed.
+/// Saturates at retry_after_max. OWS around is ignored.
+[[nodiscard]] constexpr std::optional<duration> parse_retry_after_ms(std::string_view value) noexcept {
+    constexpr std::int64_t ns_per_ms = 1'000'000;
+    const auto n = detail::parse_decimal(value, ns_per_ms);
+    if (!n) return std::nullopt;
+    if (n->whole > detail::rate_limit_cap_ns / ns_per_ms) return detail::capped_ns(detail::rate_limit_cap_ns);
+    return detail::capped_ns(n->whole * ns_per_ms + n->fraction_ns);
+}
+
+/// Parses an X-RateLimit-Reset (or an old RateLimit-Reset) value, digits
+/// with an optional fraction, through the reset heuristic of the banner:
+/// ≥ 10^12 milliseconds since the epoch, ≥ 10^9 seconds since the epoch,
+/// else delay-seconds. A time already past gives zero; a whole number of
+/// epoch units is rounded up to whole units. At most retry_after_max.
+[[nodiscard]] constexpr std::optional<duration> parse_rate_limit_reset(
+    std::string_view value, std::chrono::system_clock::time_point now) noexcept {
+    // The fraction's precision is that of the unit: read it in nanoseconds of
+    // a second first, then of a millisecond when the number turns out to be one.
+    auto n = detail::parse_decimal(value, detail::ns_per_second);
+    if (!n) return std::nullopt;
+    if (n->whole >= 1'000'000'000'000) n = detail::parse_decimal(value, 1'000'000);
+    return detail::reset_from_number(*n, now);
+}
+
+/// Reads the rate-limit fields of one response (see the banner for the forms
+/// and their order). `now` is the moment the response arrived: Unix-time
+/// resets are measured from it.
+template <header_lookup Lookup>
+[[nodiscard]] constexpr rate_limit_info read_rate_limit(const Lookup& lookup,
+                                                        std::chrono::system_clock::time_point now) noexcept {
+    const auto find = [&](std::string_view name) -> std::optional<std::string_view> { return lookup(name); };
+    if (const auto field = find("RateLimit"))
+        if (auto info = detail::read_ietf(*field, find("RateLimit-Policy"))) return *info;
+
+    const auto sf_count_of = [](std::string_view v, bool list) { return detail::sf_count(v, list); };
+    const auto plain_count_of = [](std::string_view v, bool) { return detail::plain_count(v); };
+    const auto reset = [now](std::string_view v) -> std::optional<duration> {
+        return parse_rate_limit_reset(v, now);
+    };
+    const auto sf_reset = [now](std::string_view v) -> std::optional<duration> {
+        const auto n = detail::sf_count(v, false);
+        if (!n) return std::nullopt;
+        return detail::reset_from_number({*n, 0, false}, now);
+    };
+    if (auto info = detail::read_triple(rate_limit_form::ietf_legacy, find("RateLimit-Limit"),
+                                        find("RateLimit-Remaining"), find("RateLimit-Reset"), sf_count_of, sf_reset,
+                                        true))
+        return *info;
+    if (auto info = detail::read_triple(rate_limit_form::x_ratelimit, find("X-RateLimit-Limit"),
+                                        find("X-RateLimit-Remaining"), find("X-RateLimit-Reset"), plain_count_of, reset,
+                                        false))
+        return *info;
+
+    // Requests and tokens: the more restrictive of the two.
+    const auto duration_reset = [](std::string_view v) { return parse_reset_duration(v); };
+    const auto requests = detail::read_triple(
+        rate_limit_form::x_ratelimit_split, find("x-ratelimit-limit-requests"), find("x-ratelimit-remaining-requests"),
+        find("x-ratelimit-reset-requests"), plain_count_of, duration_reset, false);
+    const auto tokens = detail::read_triple(
+        rate_limit_form::x_ratelimit_split, find("x-ratelimit-limit-tokens"), find("x-ratelimit-remaining-tokens"),
+        find("x-ratelimit-reset-tokens"), plain_count_of, duration_reset, false);
+    if (requests && tokens && tokens->remaining &&
+        (!requests->remaining || detail::more_restrictive(*tokens->remaining, tokens->reset, *requests->remaining,
+                                                          requests->reset)))
+        return *tokens;
+    if (requests) return *requests;
+    if (tokens) return *tokens;
+    return {};
+}
+
+/// How long the server asked the client to wait before another request, by
+/// the precedence of the banner (Retry-After, retry-after-ms, the reset of an
+/// exhausted quota), raised to options.floor; nothing when no field says.
+/// `now`: the moment the response arrived.
+template <header_lookup Lookup>
+[[nodiscard]] constexpr std::optional<pushback> pushback_from(const Lookup& lookup,
+                                                              std::chrono::system_clock::time_point now,
+                                                              const pushback_options& options = {}) noexcept {
+    const auto floored = [&](duration wait, pushback_source source) {
+        return pushback{wait < options.floor ? options.floor : wait, source};
+    };
+    if (const auto value = std::optional<std::string_view>(lookup("Retry-After")))
+        if (const auto wait = parse_retry_after(*value, now)) return floored(*wait, pushback_source::retry_after);
+    if (const auto value = std::optional<std::string_view>(lookup("retry-after-ms")))
+        if (const auto wait = parse_retry_after_ms(*value)) return floored(*wait, pushback_source::retry_after_ms);
+    const auto quota = read_rate_limit(lookup, now);
+    if (quota.exhausted() && quota.reset) return floored(*quota.reset, pushback_source::quota_reset);
+    return std::nullopt;
+}
+
+}  // namespace resil
