@@ -71,7 +71,12 @@ struct blocking_transfer {
             A::transport(r) = transport_status::invalid_request;
             A::code(r) = set.result;
             A::may_have_reached(r) = false;
-            A::error(r) = std::string("libcurl refused ") + set.failed + ": " + curl_easy_strerror(set.result);
+            // Written into the response's own buffer, which a reused response keeps.
+            auto& error = A::error(r);
+            error = "libcurl refused ";
+            error += set.failed;
+            error += ": ";
+            error += curl_easy_strerror(set.result);
             return;
         }
         s.fresh_connection_next = false;
