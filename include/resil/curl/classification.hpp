@@ -22,13 +22,22 @@
 //   malformed URL, rejected certificate, body or header fields  permanent
 //   over the limit
 //   anything else                                               ambiguous once sent, else permanent
-// Hints (on failures only): Retry-After; a pushback header ≥ 0 ms (the longer
-// of the two wins); a negative pushback sets "don't retry".
+// Hints (on failures only), the first that applies:
+//   1. Retry-After and the client's pushback header (grpc-retry-pushback-ms):
+//      the longer of the two; a negative pushback sets "don't retry" instead;
+//   2. retry-after-ms;
+//   3. on a 429 or a 503, the reset of an exhausted quota (RateLimit: r=0 with
+//      its t, X-RateLimit-Remaining: 0 with its reset, ...; resil/rate_limit.hpp)
+//      — elsewhere an exhausted quota is not why the attempt failed;
+// then raised to a floor (pushback_options::floor, 50 ms by default), so
+// that "Retry-After: 0" is no hot loop; max attempts and the deadline still
+// bound the retries. Without any of them, the retry policy's backoff decides.
 #pragma once
 
 #include <algorithm>
 
 #include "../outcome.hpp"
+#include "../rate_limit.hpp"
 #include "response.hpp"
 
 namespace resil::curl {
@@ -73,10 +82,9 @@ namespace resil::curl {
     return may_have_reached_server ? verdict::ambiguous : verdict::retryable;
 }
 
-/// The classification of one attempt's response; see the table above.
-/// Found by ADL, so pipelines need no classifier argument for
-/// resil::curl::response. Pure; thread-safe.
-[[nodiscard]] inline classification classify(const response& r) noexcept {
+/// The classification of one attempt's response, with the rate-limit hints
+/// raised to `options.floor`; see the table above. Pure; thread-safe.
+[[nodiscard]] inline classification classify(const response& r, const pushback_options& options) noexcept {
     const verdict v = r.completed() ? classify_status(r.status(), r.carried_idempotency_key(), r.repeatable())
                                     : classify_transport(r.transport(), r.may_have_reached_server());
     if (v == verdict::success) return v;
@@ -90,7 +98,20 @@ namespace resil::curl {
             hint.retry_after = hint.retry_after ? std::max(*hint.retry_after, wait) : wait;
         }
     }
+    // Hints were read only when a head other than 2xx arrived: otherwise
+    // there is nothing to look for.
+    if (!hint.retry_after && !hint.dont_retry && r.received_at()) {
+        const auto lookup = [&r](std::string_view name) noexcept { return r.header(name); };
+        if (const auto p = pushback_from(lookup, *r.received_at(), options))
+            if (p->source != pushback_source::quota_reset || r.status() == 429 || r.status() == 503)
+                hint.retry_after = p->wait;
+    }
+    if (hint.retry_after && *hint.retry_after < options.floor) hint.retry_after = options.floor;
     return {v, hint};
 }
+
+/// classify(r, options) with the default floor (50 ms). Found by ADL, so
+/// pipelines need no classifier argument for resil::curl::response.
+[[nodiscard]] inline classification classify(const response& r) noexcept { return classify(r, pushback_options{}); }
 
 }  // namespace resil::curl

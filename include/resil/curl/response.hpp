@@ -10,8 +10,10 @@
 // Server hints are read when the response arrives: Retry-After (delay-seconds
 // or an HTTP-date, through resil::parse_retry_after against the system clock
 // at that moment) and a millisecond pushback header (grpc-retry-pushback-ms
-// by default; negative means "don't retry"). resil::curl::classify turns all
-// of this into a verdict (resil/curl/classification.hpp).
+// by default; negative means "don't retry"). The rate-limit fields
+// (RateLimit, X-RateLimit-*, retry-after-ms, ...; resil/rate_limit.hpp) are
+// read on demand: rate_limit(). resil::curl::classify turns all of this into
+// a verdict (resil/curl/classification.hpp).
 //
 // Fakes and fallbacks build responses with response::from_parts (as if a
 // server had answered) and response::from_failure (as if the transfer had failed).
@@ -29,6 +31,7 @@
 #include <utility>
 
 #include "../clock.hpp"
+#include "../rate_limit.hpp"
 #include "../retry_after.hpp"
 #include "detail/text.hpp"
 #include "fields.hpp"
@@ -184,6 +187,23 @@ public:
     /// The pushback header's value in milliseconds, if valid and the status is
     /// not 2xx; negative means "don't retry".
     [[nodiscard]] std::optional<std::chrono::milliseconds> pushback() const noexcept { return pushback_; }
+    /// The system-clock moment the server hints were read against (Retry-After
+    /// dates, Unix-time resets): when a response other than 2xx arrived, or
+    /// from_parts's `now`; empty when they were not read.
+    [[nodiscard]] std::optional<std::chrono::system_clock::time_point> received_at() const noexcept {
+        return received_at_;
+    }
+    /// The rate-limit fields of the response (resil/rate_limit.hpp), parsed
+    /// now from its header fields, without allocating; Unix-time resets are
+    /// measured from received_at(), or from this moment when that is empty
+    /// (a 2xx from the client).
+    [[nodiscard]] rate_limit_info rate_limit() const noexcept {
+        return rate_limit(received_at_ ? *received_at_ : std::chrono::system_clock::now());
+    }
+    /// As rate_limit(), with resets measured from `now`.
+    [[nodiscard]] rate_limit_info rate_limit(std::chrono::system_clock::time_point now) const noexcept {
+        return read_rate_limit([this](std::string_view name) noexcept { return headers_.find(name); }, now);
+    }
     /// The request carried an Idempotency-Key (added by the client or the caller).
     [[nodiscard]] bool carried_idempotency_key() const noexcept { return keyed_; }
     /// The request was idempotent or keyed: repeating it is harmless.
@@ -220,6 +240,7 @@ private:
     void read_server_hints(std::string_view pushback_header, std::chrono::system_clock::time_point now) noexcept {
         retry_after_.reset();
         pushback_.reset();
+        received_at_ = now;
         if (status_ >= 200 && status_ <= 299) return;
         if (auto value = headers_.find("Retry-After")) {
             if (auto wait = parse_retry_after(*value, now)) retry_after_ = std::chrono::duration_cast<duration>(*wait);
@@ -237,6 +258,7 @@ private:
     std::string error_;
     std::optional<duration> retry_after_{};
     std::optional<std::chrono::milliseconds> pushback_{};
+    std::optional<std::chrono::system_clock::time_point> received_at_{};
     transfer_timings timings_{};
     int status_ = 0;
     CURLcode code_ = CURLE_OK;

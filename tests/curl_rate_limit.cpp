@@ -1,0 +1,239 @@
+// resil::curl and the rate-limit fields (resil/rate_limit.hpp): what a
+// response exposes, the hint classify makes of them, and, against the fault
+// server, how long the retry policy waits on 429 and 503 replies carrying
+// each form. Waits are read from the retry_scheduled events, not from the
+// wall clock.
+#include <resil/curl.hpp>
+#include <resil/deadline_policy.hpp>
+#include <resil/pipeline.hpp>
+#include <resil/retry.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "catch.hpp"
+#include "support/attempts.hpp"
+#include "support/fault_server.hpp"
+
+using namespace std::chrono_literals;
+using resil::duration;
+using resil::reason;
+using resil::verdict;
+using resil::curl::classify;
+using resil::curl::client;
+using resil::curl::request;
+using resil::curl::response;
+using resil_test::action;
+using resil_test::fault_server;
+using std::chrono::system_clock;
+
+namespace {
+
+using header_pairs = std::vector<std::pair<std::string, std::string>>;
+
+struct scheduled_retries {
+    std::vector<resil::events::retry_scheduled>* seen;
+    void operator()(const resil::events::retry_scheduled& e) const { seen->push_back(e); }
+};
+
+// One 429 or 503 with `headers`, then 200: the waits the retry scheduled.
+struct busy_then_ok {
+    int status;
+    header_pairs headers;
+    std::vector<resil::events::retry_scheduled> retries{};
+    std::optional<resil::outcome<response>> out{};
+
+    void run(fault_server& server, const std::string& path, client& http) {
+        server.on(path, {action::respond(status, "busy", headers), action::respond(200, "ok")});
+        const auto pipe = resil::pipeline(resil::retry_policy{resil_test::quick_retries})
+                              .with_listener(scheduled_retries{&retries});
+        const auto req = request::get(server.url(path));
+        out.emplace(pipe([&](resil::context& ctx) { return http.perform(req, ctx); }));
+    }
+};
+
+std::string unix_ms_from_now(std::chrono::milliseconds later) {
+    const auto at = std::chrono::floor<std::chrono::milliseconds>(system_clock::now()) + later;
+    return std::to_string(at.time_since_epoch().count());
+}
+
+}  // namespace
+
+TEST_CASE("curl rate limit: a response exposes its rate-limit fields") {
+    const auto now = system_clock::time_point{} + std::chrono::seconds{1'717'200'000};
+    const auto r = response::from_parts(429,
+                                        {{"X-RateLimit-Limit", "5000"},
+                                         {"x-ratelimit-remaining", "0"},
+                                         {"X-RATELIMIT-RESET", "1717200060"}},
+                                        "", now);
+    CHECK(r.received_at() == now);
+    const auto q = r.rate_limit();
+    CHECK(q.form == resil::rate_limit_form::x_ratelimit);
+    CHECK(q.limit == 5000);
+    CHECK(q.remaining == 0);
+    CHECK(q.reset == duration{60s});  // measured from when it arrived
+    CHECK(r.rate_limit(now + 20s).reset == duration{40s});
+
+    // A 2xx carries them too: servers send them on every response.
+    const auto ok = response::from_parts(200, {{"RateLimit", R"("default";r=49;t=30)"},
+                                               {"RateLimit-Policy", R"("default";q=50;w=60)"}});
+    CHECK(ok.rate_limit().remaining == 49);
+    CHECK(ok.rate_limit().limit == 50);
+    CHECK(ok.rate_limit().window == duration{60s});
+    CHECK(classify(ok).verdict == verdict::success);
+    CHECK_FALSE(response::from_parts(503).rate_limit().present());
+    CHECK_FALSE(response::from_failure(resil::curl::transport_status::connect_failed, CURLE_COULDNT_CONNECT, false)
+                    .received_at());
+}
+
+TEST_CASE("curl rate limit: classify's hint, in order of precedence") {
+    const auto hint = [](int status, std::initializer_list<resil::curl::header_field> h) {
+        return classify(response::from_parts(status, h)).hint;
+    };
+    const resil::curl::header_field quota{"RateLimit", R"("default";r=0;t=9)"};
+    const resil::curl::header_field ms{"retry-after-ms", "700"};
+
+    // Retry-After first, the longer of it and the pushback header as before.
+    CHECK(hint(429, {quota, ms, {"Retry-After", "2"}}).retry_after == duration{2s});
+    CHECK(hint(429, {ms, {"Retry-After", "1"}, {"grpc-retry-pushback-ms", "2500"}}).retry_after == duration{2500ms});
+    CHECK(hint(503, {quota, {"grpc-retry-pushback-ms", "-1"}}).dont_retry);
+    CHECK_FALSE(hint(503, {quota, {"grpc-retry-pushback-ms", "-1"}}).retry_after);
+    // Then retry-after-ms, on any failure.
+    CHECK(hint(429, {quota, ms}).retry_after == duration{700ms});
+    CHECK(hint(500, {ms}).retry_after == duration{700ms});
+    // Then an exhausted quota's reset, on 429 and 503 only.
+    CHECK(hint(429, {quota}).retry_after == duration{9s});
+    CHECK(hint(503, {{"x-ratelimit-remaining-tokens", "0"}, {"x-ratelimit-reset-tokens", "6m0s"}}).retry_after ==
+          duration{6min});
+    CHECK_FALSE(hint(500, {quota}).retry_after);
+    CHECK_FALSE(hint(408, {quota}).retry_after);
+    CHECK_FALSE(hint(429, {{"RateLimit", R"("default";r=1;t=9)"}}).retry_after);  // not exhausted
+    // The floor: Retry-After: 0 and a zero pushback wait 50 ms, or what the caller says.
+    CHECK(hint(503, {{"Retry-After", "0"}}).retry_after == duration{50ms});
+    CHECK(hint(503, {{"grpc-retry-pushback-ms", "0"}}).retry_after == duration{50ms});
+    CHECK(hint(429, {{"RateLimit", R"("default";r=0;t=0)"}}).retry_after == duration{50ms});
+    const auto zero = response::from_parts(503, {{"Retry-After", "0"}});
+    CHECK(classify(zero, {.floor = 5ms}).hint.retry_after == duration{5ms});
+    CHECK(classify(zero, {.floor = duration::zero()}).hint.retry_after == duration::zero());
+    // Malformed values: no hint at all.
+    CHECK(hint(429, {{"Retry-After", "-1"}, {"retry-after-ms", "-30"}, {"RateLimit", R"("d";r=0;t=-1)"},
+                     {"X-RateLimit-Reset", "soon"}}) == resil::server_hint{});
+}
+
+TEST_CASE("curl rate limit: a 429 or 503 waits what its rate-limit fields say") {
+    fault_server server;
+    client http;
+
+    SECTION("retry-after-ms") {
+        busy_then_ok t{429, {{"retry-after-ms", "80"}}};
+        t.run(server, "/ms", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK(t.retries[0].delay == duration{80ms});
+        CHECK(t.retries[0].from_retry_after);
+    }
+    SECTION("Retry-After: 0 waits the floor") {
+        busy_then_ok t{503, {{"Retry-After", "0"}}};
+        t.run(server, "/zero", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK(t.retries[0].delay == duration{50ms});
+        CHECK(t.retries[0].from_retry_after);
+    }
+    SECTION("RateLimit with an exhausted quota: its t") {
+        busy_then_ok t{503, {{"RateLimit", R"("default";r=0;t=1, "daily";r=900;t=3600)"},
+                             {"RateLimit-Policy", R"("default";q=10;w=1, "daily";q=1000;w=86400)"}}};
+        t.run(server, "/ietf", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK(t.retries[0].delay == duration{1s});
+        CHECK(t.retries[0].from_retry_after);
+    }
+    SECTION("the older drafts' fields") {
+        busy_then_ok t{429, {{"RateLimit-Limit", "10"}, {"RateLimit-Remaining", "0"}, {"RateLimit-Reset", "1"}}};
+        t.run(server, "/legacy", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK(t.retries[0].delay == duration{1s});
+    }
+    SECTION("X-RateLimit-Reset in milliseconds since the epoch") {
+        busy_then_ok t{429, {{"X-RateLimit-Remaining", "0"}, {"X-RateLimit-Reset", unix_ms_from_now(300ms)}}};
+        t.run(server, "/x-ms", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        // The time between writing the script and reading the reply comes off.
+        CHECK(t.retries[0].delay <= duration{300ms});
+        CHECK(t.retries[0].delay > duration{100ms});
+        CHECK(t.retries[0].from_retry_after);
+    }
+    SECTION("requests and tokens with durations") {
+        busy_then_ok t{503, {{"x-ratelimit-remaining-requests", "0"}, {"x-ratelimit-reset-requests", "120ms"},
+                             {"x-ratelimit-remaining-tokens", "5000"}, {"x-ratelimit-reset-tokens", "6m0s"}}};
+        t.run(server, "/split", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK(t.retries[0].delay == duration{120ms});
+    }
+    SECTION("Retry-After before the rest") {
+        busy_then_ok t{429, {{"Retry-After", "1"}, {"retry-after-ms", "30"}, {"RateLimit", R"("d";r=0;t=5)"}}};
+        t.run(server, "/first", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK(t.retries[0].delay == duration{1s});
+    }
+    SECTION("malformed fields: the backoff decides") {
+        busy_then_ok t{429, {{"retry-after-ms", "-30"}, {"RateLimit", R"("d";r=0;t=-1)"},
+                             {"X-RateLimit-Remaining", "0"}, {"X-RateLimit-Reset", "soon"},
+                             {"x-ratelimit-remaining-requests", "0"}, {"x-ratelimit-reset-requests", "6 m"}}};
+        t.run(server, "/malformed", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK_FALSE(t.retries[0].from_retry_after);
+        CHECK(t.retries[0].delay <= duration{5ms});  // quick_retries' backoff cap
+    }
+    SECTION("an exhausted quota on a 500 is not why it failed") {
+        busy_then_ok t{500, {{"RateLimit", R"("d";r=0;t=5)"}}};
+        t.run(server, "/500", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK_FALSE(t.retries[0].from_retry_after);
+    }
+}
+
+TEST_CASE("curl rate limit: a reset past the deadline ends the call at once") {
+    fault_server server;
+    const auto in_an_hour = std::chrono::floor<std::chrono::seconds>(system_clock::now()) + 1h;
+    server.on("/github", {action::respond(429, "",
+                                          {{"X-RateLimit-Limit", "60"},
+                                           {"X-RateLimit-Remaining", "0"},
+                                           {"X-RateLimit-Reset", std::to_string(in_an_hour.time_since_epoch().count())}}),
+                          action::respond(200, "ok")});
+    client http;
+    std::vector<resil::events::retry_scheduled> retries;
+    const auto pipe = resil::pipeline(resil::deadline_policy{500ms}, resil::retry_policy{resil_test::quick_retries})
+                          .with_listener(scheduled_retries{&retries});
+    const auto out = pipe([&](resil::context& ctx) { return http.perform(request::get(server.url("/github")), ctx); });
+    CHECK(out.reason() == reason::retry_after_exceeds_deadline);
+    CHECK(retries.empty());
+    CHECK(server.requests().size() == 1);
+    REQUIRE(out.has_value());
+    CHECK(out->rate_limit().remaining == 0);
+    CHECK(out->rate_limit().reset > duration{3590s});
+}
+
+TEST_CASE("curl rate limit: a 200 from the client exposes its fields") {
+    fault_server server;
+    server.on("/ok", {action::respond(200, "ok", {{"X-RateLimit-Limit", "5000"}, {"X-RateLimit-Remaining", "4999"}})});
+    client http;
+    const auto r = http.perform(request::get(server.url("/ok")));
+    REQUIRE(r.ok());
+    CHECK_FALSE(r.received_at());  // no hints are read from a 2xx
+    const auto q = r.rate_limit();
+    CHECK(q.limit == 5000);
+    CHECK(q.remaining == 4999);
+}
