@@ -66,6 +66,7 @@ max_len_of() {
         json_config) echo 4096 ;;
         curl_fields) echo 2048 ;;
         curl_response) echo 4096 ;;   # a head, a few body chunks and trailers
+        sse) echo 4096 ;;             # an event stream: a few dozen lines, fed in three splits
         *) echo 1024 ;;
     esac
 }
