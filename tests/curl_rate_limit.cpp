@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -236,4 +237,48 @@ TEST_CASE("curl rate limit: a 200 from the client exposes its fields") {
     const auto q = r.rate_limit();
     CHECK(q.limit == 5000);
     CHECK(q.remaining == 4999);
+}
+
+TEST_CASE("curl client: the idempotency key travels in the header the options name") {
+    using resil::curl::client_options;
+    CHECK(client_options{}.idempotency_key_header == "Idempotency-Key");
+    const auto message = [](const client_options& o) { return o.validate()->message(); };
+    CHECK(message({.idempotency_key_header = ""}) == "`idempotency_key_header` must be an HTTP token, got \"\"");
+    CHECK(message({.idempotency_key_header = "Idempotency Key"}) ==
+          "`idempotency_key_header` must be an HTTP token, got \"Idempotency Key\"");
+    CHECK(message({.idempotency_key_header = "X-Key:"}) == "`idempotency_key_header` must be an HTTP token, got \"X-Key:\"");
+    CHECK_THROWS_AS(client({.idempotency_key_header = "a\r\nb"}), std::invalid_argument);
+    const std::string long_name(200, 'k');
+    CHECK_FALSE(client_options{.idempotency_key_header = long_name}.validate());
+
+    fault_server server;
+    server.on("/orders", {action::respond(503), action::respond(200, "ok")});
+    for (const std::string& name : {std::string("X-Idempotency-Key"), long_name}) {
+        INFO(name.size());
+        client http({.idempotency_key_header = name});
+        const auto pipe = resil::pipeline(resil::retry_policy{resil_test::quick_retries});
+        const auto before = server.requests().size();
+        const auto out = pipe([&](resil::context& ctx) { return http.perform(request::post(server.url("/orders"), "{}"), ctx); });
+        REQUIRE(out.ok());
+        CHECK(out->carried_idempotency_key());
+        const auto seen = server.requests();
+        REQUIRE(seen.size() == before + 2);
+        const auto first = seen[before].header(name);
+        REQUIRE(first);
+        CHECK(first->size() == 38);  // a quoted UUID
+        CHECK(seen[before + 1].header(name) == first);  // the same key on the retry
+        CHECK_FALSE(seen[before].header("Idempotency-Key"));
+        server.on("/orders", {action::respond(503), action::respond(200, "ok")});
+    }
+
+    // A request's own key in that header is sent as it is, and an empty one refused.
+    server.on("/own", {action::respond(200, "ok")});
+    client http({.idempotency_key_header = "X-Idempotency-Key"});
+    const auto mine = http.perform(request::post(server.url("/own"), "{}").add_header("x-idempotency-key", "order-7"));
+    REQUIRE(mine.ok());
+    CHECK(mine.carried_idempotency_key());
+    const auto seen = server.requests();
+    CHECK(seen.back().header("X-Idempotency-Key") == "order-7");
+    CHECK_THROWS_WITH(http.perform(request::post(server.url("/own"), "{}").add_header("X-Idempotency-Key", " ")),
+                      Catch::Contains("the request's X-Idempotency-Key header is empty"));
 }

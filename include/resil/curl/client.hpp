@@ -13,7 +13,8 @@
 //  1. tells the context whether the operation is idempotent (the request's
 //     method or explicit flag) and, for a non-idempotent request, takes the
 //     context's idempotency key (made once per call) and sends it as
-//     `Idempotency-Key: "<uuid>"`, so the retry policy may retry an ambiguous
+//     `Idempotency-Key: "<uuid>"` (the name is client_options::
+//     idempotency_key_header), so the retry policy may retry an ambiguous
 //     failure — and the server can deduplicate it;
 //  2. takes ctx.limits_for_attempt() (the timeouts clamped to the deadline,
 //     from one reading of the context's clock), bounded by
@@ -194,14 +195,14 @@ private:
         //    counts only when it was sent.
         const idempotency_key* key = nullptr;
         bool keyed = false;
-        if (const auto own = req.header(idempotency_key::header_name)) {
+        if (const auto own = req.header(options_.idempotency_key_header)) {
             // The caller's own key is sent as is (the context holds it too when
             // it is a UUID). A blank one would pass for a key and let an
             // unsafe request be retried with nothing to deduplicate it.
             if (unquote(*own).empty())
-                throw std::invalid_argument(
-                    "resil::curl::client: the request's Idempotency-Key header is empty; give it a key or leave "
-                    "the header out (the client then adds the operation's key)");
+                throw std::invalid_argument("resil::curl::client: the request's " + options_.idempotency_key_header +
+                                            " header is empty; give it a key or leave the header out (the client "
+                                            "then adds the operation's key)");
             keyed = true;
             if (auto parsed = parse_key(*own))
                 if (!ctx.has_idempotency_key()) ctx.set_idempotency_key(*parsed);

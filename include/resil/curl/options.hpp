@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "../idempotency_key_type.hpp"
 #include "../timeouts.hpp"
 #include "../validation.hpp"
 #include "detail/text.hpp"
@@ -34,6 +35,10 @@ struct client_options {
     resil::timeouts limits{std::chrono::seconds{10}, std::chrono::seconds{60}, std::chrono::minutes{5}};
     /// How to send the idempotency key of non-idempotent requests. Default quoted.
     key_header_format idempotency_key = key_header_format::quoted;
+    /// The header field carrying the idempotency key, both the one the client
+    /// adds and a request's own (some providers name it otherwise, e.g.
+    /// X-Idempotency-Key). An HTTP token; default Idempotency-Key.
+    std::string idempotency_key_header = std::string(idempotency_key::header_name);
     /// Send what is left of the attempt's budget, min(deadline, total limit),
     /// in resil::timeout_header_name (grpc-timeout) so the next hop can stop
     /// when this one does. Default off: not every server should learn it.
@@ -55,8 +60,9 @@ struct client_options {
     std::string user_agent{};
 
     /// The first invalid field, if any: each limit positive (no_limit is
-    /// fine), both size limits at least 1, the pushback header an HTTP token
-    /// (or empty), the User-Agent free of control characters.
+    /// fine), both size limits at least 1, the idempotency key header an HTTP
+    /// token, the pushback header an HTTP token (or empty), the User-Agent free
+    /// of control characters.
     [[nodiscard]] validation_result validate() const {
         using std::chrono::milliseconds;
         const milliseconds one{1};
@@ -65,6 +71,9 @@ struct client_options {
         if (auto bad = resil::detail::check_at_least("limits.total", limits.total, one)) return bad;
         if (auto bad = resil::detail::check_at_least("max_body_bytes", max_body_bytes, std::size_t{1})) return bad;
         if (auto bad = resil::detail::check_at_least("max_header_bytes", max_header_bytes, std::size_t{1})) return bad;
+        if (!detail::is_token(idempotency_key_header))
+            return invalid_option{"idempotency_key_header",
+                                  "must be an HTTP token, got " + detail::quote_for_error(idempotency_key_header)};
         if (!pushback_header.empty() && !detail::is_token(pushback_header))
             return invalid_option{"pushback_header",
                                   "must be an HTTP token or empty, got " + detail::quote_for_error(pushback_header)};

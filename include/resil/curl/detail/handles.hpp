@@ -57,8 +57,9 @@ struct handles {
     transfer_state transfer{};
     applied_options applied{};
     std::vector<curl_slist> header_nodes;
-    // "Idempotency-Key: \"<36>\"" and "grpc-timeout: <9>", NUL-terminated.
-    std::array<char, 64> key_line{};
+    // "<key header>: \"<36>\"" (sized once for the client's header name) and
+    // "grpc-timeout: <9>", NUL-terminated.
+    std::string key_line;
     std::array<char, 48> timeout_line{};
     std::array<char, CURL_ERROR_SIZE> error{};
     std::atomic<bool> busy{false};

@@ -68,6 +68,12 @@ struct setup {
         curl_easy_setopt(e, CURLOPT_PREREQDATA, &s.transfer);
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s.error.data());
         if (!options.user_agent.empty()) curl_easy_setopt(e, CURLOPT_USERAGENT, options.user_agent.c_str());
+        // The key line's name part is written once: per request only the key.
+        const std::string_view name = options.idempotency_key_header;
+        s.key_line.assign(name.size() + 2 + 2 + 36 + 1, '\0');  // ": ", quotes, a UUID, NUL
+        std::memcpy(s.key_line.data(), name.data(), name.size());
+        s.key_line[name.size()] = ':';
+        s.key_line[name.size() + 1] = ' ';
         s.transfer.max_body = options.max_body_bytes;
         s.transfer.max_header_bytes = options.max_header_bytes;
     }
@@ -167,10 +173,7 @@ struct setup {
         const auto& fields = request_access::fields(req);
         for (std::size_t i = 0; i < fields.size(); ++i) nodes.push_back({const_cast<char*>(fields.line(i)), nullptr});
         if (key) {
-            constexpr std::string_view name = "Idempotency-Key: ";
-            char* p = s.key_line.data();
-            std::memcpy(p, name.data(), name.size());
-            p += name.size();
+            char* p = s.key_line.data() + options.idempotency_key_header.size() + 2;  // after "<name>: "
             const bool quoted = options.idempotency_key == key_header_format::quoted;
             if (quoted) *p++ = '"';
             p = key->format_to(p);
