@@ -135,7 +135,7 @@ public:
         const bool over = n > room;
         if (over) n = static_cast<std::size_t>(room);
         std::size_t from = 0;
-        if (!bom_done_) from = skip_bom(p, n, on_event, on_comment);
+        if (!bom_done_) from = skip_bom(p, n);
         if (error_ == error_code::none && from < n) read(p + from, n - from, total_ + from, on_event, on_comment);
         total_ += n;
         if (over && error_ == error_code::none) fail(error_code::body_too_large, options_.max_body_bytes);
@@ -214,9 +214,9 @@ private:
 
     // Matches a BOM at the start of the stream, across chunks; returns how
     // many bytes of `p` it took. Bytes that started like a BOM but were not
-    // one are read as text, from the constant (they are its prefix).
-    template <class OnEvent, class OnComment>
-    std::size_t skip_bom(const char* p, std::size_t n, OnEvent& on_event, OnComment& on_comment) {
+    // one (EF, or EF BB) are text: the start of the first line, and of a
+    // 3-byte UTF-8 sequence the next bytes must complete.
+    std::size_t skip_bom(const char* p, std::size_t n) {
         std::size_t i = 0;
         while (bom_matched_ < 3 && i < n && p[i] == bom[bom_matched_]) {
             ++bom_matched_;
@@ -226,7 +226,15 @@ private:
             bom_done_ = true;
         } else if (i < n) {
             bom_done_ = true;
-            if (bom_matched_ != 0) read(bom, bom_matched_, 0, on_event, on_comment);
+            if (bom_matched_ != 0) {
+                if (bom_matched_ > options_.max_line_bytes) {
+                    fail(error_code::line_too_long, 0);
+                    return i;
+                }
+                line_start_ = 0;
+                line_.assign(bom, bom_matched_);
+                if (options_.validate_utf8) start_sequence(static_cast<std::uint8_t>(3 - bom_matched_), 0x80, 0xBF);
+            }
         }
         return i;
     }
