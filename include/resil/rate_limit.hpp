@@ -478,13 +478,13 @@ struct decimal_number {
 }
 
 /// One Go-style duration component's unit, in nanoseconds; 0 when unknown.
-[[nodiscard]] constexpr std::int64_t duration_unit_ns(std::string_view unit) noexcept {
-    if (unit == "ns") return 1;
-    if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") return 1'000;  // µ (micro sign), μ (mu)
-    if (unit == "ms") return 1'000'000;
-    if (unit == "s") return ns_per_second;
-    if (unit == "m") return 60 * ns_per_second;
-    if (unit == "h") return 3600 * ns_per_second;
+[[nodiscard]] constexpr std::int64_t duration_unit_ns(std::string_view name) noexcept {
+    if (name == "ns") return 1;
+    if (name == "us" || name == "\xC2\xB5s" || name == "\xCE\xBCs") return 1'000;  // µ (micro sign), μ (mu)
+    if (name == "ms") return 1'000'000;
+    if (name == "s") return ns_per_second;
+    if (name == "m") return 60 * ns_per_second;
+    if (name == "h") return 3600 * ns_per_second;
     return 0;
 }
 
@@ -598,14 +598,14 @@ template <class ReadCount, class ReadReset>
         const auto number = text.substr(start, i - start);
         const std::size_t unit_start = i;
         while (i < text.size() && !detail::is_digit(text[i]) && text[i] != '.') ++i;
-        const std::int64_t unit = detail::duration_unit_ns(text.substr(unit_start, i - unit_start));
-        if (unit == 0 || number.empty() || number.front() == '.') return std::nullopt;
-        const auto n = detail::parse_decimal(number, unit);
+        const std::int64_t unit_ns = detail::duration_unit_ns(text.substr(unit_start, i - unit_start));
+        if (unit_ns == 0 || number.empty() || number.front() == '.') return std::nullopt;
+        const auto n = detail::parse_decimal(number, unit_ns);
         if (!n) return std::nullopt;
         // Saturating: the whole part alone may exceed the cap by far.
         const std::int64_t room = detail::rate_limit_cap_ns - total;
-        if (n->whole > room / unit) return detail::capped_ns(detail::rate_limit_cap_ns);
-        total += n->whole * unit;
+        if (n->whole > room / unit_ns) return detail::capped_ns(detail::rate_limit_cap_ns);
+        total += n->whole * unit_ns;
         total = n->fraction_ns > detail::rate_limit_cap_ns - total ? detail::rate_limit_cap_ns : total + n->fraction_ns;
     }
     return detail::capped_ns(total);
