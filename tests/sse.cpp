@@ -579,9 +579,16 @@ TEST_CASE("sse: the documented usage") {
         if (e.data != "[DONE]") tokens.emplace_back(e.data);  // the views live for this call only
     };
     auto on_comment = [&](std::string_view) { /* a keep-alive: restart the idle timer */ };
-    for (const std::string_view chunk : {"data: {\"a\":1}\n\nda"sv, "ta: {\"a\":2}\r\n\r"sv, "\n: ping\n\ndata: [DONE]\n\n"sv}) {
-        if (sse.feed(chunk, on_event, on_comment) != resil::sse::error_code::none) FAIL(sse.error_message());
-    }
-    CHECK(sse.finish() == resil::sse::error_code::none);
+    const std::vector<std::string_view> chunks_as_they_arrive = {"data: {\"a\":1}\n\nda"sv, "ta: {\"a\":2}\r\n\r"sv,
+                                                                 "\n: ping\n\ndata: [DONE]\n\n"sv};
+    auto read_all = [&] {
+        for (std::string_view chunk : chunks_as_they_arrive) {
+            if (sse.feed(chunk, on_event, on_comment) != resil::sse::error_code::none)
+                throw std::runtime_error(sse.error_message());  // the position and the limit, in words
+        }
+        sse.finish();  // the end of the body: an event without its blank line is discarded
+    };
+    CHECK_NOTHROW(read_all());
+    CHECK(sse.error() == resil::sse::error_code::none);
     CHECK(tokens == std::vector{R"({"a":1})"s, R"({"a":2})"s});
 }
