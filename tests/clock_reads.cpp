@@ -12,6 +12,7 @@
 #include <resil/retry_budget.hpp>
 #include <resil/testing/manual_clock.hpp>
 #include <resil/timeout_policy.hpp>
+#include <resil/token_bucket.hpp>
 
 #include <atomic>
 #include <functional>
@@ -50,6 +51,16 @@ private:
 static_assert(resil::clock<counting_clock>);
 
 using breaker_type = resil::basic_circuit_breaker<counting_clock>;
+
+// A policy of a user's: notes the reading each attempt starts with.
+struct reading_probe {
+    std::vector<resil::time_point>* seen;
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        seen->push_back(ctx.recent_now());
+        return next(ctx);
+    }
+};
 
 // Retries after 1 ms, on manual time: a wait reads no clock.
 resil::retry_options quick_retries(resil::retry_budget* budget = nullptr) {
@@ -127,6 +138,30 @@ TEST_CASE("clock reads: without a deadline, the first policy that needs time rea
                                     resil::timeout_policy{{.total = 150ms}});
         REQUIRE(pipe([] { return 1; }, resil::always_success).ok());
         CHECK(clock.take_reads() == 0);
+    }
+}
+
+TEST_CASE("clock reads: a token bucket on the pipeline's time line takes the attempt's reading") {
+    counting_clock clock;
+    breaker_type breaker{{}, clock};
+    resil::basic_token_bucket<counting_clock> bucket{{.rate = 1000, .burst = 10}, clock};
+    (void)clock.take_reads();
+    auto pipe = resil::pipeline(clock, resil::deadline_policy{250ms}, std::ref(breaker), std::ref(bucket),
+                                resil::timeout_policy{{.total = 150ms}});
+    REQUIRE(pipe([] { return 1; }, resil::always_success).ok());
+    CHECK(clock.take_reads() == 1);
+    CHECK(bucket.available(clock.now()) == 9);
+
+    SECTION("and a wait for a token drops it") {
+        resil::basic_token_bucket<counting_clock> slow{{.rate = 10, .burst = 1, .max_wait = 200ms}, clock};
+        std::vector<resil::time_point> seen;
+        auto waiting = resil::pipeline(clock, resil::deadline_policy{250ms}, std::ref(slow), reading_probe{&seen});
+        const auto t0 = clock.now();
+        REQUIRE(waiting([] { return 1; }, resil::always_success).ok());  // the burst's token
+        REQUIRE(waiting([] { return 2; }, resil::always_success).ok());  // waits 100 ms for the next
+        REQUIRE(seen.size() == 2);
+        CHECK(seen[0] == t0);
+        CHECK(seen[1] == t0 + 100ms);  // read after the wait, not before it
     }
 }
 
@@ -226,18 +261,6 @@ TEST_CASE("clock reads: a success counts at its attempt's start, a failure at it
     CHECK(m.failures_in_window == 1);
     CHECK(m.calls == 3);
 }
-
-namespace {
-// A policy of a user's: notes the reading each attempt starts with.
-struct reading_probe {
-    std::vector<resil::time_point>* seen;
-    template <class Context, class Next>
-    auto execute(Context& ctx, Next&& next) const {
-        seen->push_back(ctx.recent_now());
-        return next(ctx);
-    }
-};
-}  // namespace
 
 TEST_CASE("clock reads: the reading of one call never stands for the next, nor for a wait") {
     counting_clock clock;

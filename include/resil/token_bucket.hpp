@@ -76,10 +76,10 @@ struct token_bucket_options {
         if (auto bad = detail::check_in_range("burst", burst, min_burst, max_burst)) return bad;
         if (!detail::gcra::refills_in_time(rate, burst)) {
             return detail::check_that(false, "burst",
-                                      "at most " + detail::format_option_value(detail::gcra::largest_burst(rate)) +
-                                          " at rate " + detail::format_option_value(rate) +
-                                          " (burst / rate, the time to refill an empty bucket, at most " +
-                                          detail::format_option_value(max_refill_seconds) + " s)",
+                                      {"at most ", detail::format_option_value(detail::gcra::largest_burst(rate)),
+                                       " at rate ", detail::format_option_value(rate),
+                                       " (burst / rate, the time to refill an empty bucket, at most ",
+                                       detail::format_option_value(max_refill_seconds), " s)"},
                                       burst);
         }
         return detail::check_at_least("max_wait", max_wait, min_max_wait);
@@ -216,14 +216,16 @@ public:
         if constexpr (requires { typename Context::clock_type; })
             static_assert(std::is_same_v<typename Context::clock_type, Clock>,
                           "resil::basic_token_bucket: the pipeline's clock type must be the bucket's clock type");
-        // The bucket's own clock, not the context's: a context built by the
-        // caller may carry another time line than the one the bucket counts on.
-        const auto now = clock_.now();
+        // The attempt's reading when the context reads the bucket's time line
+        // (one clock read per attempt); the bucket's own clock otherwise: a
+        // context built by the caller may carry another time line.
+        const auto now = shares_readings(ctx) ? ctx.recent_now() : clock_.now();
         token_bucket_result r;
         if (options_.max_wait > duration::zero()) {
             const auto patience = detail::saturating_add(now, options_.max_wait);
-            const auto call_deadline = ctx.deadline().when();
+            const auto call_deadline = ctx.deadline_instant();
             r = acquire_until(now, call_deadline < patience ? call_deadline : patience, 1, ctx.stop_token());
+            ctx.forget_now();  // it may have waited
         } else {
             r = try_acquire(now, 1);
         }
@@ -239,6 +241,14 @@ public:
     }
 
 private:
+    template <class Context>
+    bool shares_readings(const Context& ctx) const noexcept {
+        if constexpr (requires { { ctx.clock() } -> std::convertible_to<const Clock&>; })
+            return same_time_line(ctx.clock(), clock_);
+        else
+            return false;
+    }
+
     static const token_bucket_options& validated(const token_bucket_options& o) {
         throw_if_invalid("resil::token_bucket", o.validate());
         return o;
