@@ -24,12 +24,14 @@
 // an admission (compare-and-swap) and a release (one subtraction) write it,
 // which no design can avoid and keep the bound exact (per-thread quotas would
 // shed calls while another thread's quota has room, or need a borrowing
-// protocol that writes a shared word near the limit anyway). The admitted and
-// shed counters are per-thread stripes (detail/stripes.hpp), added up when
-// read: a shed call only reads the shared line, so an overloaded limit sheds
-// without every core writing one line. Memory: 128 bytes per stripe
-// (default_stripe_count(): this machine's hardware threads, rounded up to a
-// power of two, at most 64), allocated at construction.
+// protocol that writes a shared word near the limit anyway). The admitted
+// counter shares that line: an admission has just won it, so counting there
+// costs no transfer (a stripe would cost one more line). The shed counter is
+// per-thread stripes (detail/stripes.hpp), added up when read: a shed call
+// only reads the shared line, so an overloaded limit sheds without every
+// core writing one line. Memory: 128 bytes per stripe (default_stripe_count():
+// this machine's hardware threads, rounded up to a power of two, at most 64),
+// allocated at construction.
 #pragma once
 
 #include <atomic>
@@ -118,14 +120,14 @@ public:
         auto current = in_flight_.load(std::memory_order_relaxed);
         do {
             if (current >= options_.max_in_flight) {
-                counts_.local().shed.fetch_add(1, std::memory_order_relaxed);
+                shed_.local().fetch_add(1, std::memory_order_relaxed);
                 return permit{};
             }
             // Acquire pairs with the release in release_one(), as for any
             // semaphore: work done under a permit happens-before its reuse.
         } while (!in_flight_.compare_exchange_weak(current, current + 1, std::memory_order_acquire,
                                                    std::memory_order_relaxed));
-        counts_.local().admitted.fetch_add(1, std::memory_order_relaxed);
+        admitted_.fetch_add(1, std::memory_order_relaxed);
         return permit{this};
     }
 
@@ -133,11 +135,15 @@ public:
     [[nodiscard]] std::uint32_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
     /// The most calls in flight at once: options().max_in_flight.
     [[nodiscard]] std::uint32_t limit() const noexcept { return options_.max_in_flight; }
-    /// Calls admitted since construction (the stripes added up: exact when
-    /// no admission is in progress).
-    [[nodiscard]] std::uint64_t admitted() const noexcept { return total(&counters::admitted); }
-    /// Calls shed (rejected because the limit was reached) since construction.
-    [[nodiscard]] std::uint64_t shed() const noexcept { return total(&counters::shed); }
+    /// Calls admitted since construction.
+    [[nodiscard]] std::uint64_t admitted() const noexcept { return admitted_.load(std::memory_order_relaxed); }
+    /// Calls shed (rejected because the limit was reached) since construction
+    /// (the stripes added up: exact when no shed is in progress).
+    [[nodiscard]] std::uint64_t shed() const noexcept {
+        std::uint64_t sum = 0;
+        for (std::size_t i = 0; i < shed_.size(); ++i) sum += shed_[i].load(std::memory_order_relaxed);
+        return sum;
+    }
 
     [[nodiscard]] const concurrency_limit_options& options() const noexcept { return options_; }
 
@@ -159,23 +165,14 @@ public:
 private:
     void release_one() const noexcept { in_flight_.fetch_sub(1, std::memory_order_release); }
 
-    struct counters {
-        std::atomic<std::uint64_t> admitted{0};
-        std::atomic<std::uint64_t> shed{0};
-    };
-    std::uint64_t total(std::atomic<std::uint64_t> counters::*which) const noexcept {
-        std::uint64_t sum = 0;
-        for (std::size_t i = 0; i < counts_.size(); ++i) sum += (counts_[i].*which).load(std::memory_order_relaxed);
-        return sum;
-    }
-
     // Read by every call, never written after construction.
     concurrency_limit_options options_;
-    detail::stripes<counters> counts_;
-    // Written by every admission and release: a line of its own (the
+    detail::stripes<std::atomic<std::uint64_t>> shed_;
+    // Written by every admission and release: a line of their own (the
     // alignment also rounds the object's size up, so a neighbouring object
     // cannot share it either).
     alignas(detail::stripe_alignment) mutable std::atomic<std::uint32_t> in_flight_{0};
+    mutable std::atomic<std::uint64_t> admitted_{0};
 };
 
 }  // namespace resil

@@ -233,7 +233,8 @@ private:
         const auto length = static_cast<std::uint64_t>(slot_length_.count());
         const auto last = last_epoch_.load(std::memory_order_relaxed);
         // Unsigned: a reading before the slot's start wraps to a huge offset.
-        if (ticks - last * length < length) return last;
+        if (ticks - last * length < length) [[likely]]
+            return last;
         const auto epoch = ticks / length;
         if (epoch > last) last_epoch_.store(epoch, std::memory_order_relaxed);
         return epoch;

@@ -223,7 +223,8 @@ private:
         const auto last = last_location_.load(std::memory_order_relaxed);
         const auto epoch = last >> 4;
         // Unsigned: a `now_ticks` before the bucket's start wraps to a huge offset.
-        if (now_ticks - epoch * bucket_ticks_ < bucket_ticks_) return {epoch, static_cast<std::size_t>(last & 15)};
+        if (now_ticks - epoch * bucket_ticks_ < bucket_ticks_) [[likely]]
+            return {epoch, static_cast<std::size_t>(last & 15)};
         const auto fresh = now_ticks / bucket_ticks_;
         const auto index = fresh % buckets;
         if (fresh > epoch) last_location_.store(fresh << 4 | index, std::memory_order_relaxed);
