@@ -32,7 +32,8 @@
 //
 // Thread-safe without locks. The state is one atomic word (state, generation,
 // probe counts) changed by compare-and-swap; the time window is a ring of
-// atomic buckets, one ring per stripe of threads (detail/rolling_window.hpp).
+// atomic buckets, one ring per stripe of threads (detail/rolling_window.hpp),
+// so threads recording successes write no cache line in common.
 // A closed breaker admits a call with one relaxed load and no clock read;
 // recording reads the clock once and does one compare-and-swap on a bucket
 // (a failure, one more on the bucket's failure count).
@@ -82,8 +83,11 @@ namespace resil {
 
 /// A circuit breaker on `Clock` (see the top of this header). Every member
 /// may be called from any thread at any time. Neither copyable nor movable:
-/// share it by reference (std::ref in a pipeline). Size: about 1.5 KB, plus
-/// window_calls / 4 bytes in count_window mode, allocated at construction.
+/// share it by reference (std::ref in a pipeline). Size: a few hundred bytes,
+/// plus, allocated at construction, 384 bytes per stripe in time_window mode
+/// (one stripe per hardware thread, rounded up to a power of two, at most 64:
+/// 1.5 KB on 4 threads, 24 KB on 64) or window_calls / 4 bytes in
+/// count_window mode.
 template <clock Clock = steady_clock>
 class basic_circuit_breaker {
 public:
