@@ -116,7 +116,8 @@ namespace detail {
 /// `min_base`, cap at least base.
 [[nodiscard]] inline validation_result validate_base_and_cap(duration base, duration cap, duration min_base) {
     if (auto bad = check_at_least("base", base, min_base)) return bad;
-    return check_that(cap >= base, "cap", "at least the base (" + format_duration(base) + ")", cap);
+    if (cap >= base) return std::nullopt;  // the message is built only when needed
+    return check_that(false, "cap", {"at least the base (", format_duration(base), ")"}, cap);
 }
 }  // namespace detail
 
@@ -152,8 +153,9 @@ struct exponential_strategy {
         if (auto bad = detail::validate_base_and_cap(base, cap, min_base)) return bad;
         // Written so that NaN fails too.
         const bool finite_growth = multiplier >= min_multiplier && multiplier <= std::numeric_limits<double>::max();
-        return detail::check_that(finite_growth, "multiplier",
-                                  "finite and at least " + detail::format_option_value(min_multiplier), multiplier);
+        if (finite_growth) return std::nullopt;
+        return detail::check_that(false, "multiplier", {"finite and at least ", detail::format_option_value(min_multiplier)},
+                                  multiplier);
     }
     friend constexpr bool operator==(const exponential_strategy&, const exponential_strategy&) = default;
 };

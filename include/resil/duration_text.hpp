@@ -25,6 +25,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "detail/platform.hpp"
+
 // g++ 12 at -O3 reports std::string operations on these digit strings as
 // overlapping copies of 2^63 bytes (GCC bug 105329, a -Wrestrict false
 // positive inside libstdc++); the warning is silenced here only.
@@ -224,7 +226,7 @@ inline std::size_t format_in_unit(std::uint64_t magnitude, int source, const dur
 /// (`source` is log10 of the tick in ns: 0 for ns, 6 for ms, 9 for s), on
 /// the count's sign and magnitude. One copy for every duration type: the
 /// templates below only take the count apart.
-[[nodiscard, gnu::noinline]] inline std::string format_duration_ticks(bool negative, std::uint64_t magnitude,
+[[nodiscard]] RESIL_DETAIL_NOINLINE inline std::string format_duration_ticks(bool negative, std::uint64_t magnitude,
                                                                      int source) {
     if (magnitude == 0) return "0s";
     char best[duration_text_room];
@@ -243,7 +245,7 @@ inline std::size_t format_in_unit(std::uint64_t magnitude, int source, const dur
 
 /// format_duration of `n` ticks of `per` seconds each (minutes, hours),
 /// written through seconds.
-[[nodiscard, gnu::noinline]] inline std::string format_seconds_multiple(std::int64_t n, std::int64_t per) {
+[[nodiscard]] RESIL_DETAIL_NOINLINE inline std::string format_seconds_multiple(std::int64_t n, std::int64_t per) {
     if (n > std::numeric_limits<std::int64_t>::max() / per || n < std::numeric_limits<std::int64_t>::min() / per)
         return std::to_string(n) + " x " + std::to_string(per) + "s";  // beyond any count of seconds
     const std::int64_t seconds = n * per;

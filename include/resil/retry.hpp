@@ -82,7 +82,7 @@ struct retry_options {
         if (auto bad = backoff.validate()) return bad->within("backoff");
         if (auto bad = detail::check_in_range("max_wait", max_wait, min_max_wait, max_max_wait)) return bad;
         if (backoff.cap() <= max_wait) return std::nullopt;  // the message is built only when needed
-        return detail::check_that(false, "backoff.cap", "at most max_wait (" + detail::format_duration(max_wait) + ")",
+        return detail::check_that(false, "backoff.cap", {"at most max_wait (", detail::format_duration(max_wait), ")"},
                                   backoff.cap());
     }
 

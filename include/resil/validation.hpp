@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "detail/platform.hpp"
 #include "duration_text.hpp"
 
 namespace resil {
@@ -48,7 +49,7 @@ namespace detail {
 
 /// The parts, joined: one allocation, and far less code at each message than
 /// a chain of std::string operator+.
-[[nodiscard, gnu::noinline]] inline std::string concat(std::initializer_list<std::string_view> parts) {
+[[nodiscard]] RESIL_DETAIL_NOINLINE inline std::string concat(std::initializer_list<std::string_view> parts) {
     std::size_t size = 0;
     for (auto p : parts) size += p.size();
     std::string out;
@@ -73,7 +74,7 @@ namespace detail {
 /// Throws what throw_if_invalid() promises. Out of line and cold: every
 /// policy's constructor calls throw_if_invalid(), and the message is built
 /// only on the error path.
-[[noreturn, gnu::noinline, gnu::cold]] inline void throw_invalid(std::string_view owner, const invalid_option& bad) {
+[[noreturn]] RESIL_DETAIL_COLD inline void throw_invalid(std::string_view owner, const invalid_option& bad) {
     throw std::invalid_argument(concat({owner, ": ", bad.message()}));
 }
 
@@ -121,7 +122,7 @@ struct option_value {
 
 /// A double as the message shows it: the shortest form that reads back the
 /// same (0.1, not 0.10000000000000001), or nan, inf, -inf.
-[[nodiscard, gnu::noinline]] inline std::string format_real(double v) {
+[[nodiscard]] RESIL_DETAIL_NOINLINE inline std::string format_real(double v) {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
     char text[32];
@@ -135,7 +136,7 @@ struct option_value {
 }
 
 /// The text of a value, for every type the checks take.
-[[nodiscard, gnu::noinline]] inline std::string format_option_value(const option_value& v) {
+[[nodiscard]] RESIL_DETAIL_NOINLINE inline std::string format_option_value(const option_value& v) {
     switch (v.shown) {
         case option_value::form::boolean: return v.magnitude != 0 ? "true" : "false";
         case option_value::form::real: return format_real(v.real);
@@ -196,7 +197,7 @@ template <class T>
 }
 
 /// The error of each check below, written out of line: the error path only.
-[[nodiscard, gnu::noinline, gnu::cold]] inline invalid_option out_of_range(std::string_view field,
+[[nodiscard]] RESIL_DETAIL_COLD inline invalid_option out_of_range(std::string_view field,
                                                                          const option_value& v,
                                                                          const option_value& lo,
                                                                          const option_value& hi) {
@@ -204,14 +205,14 @@ template <class T>
                                                       format_option_value(hi), "], got ", format_option_value(v)})};
 }
 
-[[nodiscard, gnu::noinline, gnu::cold]] inline invalid_option below_minimum(std::string_view field,
+[[nodiscard]] RESIL_DETAIL_COLD inline invalid_option below_minimum(std::string_view field,
                                                                           const option_value& v,
                                                                           const option_value& lo) {
     return invalid_option{std::string(field),
                           concat({"must be at least ", format_option_value(lo), ", got ", format_option_value(v)})};
 }
 
-[[nodiscard, gnu::noinline, gnu::cold]] inline invalid_option not_as_required(std::string_view field,
+[[nodiscard]] RESIL_DETAIL_COLD inline invalid_option not_as_required(std::string_view field,
                                                                             std::string_view what,
                                                                             const option_value& v) {
     return invalid_option{std::string(field), concat({"must be ", what, ", got ", format_option_value(v)})};
@@ -234,6 +235,22 @@ template <class T>
 /// "`field` must be <what>, got v" when `ok` is false.
 template <class T>
 [[nodiscard]] validation_result check_that(bool ok, std::string_view field, std::string_view what, const T& v) {
+    if (ok) return std::nullopt;
+    return not_as_required(field, what, to_option_value(v));
+}
+
+/// check_that with a requirement of several parts ("at most max_wait (",
+/// format_duration(max_wait), ")"), joined out of line only when the check
+/// fails, so no std::string `+` chain is instantiated in the caller.
+[[nodiscard]] RESIL_DETAIL_COLD inline invalid_option not_as_required(std::string_view field,
+                                                                    std::initializer_list<std::string_view> what,
+                                                                    const option_value& v) {
+    return not_as_required(field, concat(what), v);
+}
+
+template <class T>
+[[nodiscard]] validation_result check_that(bool ok, std::string_view field,
+                                           std::initializer_list<std::string_view> what, const T& v) {
     if (ok) return std::nullopt;
     return not_as_required(field, what, to_option_value(v));
 }

@@ -122,9 +122,10 @@ struct circuit_breaker_options {
         if (auto bad = check_in_range("window_calls", window_calls, min_window_calls, max_window_calls)) return bad;
         if (auto bad = check_at_least("min_calls", min_calls, min_min_calls)) return bad;
         if (mode == breaker_mode::count_window && min_calls > window_calls)
-            return invalid_option{"min_calls", "must be at most window_calls (" + std::to_string(window_calls) +
-                                                   ") in count_window mode, or the breaker could never open, got " +
-                                                   std::to_string(min_calls)};
+            return check_that(false, "min_calls",
+                              {"at most window_calls (", detail::format_option_value(window_calls),
+                               ") in count_window mode, or the breaker could never open"},
+                              min_calls);
         if (auto bad = check_in_range("consecutive_failures", consecutive_failures, min_consecutive_failures,
                                       max_consecutive_failures))
             return bad;
@@ -134,13 +135,12 @@ struct circuit_breaker_options {
                 return bad;
         if (auto bad = check_in_range("open_for", open_for, min_open_for, max_open_for)) return bad;
         if (auto bad = check_in_range("half_open_probes", half_open_probes, min_probes, max_probes)) return bad;
-        if (probe_timeout != duration::zero())
-            if (auto bad = check_that(probe_timeout >= min_probe_timeout && probe_timeout <= max_probe_timeout,
-                                      "probe_timeout",
-                                      "0 (the same as open_for) or in [" + detail::format_duration(min_probe_timeout) +
-                                          ", " + detail::format_duration(max_probe_timeout) + "]",
-                                      probe_timeout))
-                return bad;
+        if (probe_timeout != duration::zero() &&
+            !(probe_timeout >= min_probe_timeout && probe_timeout <= max_probe_timeout))
+            return check_that(false, "probe_timeout",
+                              {"0 (the same as open_for) or in [", detail::format_duration(min_probe_timeout), ", ",
+                               detail::format_duration(max_probe_timeout), "]"},
+                              probe_timeout);
         if (failure_verdicts.contains(verdict::success)) {
             std::string shown = "{";
             for (auto v : {verdict::success, verdict::retryable, verdict::permanent, verdict::ambiguous}) {
@@ -148,7 +148,7 @@ struct circuit_breaker_options {
                 if (shown.size() > 1) shown += ", ";
                 shown += to_string(v);
             }
-            return invalid_option{"failure_verdicts", "must not contain success, got " + shown + "}"};
+            return invalid_option{"failure_verdicts", detail::concat({"must not contain success, got ", shown, "}"})};
         }
         return std::nullopt;
     }

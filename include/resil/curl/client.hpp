@@ -65,6 +65,7 @@
 
 #include "../clock.hpp"
 #include "../context.hpp"
+#include "../detail/platform.hpp"
 #include "../idempotency_key.hpp"
 #include "../timeouts.hpp"
 #include "../validation.hpp"
@@ -163,10 +164,7 @@ private:
     struct busy_guard {
         std::atomic<bool>& busy;
         explicit busy_guard(std::atomic<bool>& b) : busy(b) {
-            if (busy.exchange(true, std::memory_order_acquire))
-                throw std::logic_error(
-                    "resil::curl::client: perform called while another call on this client is in progress; "
-                    "use one client per thread");
+            if (busy.exchange(true, std::memory_order_acquire)) throw_busy();
         }
         busy_guard(const busy_guard&) = delete;
         busy_guard& operator=(const busy_guard&) = delete;
@@ -176,12 +174,36 @@ private:
     detail::handles& require_state() {
         // Also what a client reached after its thread ended looks like (its
         // thread_local was destroyed): name that case, it is the common one.
-        if (!state_)
-            throw std::logic_error(
-                "resil::curl::client: used after being moved from or destroyed; a thread_local client belongs "
-                "to its thread: reach it through a function called on the thread that uses it, never through a "
-                "reference or pointer kept from another thread");
+        if (!state_) throw_no_state();
         return *state_;
+    }
+
+    // The rare paths, out of line and cold (detail/platform.hpp): each is
+    // compiled once per translation unit instead of inlined into every
+    // perform and attempt.
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_busy() {
+        throw std::logic_error(
+            "resil::curl::client: perform called while another call on this client is in progress; "
+            "use one client per thread");
+    }
+
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_no_state() {
+        throw std::logic_error(
+            "resil::curl::client: used after being moved from or destroyed; a thread_local client belongs "
+            "to its thread: reach it through a function called on the thread that uses it, never through a "
+            "reference or pointer kept from another thread");
+    }
+
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_empty_key(std::string_view header) {
+        throw std::invalid_argument(resil::detail::concat(
+            {"resil::curl::client: the request's ", header,
+             " header is empty; give it a key or leave the header out (the client then adds the operation's key)"}));
+    }
+
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_negative(const char* which, std::chrono::milliseconds v) {
+        throw std::invalid_argument(resil::detail::concat({"resil::curl::client: the context's ", which,
+                                                           " timeout is negative (", std::to_string(v.count()),
+                                                           " ms)"}));
     }
 
     // Steps 1 to 3 of the banner for one attempt, filling `r` (first made blank).
@@ -199,10 +221,7 @@ private:
             // The caller's own key is sent as is (the context holds it too when
             // it is a UUID). A blank one would pass for a key and let an
             // unsafe request be retried with nothing to deduplicate it.
-            if (unquote(*own).empty())
-                throw std::invalid_argument("resil::curl::client: the request's " + options_.idempotency_key_header +
-                                            " header is empty; give it a key or leave the header out (the client "
-                                            "then adds the operation's key)");
+            if (unquote(*own).empty()) throw_empty_key(options_.idempotency_key_header);
             keyed = true;
             if (auto parsed = parse_key(*own))
                 if (!ctx.has_idempotency_key()) ctx.set_idempotency_key(*parsed);
@@ -230,13 +249,9 @@ private:
 
     static void check_not_negative(const resil::timeouts& t) {
         using std::chrono::milliseconds;
-        const auto bad = [](const char* which, milliseconds v) {
-            throw std::invalid_argument(std::string("resil::curl::client: the context's ") + which +
-                                        " timeout is negative (" + std::to_string(v.count()) + " ms)");
-        };
-        if (t.connect < milliseconds::zero()) bad("connect", t.connect);
-        if (t.read < milliseconds::zero()) bad("read", t.read);
-        if (t.total < milliseconds::zero()) bad("total", t.total);
+        if (t.connect < milliseconds::zero()) throw_negative("connect", t.connect);
+        if (t.read < milliseconds::zero()) throw_negative("read", t.read);
+        if (t.total < milliseconds::zero()) throw_negative("total", t.total);
     }
 
     // A key field's value without its white space and RFC 9651 quotes.

@@ -13,6 +13,7 @@
 
 #include "../idempotency_key_type.hpp"
 #include "../timeouts.hpp"
+#include "../detail/platform.hpp"
 #include "../validation.hpp"
 #include "detail/text.hpp"
 #include "response.hpp"
@@ -25,6 +26,15 @@ enum class key_header_format : std::uint8_t {
     unquoted,  ///< `Idempotency-Key: 8e03978e-...`, as some providers document it
     none,      ///< never add the header (a caller may still add its own)
 };
+
+namespace detail {
+/// "`field` <requirement>, got "<text>"": out of line and cold, as every
+/// refusal (resil/detail/platform.hpp).
+[[nodiscard]] RESIL_DETAIL_COLD inline invalid_option invalid_text(std::string_view field, std::string_view requirement,
+                                                                  std::string_view text) {
+    return {std::string(field), resil::detail::concat({requirement, ", got ", quote_for_error(text)})};
+}
+}  // namespace detail
 
 /// Options of a client; the defaults are the documented ones.
 struct client_options {
@@ -72,15 +82,12 @@ struct client_options {
         if (auto bad = resil::detail::check_at_least("max_body_bytes", max_body_bytes, std::size_t{1})) return bad;
         if (auto bad = resil::detail::check_at_least("max_header_bytes", max_header_bytes, std::size_t{1})) return bad;
         if (!detail::is_token(idempotency_key_header))
-            return invalid_option{"idempotency_key_header",
-                                  "must be an HTTP token, got " + detail::quote_for_error(idempotency_key_header)};
+            return detail::invalid_text("idempotency_key_header", "must be an HTTP token", idempotency_key_header);
         if (!pushback_header.empty() && !detail::is_token(pushback_header))
-            return invalid_option{"pushback_header",
-                                  "must be an HTTP token or empty, got " + detail::quote_for_error(pushback_header)};
+            return detail::invalid_text("pushback_header", "must be an HTTP token or empty", pushback_header);
         for (const char c : user_agent)
             if (detail::is_forbidden_in_value(c))
-                return invalid_option{"user_agent", "must hold no control character, got " +
-                                                        detail::quote_for_error(user_agent)};
+                return detail::invalid_text("user_agent", "must hold no control character", user_agent);
         return std::nullopt;
     }
 };

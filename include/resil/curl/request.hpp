@@ -20,6 +20,8 @@
 #include <string_view>
 #include <utility>
 
+#include "../detail/platform.hpp"
+#include "../validation.hpp"
 #include "detail/text.hpp"
 #include "fields.hpp"
 
@@ -70,12 +72,8 @@ public:
     /// A request with any method (an RFC 9110 token, e.g. "PROPFIND").
     /// Throws std::invalid_argument for a bad method or URL.
     request(std::string method, std::string url) : method_(std::move(method)), url_(std::move(url)) {
-        if (!detail::is_token(method_))
-            throw std::invalid_argument("resil::curl::request: the method must be an HTTP token, got " +
-                                        detail::quote_for_error(method_));
-        if (auto why = detail::invalid_url_reason(url_))
-            throw std::invalid_argument("resil::curl::request: " + std::string(*why) + ": " +
-                                        detail::quote_for_error(url_));
+        if (!detail::is_token(method_)) throw_bad_method(method_);
+        if (auto why = detail::invalid_url_reason(url_)) throw_bad_url(*why, url_);
     }
 
     [[nodiscard]] static request get(std::string url) { return {"GET", std::move(url)}; }
@@ -100,14 +98,9 @@ public:
     /// A field the adapter would add itself (Idempotency-Key, the deadline
     /// header, Expect, User-Agent) replaces the adapter's.
     request& add_header(std::string_view name, std::string_view value) & {
-        if (!detail::is_token(name))
-            throw std::invalid_argument("resil::curl::request: a header name must be an HTTP token, got " +
-                                        detail::quote_for_error(name));
+        if (!detail::is_token(name)) throw_bad_header_name(name);
         for (const char c : value)
-            if (detail::is_forbidden_in_value(c))
-                throw std::invalid_argument("resil::curl::request: the value of header " + std::string(name) +
-                                            " contains CR, LF or another control character: " +
-                                            detail::quote_for_error(value));
+            if (detail::is_forbidden_in_value(c)) throw_bad_header_value(name, value);
         headers_.add(name, detail::trim_ows(value));
         return *this;
     }
@@ -120,7 +113,7 @@ public:
     /// Throws std::invalid_argument for HEAD, whose response never has a
     /// body to wait for.
     request& set_body(std::string body) & {
-        if (method_ == "HEAD") throw std::invalid_argument("resil::curl::request: a HEAD request has no body");
+        if (method_ == "HEAD") throw_head_with_body();
         body_ = std::move(body);
         has_body_ = true;
         return *this;
@@ -151,6 +144,29 @@ public:
     [[nodiscard]] bool idempotent() const noexcept { return idempotent_.value_or(is_idempotent_method(method_)); }
 
 private:
+    // The refusals, out of line and cold (detail/platform.hpp): the message
+    // building is compiled once per translation unit, not into every caller.
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_bad_method(std::string_view method) {
+        throw std::invalid_argument(resil::detail::concat(
+            {"resil::curl::request: the method must be an HTTP token, got ", detail::quote_for_error(method)}));
+    }
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_bad_url(std::string_view why, std::string_view url) {
+        throw std::invalid_argument(
+            resil::detail::concat({"resil::curl::request: ", why, ": ", detail::quote_for_error(url)}));
+    }
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_bad_header_name(std::string_view name) {
+        throw std::invalid_argument(resil::detail::concat(
+            {"resil::curl::request: a header name must be an HTTP token, got ", detail::quote_for_error(name)}));
+    }
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_bad_header_value(std::string_view name, std::string_view value) {
+        throw std::invalid_argument(resil::detail::concat({"resil::curl::request: the value of header ", name,
+                                                           " contains CR, LF or another control character: ",
+                                                           detail::quote_for_error(value)}));
+    }
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_head_with_body() {
+        throw std::invalid_argument("resil::curl::request: a HEAD request has no body");
+    }
+
     friend struct detail::request_access;
 
     std::string method_;

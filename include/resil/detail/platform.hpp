@@ -60,3 +60,21 @@
 // A coarse monotonic clock (CLOCK_MONOTONIC_COARSE) exists on Linux only;
 // resil/coarse_clock.hpp is resil::steady_clock elsewhere.
 #define RESIL_DETAIL_HAVE_COARSE_MONOTONIC RESIL_DETAIL_OS_LINUX
+
+// Error and other rare paths: kept out of line and marked cold, so that a
+// header-only library does not inline its message building into every
+// caller (the compiler emits and optimizes it once per translation unit,
+// for size, and lays it out away from the hot code). GCC, Clang, MinGW and
+// clang-cl take the GNU attributes; MSVC has noinline only.
+//
+//   [[noreturn]] RESIL_DETAIL_COLD inline void throw_bad_url(std::string_view url);
+#if defined(__GNUC__) || defined(__clang__)
+#define RESIL_DETAIL_COLD __attribute__((noinline, cold))
+#define RESIL_DETAIL_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define RESIL_DETAIL_COLD __declspec(noinline)
+#define RESIL_DETAIL_NOINLINE __declspec(noinline)
+#else
+#define RESIL_DETAIL_COLD
+#define RESIL_DETAIL_NOINLINE
+#endif

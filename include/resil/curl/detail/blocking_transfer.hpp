@@ -24,6 +24,7 @@
 #include "../options.hpp"
 #include "../request.hpp"
 #include "../response.hpp"
+#include "../../detail/platform.hpp"
 #include "capture.hpp"
 #include "handles.hpp"
 #include "setup.hpp"
@@ -54,6 +55,20 @@ struct blocking_transfer {
         }
     };
 
+    // libcurl refused an option, so nothing is sent: one cold function for
+    // every checked setopt (detail/platform.hpp), not inlined into run.
+    RESIL_DETAIL_COLD static void refused(response& r, CURLcode result, const char* option) {
+        A::transport(r) = transport_status::invalid_request;
+        A::code(r) = result;
+        A::may_have_reached(r) = false;
+        // Written into the response's own buffer, which a reused response keeps.
+        auto& error = A::error(r);
+        error = "libcurl refused ";
+        error += option;
+        error += ": ";
+        error += curl_easy_strerror(result);
+    }
+
     /// Sends `req` under `limits` (computed at `limits.started` on `clock`)
     /// and fills `r` with what happened.
     template <resil::clock Clock>
@@ -67,18 +82,7 @@ struct blocking_transfer {
         s.error[0] = '\0';
 
         const auto set = setup::request_options(s, req, t, key, options);
-        if (set.result != CURLE_OK) {
-            A::transport(r) = transport_status::invalid_request;
-            A::code(r) = set.result;
-            A::may_have_reached(r) = false;
-            // Written into the response's own buffer, which a reused response keeps.
-            auto& error = A::error(r);
-            error = "libcurl refused ";
-            error += set.failed;
-            error += ": ";
-            error += curl_easy_strerror(set.result);
-            return;
-        }
+        if (set.result != CURLE_OK) return refused(r, set.result, set.failed);
         s.fresh_connection_next = false;
 
         // Wakes curl_multi_poll when the stop token fires (from any thread).

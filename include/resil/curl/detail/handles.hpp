@@ -15,6 +15,7 @@
 
 #include "../response.hpp"
 #include "capture.hpp"
+#include "../../detail/platform.hpp"
 #include "text.hpp"
 
 namespace resil::curl::detail {
@@ -23,10 +24,13 @@ namespace resil::curl::detail {
 /// static makes concurrent first uses from several threads safe. There is no
 /// matching curl_global_cleanup: other code in the process may still use
 /// libcurl when static destructors run.
+[[noreturn]] RESIL_DETAIL_COLD inline void throw_curl_init_failed(CURLcode result) {
+    throw std::runtime_error(std::string("resil::curl: curl_global_init failed: ") + curl_easy_strerror(result));
+}
+
 inline void ensure_curl_initialised() {
     static const CURLcode result = curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (result != CURLE_OK)
-        throw std::runtime_error(std::string("resil::curl: curl_global_init failed: ") + curl_easy_strerror(result));
+    if (result != CURLE_OK) throw_curl_init_failed(result);
 }
 
 /// What the easy handle's per-request options were last set to: options that
@@ -76,7 +80,7 @@ struct handles {
         multi = curl_multi_init();
         if (!easy || !multi) {
             release();
-            throw std::runtime_error("resil::curl::client: libcurl could not create its handles");
+            throw_no_handles();
         }
         header_nodes.reserve(16);
     }
@@ -85,6 +89,10 @@ struct handles {
     ~handles() { release(); }
 
 private:
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_no_handles() {
+        throw std::runtime_error("resil::curl::client: libcurl could not create its handles");
+    }
+
     void release() noexcept {
         // The easy handle first: the connection cache belongs to the multi handle.
         if (easy) curl_easy_cleanup(easy);

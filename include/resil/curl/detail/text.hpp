@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "../../detail/platform.hpp"
+
 namespace resil::curl::detail {
 
 [[nodiscard]] constexpr char ascii_lower(char c) noexcept {
@@ -85,7 +87,8 @@ inline constexpr auto tchar_table = [] {
 /// Shortens user text quoted in an error message so a huge URL cannot make a
 /// huge exception, and shows control characters as \xNN so the message
 /// itself cannot carry a line break.
-[[nodiscard]] inline std::string quote_for_error(std::string_view s) {
+/// Only error paths call it: out of line and cold.
+[[nodiscard]] RESIL_DETAIL_COLD inline std::string quote_for_error(std::string_view s) {
     constexpr std::size_t limit = 120;
     std::string out = "\"";
     std::size_t shown = 0;
