@@ -262,6 +262,39 @@ TEST_CASE("clock reads: a success counts at its attempt's start, a failure at it
     CHECK(m.calls == 3);
 }
 
+TEST_CASE("clock reads: a long success counts as it ends once other calls have moved the window on") {
+    manual_clock clock;
+    resil::basic_circuit_breaker<manual_clock> breaker{{.window = 10s, .min_calls = 100}, clock};
+    auto pipe = resil::pipeline(clock, std::ref(breaker));
+    // A 12 s success, during which another call fails: the window has moved
+    // past the success's start, so the success is counted at its end and
+    // stays in the window beside that failure. (Counted at its start, 12 s
+    // ago, it would have fallen out of a 10 s window at once.)
+    REQUIRE(pipe([&] {
+                clock.advance(12s);
+                REQUIRE_FALSE(pipe([] { return 0; }, [](int) { return verdict::retryable; }).ok());
+                return 1;
+            }, resil::always_success)
+                .ok());
+    const auto m = breaker.metrics();
+    CHECK(m.calls_in_window == 2);
+    CHECK(m.failures_in_window == 1);
+    CHECK(m.calls == 2);
+}
+
+TEST_CASE("clock reads: a wait in the bucket's acquire(ctx), or a new clock, drops the reading") {
+    manual_clock clock;
+    resil::basic_token_bucket<manual_clock> bucket{{.rate = 10, .burst = 1}, clock};
+    resil::basic_context<manual_clock> ctx{clock};
+    const auto t0 = ctx.recent_now();
+    REQUIRE(bucket.acquire(ctx));  // the burst's token, no wait
+    REQUIRE(bucket.acquire(ctx));  // waits 100 ms
+    CHECK(ctx.recent_now() == t0 + 100ms);
+    manual_clock other{clock.now() + 1h};
+    ctx.set_clock(other);
+    CHECK(ctx.recent_now() == other.now());
+}
+
 TEST_CASE("clock reads: the reading of one call never stands for the next, nor for a wait") {
     counting_clock clock;
     resil::retry_budget budget;

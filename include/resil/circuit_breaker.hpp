@@ -292,11 +292,15 @@ private:
         if (out.attempted()) {
             const bool failed = options_.failure_verdicts.contains(out.verdict());
             if (!failed) [[likely]] {
-                record_plain_closed(generation_of(s), false, shared ? started : clock_.now(), nullptr);
+                record_plain_closed(generation_of(s), false,
+                                    shared ? success_time(ctx, started, generation_of(s)) : clock_.now(), nullptr);
             } else {
                 transition_note changed;
                 record_plain_closed(generation_of(s), true, shared ? ctx.recent_now() : clock_.now(), &changed);
-                if (changed) ctx.emit(*changed);
+                if (changed) {
+                    ctx.emit(*changed);
+                    ctx.forget_now();  // a listener (or on_state_change) may have taken a while
+                }
             }
         }
         return out;
@@ -315,6 +319,7 @@ private:
         if (changed) {
             ctx.emit(*changed);
             changed.reset();
+            ctx.forget_now();  // a listener (or on_state_change) may have taken a while
         }
         if (!p) {
             const auto wait = p.retry_after();
@@ -326,14 +331,17 @@ private:
             std::optional<time_point> at;
             if (shared) {
                 if (started && !timed_ && !p.probe() && !options_.failure_verdicts.contains(out.verdict()))
-                    at = started;  // a success in the closed window: no fresh reading needed
+                    at = success_time(ctx, *started, p.generation_);  // a success in the closed window
                 else if (started || options_.failure_verdicts.contains(out.verdict()))
                     at = ctx.recent_now();  // fresh (the pipeline dropped the start's), and shared with retry
             }
             record_result(p, out.verdict(), std::nullopt, &changed, at);
         } else
             release_probe(p);
-        if (changed) ctx.emit(*changed);
+        if (changed) {
+            ctx.emit(*changed);
+            ctx.forget_now();
+        }
         return out;
     }
 
@@ -342,9 +350,22 @@ private:
     template <class Context>
     bool shares_readings(const Context& ctx) const noexcept {
         if constexpr (requires { { ctx.clock() } -> std::convertible_to<const Clock&>; })
-            return same_time_line(ctx.clock(), clock_);
+            return resil::same_time_line(ctx.clock(), clock_);
         else
             return false;
+    }
+
+    // When a success counts: the reading its attempt started with, which
+    // stands for the end as long as the window has not moved past that
+    // reading's bucket meanwhile. If it has (a call longer than what is left
+    // of its bucket, while other calls moved the window on), a fresh reading:
+    // counted at its start, a long success would leave the window before the
+    // failures around it, and skew the ratio towards opening.
+    template <class Context>
+    time_point success_time(Context& ctx, time_point started, std::uint64_t generation) const noexcept {
+        const auto* window = std::get_if<detail::time_window_mode>(&window_);
+        if (window != nullptr && window->behind(started, generation)) return ctx.recent_now();
+        return started;
     }
 
     // The state word: | generation (40) | probes succeeded (10) | probes admitted (10) |

@@ -93,7 +93,10 @@ public:
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
     /// Makes the context read `c` (a pipeline gives a context without a
     /// deadline its own clock, so both share one time line).
-    void set_clock(Clock c) noexcept(std::is_nothrow_move_assignable_v<Clock>) { clock_ = std::move(c); }
+    void set_clock(Clock c) noexcept(std::is_nothrow_move_assignable_v<Clock>) {
+        clock_ = std::move(c);
+        forget_now();  // a reading of the old clock stands for nothing on the new one
+    }
     /// Reads the clock, and keeps the reading as this moment's (recent_now()).
     [[nodiscard]] time_point now() const noexcept { return last_now_ = clock_.now(); }
     /// The reading of this moment of the call: the one last taken through
@@ -127,6 +130,7 @@ public:
     void set_deadline(basic_deadline<Clock> d) noexcept(std::is_nothrow_move_assignable_v<Clock>) {
         deadline_ = d.when();
         clock_ = d.clock();
+        forget_now();
     }
     /// What is left of the deadline now; duration::max() without one (and
     /// then the clock is not read).

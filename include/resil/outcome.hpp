@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <exception>
 #include <initializer_list>
+#include <memory>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -193,7 +194,7 @@ public:
     template <class... Args>
     static outcome from_value(classification c, Args&&... args) {
         outcome o;
-        ::new (static_cast<void*>(&o.value_)) T(std::forward<Args>(args)...);
+        ::new (static_cast<void*>(std::addressof(o.value_))) T(std::forward<Args>(args)...);
         o.classify_as(c, has_value_bit);
         // A nested pipeline's outcome keeps its precise reason (retries
         // exhausted, deadline exceeded, ...) rather than a plain "failed".
@@ -217,18 +218,25 @@ public:
     }
 
     outcome(outcome&& other) noexcept(std::is_nothrow_move_constructible_v<T>)
-        : retry_after_(other.retry_after_), exception_(std::move(other.exception_)), state_(other.state_) {
-        if (other.has_value()) ::new (static_cast<void*>(&value_)) T(std::move(other.value_));
+        : retry_after_(other.retry_after_), state_(other.state_) {
+        // The value first: if its move throws, the source keeps its exception.
+        if (other.has_value()) ::new (static_cast<void*>(std::addressof(value_))) T(std::move(other.value_));
+        exception_ = std::move(other.exception_);
     }
-    outcome(const outcome& other) requires std::is_copy_constructible_v<T>
+    outcome(const outcome& other) noexcept(std::is_nothrow_copy_constructible_v<T>)
+        requires std::is_copy_constructible_v<T>
         : retry_after_(other.retry_after_), exception_(other.exception_), state_(other.state_) {
-        if (other.has_value()) ::new (static_cast<void*>(&value_)) T(other.value_);
+        if (other.has_value()) ::new (static_cast<void*>(std::addressof(value_))) T(other.value_);
     }
     outcome& operator=(outcome&& other) noexcept(std::is_nothrow_move_constructible_v<T>) {
         if (this != &other) assign(std::move(other));
         return *this;
     }
-    outcome& operator=(const outcome& other) requires std::is_copy_constructible_v<T> {
+    /// Assignment destroys the value held and builds the other's in its place
+    /// (T need not be assignable); if that throws, this holds no value.
+    outcome& operator=(const outcome& other) noexcept(std::is_nothrow_copy_constructible_v<T>)
+        requires std::is_copy_constructible_v<T>
+    {
         if (this != &other) assign(other);
         return *this;
     }
@@ -246,8 +254,8 @@ public:
     [[nodiscard]] T&& value() && { check(); return std::move(value_); }
     [[nodiscard]] T& operator*() & noexcept { return value_; }
     [[nodiscard]] const T& operator*() const& noexcept { return value_; }
-    [[nodiscard]] T* operator->() noexcept { return &value_; }
-    [[nodiscard]] const T* operator->() const noexcept { return &value_; }
+    [[nodiscard]] T* operator->() noexcept { return std::addressof(value_); }
+    [[nodiscard]] const T* operator->() const noexcept { return std::addressof(value_); }
 
     [[nodiscard]] resil::verdict verdict() const noexcept { return static_cast<resil::verdict>(field(verdict_shift)); }
     [[nodiscard]] resil::reason reason() const noexcept { return static_cast<resil::reason>(field(reason_shift)); }
@@ -282,7 +290,7 @@ public:
         const auto why = ok() ? reason::failed : reason();
         exception_ = nullptr;
         destroy_value();
-        ::new (static_cast<void*>(&value_)) T(std::move(replacement));
+        ::new (static_cast<void*>(std::addressof(value_))) T(std::move(replacement));
         state_ = pack(verdict::success, reason::none, why, has_value_bit | (state_ & (has_retry_after_bit | dont_retry_bit)));
     }
 
@@ -327,7 +335,7 @@ private:
     template <class Other>
     void assign(Other&& other) {
         destroy_value();
-        if (other.has_value()) ::new (static_cast<void*>(&value_)) T(std::forward<Other>(other).value_);
+        if (other.has_value()) ::new (static_cast<void*>(std::addressof(value_))) T(std::forward<Other>(other).value_);
         exception_ = std::forward<Other>(other).exception_;
         retry_after_ = other.retry_after_;
         state_ = other.state_;

@@ -275,7 +275,10 @@ public:
         struct write_back {
             basic_context<Clock>& to;
             pctx_type& from;
-            ~write_back() { to = std::move(static_cast<basic_context<Clock>&>(from)); }
+            ~write_back() {
+                to = std::move(static_cast<basic_context<Clock>&>(from));
+                to.forget_now();  // a reading from inside the call is stale once it returns
+            }
         } restore{ctx, pctx};
         return run_call(pctx, fn, classify);
     }

@@ -163,7 +163,8 @@ public:
     }
 
 private:
-    // Outcomes are moved with emplace, never assigned: T need not be assignable.
+    // Outcomes are moved with emplace or move-assigned (an outcome's assignment
+// destroys and rebuilds its value): T need not be assignable.
     template <class Context, class Next, class Outcome>
     Outcome retry_after_failure(Context& ctx, Next& next, Outcome first) const {
         if (!first.attempted()) return first;  // an inner rejection before any attempt

@@ -184,7 +184,9 @@ public:
             { c.stop_token() } -> std::convertible_to<std::stop_token>;
         }
     [[nodiscard]] token_bucket_result acquire(const Context& ctx, std::int64_t n = 1) const {
-        return acquire_until(clock_.now(), ctx.deadline().when(), n, ctx.stop_token());
+        const auto r = acquire_until(clock_.now(), ctx.deadline().when(), n, ctx.stop_token());
+        if constexpr (requires { ctx.forget_now(); }) ctx.forget_now();  // it may have waited
+        return r;
     }
 
     /// Tokens in the bucket at `now`, in [0, burst], counting the fraction of
@@ -244,7 +246,7 @@ private:
     template <class Context>
     bool shares_readings(const Context& ctx) const noexcept {
         if constexpr (requires { { ctx.clock() } -> std::convertible_to<const Clock&>; })
-            return same_time_line(ctx.clock(), clock_);
+            return resil::same_time_line(ctx.clock(), clock_);
         else
             return false;
     }

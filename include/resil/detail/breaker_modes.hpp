@@ -65,6 +65,11 @@ public:
         return totals(t, generation);
     }
     [[nodiscard]] bool opens(window_counts c) const noexcept { return rule_.exceeded(c); }
+    /// Whether the window has moved past the bucket of `t` (see
+    /// rolling_time_window::behind).
+    [[nodiscard]] bool behind(time_point t, std::uint64_t generation) const noexcept {
+        return window_.behind(t, generation);
+    }
     /// The time window tells generations apart by itself (each shifts its
     /// buckets); emptying it moves what it held to lifetime().
     void stamp(std::uint64_t /*generation*/) noexcept { window_.clear(); }

@@ -89,6 +89,12 @@ public:
         if (failed && !add(slot.failures, epoch.epoch, folded_failures_)) folded_failures_.fetch_add(1, std::memory_order_relaxed);
     }
 
+    /// Whether a record at `now` would land before the newest bucket any
+    /// record has reached: time has moved on since that reading was taken.
+    [[nodiscard]] bool behind(time_point now, std::uint64_t generation = 0) const noexcept {
+        return logical_epoch(now, generation).epoch < latest_epoch_.load(std::memory_order_relaxed);
+    }
+
     /// Calls and failures in `generation`'s window ending at `now`.
     [[nodiscard]] window_counts totals(time_point now, std::uint64_t generation = 0) const noexcept {
         const auto tag = logical_epoch(now, generation).epoch & epoch_mask;
