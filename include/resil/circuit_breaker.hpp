@@ -349,10 +349,7 @@ private:
 
     template <class Context>
     bool shares_readings(const Context& ctx) const noexcept {
-        if constexpr (requires { { ctx.clock() } -> std::convertible_to<const Clock&>; })
-            return resil::same_time_line(ctx.clock(), clock_);
-        else
-            return false;
+        return detail::context_reads(ctx, clock_);
     }
 
     // When a success counts: the reading its attempt started with, which

@@ -99,6 +99,18 @@ template <clock A, clock B>
         return false;
 }
 
+namespace detail {
+/// Whether a context reads the time line of a policy's own clock `own`, so
+/// that the context's reading (recent_now()) stands for a reading of `own`.
+template <class Context, clock Clock>
+[[nodiscard]] bool context_reads(const Context& ctx, const Clock& own) noexcept {
+    if constexpr (requires { { ctx.clock() } -> std::convertible_to<const Clock&>; })
+        return resil::same_time_line(static_cast<const Clock&>(ctx.clock()), own);
+    else
+        return false;
+}
+}  // namespace detail
+
 /// Sleeps on `c` until the instant `t`: true when `t` was reached, false when
 /// `stop` was requested first. Uses the clock's own `sleep_until(t, stop)`
 /// when it has one; otherwise reads now() right before a sleep_for, so time

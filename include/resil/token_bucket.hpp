@@ -245,10 +245,7 @@ public:
 private:
     template <class Context>
     bool shares_readings(const Context& ctx) const noexcept {
-        if constexpr (requires { { ctx.clock() } -> std::convertible_to<const Clock&>; })
-            return resil::same_time_line(ctx.clock(), clock_);
-        else
-            return false;
+        return detail::context_reads(ctx, clock_);
     }
 
     static const token_bucket_options& validated(const token_bucket_options& o) {
