@@ -5,10 +5,11 @@
 //   resil::basic_circuit_breaker<resil::coarse_steady_clock> breaker{{.open_for = 30s}};
 //
 // On Linux it reads CLOCK_MONOTONIC_COARSE: the monotonic clock as of the
-// last scheduler tick (1–4 ms old, see resolution()), read from the vDSO
+// last scheduler tick (1–4 ms old, see resolution(); about two ticks on a
+// virtual machine whose timer ticks arrive late), read from the vDSO
 // without touching the hardware counter. Its instants are on the same time
 // line as resil::steady_clock (std::chrono::steady_clock is CLOCK_MONOTONIC
-// there), only up to one tick behind. Elsewhere it is resil::steady_clock.
+// there), only that far behind. Elsewhere it is resil::steady_clock.
 //
 // Do not time short things with it: a 1 ms call may read as 0 or 4 ms. It
 // suits a 10 s window or a 30 s open period, not a 100 ms slow-call
@@ -44,7 +45,7 @@ public:
     bool sleep_for(duration d, std::stop_token stop = {}) const { return steady_clock{}.sleep_for(d, std::move(stop)); }
 
     /// As resil::steady_clock::sleep_until: this clock's instants are on the
-    /// steady clock's time line (at most a tick behind), so its absolute wait
+    /// steady clock's time line (a tick or two behind), so its absolute wait
     /// serves; false when `stop` fired first.
     bool sleep_until(time_point t, std::stop_token stop = {}) const {
         return steady_clock{}.sleep_until(t, std::move(stop));
