@@ -18,21 +18,16 @@
 #include <string_view>
 #include <utility>
 
+#include "../validation.hpp"
+
 namespace resil::json {
 
 namespace detail {
 
-/// The parts joined into one string. Messages are built with it rather than
-/// `a + b + c` on std::string, which trips g++ 12's -Wrestrict false
-/// positive at -O3 (GCC bug 105329).
-inline std::string cat(std::initializer_list<std::string_view> parts) {
-    std::size_t size = 0;
-    for (auto p : parts) size += p.size();
-    std::string out;
-    out.reserve(size);
-    for (auto p : parts) out += p;
-    return out;
-}
+// Messages are joined by the one function the options' messages use (not
+// `a + b + c` on std::string, which trips g++ 12's -Wrestrict false positive
+// at -O3, GCC bug 105329).
+using resil::detail::concat;
 
 }  // namespace detail
 
@@ -58,7 +53,7 @@ public:
 
 private:
     static std::string compose(const std::string& source, const std::string& path, const std::string& reason) {
-        return detail::cat({source, source.empty() ? "" : ": ", path, path.empty() ? "" : ": ", reason});
+        return detail::concat({source, source.empty() ? "" : ": ", path, path.empty() ? "" : ": ", reason});
     }
     std::string path_;
     std::string reason_;
@@ -72,9 +67,9 @@ inline std::string join(std::string_view path, std::string_view key) {
     bool identifier = !key.empty() && !(key[0] >= '0' && key[0] <= '9');
     for (char c : key)
         identifier = identifier && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
-    if (identifier) return path.empty() ? std::string(key) : cat({path, ".", key});
+    if (identifier) return path.empty() ? std::string(key) : concat({path, ".", key});
     const auto quoted = nlohmann::json(std::string(key)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    return cat({path, "[", quoted, "]"});
+    return concat({path, "[", quoted, "]"});
 }
 
 /// Throws config_error(path, reason). Out of line and cold: the reader has
@@ -86,7 +81,7 @@ inline std::string join(std::string_view path, std::string_view key) {
 
 /// `path[index]`.
 inline std::string join(std::string_view path, std::size_t index) {
-    return cat({path, "[", std::to_string(index), "]"});
+    return concat({path, "[", std::to_string(index), "]"});
 }
 
 }  // namespace detail

@@ -95,8 +95,8 @@ inline std::string unknown_key(std::string_view key, std::span<const std::string
         }
     }
     std::string why = "unknown key";
-    if (best <= 2 || best * 3 <= key.size()) why += cat({"; did you mean \"", closest, "\"?"});
-    return cat({why, " (expected one of: ", list, ")"});
+    if (best <= 2 || best * 3 <= key.size()) why += concat({"; did you mean \"", closest, "\"?"});
+    return concat({why, " (expected one of: ", list, ")"});
 }
 
 /// The keys of one JSON object, checked against the ones it may have.
@@ -105,7 +105,7 @@ class object_reader {
 public:
     object_reader(const Json& j, std::string path, std::span<const std::string_view> known)
         : j_(j), path_(std::move(path)) {
-        if (!j.is_object()) fail(path_, cat({"must be an object, got ", shown(j)}));
+        if (!j.is_object()) fail(path_, concat({"must be an object, got ", shown(j)}));
         for (auto it = j.begin(); it != j.end(); ++it) {
             bool ok = false;
             for (auto k : known) ok = ok || k == it.key();
@@ -139,10 +139,10 @@ struct read_state {
 template <class Int, class Json>
 Int read_integer(const Json& v, const std::string& path, read_state& state) {
     using limits = std::numeric_limits<Int>;
-    if (!v.is_number_integer()) fail(path, cat({"must be an integer, got ", shown(v)}));
+    if (!v.is_number_integer()) fail(path, concat({"must be an integer, got ", shown(v)}));
     const auto note = [&](std::string_view bound, Int limit) {
         if (!state.unrepresentable)
-            state.unrepresentable.emplace(path, cat({"must be ", bound, " ", std::to_string(limit), ", got ", shown(v)}));
+            state.unrepresentable.emplace(path, concat({"must be ", bound, " ", std::to_string(limit), ", got ", shown(v)}));
         return limit;
     };
     if (v.is_number_unsigned()) {
@@ -157,19 +157,19 @@ Int read_integer(const Json& v, const std::string& path, read_state& state) {
 
 template <class Json>
 double read_number(const Json& v, const std::string& path) {
-    if (!v.is_number()) fail(path, cat({"must be a number, got ", shown(v)}));
+    if (!v.is_number()) fail(path, concat({"must be a number, got ", shown(v)}));
     return v.template get<double>();
 }
 
 template <class Json>
 bool read_bool(const Json& v, const std::string& path) {
-    if (!v.is_boolean()) fail(path, cat({"must be true or false, got ", shown(v)}));
+    if (!v.is_boolean()) fail(path, concat({"must be true or false, got ", shown(v)}));
     return v.template get<bool>();
 }
 
 template <class Json>
 std::string read_string(const Json& v, const std::string& path, std::string_view what) {
-    if (!v.is_string()) fail(path, cat({"must be ", what, ", got ", shown(v)}));
+    if (!v.is_string()) fail(path, concat({"must be ", what, ", got ", shown(v)}));
     return v.template get<std::string>();
 }
 
@@ -190,20 +190,20 @@ Duration read_duration(const Json& v, const std::string& path) {
     if (!v.is_string()) {
         const auto text = shown(v);
         if (v.is_number())
-            fail(path, cat({"must be a duration string with its unit, such as \"", text, "ms\" or \"", text,
+            fail(path, concat({"must be a duration string with its unit, such as \"", text, "ms\" or \"", text,
                                           "s\", got the bare number ", text}));
-        fail(path, cat({"must be ", form, ", got ", text}));
+        fail(path, concat({"must be ", form, ", got ", text}));
     }
     const auto parsed = parse_duration<Duration>(v.template get<std::string>());
     switch (parsed.error) {
         case duration_text_error::none: return *parsed.value;
         case duration_text_error::syntax: break;
         case duration_text_error::too_precise:
-            fail(path, cat({"must be a whole number of ", tick_name<Duration>(), ", got ", shown(v)}));
+            fail(path, concat({"must be a whole number of ", tick_name<Duration>(), ", got ", shown(v)}));
         case duration_text_error::out_of_range:
-            fail(path, cat({"is too long (at most ", format_duration(Duration::max()), "), got ", shown(v)}));
+            fail(path, concat({"is too long (at most ", format_duration(Duration::max()), "), got ", shown(v)}));
     }
-    fail(path, cat({"must be ", form, ", got ", shown(v)}));
+    fail(path, concat({"must be ", form, ", got ", shown(v)}));
 }
 
 inline std::optional<verdict> parse_verdict(std::string_view name) noexcept {
@@ -231,17 +231,17 @@ inline verdict_set make_verdict_set(const bool (&members)[4]) noexcept {
 template <class Json>
 verdict_set read_verdicts(const Json& v, const std::string& path) {
     if (!v.is_array())
-        fail(path, cat({"must be an array of verdicts such as [\"retryable\", \"ambiguous\"], got ", shown(v)}));
+        fail(path, concat({"must be an array of verdicts such as [\"retryable\", \"ambiguous\"], got ", shown(v)}));
     bool members[4] = {false, false, false, false};
     std::size_t index = 0;
     for (const auto& item : v) {
         const auto at = join(path, index++);
         const auto parsed = parse_verdict(read_string(item, at, "a verdict name"));
         if (!parsed)
-            fail(at, cat({R"(must be one of "success", "retryable", "permanent", "ambiguous", got )",
+            fail(at, concat({R"(must be one of "success", "retryable", "permanent", "ambiguous", got )",
                                         shown(item)}));
         auto& member = members[static_cast<unsigned>(*parsed)];
-        if (member) fail(at, cat({shown(item), " is listed twice"}));
+        if (member) fail(at, concat({shown(item), " is listed twice"}));
         member = true;
     }
     return make_verdict_set(members);
@@ -283,7 +283,7 @@ void read_as(const Json& v, const std::string& path, Member& out, read_state& st
     } else if constexpr (std::is_same_v<Member, breaker_mode>) {
         const auto parsed = parse_breaker_mode(read_string(v, path, "a breaker mode"));
         if (!parsed)
-            fail(path, cat({R"(must be one of "time_window", "count_window", "consecutive_failures", got )",
+            fail(path, concat({R"(must be one of "time_window", "count_window", "consecutive_failures", got )",
                                           shown(v)}));
         out = *parsed;
     } else if constexpr (std::is_same_v<Member, resil::backoff>) {
@@ -315,7 +315,7 @@ resil::backoff read_backoff(const Json& j, const std::string& path, read_state& 
     if (const auto* v = r.find("kind")) {
         const auto parsed = parse_backoff_kind(read_string(*v, r.path("kind"), "a backoff kind"));
         if (!parsed)
-            fail(r.path("kind"), cat({R"(must be one of "exponential", "full_jitter", "equal_jitter", )"
+            fail(r.path("kind"), concat({R"(must be one of "exponential", "full_jitter", "equal_jitter", )"
                                                     R"("decorrelated_jitter", got )",
                                                     shown(*v)}));
         kind = *parsed;
