@@ -253,7 +253,7 @@ public:
     template <class F, class Classifier = detail::default_classifier>
     auto operator()(F&& fn, Classifier classify = {}) const {
         // Built in place: a caller's context would be moved in and out.
-        pctx_type_for<F, Classifier> pctx{clock_, detail::unwrap(listener_)};
+        pipeline_context_type pctx{clock_, detail::unwrap(listener_)};
         return run_call(pctx, fn, classify);
     }
 
@@ -269,7 +269,7 @@ public:
         if (ctx.deadline_instant() == time_point::max()) ctx.set_clock(clock_);
         ctx.forget_now();  // a reading from an earlier call must not stand for this one
         ctx.set_attempt(0);
-        using pctx_type = pctx_type_for<F, Classifier>;
+        using pctx_type = pipeline_context_type;
         pctx_type pctx{std::move(ctx), detail::unwrap(listener_)};
         // Whatever happens, the caller gets its context back.
         struct write_back {
@@ -284,8 +284,8 @@ public:
     }
 
 private:
-    template <class F, class Classifier>
-    using pctx_type_for =
+    // The context the policies see: the caller's plus this pipeline's listener.
+    using pipeline_context_type =
         detail::pipeline_context<Clock, std::remove_reference_t<decltype(detail::unwrap(std::declval<const Listener&>()))>>;
 
     template <class Pctx, class F, class Classifier>
