@@ -21,3 +21,5 @@
 #include "curl/fields.hpp"
 #include "curl/request.hpp"
 #include "curl/response.hpp"
+#include "curl/sse_stream.hpp"
+#include "curl/streaming.hpp"

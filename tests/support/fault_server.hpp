@@ -29,6 +29,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -65,6 +66,7 @@ struct action {
         reset_mid_body,       ///< send the head and part of the body, then reset the connection
         drip,                 ///< send the head, then the body one byte every `delay`
         raw,                  ///< send `body` verbatim (no head of ours), then close, or hold until the client leaves
+        stream,               ///< send the head, then `pieces` as chunks (chunked coding), each after its pause
     };
     kind what = kind::respond;
     int status = 200;
@@ -73,6 +75,8 @@ struct action {
     milliseconds delay{0};
     bool close_after = false;  ///< close the connection after answering
     bool hold = false;         ///< raw: keep the connection open (sending nothing more) until the client leaves
+    std::vector<std::pair<milliseconds, std::string>> pieces;  ///< stream: (pause before it, bytes)
+    bool cut = false;          ///< stream: close after the last piece instead of ending the body
 
     static action respond(int status, std::string body = "", std::vector<std::pair<std::string, std::string>> headers = {}) {
         action a;
@@ -109,6 +113,20 @@ struct action {
         a.what = kind::raw;
         a.body = std::move(bytes);
         a.hold = hold;
+        return a;
+    }
+    /// A streamed body (Server-Sent Events by default): the head at once,
+    /// then each piece as one chunk after its pause, then the body's end —
+    /// or, with `cut`, the connection closed in the middle of the body.
+    static action stream(std::vector<std::pair<milliseconds, std::string>> pieces, bool cut = false,
+                         std::vector<std::pair<std::string, std::string>> headers = {{"Content-Type", "text/event-stream"}},
+                         int status = 200) {
+        action a;
+        a.what = kind::stream;
+        a.status = status;
+        a.pieces = std::move(pieces);
+        a.cut = cut;
+        a.headers = std::move(headers);
         return a;
     }
     static action drip(std::string body, milliseconds interval) {
@@ -470,6 +488,21 @@ private:
                     const linger hard{1, 0};  // close with RST instead of FIN
                     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
                     keep = false;
+                    break;
+                }
+                case action::kind::stream: {
+                    std::string head = "HTTP/1.1 " + std::to_string(a.status) + " " + reason_phrase(a.status) + "\r\n";
+                    for (const auto& [n, v] : a.headers) head += n + ": " + v + "\r\n";
+                    head += "Transfer-Encoding: chunked\r\n\r\n";
+                    keep = send_all(fd, head);
+                    for (const auto& [pause_before, bytes] : a.pieces) {
+                        if (!keep) break;
+                        char size[32];
+                        std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+                        keep = pause(pause_before) && send_all(fd, std::string(size) + bytes + "\r\n");
+                    }
+                    if (keep && !a.cut) keep = send_all(fd, "0\r\n\r\n");
+                    if (a.cut) keep = false;
                     break;
                 }
                 case action::kind::drip: {

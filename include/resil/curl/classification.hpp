@@ -17,10 +17,11 @@
 //   other 4xx, 501, other 5xx permanent
 // Transport (no whole response)
 //   not started, refused, DNS, connect timeout, TLS handshake   retryable (never sent)
-//   read/total timeout, reset, closed, short body, a reply     ambiguous once anything
-//   that is not HTTP, cancelled, a replay libcurl wanted         was sent, else retryable
+//   read/total/first-byte timeout, reset, closed, short body,  ambiguous once anything
+//   a reply that is not HTTP, cancelled, a replay libcurl wanted was sent, else retryable
 //   malformed URL, rejected certificate, body or header fields  permanent
-//   over the limit
+//   over the limit, a stream interrupted after bytes reached
+//   the caller (whatever the method)
 //   anything else                                               ambiguous once sent, else permanent
 // Hints (on failures only), the first that applies:
 //   1. Retry-After and the client's pushback header (grpc-retry-pushback-ms):
@@ -67,7 +68,10 @@ namespace resil::curl {
         case transport_status::body_too_large:
         case transport_status::headers_too_large:
         case transport_status::invalid_request:
-        case transport_status::tls_certificate_rejected: return verdict::permanent;
+        case transport_status::tls_certificate_rejected:
+        // Part of the body already reached the caller, who acted on it: a
+        // silent repeat would hand it over twice (resil/curl/streaming.hpp).
+        case transport_status::stream_interrupted: return verdict::permanent;
         case transport_status::other_error: return may_have_reached_server ? verdict::ambiguous : verdict::permanent;
         case transport_status::deadline_exceeded:
         case transport_status::cancelled:
@@ -76,6 +80,7 @@ namespace resil::curl {
         case transport_status::tls_handshake_failed:
         case transport_status::read_timeout:
         case transport_status::total_timeout:
+        case transport_status::first_byte_timeout:
         case transport_status::connection_lost:
         case transport_status::protocol_error: break;
     }

@@ -40,6 +40,10 @@
 //   resil::curl::response r = http.perform(req);      // the first one grows its buffers
 //   while (more) use(http.perform(req, r).body());    // no allocation per request
 //
+// Streaming: stream(req, ctx, sink, {.first_byte, .idle}) hands a 2xx body
+// to a sink chunk by chunk, retried only while no byte has reached it
+// (streaming.hpp; an event stream: sse_stream.hpp).
+//
 // Where the pieces live: options and their validation (options.hpp), the
 // easy handle's set-up (detail/setup.hpp), libcurl's callbacks
 // (detail/capture.hpp), the transfer loop (detail/blocking_transfer.hpp) and
@@ -61,6 +65,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "../clock.hpp"
@@ -76,6 +81,7 @@
 #include "options.hpp"
 #include "request.hpp"
 #include "response.hpp"
+#include "streaming.hpp"
 
 namespace resil::curl {
 
@@ -141,6 +147,36 @@ public:
     response& perform(const request& req, response& out) {
         resil::context ctx;
         return perform(req, ctx, out);
+    }
+
+    /// One attempt, as perform(req, ctx), whose 2xx body is handed to `sink`
+    /// chunk by chunk as it arrives instead of being kept in the response,
+    /// under `limits` (first byte, idle) besides the context's. Once a byte
+    /// reached the sink, an early end is transport_status::stream_interrupted,
+    /// never retried (resil/curl/streaming.hpp). Throws std::invalid_argument
+    /// for invalid `limits`, and rethrows what the sink threw once the
+    /// transfer has ended. No allocation per chunk.
+    template <resil::clock Clock, class Sink>
+        requires chunk_sink<std::remove_reference_t<Sink>>
+    response stream(const request& req, basic_context<Clock>& ctx, Sink&& sink, const stream_options& limits = {}) {
+        auto& s = require_state();
+        busy_guard guard(s.busy);
+        response r = std::move(s.spare);
+        streamed(s, req, ctx, sink, limits, r);
+        return r;
+    }
+
+    /// stream(req, ctx, sink, limits) filling `out` in place, as
+    /// perform(req, ctx, out): with a reused response and sink, a streamed
+    /// call allocates nothing in steady state.
+    template <resil::clock Clock, class Sink>
+        requires chunk_sink<std::remove_reference_t<Sink>>
+    response& stream(const request& req, basic_context<Clock>& ctx, response& out, Sink&& sink,
+                     const stream_options& limits = {}) {
+        auto& s = require_state();
+        busy_guard guard(s.busy);
+        streamed(s, req, ctx, sink, limits, out);
+        return out;
     }
 
     /// Gives a response's buffers back once its contents are no longer
@@ -245,6 +281,27 @@ private:
 
         // 3. The transfer.
         detail::blocking_transfer::run(s, req, *limits, ctx.clock(), key, ctx.stop_token(), options_, r);
+    }
+
+    // The sink and the limits are the transfer's for this call only.
+    template <resil::clock Clock, class Sink>
+    void streamed(detail::handles& s, const request& req, basic_context<Clock>& ctx, Sink& sink,
+                  const stream_options& limits, response& r) {
+        throw_if_invalid("resil::curl::client::stream", limits.validate());
+        const auto ref = detail::sink_ref::to(sink);
+        struct detach {
+            detail::stream_state& state;
+            ~detach() {
+                state.sink = nullptr;
+                state.first_byte = resil::timeouts::no_limit;
+                state.idle = resil::timeouts::no_limit;
+            }
+        } const on_exit{s.transfer.stream};
+        s.transfer.stream.sink = &ref;
+        s.transfer.stream.first_byte = limits.first_byte;
+        s.transfer.stream.idle = limits.idle;
+        attempt(s, req, ctx, r);
+        if (auto thrown = std::exchange(s.transfer.stream.thrown, nullptr)) std::rethrow_exception(thrown);
     }
 
     static void check_not_negative(const resil::timeouts& t) {

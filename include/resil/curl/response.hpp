@@ -22,6 +22,7 @@
 #include <curl/curl.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -61,6 +62,9 @@ enum class transport_status : std::uint8_t {
     headers_too_large,         ///< the header fields exceeded client_options::max_header_bytes
     invalid_request,           ///< libcurl refused the request itself (CURLE 1, 3, 43, ...)
     other_error,               ///< any other libcurl failure; see curl_code()
+    // Streamed bodies (client::stream, resil/curl/streaming.hpp):
+    first_byte_timeout,        ///< no body byte within stream_options::first_byte of the request's send (code 28)
+    stream_interrupted,        ///< the stream ended early after bytes reached the sink; the cause: interrupted_by()
 };
 
 [[nodiscard]] constexpr std::string_view to_string(transport_status s) noexcept {
@@ -80,6 +84,8 @@ enum class transport_status : std::uint8_t {
         case transport_status::headers_too_large: return "headers_too_large";
         case transport_status::invalid_request: return "invalid_request";
         case transport_status::other_error: return "other_error";
+        case transport_status::first_byte_timeout: return "first_byte_timeout";
+        case transport_status::stream_interrupted: return "stream_interrupted";
     }
     return "unknown";
 }
@@ -209,6 +215,13 @@ public:
     /// The request was idempotent or keyed: repeating it is harmless.
     [[nodiscard]] bool repeatable() const noexcept { return repeatable_; }
     [[nodiscard]] const transfer_timings& timings() const noexcept { return timings_; }
+    /// Body bytes handed to a stream's sink (client::stream); 0 otherwise.
+    [[nodiscard]] std::size_t delivered_bytes() const noexcept { return delivered_; }
+    /// For transport_status::stream_interrupted, what ended the stream:
+    /// read_timeout (the idle limit or the read limit), connection_lost (a
+    /// cut), total_timeout, body_too_large, cancelled (the stop token or the
+    /// sink's stream_action::stop), ...; `completed` otherwise.
+    [[nodiscard]] transport_status interrupted_by() const noexcept { return interrupted_by_; }
 
 private:
     friend struct detail::response_access;
@@ -260,9 +273,11 @@ private:
     std::optional<std::chrono::milliseconds> pushback_{};
     std::optional<std::chrono::system_clock::time_point> received_at_{};
     transfer_timings timings_{};
+    std::size_t delivered_ = 0;
     int status_ = 0;
     CURLcode code_ = CURLE_OK;
     transport_status transport_ = transport_status::completed;
+    transport_status interrupted_by_ = transport_status::completed;
     bool may_have_reached_ = false;
     bool keyed_ = false;
     bool repeatable_ = false;
@@ -283,6 +298,8 @@ struct response_access {
     static bool& may_have_reached(response& r) noexcept { return r.may_have_reached_; }
     static std::string& error(response& r) noexcept { return r.error_; }
     static transfer_timings& timings(response& r) noexcept { return r.timings_; }
+    static std::size_t& delivered(response& r) noexcept { return r.delivered_; }
+    static transport_status& interrupted_by(response& r) noexcept { return r.interrupted_by_; }
     static std::string& body(response& r) noexcept { return r.body_; }
     static field_store& headers(response& r) noexcept { return r.headers_; }
     static field_store& trailers(response& r) noexcept { return r.trailers_; }

@@ -6,7 +6,8 @@
 // Why resil times the read itself: libcurl 7.88 has no millisecond
 // read-inactivity option (CURLOPT_LOW_SPEED_* works in whole seconds and
 // averages), and its total timer counts from its own start and fires a
-// millisecond or two late. Time here is the context's clock.
+// millisecond or two late. Time here is the context's clock. A streamed
+// body's first-byte and idle limits are timed the same way (detail/stream.hpp).
 #pragma once
 
 #include <curl/curl.h>
@@ -115,6 +116,9 @@ struct blocking_transfer {
         bool connected = false;
         std::size_t last_received = 0;
         curl_off_t last_uploaded = 0;
+        // A stream's first-byte and idle limits (detail/stream.hpp), on the same clock.
+        stream_timers stream_timer_state(s.transfer.stream);
+        const bool stream_timed = stream_timer_state.active();
         for (;;) {
             int running = 0;
             if (curl_multi_perform(m, &running) != CURLM_OK) {
@@ -164,6 +168,14 @@ struct blocking_transfer {
                     // Round up: waking a little late is fine, early just loops.
                     const auto left = std::chrono::ceil<milliseconds>(t.read - silent).count();
                     wait_ms = std::min(wait_ms, static_cast<int>(std::clamp<milliseconds::rep>(left, 1, 1000)));
+                }
+            }
+            if (stream_timed) {
+                const auto& tr = s.transfer;
+                const auto fired = stream_timer_state.observe(now, tr.sends, tr.received - tr.header_bytes, wait_ms);
+                if (fired != stream_timer::none) {
+                    end = fired == stream_timer::first_byte ? transfer_end::first_byte_timeout : transfer_end::idle_timeout;
+                    break;
                 }
             }
             if (curl_multi_poll(m, nullptr, 0, wait_ms, nullptr) != CURLM_OK) {

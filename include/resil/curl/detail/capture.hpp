@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "../response.hpp"
+#include "stream.hpp"
 #include "text.hpp"
 
 namespace resil::curl::detail {
@@ -43,6 +44,7 @@ struct transfer_state {
     bool replay_refused = false;   ///< libcurl wanted to send the request a second time
     bool malformed = false;        ///< a header line held CR or NUL
     bool out_of_memory = false;
+    stream_state stream{};         ///< a streamed body's sink and counters (detail/stream.hpp)
 
     /// Ready for a new transfer that fills `r`.
     void start(response& r, bool body_expected) noexcept {
@@ -58,6 +60,7 @@ struct transfer_state {
         replay_refused = false;
         malformed = false;
         out_of_memory = false;
+        stream.start();
     }
 };
 
@@ -126,6 +129,9 @@ struct capture {
     /// One chunk of the body. Returns false when the transfer must stop.
     static bool body_bytes(transfer_state& t, std::string_view data) noexcept {
         t.received += data.size();
+        // A streamed 2xx body goes to the sink, never into the response;
+        // any other status is kept as usual, for the classifier.
+        if (t.stream.sink && t.block_status >= 200 && t.block_status <= 299) return to_sink(t, data);
         auto& body = response_access::body(*t.out);
         if (data.size() > t.max_body - std::min(t.max_body, body.size())) {
             t.too_large = true;
@@ -171,6 +177,38 @@ struct capture {
     }
 
 private:
+    // The sink's chunk, within max_body_bytes counted over the whole stream.
+    static bool to_sink(transfer_state& t, std::string_view data) noexcept {
+        auto& s = t.stream;
+        if (data.size() > t.max_body - std::min(t.max_body, s.body_received)) {
+            t.too_large = true;
+            return false;
+        }
+        s.body_received += data.size();
+        try {
+            if (!s.head_given) {
+                s.head_given = true;
+                if (s.sink->on_head) {
+                    response_access::status(*t.out) = t.block_status;
+                    if (s.sink->on_head(s.sink->self, *t.out) == stream_action::stop) {
+                        s.stopped = true;
+                        return false;
+                    }
+                }
+            }
+            s.delivered += data.size();
+            if (s.sink->on_chunk(s.sink->self, data) == stream_action::stop) {
+                s.stopped = true;
+                return false;
+            }
+        } catch (...) {
+            s.thrown = std::current_exception();
+            s.stopped = true;
+            return false;
+        }
+        return true;
+    }
+
     // std::string::reserve may round a request up to twice the old capacity;
     // a fresh string's reservation is what was asked for (or its small buffer).
     static void grow_exact(std::string& s, std::size_t capacity) {

@@ -25,6 +25,8 @@ enum class transfer_end : std::uint8_t {
     total_limit,   ///< resil's absolute end of the attempt passed
     cancelled,     ///< the stop token fired
     multi_error,   ///< libcurl's multi interface failed
+    first_byte_timeout,  ///< a stream's first-byte timer fired (detail/stream.hpp)
+    idle_timeout,        ///< a stream's idle timer fired
 };
 
 struct transfer_result {
@@ -79,6 +81,14 @@ struct transfer_result {
             case transfer_end::multi_error:
                 fail(transport_status::other_error, CURLE_FAILED_INIT, "libcurl's multi interface failed");
                 break;
+            case transfer_end::first_byte_timeout:
+                fail(transport_status::first_byte_timeout, CURLE_OPERATION_TIMEDOUT,
+                     "no body byte within the stream's first_byte limit after the request was sent");
+                break;
+            case transfer_end::idle_timeout:
+                fail(transport_status::read_timeout, CURLE_OPERATION_TIMEDOUT,
+                     "no body byte for longer than the stream's idle limit");
+                break;
             case transfer_end::finished:
                 if (t.replay_refused) {
                     fail(transport_status::connection_lost, code,
@@ -88,6 +98,11 @@ struct transfer_result {
                     fail(transport_status::headers_too_large, code, "the header fields exceed max_header_bytes");
                 } else if (t.malformed) {
                     fail(transport_status::protocol_error, code, "a header line holds CR or NUL (RFC 9110 §5.5)");
+                } else if (t.stream.stopped) {
+                    fail(transport_status::cancelled, code,
+                         t.stream.thrown ? "the stream's sink threw" : "the stream's sink stopped it");
+                } else if (t.too_large && t.stream.sink) {
+                    fail(transport_status::body_too_large, code, "the streamed body exceeds max_body_bytes");
                 } else {
                     A::code(r) = code;
                     A::transport(r) = transport_of(code, connected, sent, t);
@@ -96,12 +111,34 @@ struct transfer_result {
                 break;
         }
         if (A::transport(r) == transport_status::completed) capture::settle_body(r);
+        if (t.stream.sink) stream_end(r, t.stream);
         if (A::transport(r) != transport_status::completed && !A::may_have_reached(r)) A::status(r) = 0;
         // The server did not act on the request and wants another connection
         // (421), or dropped this one (408): the next attempt opens a new one.
         if (A::status(r) == 421 || A::status(r) == 408) s.fresh_connection_next = true;
         if (A::status(r) != 0 && (A::status(r) < 200 || A::status(r) > 299))
             A::read_server_hints(r, options.pushback_header, std::chrono::system_clock::now());
+    }
+
+    // The first-byte rule (resil/curl/streaming.hpp): once the sink got a
+    // byte, or refused the head, an early end is stream_interrupted, which
+    // the classifier never retries; the cause stays readable.
+    static void stream_end(response& r, const stream_state& s) {
+        A::delivered(r) = s.delivered;
+        if (A::transport(r) == transport_status::completed || (s.delivered == 0 && !s.stopped)) return;
+        A::interrupted_by(r) = A::transport(r);
+        A::transport(r) = transport_status::stream_interrupted;
+        A::may_have_reached(r) = true;
+        // A failure path: the message may allocate.
+        std::string& error = A::error(r);
+        const std::string cause = std::move(error);
+        error = "the stream was interrupted after ";
+        error += std::to_string(s.delivered);
+        error += " bytes reached the caller (";
+        error += to_string(A::interrupted_by(r));
+        error += ": ";
+        error += cause;
+        error += ")";
     }
 
     // `connected`: a connection existed; `sent`: a byte of the request may

@@ -1,0 +1,119 @@
+// resil/curl/detail/stream.hpp — the state of a streamed transfer that any
+// driver shares (the blocking loop today, an event loop later): the caller's
+// sink behind two plain function pointers, what reached it, and the
+// first-byte and idle timers, which read a clock the driver passes in.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+
+#include "../../clock.hpp"
+#include "../../timeouts.hpp"
+#include "../streaming.hpp"
+
+namespace resil::curl::detail {
+
+/// A sink seen through function pointers: no allocation, no virtual call
+/// table, and the sink object stays the caller's.
+struct sink_ref {
+    void* self = nullptr;
+    stream_action (*on_chunk)(void*, std::string_view) = nullptr;
+    stream_action (*on_head)(void*, const response&) = nullptr;  ///< null when the sink has none
+
+    template <chunk_sink Sink>
+    static sink_ref to(Sink& sink) noexcept {
+        sink_ref ref;
+        ref.self = std::addressof(sink);
+        ref.on_chunk = [](void* s, std::string_view chunk) { return (*static_cast<Sink*>(s))(chunk); };
+        if constexpr (requires(Sink& s, const response& r) {
+                          { s.on_head(r) } -> std::same_as<stream_action>;
+                      })
+            ref.on_head = [](void* s, const response& r) { return static_cast<Sink*>(s)->on_head(r); };
+        return ref;
+    }
+};
+
+/// The streaming part of a transfer's state (detail/capture.hpp holds it).
+/// `sink` and the limits are set for one call and cleared after it; the
+/// counters are reset for every transfer.
+struct stream_state {
+    const sink_ref* sink = nullptr;
+    std::chrono::milliseconds first_byte = resil::timeouts::no_limit;
+    std::chrono::milliseconds idle = resil::timeouts::no_limit;
+    std::size_t body_received = 0;  ///< body bytes of the final response so far (delivered or kept)
+    std::size_t delivered = 0;      ///< bytes handed to the sink
+    bool head_given = false;        ///< on_head ran (or the sink has none)
+    bool stopped = false;           ///< the sink (or on_head) returned stream_action::stop
+    std::exception_ptr thrown{};    ///< what the sink threw, rethrown once the transfer is over
+
+    void start() noexcept {
+        body_received = 0;
+        delivered = 0;
+        head_given = false;
+        stopped = false;
+        thrown = nullptr;
+    }
+};
+
+/// Which stream timer fired.
+enum class stream_timer : std::uint8_t { none, first_byte, idle };
+
+/// The first-byte and idle timers of one transfer. The driver calls
+/// observe() whenever libcurl has run (with its clock's reading), and
+/// sleeps at most the returned wait.
+struct stream_timers {
+    std::chrono::milliseconds first_byte = resil::timeouts::no_limit;
+    std::chrono::milliseconds idle = resil::timeouts::no_limit;
+    time_point sent_at{};
+    time_point last_body_at{};
+    std::size_t last_body = 0;
+    bool sent = false;
+    bool body_started = false;
+
+    explicit stream_timers(const stream_state& s) noexcept : first_byte(s.first_byte), idle(s.idle) {}
+
+    [[nodiscard]] bool active() const noexcept {
+        return first_byte != resil::timeouts::no_limit || idle != resil::timeouts::no_limit;
+    }
+
+    /// `sends`: times libcurl was about to send the request; `body`: body
+    /// bytes so far. Returns the timer that fired, if any, and lowers
+    /// `wait_ms` to the time left on the running one (rounded up: waking a
+    /// little late is fine, early only loops).
+    stream_timer observe(time_point now, unsigned sends, std::size_t body, int& wait_ms) noexcept {
+        using std::chrono::milliseconds;
+        if (!sent && sends > 0) {
+            sent = true;
+            sent_at = now;
+        }
+        if (body != last_body) {
+            body_started = true;
+            last_body = body;
+            last_body_at = now;
+        }
+        const auto limit_wait = [&](duration passed, milliseconds limit) {
+            const auto left = std::chrono::ceil<milliseconds>(limit - passed).count();
+            wait_ms = std::min(wait_ms, static_cast<int>(std::clamp<milliseconds::rep>(left, 1, 1000)));
+        };
+        if (!body_started) {
+            if (sent && first_byte != resil::timeouts::no_limit) {
+                const auto passed = now - sent_at;
+                if (passed >= first_byte) return stream_timer::first_byte;
+                limit_wait(passed, first_byte);
+            }
+        } else if (idle != resil::timeouts::no_limit) {
+            const auto passed = now - last_body_at;
+            if (passed >= idle) return stream_timer::idle;
+            limit_wait(passed, idle);
+        }
+        return stream_timer::none;
+    }
+};
+
+}  // namespace resil::curl::detail

@@ -1,0 +1,80 @@
+// resil/curl/streaming.hpp — receiving a body as it arrives: a sink called
+// with each chunk, its own time-to-first-byte and inter-chunk idle limits,
+// and the rule that makes retrying a stream safe.
+//
+//   auto on_chunk = [&](std::string_view chunk) {              // a view into libcurl's buffer
+//       out.write(chunk);                                      // no copy into the response
+//       return resil::curl::stream_action::next;               // or ::stop to end the stream
+//   };
+//   auto r = http.stream(req, ctx, on_chunk, {.first_byte = 2s, .idle = 500ms});
+//
+// The rule: an attempt may be retried only while no byte has reached the
+// sink. Only the body of a final 2xx response goes to the sink (any other
+// status is kept in response::body() as usual, for the classifier and the
+// caller); from the first chunk on, a failure — the idle limit, a cut, the
+// total limit, the deadline, max_body_bytes, the sink's own stop — ends the
+// call as transport_status::stream_interrupted, which resil::curl::classify
+// calls permanent: a retry policy never repeats it behind the caller's back,
+// whatever the method, because the caller has already acted on part of the
+// answer. response::interrupted_by() keeps the cause, delivered_bytes() how
+// much the sink got. Resuming is the caller's explicit choice (for an event
+// stream: sse_stream_options::resume, resil/curl/sse_stream.hpp).
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <string_view>
+
+#include "../timeouts.hpp"
+#include "../validation.hpp"
+
+namespace resil::curl {
+
+class response;
+
+/// What a sink tells the transfer after a chunk.
+enum class stream_action : std::uint8_t {
+    next,  ///< keep reading
+    stop,  ///< end the transfer now (the response says stream_interrupted, caused by `cancelled`)
+};
+
+/// A sink: called as sink(std::string_view chunk) with each piece of a 2xx
+/// body, returning stream_action. Optionally it also has
+/// on_head(const resil::curl::response&) -> stream_action, called once
+/// before the first chunk with the status and header fields filled (to
+/// check the Content-Type, say). It runs inside libcurl's callback on the
+/// calling thread; an exception it throws ends the transfer and is rethrown
+/// by client::stream once libcurl is done with the handle.
+template <class Sink>
+concept chunk_sink = requires(Sink& s, std::string_view chunk) {
+    { s(chunk) } -> std::same_as<stream_action>;
+};
+
+/// The limits of one streamed attempt, on top of connect, read, total and
+/// the deadline (the smallest wins). Both time resil's own timer on the
+/// context's clock, in milliseconds.
+struct stream_options {
+    /// From the moment libcurl is about to send the request (after the
+    /// connection and TLS are up, so a slow handshake is the connect limit's
+    /// business and a reused connection gives the server no extra time) to
+    /// the first byte of the response's body. Before any byte reached the
+    /// sink, so firing it is transport_status::first_byte_timeout, retried
+    /// like a read timeout (a GET or a keyed POST). Default no_limit.
+    std::chrono::milliseconds first_byte = resil::timeouts::no_limit;
+    /// The longest silence between two body chunks once the body has
+    /// started (transport_status::read_timeout before any byte reached the
+    /// sink, stream_interrupted after). A server's keep-alive comments are
+    /// body bytes: they restart it. Default no_limit.
+    std::chrono::milliseconds idle = resil::timeouts::no_limit;
+
+    /// The first invalid field, if any: each limit positive (no_limit is fine).
+    [[nodiscard]] validation_result validate() const {
+        const std::chrono::milliseconds one{1};
+        if (auto bad = resil::detail::check_at_least("first_byte", first_byte, one)) return bad;
+        if (auto bad = resil::detail::check_at_least("idle", idle, one)) return bad;
+        return std::nullopt;
+    }
+};
+
+}  // namespace resil::curl
