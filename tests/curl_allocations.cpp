@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "catch.hpp"
 #include "support/allocation_counter.hpp"
@@ -43,6 +44,7 @@ constexpr const char* locations = R"(
     location /big     { echo_duplicate 100000 "x"; }
     location /created { return 201 "created\n"; }
     location /busy    { add_header Retry-After 2 always; add_header grpc-retry-pushback-ms 150 always; return 503 "busy\n"; }
+    location /events  { default_type text/event-stream; echo_duplicate 4000 "id: 42\ndata: token\n\n"; }
 )";
 
 std::uint64_t allocations_now() { return resil_test::allocations.load(std::memory_order_relaxed); }
@@ -236,4 +238,71 @@ TEST_CASE("curl allocations: a refused connection, reported in a reused response
     CHECK(allocated == 0);
     for (const auto g : got) CHECK(g == transport_status::connect_failed);
     CHECK_FALSE(r.error_message().empty());
+}
+
+TEST_CASE("curl allocations: a streamed GET, its sink and response reused, allocates nothing per chunk") {
+    if (!resil_test::counting_allocations) {
+        SUCCEED("this build's runtime owns operator new; nothing to count");
+        return;
+    }
+    resil_test::nginx_server nginx{locations};
+    client http;
+    const auto big = request::get(nginx.url("/big"));
+    const auto events = request::get(nginx.url("/events"));
+    std::size_t bytes = 0;
+    std::size_t chunks = 0;
+    auto counting = [&](std::string_view chunk) {
+        bytes += chunk.size();
+        ++chunks;
+        return resil::curl::stream_action::next;
+    };
+    std::size_t event_count = 0;
+    resil::curl::sse_stream sse([&](const resil::sse::event& e) { event_count += e.data == "token" ? 1 : 0; });
+    const resil::curl::stream_options limits{.first_byte = 1s, .idle = 1s};
+
+    response r = http.perform(big);
+    for (int warm = 0; warm < 2; ++warm) {  // the reader's buffers grow to their largest
+        resil::context ctx;
+        REQUIRE(http.stream(big, ctx, r, counting, limits).ok());
+        REQUIRE(http.stream(events, ctx, r, sse, limits).ok());
+    }
+    bytes = chunks = event_count = 0;
+
+    struct streamed_round {
+        bool raw_ok = false;
+        std::size_t raw_delivered = 0;
+        bool sse_ok = false;
+        std::size_t sse_delivered = 0;
+        std::size_t body_kept = 0;
+        bool reused_connection = false;
+    };
+    std::array<streamed_round, rounds> got{};
+    const auto before = allocations_now();
+    for (auto& g : got) {
+        resil::context ctx;
+        ctx.set_timeouts({.connect = 1s, .read = 1s, .total = 2s});
+        const auto& raw = http.stream(big, ctx, r, counting, limits);
+        g.raw_ok = raw.ok();
+        g.raw_delivered = raw.delivered_bytes();
+        const auto& sse_reply = http.stream(events, ctx, r, sse, limits);
+        g.sse_ok = sse_reply.ok();
+        g.sse_delivered = sse_reply.delivered_bytes();
+        g.body_kept = sse_reply.body().size();
+        g.reused_connection = sse_reply.timings().reused_connection;
+    }
+    const auto allocated = allocations_now() - before;
+
+    CHECK(allocated == 0);
+    CHECK(bytes == rounds * big_body);
+    CHECK(chunks > rounds);  // several chunks per body: none of them allocated
+    CHECK(event_count == rounds * 4000);
+    CHECK_FALSE(sse.failed());
+    for (const auto& g : got) {
+        CHECK(g.raw_ok);
+        CHECK(g.raw_delivered == big_body);
+        CHECK(g.sse_ok);
+        CHECK(g.sse_delivered == 4000 * std::string_view("id: 42\ndata: token\n\n").size());
+        CHECK(g.body_kept == 0);  // streamed to the sink, not kept
+        CHECK(g.reused_connection);
+    }
 }

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -418,4 +419,52 @@ TEST_CASE("curl stream: options are validated; the new statuses have names") {
     CHECK(resil::curl::to_string(transport_status::stream_interrupted) == "stream_interrupted");
     CHECK(resil::curl::classify_transport(transport_status::stream_interrupted, true) == verdict::permanent);
     CHECK(resil::curl::classify_transport(transport_status::first_byte_timeout, false) == verdict::retryable);
+}
+
+TEST_CASE("curl stream: stream_action::done ends the transfer early and the call reads as completed") {
+    fault_server server;
+    server.on("/done", {action::stream({{0ms, "data: a\n\n"}, {5ms, "data: [DONE]\n\n"}, {500ms, "data: late\n\n"}})});
+    client http;
+    std::vector<std::string> tokens;
+    std::atomic<int> attempts{0};
+    const auto pipe = resil::pipeline(resil::retry_policy{quick_retries}).with_listener(attempt_counter{&attempts});
+    const auto get = request::get(server.url("/done"));
+    const auto t0 = steady::now();
+    // The snippet of docs/sse.md, "Feeding it from libcurl".
+    sse_stream events(
+        [&](const resil::sse::event& e) {
+            if (e.data == "[DONE]") return stream_action::done;  // the answer is whole
+            tokens.emplace_back(e.data);
+            return stream_action::next;
+        },
+        {.reader = {.max_line_bytes = 64 << 10}, .resume = false}, [](std::string_view) {});
+    const auto out = pipe([&](resil::context& ctx) { return http.stream(get, ctx, events, {.first_byte = 2s, .idle = 500ms}); });
+    CHECK(resil_test::since(t0) < 500ms);
+    REQUIRE(out.ok());
+    CHECK(out->completed());
+    CHECK(out->interrupted_by() == transport_status::completed);
+    CHECK(out->error_message().empty());
+    CHECK(attempts.load() == 1);
+    CHECK_FALSE(events.failed());
+    CHECK(events.stopped_by_caller());
+    CHECK(events.finish() == resil::sse::error_code::none);
+    CHECK(tokens == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("curl stream: the stop token ends a stream; after data it is an interruption, not retried") {
+    fault_server server;
+    server.on("/long", {action::stream({{0ms, "data: a\n\n"}, {2000ms, "data: b\n\n"}})});
+    client http;
+    std::stop_source stop;
+    resil::context ctx{resil::call_options{.stop = stop.get_token()}};
+    auto sink = [&](std::string_view) {
+        stop.request_stop();  // from inside the sink: the loop sees it at once
+        return stream_action::next;
+    };
+    const auto t0 = steady::now();
+    const auto r = http.stream(request::get(server.url("/long")), ctx, sink);
+    CHECK(resil_test::since(t0) < 500ms);
+    CHECK(r.transport() == transport_status::stream_interrupted);
+    CHECK(r.interrupted_by() == transport_status::cancelled);
+    CHECK(resil::curl::classify(r).verdict == verdict::permanent);
 }

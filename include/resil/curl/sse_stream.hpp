@@ -3,7 +3,7 @@
 // complete events to the caller as they arrive.
 //
 //   resil::curl::sse_stream events([&](const resil::sse::event& e) {
-//       if (e.data == "[DONE]") return resil::curl::stream_action::stop;   // or return nothing (void)
+//       if (e.data == "[DONE]") return resil::curl::stream_action::done;   // or return nothing (void)
 //       print(e.data);                                                      // a view: copy what you keep
 //       return resil::curl::stream_action::next;
 //   });
@@ -85,6 +85,7 @@ public:
         if (fed_ && reader_.finish() != sse::error_code::none) reader_.reset();
         fed_ = true;
         stopped_ = false;
+        ended_ = stream_action::next;
         wrong_type_.reset();
         if (options_.require_event_stream) {
             const auto type = r.header("Content-Type");
@@ -104,20 +105,25 @@ public:
                 if (stopped_) return;  // the caller stopped at an earlier event of this chunk
                 if (e.id != last_id_) last_id_.assign(e.id);
                 if constexpr (std::is_same_v<std::invoke_result_t<OnEvent&, const sse::event&>, stream_action>) {
-                    if (on_event_(e) == stream_action::stop) stopped_ = true;
+                    const auto next = on_event_(e);
+                    if (next != stream_action::next) {
+                        stopped_ = true;
+                        ended_ = next;
+                    }
                 } else {
                     on_event_(e);
                 }
             },
             on_comment_);
-        return code != sse::error_code::none || stopped_ ? stream_action::stop : stream_action::next;
+        if (code != sse::error_code::none) return stream_action::stop;
+        return stopped_ ? ended_ : stream_action::next;
     }
 
     /// Ends a stream that completed: an event without its blank line is
     /// discarded; a stream cut inside a UTF-8 sequence is an error.
     sse::error_code finish() { return reader_.finish(); }
 
-    /// The event callback returned stream_action::stop.
+    /// The event callback returned stream_action::stop or done.
     [[nodiscard]] bool stopped_by_caller() const noexcept { return stopped_; }
     /// The stream was refused: not an event stream, or a rule of the reader broken.
     [[nodiscard]] bool failed() const noexcept { return wrong_type_.has_value() || parse_error() != sse::error_code::none; }
@@ -167,6 +173,7 @@ private:
     OnComment on_comment_;
     std::string last_id_;
     std::optional<std::string> wrong_type_;
+    stream_action ended_ = stream_action::next;  ///< what the event callback ended the stream with
     bool fed_ = false;
     bool stopped_ = false;
 };

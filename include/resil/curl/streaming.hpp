@@ -17,7 +17,9 @@
 // calls permanent: a retry policy never repeats it behind the caller's back,
 // whatever the method, because the caller has already acted on part of the
 // answer. response::interrupted_by() keeps the cause, delivered_bytes() how
-// much the sink got. Resuming is the caller's explicit choice (for an event
+// much the sink got. A sink that has read all it needs (an end marker such
+// as "[DONE]") returns stream_action::done: the transfer ends at once and
+// the response reads as completed. Resuming is the caller's explicit choice (for an event
 // stream: sse_stream_options::resume, resil/curl/sse_stream.hpp).
 #pragma once
 
@@ -36,7 +38,8 @@ class response;
 /// What a sink tells the transfer after a chunk.
 enum class stream_action : std::uint8_t {
     next,  ///< keep reading
-    stop,  ///< end the transfer now (the response says stream_interrupted, caused by `cancelled`)
+    done,  ///< the caller has what it needs (an API's end marker): end the transfer; the response reads as completed
+    stop,  ///< abandon the stream: end the transfer; the response says stream_interrupted, caused by `cancelled`
 };
 
 /// A sink: called as sink(std::string_view chunk) with each piece of a 2xx

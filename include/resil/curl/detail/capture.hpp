@@ -190,23 +190,25 @@ private:
                 s.head_given = true;
                 if (s.sink->on_head) {
                     response_access::status(*t.out) = t.block_status;
-                    if (s.sink->on_head(s.sink->self, *t.out) == stream_action::stop) {
-                        s.stopped = true;
-                        return false;
-                    }
+                    if (const auto next = s.sink->on_head(s.sink->self, *t.out); next != stream_action::next)
+                        return ended_by_sink(s, next);
                 }
             }
             s.delivered += data.size();
-            if (s.sink->on_chunk(s.sink->self, data) == stream_action::stop) {
-                s.stopped = true;
-                return false;
-            }
+            if (const auto next = s.sink->on_chunk(s.sink->self, data); next != stream_action::next)
+                return ended_by_sink(s, next);
         } catch (...) {
             s.thrown = std::current_exception();
             s.stopped = true;
             return false;
         }
         return true;
+    }
+
+    static bool ended_by_sink(stream_state& s, stream_action why) noexcept {
+        s.stopped = true;
+        s.done = why == stream_action::done;
+        return false;  // a short count: libcurl ends the transfer (CURLE_WRITE_ERROR)
     }
 
     // std::string::reserve may round a request up to twice the old capacity;

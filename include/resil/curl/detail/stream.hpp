@@ -49,7 +49,8 @@ struct stream_state {
     std::size_t body_received = 0;  ///< body bytes of the final response so far (delivered or kept)
     std::size_t delivered = 0;      ///< bytes handed to the sink
     bool head_given = false;        ///< on_head ran (or the sink has none)
-    bool stopped = false;           ///< the sink (or on_head) returned stream_action::stop
+    bool stopped = false;           ///< the sink (or on_head) ended the transfer: stream_action::stop or done
+    bool done = false;              ///< ... with stream_action::done: the caller has what it needs
     std::exception_ptr thrown{};    ///< what the sink threw, rethrown once the transfer is over
 
     void start() noexcept {
@@ -57,6 +58,7 @@ struct stream_state {
         delivered = 0;
         head_given = false;
         stopped = false;
+        done = false;
         thrown = nullptr;
     }
 };

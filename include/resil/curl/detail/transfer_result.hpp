@@ -98,6 +98,9 @@ struct transfer_result {
                     fail(transport_status::headers_too_large, code, "the header fields exceed max_header_bytes");
                 } else if (t.malformed) {
                     fail(transport_status::protocol_error, code, "a header line holds CR or NUL (RFC 9110 §5.5)");
+                } else if (t.stream.done) {
+                    A::code(r) = CURLE_OK;  // the sink has what it needs: a whole answer to the caller
+                    A::transport(r) = transport_status::completed;
                 } else if (t.stream.stopped) {
                     fail(transport_status::cancelled, code,
                          t.stream.thrown ? "the stream's sink threw" : "the stream's sink stopped it");
