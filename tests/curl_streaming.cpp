@@ -392,12 +392,19 @@ TEST_CASE("curl stream: the sink may stop the stream; the caller's exception is 
     auto throwing = [](std::string_view) -> stream_action { throw std::runtime_error("sink failed"); };
     resil::context again;
     CHECK_THROWS_WITH(http.stream(request::get(server.url("/many")), again, throwing), "sink failed");
-    // The client is usable afterwards.
-    chunk_recorder sink;
+    // The client is usable afterwards, with any callable: here a const one.
+    std::string bytes;
+    const auto sink = [&bytes](std::string_view chunk) {
+        bytes.append(chunk);
+        return stream_action::next;
+    };
     resil::context third;
     server.on("/one", {action::stream({{0ms, "x"}})});
     CHECK(http.stream(request::get(server.url("/one")), third, sink).ok());
-    CHECK(sink.bytes == "x");
+    CHECK(bytes == "x");
+    const auto plain = http.perform(request::get(server.url("/one")));  // and without a sink: the body is kept
+    CHECK(plain.body() == "x");
+    CHECK(plain.delivered_bytes() == 0);
 }
 
 TEST_CASE("curl stream: options are validated; the new statuses have names") {

@@ -29,7 +29,8 @@ struct sink_ref {
     template <chunk_sink Sink>
     static sink_ref to(Sink& sink) noexcept {
         sink_ref ref;
-        ref.self = std::addressof(sink);
+        // A const sink is only ever called as one (Sink is then const-qualified).
+        ref.self = const_cast<void*>(static_cast<const void*>(std::addressof(sink)));
         ref.on_chunk = [](void* s, std::string_view chunk) { return (*static_cast<Sink*>(s))(chunk); };
         if constexpr (requires(Sink& s, const response& r) {
                           { s.on_head(r) } -> std::same_as<stream_action>;
