@@ -426,6 +426,13 @@ TEST_CASE("curl stream: options are validated; the new statuses have names") {
     CHECK(resil::curl::to_string(transport_status::stream_interrupted) == "stream_interrupted");
     CHECK(resil::curl::classify_transport(transport_status::stream_interrupted, true) == verdict::permanent);
     CHECK(resil::curl::classify_transport(transport_status::first_byte_timeout, false) == verdict::retryable);
+    // Whatever the request: idempotent and keyed, an interrupted stream is still permanent.
+    const auto keyed = response::from_failure(transport_status::stream_interrupted, CURLE_PARTIAL_FILE, true)
+                           .set_request_traits(true, true);
+    CHECK(resil::curl::classify(keyed).verdict == verdict::permanent);
+    const auto late = response::from_failure(transport_status::first_byte_timeout, CURLE_OPERATION_TIMEDOUT, true)
+                          .set_request_traits(true, true);
+    CHECK(resil::curl::classify(late).verdict == verdict::ambiguous);  // retried: the context is repeatable
 }
 
 TEST_CASE("curl stream: stream_action::done ends the transfer early and the call reads as completed") {
