@@ -92,12 +92,13 @@ void timed(benchmark::State& state, const std::string& kind, int round, Body&& o
         }
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - t0;
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body_size));
+    const auto bytes = static_cast<double>(state.iterations()) * static_cast<double>(body_size);
+    state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
     resil_bench::report_allocations(state, before);
     // The last run of a benchmark function is the one Google Benchmark reports.
     auto& slot = mb_per_second[kind];
     if (slot.size() <= static_cast<std::size_t>(round)) slot.resize(static_cast<std::size_t>(round) + 1);
-    slot[static_cast<std::size_t>(round)] = static_cast<double>(state.iterations() * body_size) / 1e6 / elapsed.count();
+    slot[static_cast<std::size_t>(round)] = bytes / 1e6 / elapsed.count();
 }
 
 template <class Sink>
