@@ -202,17 +202,29 @@ TEST_CASE("curl stream: a gap after data reached the caller ends the call, never
     CHECK(got.events[0].data == "one");
 }
 
-TEST_CASE("curl stream: idle before any byte reached the sink is a plain read timeout") {
+TEST_CASE("curl stream: the idle limit starts with the body; before a byte reached the sink it is a read timeout") {
     fault_server server;
-    // Headers at once, then silence: no body byte, so nothing was delivered.
+    // Headers at once, then 400 ms of silence before the body: the idle limit
+    // (100 ms) has not started; the first-byte limit (none here) governs.
     server.on("/silent", {action::stream({{400ms, "data: x\n\n"}})});
+    // A 503 whose body stalls: its bytes are kept, not delivered, so the idle
+    // limit ends it as a plain read timeout — retryable for a GET.
+    server.on("/stalled-error", {action::stream({{0ms, "overloaded, "}, {400ms, "try later"}}, false,
+                                                {{"Content-Type", "text/plain"}}, 503)});
     client http;
     chunk_recorder sink;
     resil::context ctx;
     const auto r = http.stream(request::get(server.url("/silent")), ctx, sink, {.idle = 100ms});
-    // The idle limit starts with the body; before it, the first-byte limit
-    // (none here) and the read limit govern, so the server's 400 ms pass.
     CHECK(r.ok());
+    CHECK(sink.bytes == "data: x\n\n");
+
+    resil::context again;
+    const auto stalled = http.stream(request::get(server.url("/stalled-error")), again, sink, {.idle = 100ms});
+    CHECK(stalled.transport() == transport_status::read_timeout);
+    CHECK(stalled.delivered_bytes() == 0);
+    CHECK(stalled.body() == "overloaded, ");  // an error's body is the response's, never the sink's
+    CHECK(std::string(stalled.error_message()).find("idle") != std::string::npos);
+    CHECK(resil::curl::classify(stalled).verdict == verdict::ambiguous);  // a GET: the retry policy repeats it
     CHECK(sink.bytes == "data: x\n\n");
 }
 
