@@ -3,6 +3,7 @@
 // gaps — a late first byte, a pause between chunks, a cut mid-stream — and
 // the rule that a stream is retried only while no byte has reached the sink.
 #include <resil/curl.hpp>
+#include <resil/deadline_policy.hpp>
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
 #include <resil/timeout_policy.hpp>
@@ -493,4 +494,26 @@ TEST_CASE("curl stream: the stop token ends a stream; after data it is an interr
     CHECK(r.transport() == transport_status::stream_interrupted);
     CHECK(r.interrupted_by() == transport_status::cancelled);
     CHECK(resil::curl::classify(r).verdict == verdict::permanent);
+}
+
+TEST_CASE("curl stream: a trickle that never trips the idle limit is still bounded by the deadline") {
+    fault_server server;
+    std::vector<std::pair<std::chrono::milliseconds, std::string>> trickle;
+    for (int i = 0; i < 40; ++i) trickle.emplace_back(50ms, ": keep-alive\n");
+    server.on("/trickle", {action::stream(std::move(trickle))});
+    client http;
+    chunk_recorder sink;
+    std::atomic<int> attempts{0};
+    const auto pipe = resil::pipeline(resil::deadline_policy{300ms}, resil::retry_policy{quick_retries})
+                          .with_listener(attempt_counter{&attempts});
+    const auto get = request::get(server.url("/trickle"));
+    const auto t0 = steady::now();
+    const auto out = pipe([&](resil::context& ctx) { return http.stream(get, ctx, sink, {.first_byte = 1s, .idle = 200ms}); });
+    const auto took = resil_test::since(t0);
+    CHECK(took >= 290ms);
+    CHECK(took < 300ms + slack + 100ms);
+    CHECK(attempts.load() == 1);
+    CHECK(out->transport() == transport_status::stream_interrupted);
+    CHECK(out->interrupted_by() == transport_status::total_timeout);
+    CHECK(sink.chunks >= 3);
 }
