@@ -168,6 +168,38 @@ TEST_CASE("curl routing: a shared cache resumes another client's TLS session, ac
     CHECK(body_of(alone, req) == ".\n");
 }
 
+// docs/curl.md, "Sharing a cache between per-thread clients": the accessors
+// as written there (change the two together).
+namespace docs {
+std::shared_ptr<resil::curl::shared_cache> cache() {
+    static const auto c = std::make_shared<resil::curl::shared_cache>();  // DNS and TLS sessions
+    return c;
+}
+resil::curl::client& http() {
+    thread_local resil::curl::client c{{.connections = {.max_connection_age = std::chrono::minutes{5}},
+                                        .shared = cache()}};
+    return c;
+}
+}  // namespace docs
+
+TEST_CASE("curl routing: the per-thread clients of docs/curl.md share one cache") {
+    resil_test::nginx_server a{replica_a};
+    const auto req = request::get(a.url("/"));
+    std::atomic<int> ok{0};
+    std::atomic<int> sharing{0};
+    auto work = [&] {
+        for (int i = 0; i < 5; ++i) ok.fetch_add(docs::http().perform(req).ok() ? 1 : 0);
+        sharing.fetch_add(docs::http().options().shared == docs::cache() ? 1 : 0);
+    };
+    std::thread t1(work);
+    std::thread t2(work);
+    t1.join();
+    t2.join();
+    CHECK(ok.load() == 10);
+    CHECK(sharing.load() == 2);
+    CHECK(docs::http().options().shared == docs::cache());
+}
+
 TEST_CASE("curl routing: clients on two threads use one shared cache at once") {
     resil_test::self_signed_tls tls{"service.test"};
     resil_test::tls_nginx nginx{tls, R"(location / { return 200 "$ssl_session_reused\n"; })"};
