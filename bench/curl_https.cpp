@@ -287,21 +287,15 @@ int main(int argc, char** argv) {
             ->UseRealTime();
         benchmark::RegisterBenchmark(("kept_alive/resil_client_reused" + suffix).c_str(), resil_client_reused, round)
             ->UseRealTime();
-        benchmark::RegisterBenchmark(("new_connection/new_client_no_cache" + suffix).c_str(), new_client, round, false)
-            ->UseRealTime()
-            ->MinTime(new_connection_seconds);
-        benchmark::RegisterBenchmark(("new_connection/new_client_shared_cache" + suffix).c_str(), new_client, round,
-                                     true)
-            ->UseRealTime()
-            ->MinTime(new_connection_seconds);
-        benchmark::RegisterBenchmark(("new_connection/one_client_no_session_reuse" + suffix).c_str(), one_client,
-                                     round, false)
-            ->UseRealTime()
-            ->MinTime(new_connection_seconds);
-        benchmark::RegisterBenchmark(("new_connection/one_client_session_reuse" + suffix).c_str(), one_client, round,
-                                     true)
-            ->UseRealTime()
-            ->MinTime(new_connection_seconds);
+        const auto connections = [&](const char* name, auto fn, bool variant) {
+            benchmark::RegisterBenchmark(("new_connection/" + std::string(name) + suffix).c_str(), fn, round, variant)
+                ->UseRealTime()
+                ->MinTime(new_connection_seconds);
+        };
+        connections("baseline_new_client_no_cache", new_client, false);
+        connections("resil_new_client_shared_cache", new_client, true);
+        connections("resil_one_client_no_session_reuse", one_client, false);
+        connections("resil_one_client_session_reuse", one_client, true);
     }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
