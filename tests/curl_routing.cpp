@@ -262,6 +262,16 @@ TEST_CASE("curl routing: a shared DNS cache gives every client the resolve overr
         CHECK(body_of(user, request::get(a.url("/"))) == "a 127.0.0.1:" + port_text(a.port()) + "\n");
     }
     CHECK(watch.expired());
+
+    // A client assigned over: its old handle goes first, then its cache.
+    auto first_cache = std::make_shared<shared_cache>();
+    std::weak_ptr<shared_cache> first_watch = first_cache;
+    client x({.limits = quick, .shared = std::move(first_cache)});
+    client y({.limits = quick, .shared = std::make_shared<shared_cache>()});
+    CHECK(x.perform(request::get(a.url("/"))).ok());
+    x = std::move(y);
+    CHECK(first_watch.expired());
+    CHECK(x.perform(request::get(a.url("/"))).ok());
 }
 
 TEST_CASE("curl routing: the raw handle hook runs once per handle, after resil's options") {

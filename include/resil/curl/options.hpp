@@ -87,10 +87,12 @@ struct client_options {
     /// cover. It may break what resil relies on: the write, header and
     /// PREREQ callbacks and their data (the PREREQ function is what keeps an
     /// unsafe request from being sent twice), CURLOPT_ERRORBUFFER, NOSIGNAL,
-    /// the timeouts. resil sets the URL, method, body, headers, timeouts,
-    /// CURLOPT_FRESH_CONNECT and CURLOPT_CONNECT_TO again on a request when
-    /// they change, overwriting the hook's values. Its exceptions leave the
-    /// client's constructor. Default none.
+    /// the timeouts. The per-request options are resil's: it sets the URL,
+    /// method, body, headers, timeouts, CURLOPT_FRESH_CONNECT and
+    /// CURLOPT_CONNECT_TO again whenever its own value changes, overwriting
+    /// the hook's, so setting them here has no reliable effect (use the
+    /// request and the fields above). Its exceptions leave the client's
+    /// constructor. Default none.
     std::function<void(CURL*)> configure_handle{};
 
     /// The first invalid field, if any: each limit positive (no_limit is
