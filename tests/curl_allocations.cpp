@@ -306,3 +306,39 @@ TEST_CASE("curl allocations: a streamed GET, its sink and response reused, alloc
         CHECK(g.reused_connection);
     }
 }
+
+TEST_CASE("curl allocations: requests pinned to two replicas in turn allocate nothing") {
+    if (!resil_test::counting_allocations) {
+        SUCCEED("this build's runtime owns operator new; nothing to count");
+        return;
+    }
+    resil_test::nginx_server a{R"(location / { return 200 "a\n"; })"};
+    resil_test::nginx_server b{R"(location / { return 200 "b\n"; })"};
+    client http;
+    // One service name; each request's connection goes to its own replica.
+    const auto to_a = request::get("http://service.test/ok").connect_to({"127.0.0.1", a.port()});
+    const auto to_b = request::get("http://service.test/ok").connect_to({"127.0.0.1", b.port()});
+    response r = http.perform(to_a);  // connects to both; the buffers grow to fit
+    REQUIRE(r.body() == "a\n");
+    REQUIRE(http.perform(to_b, r).body() == "b\n");
+
+    struct pinned_seen {
+        int status = 0;
+        bool from_its_replica = false;
+        bool reused_connection = false;
+    };
+    std::array<pinned_seen, rounds> got{};
+    const auto before = allocations_now();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const auto& same = http.perform(i % 2 == 0 ? to_a : to_b, r);
+        got[i] = {same.status(), same.body() == (i % 2 == 0 ? "a\n" : "b\n"), same.timings().reused_connection};
+    }
+    const auto allocated = allocations_now() - before;
+
+    CHECK(allocated == 0);
+    for (const auto& g : got) {
+        CHECK(g.status == 200);
+        CHECK(g.from_its_replica);
+        CHECK(g.reused_connection);
+    }
+}

@@ -12,14 +12,18 @@
 //
 // Pieces: request (resil/curl/request.hpp), response and transport_status
 // (resil/curl/response.hpp), classify (resil/curl/classification.hpp), client
-// (resil/curl/client.hpp) and client_options (resil/curl/options.hpp). See docs/curl.md.
+// (resil/curl/client.hpp) and client_options (resil/curl/options.hpp), with
+// connection_options and endpoint (resil/curl/connections.hpp) and
+// shared_cache (resil/curl/share.hpp). See docs/curl.md.
 #pragma once
 
 #include "curl/classification.hpp"
 #include "curl/client.hpp"
+#include "curl/connections.hpp"
 #include "curl/options.hpp"
 #include "curl/fields.hpp"
 #include "curl/request.hpp"
 #include "curl/response.hpp"
+#include "curl/share.hpp"
 #include "curl/sse_stream.hpp"
 #include "curl/streaming.hpp"

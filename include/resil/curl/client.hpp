@@ -89,7 +89,7 @@ class client {
 public:
     /// Creates the libcurl handles. Throws std::invalid_argument for invalid
     /// options (client_options::validate), std::runtime_error when libcurl
-    /// cannot be initialised.
+    /// cannot be initialised or refuses an option (named in the message).
     explicit client(client_options options = {}) : options_(std::move(options)) {
         throw_if_invalid("resil::curl::client", options_.validate());
         state_ = std::make_unique<detail::handles>();

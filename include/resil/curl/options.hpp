@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -15,8 +17,10 @@
 #include "../timeouts.hpp"
 #include "../detail/platform.hpp"
 #include "../validation.hpp"
+#include "connections.hpp"
 #include "detail/text.hpp"
 #include "response.hpp"
+#include "share.hpp"
 
 namespace resil::curl {
 
@@ -69,10 +73,32 @@ struct client_options {
     /// anew for every transfer: about 1 µs each on a small server.)
     std::string user_agent{};
 
+    // Where connections go and how long they live, the cache shared with
+    // other clients, and the raw handle hook (resil/curl/connections.hpp, share.hpp).
+    /// Resolve and connect-to overrides, DNS cache lifetime, connection age
+    /// and idle limits, TCP keepalive. Defaults: libcurl's.
+    connection_options connections{};
+    /// A DNS and TLS-session cache shared with other clients (typically one
+    /// per thread); null (the default): this client's own. The client holds
+    /// it until its libcurl handle is gone.
+    std::shared_ptr<shared_cache> shared{};
+    /// Called once with the client's libcurl easy handle, after resil set its
+    /// own options (when the client is made), for anything resil does not
+    /// cover. It may break what resil relies on: the write, header and
+    /// PREREQ callbacks and their data (the PREREQ function is what keeps an
+    /// unsafe request from being sent twice), CURLOPT_ERRORBUFFER, NOSIGNAL,
+    /// the timeouts. The per-request options are resil's: it sets the URL,
+    /// method, body, headers, timeouts, CURLOPT_FRESH_CONNECT and
+    /// CURLOPT_CONNECT_TO again whenever its own value changes, overwriting
+    /// the hook's, so setting them here has no reliable effect (use the
+    /// request and the fields above). Its exceptions leave the client's
+    /// constructor. Default none.
+    std::function<void(CURL*)> configure_handle{};
+
     /// The first invalid field, if any: each limit positive (no_limit is
     /// fine), both size limits at least 1, the idempotency key header an HTTP
     /// token, the pushback header an HTTP token (or empty), the User-Agent free
-    /// of control characters.
+    /// of control characters, the connections as connection_options::validate says.
     [[nodiscard]] validation_result validate() const {
         using std::chrono::milliseconds;
         const milliseconds one{1};
@@ -88,6 +114,7 @@ struct client_options {
         for (const char c : user_agent)
             if (detail::is_forbidden_in_value(c))
                 return detail::invalid_text("user_agent", "must hold no control character", user_agent);
+        if (auto bad = connections.validate()) return bad->within("connections");
         return std::nullopt;
     }
 };

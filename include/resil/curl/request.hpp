@@ -22,6 +22,7 @@
 
 #include "../detail/platform.hpp"
 #include "../validation.hpp"
+#include "connections.hpp"
 #include "detail/text.hpp"
 #include "fields.hpp"
 
@@ -128,6 +129,26 @@ public:
     }
     request&& set_idempotent(bool yes) && { return std::move(set_idempotent(yes)); }
 
+    /// Sends the request to one chosen replica: the connection goes to
+    /// `target` (CURLOPT_CONNECT_TO, ahead of client_options::connections.
+    /// connect_to) while the URL's host stays the Host header and the name
+    /// TLS verifies. A kept-alive connection is reused only by requests to
+    /// the same endpoint. Throws std::invalid_argument for an invalid
+    /// endpoint (endpoint::invalid_reason).
+    request& connect_to(endpoint target) & {
+        if (auto why = target.invalid_reason()) throw_bad_endpoint(*why, target);
+        endpoint_ = std::move(target);
+        return *this;
+    }
+    request&& connect_to(endpoint target) && { return std::move(connect_to(std::move(target))); }
+    /// Back to the URL's own host (and the client-wide overrides).
+    request& clear_connect_to() & {
+        endpoint_.reset();
+        return *this;
+    }
+    /// The endpoint given to connect_to, if any.
+    [[nodiscard]] const std::optional<endpoint>& pinned_endpoint() const noexcept { return endpoint_; }
+
     [[nodiscard]] const std::string& method() const noexcept { return method_; }
     [[nodiscard]] const std::string& url() const noexcept { return url_; }
     [[nodiscard]] const std::string& body() const noexcept { return body_; }
@@ -163,6 +184,11 @@ private:
                                                            " contains CR, LF or another control character: ",
                                                            detail::quote_for_error(value)}));
     }
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_bad_endpoint(std::string_view why, const endpoint& target) {
+        throw std::invalid_argument(resil::detail::concat({"resil::curl::request: connect_to: ", why, ": ",
+                                                           detail::quote_for_error(target.host), " port ",
+                                                           std::to_string(target.port)}));
+    }
     [[noreturn]] RESIL_DETAIL_COLD static void throw_head_with_body() {
         throw std::invalid_argument("resil::curl::request: a HEAD request has no body");
     }
@@ -175,6 +201,7 @@ private:
     detail::field_store headers_;
     std::optional<bool> idempotent_{};
     bool has_body_ = false;
+    std::optional<endpoint> endpoint_{};
 };
 
 inline const detail::field_store& detail::request_access::fields(const request& r) noexcept { return r.headers_; }

@@ -15,6 +15,7 @@
 
 #include "../response.hpp"
 #include "capture.hpp"
+#include "connection_state.hpp"
 #include "../../detail/platform.hpp"
 #include "text.hpp"
 
@@ -73,6 +74,8 @@ struct handles {
     /// The next transfer opens a new connection: the server asked for
     /// another one (421 Misdirected Request) or dropped this one (408).
     bool fresh_connection_next = false;
+    /// The connection options' lists and buffers, and the shared cache held.
+    connection_state connections{};
 
     handles() {
         ensure_curl_initialised();

@@ -19,6 +19,7 @@
 #include "../options.hpp"
 #include "../request.hpp"
 #include "capture.hpp"
+#include "connection_setup.hpp"
 #include "handles.hpp"
 
 namespace resil::curl::detail {
@@ -76,6 +77,7 @@ struct setup {
         s.key_line[name.size() + 1] = ' ';
         s.transfer.max_body = options.max_body_bytes;
         s.transfer.max_header_bytes = options.max_header_bytes;
+        connection_setup::configure(e, s.connections, options);  // last: it ends with configure_handle
     }
 
     // libcurl calls these with each body chunk, each complete header line,
@@ -216,6 +218,7 @@ struct setup {
         set_url_and_timeouts(s, req, t, set);
         set_method(s, req, set);
         set_headers(s, req, t, key, options, set);
+        connection_setup::request_options(s.connections, req, set);
         if (set.result != CURLE_OK) s.applied.forget();
         return set;
     }
