@@ -17,7 +17,9 @@
 
 #include "curl/classification.hpp"
 #include "curl/client.hpp"
+#include "curl/describe.hpp"
 #include "curl/options.hpp"
+#include "curl/transport.hpp"
 #include "curl/fields.hpp"
 #include "curl/request.hpp"
 #include "curl/response.hpp"

@@ -209,6 +209,9 @@ public:
     /// The request was idempotent or keyed: repeating it is harmless.
     [[nodiscard]] bool repeatable() const noexcept { return repeatable_; }
     [[nodiscard]] const transfer_timings& timings() const noexcept { return timings_; }
+    /// The HTTP version the final response came with: 10, 11, 20 or 30
+    /// (CURLINFO_HTTP_VERSION); 0 when no response arrived.
+    [[nodiscard]] int http_version() const noexcept { return http_version_; }
 
 private:
     friend struct detail::response_access;
@@ -261,6 +264,7 @@ private:
     std::optional<std::chrono::system_clock::time_point> received_at_{};
     transfer_timings timings_{};
     int status_ = 0;
+    int http_version_ = 0;
     CURLcode code_ = CURLE_OK;
     transport_status transport_ = transport_status::completed;
     bool may_have_reached_ = false;
@@ -283,6 +287,7 @@ struct response_access {
     static bool& may_have_reached(response& r) noexcept { return r.may_have_reached_; }
     static std::string& error(response& r) noexcept { return r.error_; }
     static transfer_timings& timings(response& r) noexcept { return r.timings_; }
+    static int& http_version(response& r) noexcept { return r.http_version_; }
     static std::string& body(response& r) noexcept { return r.body_; }
     static field_store& headers(response& r) noexcept { return r.headers_; }
     static field_store& trailers(response& r) noexcept { return r.trailers_; }

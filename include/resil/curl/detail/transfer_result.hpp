@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -50,9 +51,10 @@ struct transfer_result {
 
         A::status(r) = static_cast<int>(status);
         // Nothing of the request can have reached the server unless libcurl
-        // counted request bytes, or the server already answered, or libcurl
-        // had sent it once before it wanted to send it again.
-        const bool sent = request_size > 0 || t.received > 0 || t.replay_refused;
+        // was about to send it (a proxy's CONNECT counts in the request size
+        // but comes before) and counted request bytes, or the server already
+        // answered, or libcurl had sent it once before it wanted to send it again.
+        const bool sent = (t.sends > 0 && (request_size > 0 || t.received > 0)) || t.replay_refused;
         const bool connected = pretransfer > 0 || sent;
         A::may_have_reached(r) = sent;
         A::timings(r).connect = std::chrono::microseconds{connect_us};
@@ -88,6 +90,15 @@ struct transfer_result {
                     fail(transport_status::headers_too_large, code, "the header fields exceed max_header_bytes");
                 } else if (t.malformed) {
                     fail(transport_status::protocol_error, code, "a header line holds CR or NUL (RFC 9110 §5.5)");
+                } else if (long proxy_code = 0; code != CURLE_OK && t.sends == 0 &&
+                           curl_easy_getinfo(e, CURLINFO_HTTP_CONNECTCODE, &proxy_code) == CURLE_OK &&
+                           proxy_code >= 300) {
+                    // The proxy answered CONNECT with an error (libcurl 7.88:
+                    // CURLE_RECV_ERROR): the server never saw the request. A
+                    // 4xx (forbidden, 407 credentials) will not change on a
+                    // retry; a 5xx (the proxy could not reach the server) may.
+                    fail(proxy_code < 500 ? transport_status::invalid_request : transport_status::connect_failed, code,
+                         s.error[0] != '\0' ? s.error.data() : curl_easy_strerror(code));
                 } else {
                     A::code(r) = code;
                     A::transport(r) = transport_of(code, connected, sent, t);
@@ -95,13 +106,38 @@ struct transfer_result {
                 }
                 break;
         }
-        if (A::transport(r) == transport_status::completed) capture::settle_body(r);
+        if (A::transport(r) == transport_status::completed) {
+            capture::settle_body(r);
+            read_http_version(s, r);
+        }
         if (A::transport(r) != transport_status::completed && !A::may_have_reached(r)) A::status(r) = 0;
         // The server did not act on the request and wants another connection
         // (421), or dropped this one (408): the next attempt opens a new one.
         if (A::status(r) == 421 || A::status(r) == 408) s.fresh_connection_next = true;
         if (A::status(r) != 0 && (A::status(r) < 200 || A::status(r) > 299))
             A::read_server_hints(r, options.pushback_header, std::chrono::system_clock::now());
+    }
+
+    // The response's HTTP version; an HTTP/2 connection is remembered, so a
+    // resend after a send on it is known to be a refused stream (capture::may_send).
+    static void read_http_version(handles& s, response& r) noexcept {
+        long version = 0;
+        curl_easy_getinfo(s.easy, CURLINFO_HTTP_VERSION, &version);
+        switch (version) {
+            case CURL_HTTP_VERSION_1_0: A::http_version(r) = 10; break;
+            case CURL_HTTP_VERSION_1_1: A::http_version(r) = 11; break;
+            case CURL_HTTP_VERSION_2_0: A::http_version(r) = 20; break;
+            case CURL_HTTP_VERSION_3: A::http_version(r) = 30; break;
+            default: A::http_version(r) = 0; break;
+        }
+        if (A::http_version(r) != 20) return;
+        auto& known = s.transfer.http2_connection;
+        const char* ip = nullptr;
+        curl_easy_getinfo(s.easy, CURLINFO_PRIMARY_IP, &ip);
+        curl_easy_getinfo(s.easy, CURLINFO_PRIMARY_PORT, &known.primary_port);
+        curl_easy_getinfo(s.easy, CURLINFO_LOCAL_PORT, &known.local_port);
+        known.ip[0] = '\0';
+        if (ip && std::strlen(ip) < known.ip.size()) std::memcpy(known.ip.data(), ip, std::strlen(ip) + 1);
     }
 
     // `connected`: a connection existed; `sent`: a byte of the request may
@@ -137,6 +173,9 @@ struct transfer_result {
                 return transport_status::other_error;
             case CURLE_FILESIZE_EXCEEDED: return transport_status::body_too_large;
             case CURLE_UNSUPPORTED_PROTOCOL:
+                // A redirect to a scheme other than http(s) is refused before it is followed.
+                if (t.redirect_pending) return transport_status::invalid_request;
+                [[fallthrough]];
             case CURLE_BAD_FUNCTION_ARGUMENT:
                 // The scheme and every option were checked before any I/O:
                 // once the request went out, these are libcurl's words for a
