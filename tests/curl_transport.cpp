@@ -281,6 +281,18 @@ TEST_CASE("curl transport: through tinyproxy — plain requests, CONNECT tunnels
         CHECK(out.verdict() == verdict::permanent);
         CHECK(attempts == 1);
     }
+    SECTION("a proxy that cannot reach the server answers CONNECT with 5xx: never sent, retried") {
+        client http({.limits = quick, .tls = {.ca_file = pki.path("ca.pem")}, .proxy = {.url = proxy.url()}});
+        int attempts = 0;
+        const auto closed = "https://127.0.0.1:" + std::to_string(resil_test::refused_port()) + "/";
+        const auto out = with_retries(http, [&] { return request::post(closed, "x"); }, attempts);
+        REQUIRE(out.has_value());
+        INFO(out->error_message());
+        CHECK(out->transport() == transport_status::connect_failed);
+        CHECK_FALSE(out->may_have_reached_server());
+        CHECK(out.verdict() == verdict::retryable);
+        CHECK(attempts == 3);
+    }
     SECTION("the description names the proxy, never its password") {
         client http({.proxy = {.url = "http://joe:hunter2@proxy.internal:3128",
                                .no_proxy = "localhost",
@@ -301,6 +313,13 @@ TEST_CASE("curl transport: redirects — off by default, followed when on, POST 
         location = /h1 { return 302 /h2; }
         location = /h2 { return 302 /h3; }
         location = /h3 { return 302 /final; }
+        location = /ftp { return 302 ftp://127.0.0.1/file; }
+        location = /to-trailers { return 307 /trailers; }
+        location = /trailers {
+            add_header X-Final yes;
+            add_trailer X-Checksum abc;
+            echo -n "body";
+        }
         location = /final {
             add_header X-Final yes;
             echo_read_request_body;
@@ -335,6 +354,23 @@ TEST_CASE("curl transport: redirects — off by default, followed when on, POST 
         client http({.limits = quick, .redirects = {.max = 2}});
         CHECK(http.perform(request::post(nginx.url("/moved"), "a")).body().starts_with("POST a key="));
         CHECK(http.perform(request::post(nginx.url("/see-other"), "b")).body().starts_with("POST b key="));
+    }
+    SECTION("the final response's trailers stay trailers after a redirect") {
+        client http({.limits = quick, .redirects = {.max = 2}});
+        const auto r = http.perform(request::get(nginx.url("/to-trailers")));
+        REQUIRE(r.ok());
+        CHECK(r.body() == "body");
+        CHECK(r.header("X-Final") == "yes");
+        CHECK_FALSE(r.header("X-Checksum"));
+        REQUIRE(r.trailers().size() == 1);
+        CHECK(r.trailers().find("X-Checksum") == "abc");
+    }
+    SECTION("a redirect to another scheme is not followed: invalid_request, permanent") {
+        client http({.limits = quick, .redirects = {.max = 2}});
+        const auto r = http.perform(request::post(nginx.url("/ftp"), "x"));
+        INFO(r.error_message());
+        CHECK(r.transport() == transport_status::invalid_request);
+        CHECK(resil::curl::classify(r).verdict == verdict::permanent);
     }
     SECTION("three hops with max 2: too many redirects, permanent") {
         client http({.limits = quick, .redirects = {.max = 2}});
