@@ -8,8 +8,10 @@
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -437,4 +439,75 @@ TEST_CASE("curl transport: h2c connections are not reused before libcurl 8.0.0 (
         CHECK(r.http_version() == 20);
         CHECK(r.timings().reused_connection == (curl_version_info(CURLVERSION_NOW)->version_num >= 0x080000));
     }
+}
+
+TEST_CASE("curl transport: which of libcurl's resends are let through (capture::may_send)") {
+    using resil::curl::detail::capture;
+    using resil::curl::detail::transfer_state;
+    auto r = resil::curl::detail::response_access::blank();
+    std::array<char, CURL_ERROR_SIZE> error{};
+    transfer_state t;
+    t.error_text = error.data();
+    // A connection that earlier answered over HTTP/2.
+    std::memcpy(t.http2_connection.ip.data(), "127.0.0.1", 10);
+    t.http2_connection.primary_port = 443;
+    t.http2_connection.local_port = 50000;
+
+    SECTION("after a send on a known HTTP/2 connection, with nothing received and no error: a refused stream") {
+        t.start(r, true);
+        CHECK(capture::may_send(t, "127.0.0.1", 443, 50000));
+        CHECK(capture::may_send(t, "127.0.0.1", 443, 50001));
+        CHECK(t.refused_resends == 1);
+        CHECK_FALSE(t.replay_refused);
+        // The resend went over a new connection that is not known to be
+        // HTTP/2 and this handle counts no connections: a third send is refused.
+        CHECK_FALSE(capture::may_send(t, "127.0.0.1", 443, 50002));
+        CHECK(t.replay_refused);
+    }
+    SECTION("a send on another connection (HTTP/1.1, reused): the resend is refused") {
+        t.start(r, true);
+        CHECK(capture::may_send(t, "127.0.0.1", 80, 40000));
+        CHECK_FALSE(capture::may_send(t, "127.0.0.1", 80, 40001));
+        CHECK(t.replay_refused);
+    }
+    SECTION("libcurl recorded an error (a dead connection): refused") {
+        t.start(r, true);
+        CHECK(capture::may_send(t, "127.0.0.1", 443, 50000));
+        std::memcpy(error.data(), "Recv failure", 13);
+        CHECK_FALSE(capture::may_send(t, "127.0.0.1", 443, 50001));
+        CHECK(t.replay_refused);
+    }
+    SECTION("bytes arrived since the send: refused") {
+        t.start(r, true);
+        CHECK(capture::may_send(t, "127.0.0.1", 443, 50000));
+        t.received += 10;
+        CHECK_FALSE(capture::may_send(t, "127.0.0.1", 443, 50001));
+    }
+    SECTION("a redirect libcurl follows is a new request, not a resend") {
+        t.follows_redirects = true;
+        t.max_header_bytes = 1 << 16;
+        t.start(r, true);
+        CHECK(capture::may_send(t, "10.0.0.1", 80, 40000));
+        for (const char* line : {"HTTP/1.1 302 Found\r\n", "Location: /next\r\n", "\r\n"})
+            CHECK(capture::header_line(t, line));
+        CHECK(t.redirect_pending);
+        CHECK(capture::may_send(t, "10.0.0.1", 80, 40000));
+        CHECK_FALSE(t.replay_refused);
+        CHECK(t.refused_resends == 0);
+        // A 302 without a Location ends the response: later fields are trailers.
+        for (const char* line : {"HTTP/1.1 302 Found\r\n", "X-A: 1\r\n", "\r\n", "X-T: 2\r\n"})
+            CHECK(capture::header_line(t, line));
+        CHECK_FALSE(t.redirect_pending);
+        CHECK(r.header("X-A") == "1");
+        CHECK(r.trailers().find("X-T") == "2");
+    }
+}
+
+TEST_CASE("curl transport: the description of a default client") {
+    CHECK(resil::curl::describe({}) ==
+          "limits connect 10s read 1m total 5m; max body 67108864 B; max header 262144 B; "
+          "tls verified (system CA store), minimum library default; proxy none set (libcurl reads "
+          "http_proxy/https_proxy/no_proxy from the environment); HTTP/2 over TLS (ALPN, else HTTP/1.1); "
+          "redirects off");
+    CHECK(resil::curl::describe({.redirects = {.max = 3}}).ends_with("; redirects up to 3 (POST kept)"));
 }

@@ -4,8 +4,10 @@
 //
 //   log(resil::curl::describe(http.options()));
 //   // "limits connect 10s read 1m total 5m; max body 67108864 B; max header 262144 B;
-//   //  tls verified (system CA store), minimum library default; proxy none (environment);
-//   //  HTTP/2 over TLS (ALPN, else HTTP/1.1); redirects off"
+//   //  tls verified (system CA store), minimum library default; proxy none set (libcurl reads
+//   //  http_proxy/https_proxy/no_proxy from the environment); HTTP/2 over TLS (ALPN, else
+//   //  HTTP/1.1); redirects off"
+//   // verification off reads "tls CERTIFICATE VERIFICATION OFF (accept_invalid_certificates: ...)"
 #pragma once
 
 #include <string>
