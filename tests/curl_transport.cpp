@@ -22,6 +22,7 @@
 #include "support/h2_script_server.hpp"
 #include "support/nginx_server.hpp"
 #include "support/tinyproxy_server.hpp"
+#include "support/tls_front.hpp"
 #include "support/tls_files.hpp"
 
 using namespace std::chrono_literals;
@@ -247,6 +248,23 @@ TEST_CASE("curl transport: through tinyproxy — plain requests, CONNECT tunnels
         http.perform(request::post(https(tls_origin, "/ok"), "x"), r);
         CHECK(r.ok());
         CHECK(r.timings().reused_connection);
+    }
+    SECTION("an https:// proxy (TLS to the proxy, verified with the same CA): plain and tunnelled requests") {
+        resil_test::tls_front tls_proxy{pki.path("server.pem"), pki.path("server.key"), proxy.port()};
+        client http({.limits = quick, .tls = {.ca_file = pki.path("ca.pem")}, .proxy = {.url = tls_proxy.url()}});
+        const auto plain = http.perform(request::get(origin.url("/via")));
+        INFO(plain.error_message());
+        REQUIRE(plain.ok());
+        CHECK(plain.body().find("tinyproxy") != std::string::npos);
+        const auto tunnelled = http.perform(request::get(https(tls_origin)));
+        INFO(tunnelled.error_message());
+        REQUIRE(tunnelled.ok());
+        CHECK(tunnelled.header("X-Origin") == "nginx");
+        // The proxy's certificate is checked like a server's.
+        client untrusting({.limits = quick, .proxy = {.url = tls_proxy.url()}});
+        const auto refused = untrusting.perform(request::post(origin.url("/via"), "x"));
+        CHECK(refused.transport() == transport_status::tls_certificate_rejected);
+        CHECK_FALSE(refused.may_have_reached_server());
     }
     SECTION("no_proxy sends a host's requests directly") {
         client http({.limits = quick,
