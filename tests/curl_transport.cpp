@@ -418,6 +418,28 @@ TEST_CASE("curl transport: an HTTP/2 stream the server refused is sent again, ev
         CHECK(server.answered() == 1);
         CHECK(server.connections() == 2);
     }
+    SECTION("refused on a kept-alive HTTP/2 connection (over TLS), for an unkeyed POST") {
+        // h2c connections are not reused with libcurl 7.88 (see below): TLS
+        // (haproxy offering h2 by ALPN) in front of the scripted server.
+        resil_test::tls_files pki;
+        resil_test::h2_script_server server{{h2_step::answer, h2_step::refuse, h2_step::answer}};
+        resil_test::tls_front front{pki.path("server.pem"), pki.path("server.key"), server.port(), "alpn h2"};
+        const std::string url = "https" + front.url().substr(5) + "/pay";
+        client http({.limits = quick, .idempotency_key = resil::curl::key_header_format::none,
+                     .tls = {.ca_file = pki.path("ca.pem")}});
+        const auto first = http.perform(request::get(url));
+        INFO(first.error_message());
+        REQUIRE(first.ok());
+        CHECK(first.http_version() == 20);
+        const auto r = http.perform(request::post(url, "x"));
+        INFO(r.error_message());
+        REQUIRE(r.ok());
+        CHECK(r.body() == "ok");
+        CHECK_FALSE(r.carried_idempotency_key());
+        CHECK(server.requests() == 3);
+        CHECK(server.answered() == 2);
+        CHECK(server.connections() == 2);
+    }
     SECTION("GOAWAY before the request was processed: libcurl 7.88 reports a framing error, kept ambiguous") {
         // libcurl 7.88 does not resend a stream closed by GOAWAY and reports
         // CURLE_HTTP2 without saying why, as it does for a server's protocol

@@ -53,6 +53,7 @@ public:
         ::close(listener_);
     }
 
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
     [[nodiscard]] std::string url(std::string_view path = "/") const {
         return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
     }

@@ -5,6 +5,9 @@
 //   resil_test::tls_front front{pki.path("server.pem"), pki.path("server.key"), proxy.port()};
 //   client_options{.proxy = {.url = front.url()}};   // "https://127.0.0.1:<port>"
 //
+// With "alpn h2" in front of an h2c server it is an HTTP/2-over-TLS server
+// whose frames the backend writes.
+//
 // Configuration in a fresh directory under $TMPDIR, removed afterwards;
 // haproxy runs in the foreground (-db) and is killed with the test process.
 // Missing haproxy throws std::runtime_error naming the package.
@@ -32,7 +35,10 @@ namespace resil_test {
 
 class tls_front {
 public:
-    tls_front(const std::string& certificate, const std::string& key, std::uint16_t backend_port) {
+    /// `bind_options` follow the certificate on haproxy's bind line (e.g.
+    /// "alpn h2" to offer HTTP/2 to clients for an h2c backend).
+    tls_front(const std::string& certificate, const std::string& key, std::uint16_t backend_port,
+              const std::string& bind_options = "") {
         std::string binary;
         for (const char* candidate : {"/usr/sbin/haproxy", "/usr/bin/haproxy", "/usr/local/sbin/haproxy"})
             if (::access(candidate, X_OK) == 0) binary = candidate;
@@ -53,7 +59,8 @@ public:
                                                  << "defaults\n  mode tcp\n  timeout connect 2s\n"
                                                  << "  timeout client 10s\n  timeout server 10s\n"
                                                  << "frontend front\n  bind 127.0.0.1:" << port_ << " ssl crt "
-                                                 << dir_ << "/front.pem\n  default_backend back\n"
+                                                 << dir_ << "/front.pem " << bind_options
+                                                 << "\n  default_backend back\n"
                                                  << "backend back\n  server s 127.0.0.1:" << backend_port << "\n";
             if (start(binary, error)) return;
         }
