@@ -291,19 +291,20 @@ inline void apply_transport(CURL* e, const tls_options& tls, const proxy_options
     set(CURLOPT_SSL_VERIFYPEER, verify, "CURLOPT_SSL_VERIFYPEER", "accept_invalid_certificates");
     set(CURLOPT_SSL_VERIFYHOST, verify * 2L, "CURLOPT_SSL_VERIFYHOST", "accept_invalid_certificates");
 
-    // The proxy, and TLS to an https:// proxy with the same trust.
+    // The proxy, and TLS to an https:// proxy with the same trust — also for
+    // one libcurl takes from the environment when `url` is empty.
     if (!proxy.url.empty()) {
         if (starts_with_scheme(proxy.url, "https://") &&
             (curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_HTTPS_PROXY) == 0)
             throw_transport_refused("CURLOPT_PROXY", "an https:// proxy", CURLE_NOT_BUILT_IN);
         set(CURLOPT_PROXY, proxy.url.c_str(), "CURLOPT_PROXY", "proxy.url");
-        set_text(CURLOPT_PROXY_CAINFO, tls.ca_file, "CURLOPT_PROXY_CAINFO");
-        set_text(CURLOPT_PROXY_CAPATH, tls.ca_directory, "CURLOPT_PROXY_CAPATH");
-        set(CURLOPT_PROXY_SSL_VERIFYPEER, verify, "CURLOPT_PROXY_SSL_VERIFYPEER", "accept_invalid_certificates");
-        set(CURLOPT_PROXY_SSL_VERIFYHOST, verify * 2L, "CURLOPT_PROXY_SSL_VERIFYHOST", "accept_invalid_certificates");
-        set_text(CURLOPT_PROXYUSERNAME, proxy.username, "CURLOPT_PROXYUSERNAME");
-        set_text(CURLOPT_PROXYPASSWORD, proxy.password, "CURLOPT_PROXYPASSWORD");
     }
+    set_text(CURLOPT_PROXY_CAINFO, tls.ca_file, "CURLOPT_PROXY_CAINFO");
+    set_text(CURLOPT_PROXY_CAPATH, tls.ca_directory, "CURLOPT_PROXY_CAPATH");
+    set(CURLOPT_PROXY_SSL_VERIFYPEER, verify, "CURLOPT_PROXY_SSL_VERIFYPEER", "accept_invalid_certificates");
+    set(CURLOPT_PROXY_SSL_VERIFYHOST, verify * 2L, "CURLOPT_PROXY_SSL_VERIFYHOST", "accept_invalid_certificates");
+    set_text(CURLOPT_PROXYUSERNAME, proxy.username, "CURLOPT_PROXYUSERNAME");
+    set_text(CURLOPT_PROXYPASSWORD, proxy.password, "CURLOPT_PROXYPASSWORD");
     set_text(CURLOPT_NOPROXY, proxy.no_proxy, "CURLOPT_NOPROXY");
 
     // libcurl refuses a version it was built without (CURLE_UNSUPPORTED_PROTOCOL).
