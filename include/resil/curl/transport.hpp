@@ -182,7 +182,7 @@ namespace detail {
 }
 
 // "`field` must be <what>, got "<text>"", out of line and cold as every refusal.
-[[nodiscard]] RESIL_DETAIL_COLD inline invalid_option unreadable(std::string_view field, std::string_view what,
+[[nodiscard]] RESIL_DETAIL_COLD inline invalid_option must_be(std::string_view field, std::string_view what,
                                                                std::string_view text) {
     return {std::string(field), resil::detail::concat({"must be ", what, ", got ", quote_for_error(text)})};
 }
@@ -192,20 +192,20 @@ namespace detail {
 inline validation_result tls_options::validate() const {
     const auto file = [](std::string_view field, const std::string& path) -> validation_result {
         if (path.empty() || detail::is_readable_file(path)) return std::nullopt;
-        return detail::unreadable(field, "a readable file", path);
+        return detail::must_be(field, "a readable file", path);
     };
     if (auto bad = file("ca_file", ca_file)) return bad;
     if (!ca_directory.empty() && !detail::is_readable_directory(ca_directory))
-        return detail::unreadable("ca_directory", "a readable directory", ca_directory);
+        return detail::must_be("ca_directory", "a readable directory", ca_directory);
     if (auto bad = file("client_certificate", client_certificate)) return bad;
     if (auto bad = file("private_key", private_key)) return bad;
     if (!private_key.empty() && client_certificate.empty())
-        return detail::unreadable("private_key", "given with a client_certificate", private_key);
+        return detail::must_be("private_key", "given with a client_certificate", private_key);
     if (!private_key_password.empty() && client_certificate.empty())
         return invalid_option{"private_key_password", "must be given with a client_certificate, got a password"};
     if (pinned_public_key.starts_with("sha256//")) {
         if (!detail::is_sha256_pin_list(pinned_public_key))
-            return detail::unreadable("pinned_public_key",
+            return detail::must_be("pinned_public_key",
                                       "\"sha256//\" and a base64 SHA-256 hash, ';'-separated, or a file",
                                       pinned_public_key);
     } else if (auto bad = file("pinned_public_key", pinned_public_key)) {
@@ -219,12 +219,12 @@ inline validation_result proxy_options::validate() const {
         const bool http = detail::starts_with_scheme(url, "http://");
         const bool https = detail::starts_with_scheme(url, "https://");
         if ((!http && !https) || detail::has_control_or_space(url))
-            return detail::unreadable("url", "empty or an http:// or https:// URL with a host", url);
+            return detail::must_be("url", "empty or an http:// or https:// URL with a host", url);
     }
     if (detail::has_control(no_proxy))
-        return detail::unreadable("no_proxy", "free of control characters", no_proxy);
+        return detail::must_be("no_proxy", "free of control characters", no_proxy);
     if (detail::has_control(username))
-        return detail::unreadable("username", "free of control characters", username);
+        return detail::must_be("username", "free of control characters", username);
     if (detail::has_control(password))
         return invalid_option{"password", "must be free of control characters, got one (the password is not shown)"};
     if (!password.empty() && username.empty())
