@@ -56,9 +56,11 @@ public:
     }
 
     /// Starts nginx with `locations` inside its server block and `http_extra`
-    /// in its http block (e.g. a limit_req_zone). Throws std::runtime_error
-    /// when nginx is missing or does not come up within 10 s.
-    explicit nginx_server(std::string_view locations, std::string_view http_extra = "") {
+    /// in its http block (e.g. a limit_req_zone); `listen_options` follow the
+    /// address on its listen line (e.g. "ssl http2"). Throws
+    /// std::runtime_error when nginx is missing or does not come up within 10 s.
+    explicit nginx_server(std::string_view locations, std::string_view http_extra = "",
+                          std::string_view listen_options = "") : listen_options_(listen_options) {
         const auto nginx = binary();
         if (!nginx)
             throw std::runtime_error(
@@ -118,7 +120,7 @@ private:
              << "  default_type text/plain;\n"
              << "  " << http_extra << "\n"
              << "  server {\n"
-             << "    listen 127.0.0.1:" << port_ << ";\n"
+             << "    listen 127.0.0.1:" << port_ << " " << listen_options_ << ";\n"
              << "    " << locations << "\n"
              << "  }\n"
              << "}\n";
@@ -205,6 +207,7 @@ private:
         return text.str();
     }
 
+    std::string listen_options_;
     std::string dir_;
     std::uint16_t port_ = 0;
     pid_t pid_ = -1;

@@ -47,7 +47,9 @@
 // Where the pieces live: options and their validation (options.hpp), the
 // easy handle's set-up (detail/setup.hpp), libcurl's callbacks
 // (detail/capture.hpp), the transfer loop (detail/blocking_transfer.hpp) and
-// what an ended transfer comes to (detail/transfer_result.hpp).
+// what an ended transfer comes to (detail/transfer_result.hpp); TLS, proxy,
+// HTTP version and redirects (transport.hpp), and a one-line description of a
+// client's options for a start-up log (describe.hpp).
 //
 // Thread-safety: a client is NOT thread-safe. Use one per thread (e.g. a
 // thread_local reached through a function, see docs/curl.md, or one per

@@ -21,6 +21,7 @@
 #include "detail/text.hpp"
 #include "response.hpp"
 #include "share.hpp"
+#include "transport.hpp"
 
 namespace resil::curl {
 
@@ -73,6 +74,14 @@ struct client_options {
     /// anew for every transfer: about 1 µs each on a small server.)
     std::string user_agent{};
 
+    /// How servers are reached (resil/curl/transport.hpp): TLS trust, client
+    /// certificate, pinning and minimum version; a proxy; the HTTP version
+    /// (default http2_tls: HTTP/2 where a TLS server offers it, as libcurl
+    /// and curl(1) do, else HTTP/1.1); redirects (default off).
+    tls_options tls{};
+    proxy_options proxy{};
+    resil::curl::http_version http_version = http_version::http2_tls;
+    redirect_options redirects{};
     // Where connections go and how long they live, the cache shared with
     // other clients, and the raw handle hook (resil/curl/connections.hpp, share.hpp).
     /// Resolve and connect-to overrides, DNS cache lifetime, connection age
@@ -98,7 +107,9 @@ struct client_options {
     /// The first invalid field, if any: each limit positive (no_limit is
     /// fine), both size limits at least 1, the idempotency key header an HTTP
     /// token, the pushback header an HTTP token (or empty), the User-Agent free
-    /// of control characters, the connections as connection_options::validate says.
+    /// of control characters, the transport options valid (transport.hpp:
+    /// every file they name readable now), the connections as
+    /// connection_options::validate says.
     [[nodiscard]] validation_result validate() const {
         using std::chrono::milliseconds;
         const milliseconds one{1};
@@ -114,6 +125,7 @@ struct client_options {
         for (const char c : user_agent)
             if (detail::is_forbidden_in_value(c))
                 return detail::invalid_text("user_agent", "must hold no control character", user_agent);
+        if (auto bad = detail::validate_transport(tls, proxy, http_version, redirects)) return bad;
         if (auto bad = connections.validate()) return bad->within("connections");
         return std::nullopt;
     }

@@ -222,6 +222,9 @@ public:
     /// cut), total_timeout, body_too_large, cancelled (the stop token or the
     /// sink's stream_action::stop), ...; `completed` otherwise.
     [[nodiscard]] transport_status interrupted_by() const noexcept { return interrupted_by_; }
+    /// The HTTP version the final response came with: 10, 11, 20 or 30
+    /// (CURLINFO_HTTP_VERSION); 0 when no response arrived.
+    [[nodiscard]] int http_version() const noexcept { return http_version_; }
 
 private:
     friend struct detail::response_access;
@@ -275,6 +278,7 @@ private:
     transfer_timings timings_{};
     std::size_t delivered_ = 0;
     int status_ = 0;
+    int http_version_ = 0;
     CURLcode code_ = CURLE_OK;
     transport_status transport_ = transport_status::completed;
     transport_status interrupted_by_ = transport_status::completed;
@@ -300,6 +304,7 @@ struct response_access {
     static transfer_timings& timings(response& r) noexcept { return r.timings_; }
     static std::size_t& delivered(response& r) noexcept { return r.delivered_; }
     static transport_status& interrupted_by(response& r) noexcept { return r.interrupted_by_; }
+    static int& http_version(response& r) noexcept { return r.http_version_; }
     static std::string& body(response& r) noexcept { return r.body_; }
     static field_store& headers(response& r) noexcept { return r.headers_; }
     static field_store& trailers(response& r) noexcept { return r.trailers_; }

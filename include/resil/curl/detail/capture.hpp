@@ -10,7 +10,9 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstring>
 #include <cstddef>
 #include <system_error>
 #include <string>
@@ -45,6 +47,28 @@ struct transfer_state {
     bool malformed = false;        ///< a header line held CR or NUL
     bool out_of_memory = false;
     stream_state stream{};         ///< a streamed body's sink and counters (detail/stream.hpp)
+    bool redirect_pending = false;    ///< a 3xx head with a Location ended and libcurl follows it
+    bool block_has_location = false;  ///< the head being read has a non-empty Location
+    bool resend_means_refused = false;///< a resend of the last send can only be a refused HTTP/2 stream
+    long connects_at_send = 0;        ///< CURLINFO_NUM_CONNECTS at the last send
+    std::size_t received_at_send = 0; ///< `received` at the last send
+    unsigned refused_resends = 0;     ///< sends repeated because the server refused the stream unprocessed
+
+    // Set once per handle (setup::configure), kept across transfers.
+    CURL* easy = nullptr;               ///< asked, when libcurl is about to send, how many connections it opened
+    const char* error_text = nullptr;   ///< the handle's CURLOPT_ERRORBUFFER
+    bool follows_redirects = false;     ///< client_options::redirects.max > 0
+    /// The connection the last HTTP/2 response came over: a resend after a
+    /// send on it can only be a refused stream (see may_send).
+    struct connection_id {
+        std::array<char, 48> ip{};
+        long primary_port = 0;
+        long local_port = 0;
+        [[nodiscard]] bool matches(const char* other_ip, long other_primary, long other_local) const noexcept {
+            return ip[0] != '\0' && other_ip && primary_port == other_primary && local_port == other_local &&
+                   std::strncmp(ip.data(), other_ip, ip.size()) == 0;
+        }
+    } http2_connection{};
 
     /// Ready for a new transfer that fills `r`.
     void start(response& r, bool body_expected) noexcept {
@@ -61,6 +85,12 @@ struct transfer_state {
         malformed = false;
         out_of_memory = false;
         stream.start();
+        redirect_pending = false;
+        block_has_location = false;
+        resend_means_refused = false;
+        connects_at_send = 0;
+        received_at_send = 0;
+        refused_resends = 0;
     }
 };
 
@@ -107,18 +137,28 @@ struct capture {
                 return true;
             }
             if (line.empty()) {
-                // The end of a head. A 1xx head is followed by another one;
-                // any other is the final response (redirects are not followed).
-                if (t.block_status >= 200 || t.block_status == 0) t.in_trailers = true;
+                // The end of a head. A 1xx head is followed by another one,
+                // and so is a 3xx with a Location when redirects are
+                // followed (libcurl skips its body); any other is the final
+                // response.
+                if (t.follows_redirects && t.block_status >= 300 && t.block_status <= 399 && t.block_has_location)
+                    t.redirect_pending = true;
+                else if (t.block_status >= 200 || t.block_status == 0)
+                    t.in_trailers = true;
                 return true;
             }
             if (line.starts_with("HTTP/")) {
-                // A new response starts (after a 1xx): only the final one's fields count.
+                // A new response starts (after a 1xx or a followed
+                // redirect): only the final one's fields count.
                 headers.clear();
                 headers.reserve(512, 16);
                 t.block_status = status_of(line);
+                t.block_has_location = false;
                 return true;
             }
+            if (t.follows_redirects && line.size() > 9 && iequals(line.substr(0, 9), "Location:") &&
+                !trim_ows(line.substr(9)).empty())
+                t.block_has_location = true;
             return add_field(headers, line, &t);
         } catch (...) {
             t.out_of_memory = true;
@@ -153,15 +193,37 @@ struct capture {
         return true;
     }
 
-    /// Called by libcurl each time it is about to send the request: once per
-    /// transfer, and again when it would replay the request on a new
-    /// connection because a reused one closed before any answer. The replay
-    /// is refused: the first send may have been executed, so only the caller
-    /// (its retry policy) may decide to send again, and count it.
-    static bool may_send(transfer_state& t) noexcept {
-        if (++t.sends == 1) return true;
-        t.replay_refused = true;
-        return false;
+    /// Called by libcurl each time it is about to send the request, on the
+    /// connection named by `primary_ip`, `primary_port` and `local_port`:
+    /// once per transfer, once per redirect it follows, and again when it
+    /// would replay the request on a new connection. A replay is refused
+    /// (the first send may have been executed: only the caller, through its
+    /// retry policy, may send again, and count it) unless it can only be
+    /// libcurl 7.88's resend of a refused HTTP/2 stream, which the server
+    /// guarantees it did not process (RFC 9113 §8.7): nothing arrived since
+    /// the send, libcurl reported no error, and the send went over a new
+    /// connection (libcurl resends after a send on a new connection only for
+    /// REFUSED_STREAM or HTTP_1_1_REQUIRED) or over a connection known to be
+    /// HTTP/2 (where a dead connection always leaves an error text).
+    static bool may_send(transfer_state& t, const char* primary_ip, long primary_port, long local_port) noexcept {
+        long connects = 0;
+        if (t.easy) curl_easy_getinfo(t.easy, CURLINFO_NUM_CONNECTS, &connects);
+        const bool first = t.sends == 0;
+        const bool redirect = t.redirect_pending;
+        const bool refused_stream = !first && !redirect && t.resend_means_refused &&
+                                    t.received == t.received_at_send && t.error_text && t.error_text[0] == '\0';
+        ++t.sends;
+        if (!first && !redirect && !refused_stream) {
+            t.replay_refused = true;
+            return false;
+        }
+        if (refused_stream) ++t.refused_resends;
+        t.redirect_pending = false;
+        t.resend_means_refused =
+            connects > t.connects_at_send || t.http2_connection.matches(primary_ip, primary_port, local_port);
+        t.connects_at_send = connects;
+        t.received_at_send = t.received;
+        return true;
     }
 
     /// After a successful transfer: a body that jumped to the limit gives
@@ -242,7 +304,11 @@ private:
     // refused before a byte of it is read; otherwise up to one growth step is
     // reserved (a lying Content-Length must not make us allocate the limit).
     static bool announced_body(transfer_state& t, std::string_view value) {
-        const bool has_body = t.expects_body && t.block_status >= 200 && t.block_status != 204 && t.block_status != 304;
+        // A followed redirect's body is skipped by libcurl, and whether one is
+        // followed is known only at the end of its head.
+        const bool redirect = t.follows_redirects && t.block_status >= 300 && t.block_status <= 399;
+        const bool has_body = t.expects_body && t.block_status >= 200 && t.block_status != 204 &&
+                              t.block_status != 304 && !redirect;
         if (!has_body) return true;
         std::size_t announced = 0;
         const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), announced);

@@ -77,6 +77,13 @@ struct setup {
         s.key_line[name.size() + 1] = ' ';
         s.transfer.max_body = options.max_body_bytes;
         s.transfer.max_header_bytes = options.max_header_bytes;
+        s.transfer.easy = e;
+        s.transfer.error_text = s.error.data();
+        s.transfer.follows_redirects = options.redirects.max > 0;
+        // A proxy's answer to CONNECT is not the server's response: its head
+        // must not be taken for the final one (nor counted as an answer).
+        curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+        apply_transport(e, options.tls, options.proxy, options.http_version, options.redirects);
         connection_setup::configure(e, s.connections, options);  // last: it ends with configure_handle
     }
 
@@ -94,8 +101,10 @@ struct setup {
         return capture::header_line(*static_cast<transfer_state*>(user), {data, n}) ? n : 0;
     }
 
-    static int on_send(void* user, char*, char*, int, int) noexcept {
-        return capture::may_send(*static_cast<transfer_state*>(user)) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
+    static int on_send(void* user, char* primary_ip, char*, int primary_port, int local_port) noexcept {
+        return capture::may_send(*static_cast<transfer_state*>(user), primary_ip, primary_port, local_port)
+                   ? CURL_PREREQFUNC_OK
+                   : CURL_PREREQFUNC_ABORT;
     }
 
     // Sets one option, unless an earlier one failed: the first failure is

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -52,9 +53,10 @@ struct transfer_result {
 
         A::status(r) = static_cast<int>(status);
         // Nothing of the request can have reached the server unless libcurl
-        // counted request bytes, or the server already answered, or libcurl
-        // had sent it once before it wanted to send it again.
-        const bool sent = request_size > 0 || t.received > 0 || t.replay_refused;
+        // was about to send it (a proxy's CONNECT counts in the request size
+        // but comes before) and counted request bytes, or the server already
+        // answered, or libcurl had sent it once before it wanted to send it again.
+        const bool sent = (t.sends > 0 && (request_size > 0 || t.received > 0)) || t.replay_refused;
         const bool connected = pretransfer > 0 || sent;
         A::may_have_reached(r) = sent;
         A::timings(r).connect = std::chrono::microseconds{connect_us};
@@ -106,6 +108,15 @@ struct transfer_result {
                          t.stream.thrown ? "the stream's sink threw" : "the stream's sink stopped it");
                 } else if (t.too_large && t.stream.sink) {
                     fail(transport_status::body_too_large, code, "the streamed body exceeds max_body_bytes");
+                } else if (long proxy_code = 0; code != CURLE_OK && t.sends == 0 &&
+                           curl_easy_getinfo(e, CURLINFO_HTTP_CONNECTCODE, &proxy_code) == CURLE_OK &&
+                           proxy_code >= 300) {
+                    // The proxy answered CONNECT with an error (libcurl 7.88:
+                    // CURLE_RECV_ERROR): the server never saw the request. A
+                    // 4xx (forbidden, 407 credentials) will not change on a
+                    // retry; a 5xx (the proxy could not reach the server) may.
+                    fail(proxy_code < 500 ? transport_status::invalid_request : transport_status::connect_failed, code,
+                         s.error[0] != '\0' ? s.error.data() : curl_easy_strerror(code));
                 } else {
                     A::code(r) = code;
                     A::transport(r) = transport_of(code, connected, sent, t);
@@ -113,7 +124,10 @@ struct transfer_result {
                 }
                 break;
         }
-        if (A::transport(r) == transport_status::completed) capture::settle_body(r);
+        if (A::transport(r) == transport_status::completed) {
+            capture::settle_body(r);
+            read_http_version(s, r);
+        }
         if (t.stream.sink) stream_end(r, t.stream);
         if (A::transport(r) != transport_status::completed && !A::may_have_reached(r)) A::status(r) = 0;
         // The server did not act on the request and wants another connection
@@ -142,6 +156,28 @@ struct transfer_result {
         error += ": ";
         error += cause;
         error += ")";
+    }
+
+    // The response's HTTP version; an HTTP/2 connection is remembered, so a
+    // resend after a send on it is known to be a refused stream (capture::may_send).
+    static void read_http_version(handles& s, response& r) noexcept {
+        long version = 0;
+        curl_easy_getinfo(s.easy, CURLINFO_HTTP_VERSION, &version);
+        switch (version) {
+            case CURL_HTTP_VERSION_1_0: A::http_version(r) = 10; break;
+            case CURL_HTTP_VERSION_1_1: A::http_version(r) = 11; break;
+            case CURL_HTTP_VERSION_2_0: A::http_version(r) = 20; break;
+            case CURL_HTTP_VERSION_3: A::http_version(r) = 30; break;
+            default: A::http_version(r) = 0; break;
+        }
+        if (A::http_version(r) != 20) return;
+        auto& known = s.transfer.http2_connection;
+        const char* ip = nullptr;
+        curl_easy_getinfo(s.easy, CURLINFO_PRIMARY_IP, &ip);
+        curl_easy_getinfo(s.easy, CURLINFO_PRIMARY_PORT, &known.primary_port);
+        curl_easy_getinfo(s.easy, CURLINFO_LOCAL_PORT, &known.local_port);
+        known.ip[0] = '\0';
+        if (ip && std::strlen(ip) < known.ip.size()) std::memcpy(known.ip.data(), ip, std::strlen(ip) + 1);
     }
 
     // `connected`: a connection existed; `sent`: a byte of the request may
@@ -177,6 +213,9 @@ struct transfer_result {
                 return transport_status::other_error;
             case CURLE_FILESIZE_EXCEEDED: return transport_status::body_too_large;
             case CURLE_UNSUPPORTED_PROTOCOL:
+                // A redirect to a scheme other than http(s) is refused before it is followed.
+                if (t.redirect_pending) return transport_status::invalid_request;
+                [[fallthrough]];
             case CURLE_BAD_FUNCTION_ARGUMENT:
                 // The scheme and every option were checked before any I/O:
                 // once the request went out, these are libcurl's words for a
