@@ -22,6 +22,9 @@
 #                                 timeout, three attempts, jittered backoff
 #   readme_example.cpp            the README's ten-line example
 #   json_service.cpp              a service whose pipeline comes from a JSON file
+#   json_service_separate.cpp     the same for a RESIL_SEPARATE_COMPILATION
+#                                 program (load_config.hpp, no nlohmann parse)
+#   separate_source.cpp           such a program's one source file (curl, json)
 # Runs are interleaved (every unit once, then every unit again, ...) so that
 # other processes slow every row alike. The table gives CPU seconds (user +
 # sys of the compiler), which other processes on the machine disturb far
@@ -94,17 +97,27 @@ units_dir="$RESIL_ROOT/bench/compile_time"
 work="$(mktemp -d /tmp/resil-compile-time.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
-# The rows, in table order: a label and a source file each.
+# The rows, in table order: a label, a source file and extra compiler flags
+# each. The separate-compilation rows define RESIL_SEPARATE_COMPILATION, as
+# every file of such a program does (docs/compile_time.md).
+separate="-DRESIL_SEPARATE_COMPILATION"
 labels=(
     "baseline: hand-written libcurl retry loop"
     "README example (resil.hpp + curl.hpp)"
     "JSON-configured service (json.hpp + curl.hpp)"
+    "README example, separate compilation"
+    "JSON-configured service, separate compilation (load_config.hpp + curl.hpp)"
+    "(separate compilation: the program's one source file, compiled once)"
 )
 sources=(
     "$units_dir/baseline_curl_retry_loop.cpp"
     "$units_dir/readme_example.cpp"
     "$units_dir/json_service.cpp"
+    "$units_dir/readme_example.cpp"
+    "$units_dir/json_service_separate.cpp"
+    "$units_dir/separate_source.cpp"
 )
+flags=("" "" "" "$separate" "$separate" "$separate")
 
 # Succeeds when the compiler finds <header> (the integrations' dependencies).
 have_header() {
@@ -127,14 +140,16 @@ if ((headers)); then
         printf '#include <%s>\n' "$header" >"$tu"
         labels+=("\`<$header>\` alone")
         sources+=("$tu")
+        flags+=("")
     done < <(cd "$RESIL_ROOT/include" && find resil -name '*.hpp' -not -path '*/detail/*' | sort)
 fi
 
 # One compile, timed: prints "wall cpu" in seconds; fails as the compiler does.
 time_compile() {
-    local cxx="$1" src="$2" obj="$3" log="$4" t
+    local cxx="$1" src="$2" obj="$3" log="$4" extra="$5" t
     local TIMEFORMAT='%R %U %S'
-    if ! t="$({ time "$cxx" -std=c++20 -O2 -I"$RESIL_ROOT/include" -c "$src" -o "$obj" >"$log" 2>&1; } 2>&1)"; then
+    # shellcheck disable=SC2086  # $extra is zero or more flags
+    if ! t="$({ time "$cxx" -std=c++20 -O2 $extra -I"$RESIL_ROOT/include" -c "$src" -o "$obj" >"$log" 2>&1; } 2>&1)"; then
         return 1
     fi
     awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' <<<"$t"
@@ -155,7 +170,7 @@ for cxx in "${compiler_list[@]}"; do
     for ((run = 1; run <= runs; run++)); do
         for i in "${!sources[@]}"; do
             [[ -e "$work/$i.failed" ]] && continue
-            if ! time_compile "$cxx" "${sources[$i]}" "$work/$i.o" "$work/$i.log" >>"$work/$i.times"; then
+            if ! time_compile "$cxx" "${sources[$i]}" "$work/$i.o" "$work/$i.log" "${flags[$i]}" >>"$work/$i.times"; then
                 echo "error: ${sources[$i]} does not compile with $cxx:" >&2
                 head -n 20 "$work/$i.log" >&2
                 touch "$work/$i.failed"

@@ -69,6 +69,7 @@
 #include <utility>
 #include <variant>
 
+#include "detail/platform.hpp"
 #include "circuit_breaker/metrics.hpp"
 #include "circuit_breaker/options.hpp"
 #include "clock.hpp"
@@ -168,12 +169,7 @@ public:
 
     /// Throws std::invalid_argument when options.validate() names a field:
     /// "resil::circuit_breaker: `window` must be in [10ms, 24h], got 5ms".
-    explicit basic_circuit_breaker(circuit_breaker_options options = {}, Clock clock = {})
-        : options_(in_force(std::move(options))),
-          clock_(std::move(clock)),
-          timed_(options_.slow_call_threshold.has_value()),
-          plain_time_window_(!timed_ && options_.mode == breaker_mode::time_window),
-          window_(make_window(options_)) {}
+    explicit basic_circuit_breaker(circuit_breaker_options options = {}, Clock clock = {});
 
     basic_circuit_breaker(const basic_circuit_breaker&) = delete;
     basic_circuit_breaker& operator=(const basic_circuit_breaker&) = delete;
@@ -200,24 +196,10 @@ public:
     void release(permit&& p) noexcept { release_probe(p); }
 
     /// Holds the breaker open, rejecting every call, until reset().
-    void isolate() noexcept {
-        // Claimed like any change, so that its number is taken in order.
-        const auto claimed = claim_when_settled([](std::uint64_t w) { return (w & isolated_bit) == 0; });
-        if (!claimed) return;  // already isolated
-        const auto s = *claimed;
-        const auto changed = finish_transition(s, open_state | isolated_bit, std::nullopt);
-        // Already open: held open now, but no change of state to report.
-        if (changed.number != 0) notify({state_of(s), circuit_state::open, 0.0, 0, clock_.now(), changed.number}, nullptr);
-    }
+    void isolate() noexcept;
 
     /// Closes the breaker with an empty window, whatever its state (ends isolate()).
-    void reset() noexcept {
-        const auto s = *claim_when_settled([](std::uint64_t) { return true; });
-        clear_window(s);
-        const auto changed = finish_transition(s, closed_state, std::nullopt);
-        if (changed.number != 0)
-            notify({state_of(s), circuit_state::closed, 0.0, 0, clock_.now(), changed.number}, nullptr);
-    }
+    void reset() noexcept;
 
     /// The retry-after of a call rejected in the instant the breaker changes
     /// state (the change takes nanoseconds; a zero would read as "retry now",
@@ -236,27 +218,7 @@ public:
 
     /// A snapshot of the counters; exact when no call is in progress. Reads
     /// the clock in time_window mode (for the window's counts).
-    [[nodiscard]] circuit_breaker_metrics metrics() const noexcept {
-        const auto s = state_.load(std::memory_order_acquire);
-        circuit_breaker_metrics m;
-        m.state = state_of(s);
-        m.isolated = (s & isolated_bit) != 0;
-        const auto [lifetime, window] = std::visit(
-            [this](const auto& mode) {
-                const auto l = mode.lifetime();
-                return std::pair{l, mode.window(window_generation_.load(std::memory_order_acquire),
-                                                [this] { return clock_.now(); })};
-            },
-            window_);
-        m.calls = lifetime.calls + other_calls_.load(std::memory_order_relaxed);
-        m.failures = lifetime.failures + other_failures_.load(std::memory_order_relaxed);
-        m.slow_calls = slow_calls_.load(std::memory_order_relaxed);
-        m.rejections = rejections_.total();
-        m.transitions = transitions_.load(std::memory_order_relaxed);
-        m.calls_in_window = window.calls;
-        m.failures_in_window = window.failures;
-        return m;
-    }
+    [[nodiscard]] circuit_breaker_metrics metrics() const noexcept;
 
     /// The pipeline policy: rejects with reason::circuit_open (emitting
     /// events::rejected) or runs the rest of the pipeline and records the
@@ -403,26 +365,14 @@ private:
 
     static_assert(circuit_breaker_options::max_probes <= probe_count_max);
 
-    static circuit_breaker_options in_force(circuit_breaker_options o) {
-        throw_if_invalid("resil::circuit_breaker", o.validate());
-        if (o.probe_timeout == duration::zero()) o.probe_timeout = o.open_for;
-        return o;
-    }
+    static circuit_breaker_options in_force(circuit_breaker_options o);
 
     using window_modes =
         std::variant<detail::time_window_mode, detail::count_window_mode, detail::consecutive_failures_mode>;
 
     // The one place that turns the mode into a type; each alternative is
     // built in place (none is movable).
-    static window_modes make_window(const circuit_breaker_options& o) {
-        switch (o.mode) {
-            case breaker_mode::count_window: return window_modes{std::in_place_type<detail::count_window_mode>, o};
-            case breaker_mode::consecutive_failures:
-                return window_modes{std::in_place_type<detail::consecutive_failures_mode>, o};
-            case breaker_mode::time_window: break;
-        }
-        return window_modes{std::in_place_type<detail::time_window_mode>, o};
-    }
+    static window_modes make_window(const circuit_breaker_options& o);
 
     // ---- admission ----
 
@@ -445,64 +395,7 @@ private:
         return permit::rejection(wait);
     }
 
-    permit acquire_slow(transition_note* note, std::optional<time_point> now) const noexcept {
-        // Loaded again with acquire, so that the deadline read below is at
-        // least as new as the state that published it.
-        auto s = state_.load(std::memory_order_acquire);
-        const auto read_now = [&] {
-            if (!now) now = clock_.now();
-            return *now;
-        };
-        for (;;) {
-            switch (s & state_mask) {
-                case closed_state: return admitted(s, permit::kind::closed, now);
-                case open_state: {
-                    if (s & isolated_bit) return rejected(std::nullopt);
-                    if (s & pending_bit) return rejected(retry_soon);  // half-open (or reset) any moment now
-                    const auto until = read_deadline(s);
-                    if (!until) {
-                        s = state_.load(std::memory_order_acquire);
-                        continue;
-                    }
-                    const auto t = read_now();
-                    if (t < *until) return rejected(*until - t);
-                    if (!begin_transition(s)) continue;
-                    // This caller is the first probe.
-                    const auto changed =
-                        finish_transition(s, half_open_state | admitted_one, detail::saturating_add(t, options_.probe_timeout));
-                    notify({circuit_state::open, circuit_state::half_open, 0.0, 0, t, changed.number}, note);
-                    return admitted(changed.word, permit::kind::probe, now);
-                }
-                default: {  // half-open
-                    if (s & pending_bit) return rejected(retry_soon);  // closing or reopening right now
-                    if (admitted_of(s) < options_.half_open_probes) {
-                        if (state_.compare_exchange_weak(s, s + admitted_one, std::memory_order_acq_rel,
-                                                         std::memory_order_acquire))
-                            return admitted(s, permit::kind::probe, now);
-                        continue;
-                    }
-                    const auto until = read_deadline(s);
-                    if (!until) {
-                        s = state_.load(std::memory_order_acquire);
-                        continue;
-                    }
-                    const auto t = read_now();
-                    if (t < *until) return rejected(half_open_retry_after(*until - t));
-                    // The probes did not all report back in time: the dependency
-                    // is still not answering. Open again.
-                    if (!begin_transition(s)) continue;
-                    const auto admitted_probes = admitted_of(s);
-                    const auto unanswered = admitted_probes - succeeded_of(s);
-                    const auto changed = finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
-                    notify({circuit_state::half_open, circuit_state::open,
-                            static_cast<double>(unanswered) / static_cast<double>(admitted_probes), admitted_probes, t,
-                            changed.number},
-                           note);
-                    return rejected(options_.open_for);
-                }
-            }
-        }
-    }
+    permit acquire_slow(transition_note* note, std::optional<time_point> now) const noexcept;
 
     // The retry-after of a call turned away while every probe is out, `left`
     // before they time out. That is the worst case; the probes may report
@@ -550,13 +443,7 @@ private:
     /// Claims the right to change state `s` (sets pending). On failure `s`
     /// holds the current word. A word already pending belongs to another
     /// thread's change: never claimed twice.
-    bool begin_transition(std::uint64_t& s) const noexcept {
-        if (s & pending_bit) {
-            s = state_.load(std::memory_order_acquire);
-            return false;
-        }
-        return state_.compare_exchange_strong(s, s | pending_bit, std::memory_order_acq_rel, std::memory_order_acquire);
-    }
+    bool begin_transition(std::uint64_t& s) const noexcept;
 
     struct finished {
         std::uint64_t word;    // the state published
@@ -580,23 +467,12 @@ private:
         return {word, number};
     }
 
-    void notify(const events::breaker_state_changed& e, transition_note* note) const noexcept {
-        if (note) *note = e;
-        if (options_.on_state_change) {
-            try {
-                options_.on_state_change(e);
-            } catch (...) {  // NOLINT(bugprone-empty-catch): a listener cannot undo the change
-            }
-        }
-    }
+    void notify(const events::breaker_state_changed& e, transition_note* note) const noexcept;
 
     /// Empties the window for the closed state that the change claimed in `s`
     /// is about to publish, and stamps it with that state's generation, so a
     /// record that read an earlier state no longer counts in it.
-    void clear_window(std::uint64_t s) const noexcept {
-        const auto next_generation = generation_of(next_word(s, closed_state));
-        std::visit([next_generation](auto& mode) { mode.stamp(next_generation); }, window_);
-    }
+    void clear_window(std::uint64_t s) const noexcept;
 
     // ---- results ----
 
@@ -624,26 +500,7 @@ private:
     }
 
     void record_general(const permit& p, bool failed, std::optional<duration> elapsed, transition_note* note,
-                        std::optional<time_point> now) const noexcept {
-        if (timed_) {
-            if (!elapsed) {
-                if (!now) now = clock_.now();
-                elapsed = *now - p.started_;
-            }
-            if (*elapsed > *options_.slow_call_threshold) {
-                slow_calls_.fetch_add(1, std::memory_order_relaxed);
-                failed = true;
-            }
-        }
-        const auto s = state_.load(std::memory_order_acquire);
-        if (p.kind_ == permit::kind::closed) {
-            if ((s & state_mask) != closed_state || generation_of(s) != p.generation_) return count_other(failed);
-            record_closed(s, failed, now, note);
-        } else {
-            count_other(failed);
-            record_probe(p, s, failed, now, note);
-        }
-    }
+                        std::optional<time_point> now) const noexcept;
 
     void count_other(bool failed) const noexcept {
         other_calls_.fetch_add(1, std::memory_order_relaxed);
@@ -668,47 +525,10 @@ private:
     }
 
     void open_from_closed(std::uint64_t s, detail::window_counts counts, std::optional<time_point> now,
-                          transition_note* note) const noexcept {
-        // Time is read before claiming the change: the claim is held for as
-        // short a moment as possible.
-        const auto t = now ? *now : clock_.now();
-        if (!begin_transition(s)) return;  // another thread is opening it (or it changed)
-        const auto changed = finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
-        notify({circuit_state::closed, circuit_state::open,
-                counts.calls == 0 ? 0.0 : static_cast<double>(counts.failures) / static_cast<double>(counts.calls),
-                counts.calls, t, changed.number},
-               note);
-    }
+                          transition_note* note) const noexcept;
 
     void record_probe(const permit& p, std::uint64_t s, bool failed, std::optional<time_point> now,
-                      transition_note* note) const noexcept {
-        for (;;) {
-            // A probe of a finished round (timed out, reset, ...) decides nothing.
-            if ((s & state_mask) != half_open_state || (s & pending_bit) || generation_of(s) != p.generation_) return;
-            const auto succeeded = succeeded_of(s) + (failed ? 0 : 1);
-            if (failed) {
-                if (!now) now = clock_.now();  // before the claim, to keep it short
-                const auto t = *now;
-                if (!begin_transition(s)) continue;
-                const auto changed = finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
-                notify({circuit_state::half_open, circuit_state::open, 1.0 / static_cast<double>(succeeded + 1),
-                        succeeded + 1, t, changed.number},
-                       note);
-                return;
-            }
-            if (succeeded >= options_.half_open_probes) {
-                if (!begin_transition(s)) continue;
-                clear_window(s);
-                const auto changed = finish_transition(s, closed_state, std::nullopt);
-                notify({circuit_state::half_open, circuit_state::closed, 0.0, succeeded, now ? *now : clock_.now(),
-                        changed.number},
-                       note);
-                return;
-            }
-            if (state_.compare_exchange_weak(s, s + succeeded_one, std::memory_order_acq_rel, std::memory_order_acquire))
-                return;
-        }
-    }
+                      transition_note* note) const noexcept;
 
     void release_probe(permit& p) const noexcept {
         if (p.owner_ != this) return;
@@ -746,7 +566,238 @@ private:
     mutable std::atomic<std::uint64_t> slow_calls_{0};
 };
 
+template <clock Clock>
+basic_circuit_breaker<Clock>::basic_circuit_breaker(circuit_breaker_options options, Clock clock)
+    : options_(in_force(std::move(options))),
+      clock_(std::move(clock)),
+      timed_(options_.slow_call_threshold.has_value()),
+      plain_time_window_(!timed_ && options_.mode == breaker_mode::time_window),
+      window_(make_window(options_)) {}
+
+template <clock Clock>
+void basic_circuit_breaker<Clock>::isolate() noexcept {
+    // Claimed like any change, so that its number is taken in order.
+    const auto claimed = claim_when_settled([](std::uint64_t w) { return (w & isolated_bit) == 0; });
+    if (!claimed) return;  // already isolated
+    const auto s = *claimed;
+    const auto changed = finish_transition(s, open_state | isolated_bit, std::nullopt);
+    // Already open: held open now, but no change of state to report.
+    if (changed.number != 0) notify({state_of(s), circuit_state::open, 0.0, 0, clock_.now(), changed.number}, nullptr);
+}
+
+template <clock Clock>
+void basic_circuit_breaker<Clock>::reset() noexcept {
+    const auto s = *claim_when_settled([](std::uint64_t) { return true; });
+    clear_window(s);
+    const auto changed = finish_transition(s, closed_state, std::nullopt);
+    if (changed.number != 0)
+        notify({state_of(s), circuit_state::closed, 0.0, 0, clock_.now(), changed.number}, nullptr);
+}
+
+template <clock Clock>
+circuit_breaker_metrics basic_circuit_breaker<Clock>::metrics() const noexcept {
+    const auto s = state_.load(std::memory_order_acquire);
+    circuit_breaker_metrics m;
+    m.state = state_of(s);
+    m.isolated = (s & isolated_bit) != 0;
+    const auto [lifetime, window] = std::visit(
+        [this](const auto& mode) {
+            const auto l = mode.lifetime();
+            return std::pair{l, mode.window(window_generation_.load(std::memory_order_acquire),
+                                            [this] { return clock_.now(); })};
+        },
+        window_);
+    m.calls = lifetime.calls + other_calls_.load(std::memory_order_relaxed);
+    m.failures = lifetime.failures + other_failures_.load(std::memory_order_relaxed);
+    m.slow_calls = slow_calls_.load(std::memory_order_relaxed);
+    m.rejections = rejections_.total();
+    m.transitions = transitions_.load(std::memory_order_relaxed);
+    m.calls_in_window = window.calls;
+    m.failures_in_window = window.failures;
+    return m;
+}
+
+template <clock Clock>
+circuit_breaker_options basic_circuit_breaker<Clock>::in_force(circuit_breaker_options o) {
+    throw_if_invalid("resil::circuit_breaker", o.validate());
+    if (o.probe_timeout == duration::zero()) o.probe_timeout = o.open_for;
+    return o;
+}
+
+template <clock Clock>
+auto basic_circuit_breaker<Clock>::make_window(const circuit_breaker_options& o) -> window_modes {
+    switch (o.mode) {
+        case breaker_mode::count_window: return window_modes{std::in_place_type<detail::count_window_mode>, o};
+        case breaker_mode::consecutive_failures:
+            return window_modes{std::in_place_type<detail::consecutive_failures_mode>, o};
+        case breaker_mode::time_window: break;
+    }
+    return window_modes{std::in_place_type<detail::time_window_mode>, o};
+}
+
+template <clock Clock>
+auto basic_circuit_breaker<Clock>::acquire_slow(transition_note* note, std::optional<time_point> now) const noexcept
+    -> permit {
+    // Loaded again with acquire, so that the deadline read below is at
+    // least as new as the state that published it.
+    auto s = state_.load(std::memory_order_acquire);
+    const auto read_now = [&] {
+        if (!now) now = clock_.now();
+        return *now;
+    };
+    for (;;) {
+        switch (s & state_mask) {
+            case closed_state: return admitted(s, permit::kind::closed, now);
+            case open_state: {
+                if (s & isolated_bit) return rejected(std::nullopt);
+                if (s & pending_bit) return rejected(retry_soon);  // half-open (or reset) any moment now
+                const auto until = read_deadline(s);
+                if (!until) {
+                    s = state_.load(std::memory_order_acquire);
+                    continue;
+                }
+                const auto t = read_now();
+                if (t < *until) return rejected(*until - t);
+                if (!begin_transition(s)) continue;
+                // This caller is the first probe.
+                const auto changed = finish_transition(s, half_open_state | admitted_one,
+                                                       detail::saturating_add(t, options_.probe_timeout));
+                notify({circuit_state::open, circuit_state::half_open, 0.0, 0, t, changed.number}, note);
+                return admitted(changed.word, permit::kind::probe, now);
+            }
+            default: {  // half-open
+                if (s & pending_bit) return rejected(retry_soon);  // closing or reopening right now
+                if (admitted_of(s) < options_.half_open_probes) {
+                    if (state_.compare_exchange_weak(s, s + admitted_one, std::memory_order_acq_rel,
+                                                     std::memory_order_acquire))
+                        return admitted(s, permit::kind::probe, now);
+                    continue;
+                }
+                const auto until = read_deadline(s);
+                if (!until) {
+                    s = state_.load(std::memory_order_acquire);
+                    continue;
+                }
+                const auto t = read_now();
+                if (t < *until) return rejected(half_open_retry_after(*until - t));
+                // The probes did not all report back in time: the dependency
+                // is still not answering. Open again.
+                if (!begin_transition(s)) continue;
+                const auto admitted_probes = admitted_of(s);
+                const auto unanswered = admitted_probes - succeeded_of(s);
+                const auto changed = finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
+                notify({circuit_state::half_open, circuit_state::open,
+                        static_cast<double>(unanswered) / static_cast<double>(admitted_probes), admitted_probes, t,
+                        changed.number},
+                       note);
+                return rejected(options_.open_for);
+            }
+        }
+    }
+}
+
+template <clock Clock>
+bool basic_circuit_breaker<Clock>::begin_transition(std::uint64_t& s) const noexcept {
+    if (s & pending_bit) {
+        s = state_.load(std::memory_order_acquire);
+        return false;
+    }
+    return state_.compare_exchange_strong(s, s | pending_bit, std::memory_order_acq_rel, std::memory_order_acquire);
+}
+
+template <clock Clock>
+void basic_circuit_breaker<Clock>::notify(const events::breaker_state_changed& e,
+                                          transition_note* note) const noexcept {
+    if (note) *note = e;
+    if (options_.on_state_change) {
+        try {
+            options_.on_state_change(e);
+        } catch (...) {  // NOLINT(bugprone-empty-catch): a listener cannot undo the change
+        }
+    }
+}
+
+template <clock Clock>
+void basic_circuit_breaker<Clock>::clear_window(std::uint64_t s) const noexcept {
+    const auto next_generation = generation_of(next_word(s, closed_state));
+    std::visit([next_generation](auto& mode) { mode.stamp(next_generation); }, window_);
+}
+
+template <clock Clock>
+void basic_circuit_breaker<Clock>::record_general(const permit& p, bool failed, std::optional<duration> elapsed,
+                                                  transition_note* note, std::optional<time_point> now) const noexcept {
+    if (timed_) {
+        if (!elapsed) {
+            if (!now) now = clock_.now();
+            elapsed = *now - p.started_;
+        }
+        if (*elapsed > *options_.slow_call_threshold) {
+            slow_calls_.fetch_add(1, std::memory_order_relaxed);
+            failed = true;
+        }
+    }
+    const auto s = state_.load(std::memory_order_acquire);
+    if (p.kind_ == permit::kind::closed) {
+        if ((s & state_mask) != closed_state || generation_of(s) != p.generation_) return count_other(failed);
+        record_closed(s, failed, now, note);
+    } else {
+        count_other(failed);
+        record_probe(p, s, failed, now, note);
+    }
+}
+
+template <clock Clock>
+void basic_circuit_breaker<Clock>::open_from_closed(std::uint64_t s, detail::window_counts counts,
+                                                    std::optional<time_point> now,
+                                                    transition_note* note) const noexcept {
+    // Time is read before claiming the change: the claim is held for as
+    // short a moment as possible.
+    const auto t = now ? *now : clock_.now();
+    if (!begin_transition(s)) return;  // another thread is opening it (or it changed)
+    const auto changed = finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
+    notify({circuit_state::closed, circuit_state::open,
+            counts.calls == 0 ? 0.0 : static_cast<double>(counts.failures) / static_cast<double>(counts.calls),
+            counts.calls, t, changed.number},
+           note);
+}
+
+template <clock Clock>
+void basic_circuit_breaker<Clock>::record_probe(const permit& p, std::uint64_t s, bool failed,
+                                                std::optional<time_point> now, transition_note* note) const noexcept {
+    for (;;) {
+        // A probe of a finished round (timed out, reset, ...) decides nothing.
+        if ((s & state_mask) != half_open_state || (s & pending_bit) || generation_of(s) != p.generation_) return;
+        const auto succeeded = succeeded_of(s) + (failed ? 0 : 1);
+        if (failed) {
+            if (!now) now = clock_.now();  // before the claim, to keep it short
+            const auto t = *now;
+            if (!begin_transition(s)) continue;
+            const auto changed = finish_transition(s, open_state, detail::saturating_add(t, options_.open_for));
+            notify({circuit_state::half_open, circuit_state::open, 1.0 / static_cast<double>(succeeded + 1),
+                    succeeded + 1, t, changed.number},
+                   note);
+            return;
+        }
+        if (succeeded >= options_.half_open_probes) {
+            if (!begin_transition(s)) continue;
+            clear_window(s);
+            const auto changed = finish_transition(s, closed_state, std::nullopt);
+            notify({circuit_state::half_open, circuit_state::closed, 0.0, succeeded, now ? *now : clock_.now(),
+                    changed.number},
+                   note);
+            return;
+        }
+        if (state_.compare_exchange_weak(s, s + succeeded_one, std::memory_order_acq_rel, std::memory_order_acquire))
+            return;
+    }
+}
+
 /// A circuit breaker on the real clock.
 using circuit_breaker = basic_circuit_breaker<>;
+
+#if RESIL_DETAIL_EXTERN_TEMPLATES
+// Compiled once, by resil/separate_compilation.hpp (detail/platform.hpp).
+extern template class basic_circuit_breaker<steady_clock>;
+#endif
 
 }  // namespace resil

@@ -40,6 +40,7 @@
 #include <optional>
 #include <utility>
 
+#include "detail/platform.hpp"
 #include "detail/stripes.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
@@ -57,12 +58,16 @@ struct concurrency_limit_options {
     static constexpr std::uint32_t max_max_in_flight = std::numeric_limits<std::uint32_t>::max();
 
     /// "`max_in_flight` must be in [1, 4294967295], got 0" when it is 0.
-    [[nodiscard]] validation_result validate() const {
-        return detail::check_in_range("max_in_flight", max_in_flight, min_max_in_flight, max_max_in_flight);
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 
     friend bool operator==(const concurrency_limit_options&, const concurrency_limit_options&) = default;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result concurrency_limit_options::validate() const {
+    return detail::check_in_range("max_in_flight", max_in_flight, min_max_in_flight, max_max_in_flight);
+}
+#endif
 
 /// A bound on concurrent calls. Thread-safe and lock-free: every member may
 /// be called from any number of threads at once. Members are const because

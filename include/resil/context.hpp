@@ -36,7 +36,7 @@ namespace detail {
 // This thread's jitter engine, defined in detail/thread_jitter.hpp (which
 // retry.hpp includes). Declared here so that a context, and a pipeline, need
 // not include the OS seeding behind it until a policy draws jitter.
-inline jitter_engine& thread_jitter();
+RESIL_DECL jitter_engine& thread_jitter();
 }  // namespace detail
 
 /// What one attempt may take, computed from one clock reading.

@@ -17,6 +17,7 @@
 #include <optional>
 #include <utility>
 
+#include "detail/platform.hpp"
 #include "clock.hpp"
 #include "detail/saturate.hpp"
 #include "events.hpp"
@@ -39,12 +40,16 @@ struct deadline_policy_options {
 
     /// The invalid field, if any:
     ///   "`budget` must be in [1ms, 24h], got 0s"
-    [[nodiscard]] validation_result validate() const {
-        return detail::check_in_range("budget", budget, min_budget, max_budget);
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 
     friend bool operator==(const deadline_policy_options&, const deadline_policy_options&) = default;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result deadline_policy_options::validate() const {
+    return detail::check_in_range("budget", budget, min_budget, max_budget);
+}
+#endif
 
 class deadline_policy {
 public:

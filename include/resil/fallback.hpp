@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "detail/platform.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
 #include "validation.hpp"
@@ -44,13 +45,17 @@ struct fallback_options {
     reason_set handles = reason_set::all();
 
     /// The invalid field, if any: `handles` must name at least one reason.
-    [[nodiscard]] validation_result validate() const {
-        if (!handles.empty()) return std::nullopt;
-        return invalid_option{"handles", "must name at least one reason, got none"};
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 
     friend bool operator==(const fallback_options&, const fallback_options&) = default;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result fallback_options::validate() const {
+    if (!handles.empty()) return std::nullopt;
+    return invalid_option{"handles", "must name at least one reason, got none"};
+}
+#endif
 
 template <class Fallback>
 class fallback_policy {

@@ -60,6 +60,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "detail/platform.hpp"
 #include "clock.hpp"
 #include "retry_after.hpp"
 #include "validation.hpp"
@@ -130,10 +131,14 @@ struct pushback_options {
     duration floor = default_pushback_floor;
 
     /// The first invalid field, if any.
-    [[nodiscard]] validation_result validate() const {
-        return detail::check_in_range("floor", floor, min_floor, max_floor);
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result pushback_options::validate() const {
+    return detail::check_in_range("floor", floor, min_floor, max_floor);
+}
+#endif
 
 /// Where a pushback came from.
 enum class pushback_source : std::uint8_t {

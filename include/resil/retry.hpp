@@ -35,6 +35,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "detail/platform.hpp"
 #include "backoff.hpp"
 #include "clock.hpp"
 #include "detail/thread_jitter.hpp"  // ctx.jitter(): the per-thread engine
@@ -76,18 +77,22 @@ struct retry_options {
     /// The first invalid field, or nothing:
     ///   "`max_attempts` must be in [1, 100], got 0"
     ///   "`backoff.cap` must be at most max_wait (1min), got 2min"
-    [[nodiscard]] validation_result validate() const {
-        if (auto bad = detail::check_in_range("max_attempts", max_attempts, min_attempts, max_attempts_limit))
-            return bad;
-        if (auto bad = backoff.validate()) return bad->within("backoff");
-        if (auto bad = detail::check_in_range("max_wait", max_wait, min_max_wait, max_max_wait)) return bad;
-        if (backoff.cap() <= max_wait) return std::nullopt;  // the message is built only when needed
-        return detail::check_that(false, "backoff.cap", {"at most max_wait (", detail::format_duration(max_wait), ")"},
-                                  backoff.cap());
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 
     friend bool operator==(const retry_options&, const retry_options&) = default;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result retry_options::validate() const {
+    if (auto bad = detail::check_in_range("max_attempts", max_attempts, min_attempts, max_attempts_limit))
+        return bad;
+    if (auto bad = backoff.validate()) return bad->within("backoff");
+    if (auto bad = detail::check_in_range("max_wait", max_wait, min_max_wait, max_max_wait)) return bad;
+    if (backoff.cap() <= max_wait) return std::nullopt;  // the message is built only when needed
+    return detail::check_that(false, "backoff.cap", {"at most max_wait (", detail::format_duration(max_wait), ")"},
+                              backoff.cap());
+}
+#endif
 
 /// One retry decision, from retry_policy::decide.
 struct retry_decision {

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "detail/platform.hpp"
 #include "clock.hpp"
 #include "detail/stripes.hpp"
 #include "validation.hpp"
@@ -62,15 +63,19 @@ struct retry_budget_options {
     static constexpr duration max_window = std::chrono::hours{24};
 
     /// The first field outside its range, e.g. "`ratio` must be in [0, 1], got 1.5".
-    [[nodiscard]] validation_result validate() const {
-        if (auto bad = detail::check_in_range("ratio", ratio, min_ratio, max_ratio)) return bad;
-        if (auto bad = detail::check_in_range("min_per_second", min_per_second, std::uint32_t{0}, max_min_per_second))
-            return bad;
-        return detail::check_in_range("window", window, min_window, max_window);
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 
     friend bool operator==(const retry_budget_options&, const retry_budget_options&) = default;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result retry_budget_options::validate() const {
+    if (auto bad = detail::check_in_range("ratio", ratio, min_ratio, max_ratio)) return bad;
+    if (auto bad = detail::check_in_range("min_per_second", min_per_second, std::uint32_t{0}, max_min_per_second))
+        return bad;
+    return detail::check_in_range("window", window, min_window, max_window);
+}
+#endif
 
 namespace detail {
 struct retry_budget_probe;  // tests only: drives one step of a withdrawal at a time
@@ -82,12 +87,7 @@ public:
 
     /// Throws std::invalid_argument when options.validate() names a field:
     /// "resil::retry_budget: `ratio` must be in [0, 1], got 1.5".
-    explicit retry_budget(retry_budget_options options = {}) : options_(options) {
-        throw_if_invalid("resil::retry_budget", options.validate());
-        slot_length_ = options.window / static_cast<duration::rep>(slots);
-        const auto window_seconds = std::chrono::duration<double>(options.window).count();
-        reserve_ = static_cast<std::int64_t>(std::floor(options.min_per_second * window_seconds));
-    }
+    RESIL_DECL explicit retry_budget(retry_budget_options options = {});
     retry_budget(const retry_budget&) = delete;
     retry_budget& operator=(const retry_budget&) = delete;
 
@@ -113,23 +113,7 @@ public:
     /// when it is spent. A reading older than the newest slot written (a
     /// thread preempted between reading the clock and getting here) counts as
     /// that newest time, so the retries taken there are never out of its sight.
-    [[nodiscard]] bool try_withdraw(time_point now) noexcept {
-        const auto reading = epoch_of(now);
-        for (;;) {
-            const auto v = view(reading);
-            if (stale(reading)) return false;
-            if (static_cast<std::int64_t>(v.retries) >= allowed(v.requests)) return false;
-            auto& slot = slots_[v.epoch % slots];
-            auto word = v.words[v.epoch % slots];
-            const bool current = packed_epoch(word) == (v.epoch & epoch_mask);
-            if (current && count_of(word) == count_max) return false;  // saturated: refuse rather than wrap
-            const auto desired = current ? word + retry_one : pack(v.epoch, 1);
-            // Sequentially consistent with confirm()'s loads: two withdrawals
-            // committing to different slots cannot both miss the other.
-            if (slot.compare_exchange_strong(word, desired, std::memory_order_seq_cst))
-                return confirm_after_view(v, slot, desired);
-        }
-    }
+    [[nodiscard]] RESIL_DECL bool try_withdraw(time_point now) noexcept;
 
     /// Retries that would be granted at `now`.
     [[nodiscard]] std::int64_t balance(time_point now) const noexcept {
@@ -289,5 +273,34 @@ private:
     // of their own, away from the words every deposit reads.
     alignas(detail::stripe_alignment) std::array<std::atomic<std::uint64_t>, slots> slots_{};
 };
+
+#if RESIL_DETAIL_BODIES
+
+RESIL_DECL retry_budget::retry_budget(retry_budget_options options) : options_(options) {
+     throw_if_invalid("resil::retry_budget", options.validate());
+     slot_length_ = options.window / static_cast<duration::rep>(slots);
+     const auto window_seconds = std::chrono::duration<double>(options.window).count();
+     reserve_ = static_cast<std::int64_t>(std::floor(options.min_per_second * window_seconds));
+ }
+
+
+RESIL_DECL bool retry_budget::try_withdraw(time_point now) noexcept {
+     const auto reading = epoch_of(now);
+     for (;;) {
+         const auto v = view(reading);
+         if (stale(reading)) return false;
+         if (static_cast<std::int64_t>(v.retries) >= allowed(v.requests)) return false;
+         auto& slot = slots_[v.epoch % slots];
+         auto word = v.words[v.epoch % slots];
+         const bool current = packed_epoch(word) == (v.epoch & epoch_mask);
+         if (current && count_of(word) == count_max) return false;  // saturated: refuse rather than wrap
+         const auto desired = current ? word + retry_one : pack(v.epoch, 1);
+         // Sequentially consistent with confirm()'s loads: two withdrawals
+         // committing to different slots cannot both miss the other.
+         if (slot.compare_exchange_strong(word, desired, std::memory_order_seq_cst))
+             return confirm_after_view(v, slot, desired);
+     }
+ }
+#endif
 
 }  // namespace resil

@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "detail/platform.hpp"
 #include "validation.hpp"
 
 namespace resil::sse {
@@ -95,13 +96,17 @@ struct reader_options {
     bool validate_utf8 = true;
 
     /// The first invalid field, if any: every limit at least 1.
-    [[nodiscard]] validation_result validate() const {
-        if (auto bad = resil::detail::check_at_least("max_line_bytes", max_line_bytes, std::size_t{1})) return bad;
-        if (auto bad = resil::detail::check_at_least("max_event_bytes", max_event_bytes, std::size_t{1})) return bad;
-        if (auto bad = resil::detail::check_at_least("max_body_bytes", max_body_bytes, std::size_t{1})) return bad;
-        return std::nullopt;
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result reader_options::validate() const {
+    if (auto bad = resil::detail::check_at_least("max_line_bytes", max_line_bytes, std::size_t{1})) return bad;
+    if (auto bad = resil::detail::check_at_least("max_event_bytes", max_event_bytes, std::size_t{1})) return bad;
+    if (auto bad = resil::detail::check_at_least("max_body_bytes", max_body_bytes, std::size_t{1})) return bad;
+    return std::nullopt;
+}
+#endif
 
 /// A callback for comment lines that does nothing: feed()'s default.
 struct ignore_comments {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string_view>
 
+#include "detail/platform.hpp"
 #include "clock.hpp"
 #include "deadline.hpp"
 #include "validation.hpp"
@@ -82,11 +83,7 @@ struct timeouts {
     /// The first invalid field, or nothing: every field must be at least
     /// `min_timeout`; no_limit is fine.
     ///   "`connect` must be at least 1ms, got 0s"
-    [[nodiscard]] validation_result validate() const {
-        if (auto bad = detail::check_at_least("connect", connect, min_timeout)) return bad;
-        if (auto bad = detail::check_at_least("read", read, min_timeout)) return bad;
-        return detail::check_at_least("total", total, min_timeout);
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 
     /// Deprecated: validate() names the field and the value. Kept (usable in
     /// constant expressions) for existing callers. Static text, or empty when
@@ -101,5 +98,13 @@ struct timeouts {
 
     friend constexpr bool operator==(const timeouts&, const timeouts&) = default;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result timeouts::validate() const {
+    if (auto bad = detail::check_at_least("connect", connect, min_timeout)) return bad;
+    if (auto bad = detail::check_at_least("read", read, min_timeout)) return bad;
+    return detail::check_at_least("total", total, min_timeout);
+}
+#endif
 
 }  // namespace resil

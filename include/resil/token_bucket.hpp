@@ -35,6 +35,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "detail/platform.hpp"
 #include "clock.hpp"
 #include "deadline.hpp"
 #include "detail/gcra.hpp"
@@ -71,22 +72,26 @@ struct token_bucket_options {
     /// The first field outside its range: "`rate` must be in [0.001, 1e9],
     /// got 0"; a burst too large to refill in time names `burst` and the
     /// largest one allowed at this rate.
-    [[nodiscard]] validation_result validate() const {
-        if (auto bad = detail::check_in_range("rate", rate, min_rate, max_rate)) return bad;
-        if (auto bad = detail::check_in_range("burst", burst, min_burst, max_burst)) return bad;
-        if (!detail::gcra::refills_in_time(rate, burst)) {
-            return detail::check_that(false, "burst",
-                                      {"at most ", detail::format_option_value(detail::gcra::largest_burst(rate)),
-                                       " at rate ", detail::format_option_value(rate),
-                                       " (burst / rate, the time to refill an empty bucket, at most ",
-                                       detail::format_option_value(max_refill_seconds), " s)"},
-                                      burst);
-        }
-        return detail::check_at_least("max_wait", max_wait, min_max_wait);
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 
     friend bool operator==(const token_bucket_options&, const token_bucket_options&) = default;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result token_bucket_options::validate() const {
+    if (auto bad = detail::check_in_range("rate", rate, min_rate, max_rate)) return bad;
+    if (auto bad = detail::check_in_range("burst", burst, min_burst, max_burst)) return bad;
+    if (!detail::gcra::refills_in_time(rate, burst)) {
+        return detail::check_that(false, "burst",
+                                  {"at most ", detail::format_option_value(detail::gcra::largest_burst(rate)),
+                                   " at rate ", detail::format_option_value(rate),
+                                   " (burst / rate, the time to refill an empty bucket, at most ",
+                                   detail::format_option_value(max_refill_seconds), " s)"},
+                                  burst);
+    }
+    return detail::check_at_least("max_wait", max_wait, min_max_wait);
+}
+#endif
 
 /// What a token bucket said about a request.
 enum class token_bucket_status : std::uint8_t {

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "../detail/platform.hpp"
 #include "../clock.hpp"
 #include "../events.hpp"
 #include "../outcome.hpp"
@@ -106,52 +107,56 @@ struct circuit_breaker_options {
     /// must be and what it was ("`open_for` must be in [1ms, 24h], got 500us");
     /// nothing when every field is valid. Covers everything the breaker's
     /// constructor checks.
-    [[nodiscard]] validation_result validate() const {
-        using detail::check_at_least;
-        using detail::check_in_range;
-        using detail::check_that;
-        const bool known_mode = mode == breaker_mode::time_window || mode == breaker_mode::count_window ||
-                                mode == breaker_mode::consecutive_failures;
-        if (auto bad = check_that(known_mode, "mode", "one of time_window, count_window, consecutive_failures",
-                                  static_cast<unsigned>(mode)))
-            return bad;
-        if (auto bad = check_that(failure_ratio >= 0.0 && failure_ratio < 1.0, "failure_ratio",
-                                  "in [0, 1) (it opens when the ratio is strictly above it)", failure_ratio))
-            return bad;
-        if (auto bad = check_in_range("window", window, min_window, max_window)) return bad;
-        if (auto bad = check_in_range("window_calls", window_calls, min_window_calls, max_window_calls)) return bad;
-        if (auto bad = check_at_least("min_calls", min_calls, min_min_calls)) return bad;
-        if (mode == breaker_mode::count_window && min_calls > window_calls)
-            return check_that(false, "min_calls",
-                              {"at most window_calls (", detail::format_option_value(window_calls),
-                               ") in count_window mode, or the breaker could never open"},
-                              min_calls);
-        if (auto bad = check_in_range("consecutive_failures", consecutive_failures, min_consecutive_failures,
-                                      max_consecutive_failures))
-            return bad;
-        if (slow_call_threshold)
-            if (auto bad = check_that(*slow_call_threshold > duration::zero(), "slow_call_threshold", "positive when set",
-                                      *slow_call_threshold))
-                return bad;
-        if (auto bad = check_in_range("open_for", open_for, min_open_for, max_open_for)) return bad;
-        if (auto bad = check_in_range("half_open_probes", half_open_probes, min_probes, max_probes)) return bad;
-        if (probe_timeout != duration::zero() &&
-            !(probe_timeout >= min_probe_timeout && probe_timeout <= max_probe_timeout))
-            return check_that(false, "probe_timeout",
-                              {"0 (the same as open_for) or in [", detail::format_duration(min_probe_timeout), ", ",
-                               detail::format_duration(max_probe_timeout), "]"},
-                              probe_timeout);
-        if (failure_verdicts.contains(verdict::success)) {
-            std::string shown = "{";
-            for (auto v : {verdict::success, verdict::retryable, verdict::permanent, verdict::ambiguous}) {
-                if (!failure_verdicts.contains(v)) continue;
-                if (shown.size() > 1) shown += ", ";
-                shown += to_string(v);
-            }
-            return invalid_option{"failure_verdicts", detail::concat({"must not contain success, got ", shown, "}"})};
-        }
-        return std::nullopt;
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result circuit_breaker_options::validate() const {
+    using detail::check_at_least;
+    using detail::check_in_range;
+    using detail::check_that;
+    const bool known_mode = mode == breaker_mode::time_window || mode == breaker_mode::count_window ||
+                            mode == breaker_mode::consecutive_failures;
+    if (auto bad = check_that(known_mode, "mode", "one of time_window, count_window, consecutive_failures",
+                              static_cast<unsigned>(mode)))
+        return bad;
+    if (auto bad = check_that(failure_ratio >= 0.0 && failure_ratio < 1.0, "failure_ratio",
+                              "in [0, 1) (it opens when the ratio is strictly above it)", failure_ratio))
+        return bad;
+    if (auto bad = check_in_range("window", window, min_window, max_window)) return bad;
+    if (auto bad = check_in_range("window_calls", window_calls, min_window_calls, max_window_calls)) return bad;
+    if (auto bad = check_at_least("min_calls", min_calls, min_min_calls)) return bad;
+    if (mode == breaker_mode::count_window && min_calls > window_calls)
+        return check_that(false, "min_calls",
+                          {"at most window_calls (", detail::format_option_value(window_calls),
+                           ") in count_window mode, or the breaker could never open"},
+                          min_calls);
+    if (auto bad = check_in_range("consecutive_failures", consecutive_failures, min_consecutive_failures,
+                                  max_consecutive_failures))
+        return bad;
+    if (slow_call_threshold)
+        if (auto bad = check_that(*slow_call_threshold > duration::zero(), "slow_call_threshold", "positive when set",
+                                  *slow_call_threshold))
+            return bad;
+    if (auto bad = check_in_range("open_for", open_for, min_open_for, max_open_for)) return bad;
+    if (auto bad = check_in_range("half_open_probes", half_open_probes, min_probes, max_probes)) return bad;
+    if (probe_timeout != duration::zero() &&
+        !(probe_timeout >= min_probe_timeout && probe_timeout <= max_probe_timeout))
+        return check_that(false, "probe_timeout",
+                          {"0 (the same as open_for) or in [", detail::format_duration(min_probe_timeout), ", ",
+                           detail::format_duration(max_probe_timeout), "]"},
+                          probe_timeout);
+    if (failure_verdicts.contains(verdict::success)) {
+        std::string shown = "{";
+        for (auto v : {verdict::success, verdict::retryable, verdict::permanent, verdict::ambiguous}) {
+            if (!failure_verdicts.contains(v)) continue;
+            if (shown.size() > 1) shown += ", ";
+            shown += to_string(v);
+        }
+        return invalid_option{"failure_verdicts", detail::concat({"must not contain success, got ", shown, "}"})};
+    }
+    return std::nullopt;
+}
+#endif
 
 }  // namespace resil

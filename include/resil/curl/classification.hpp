@@ -38,6 +38,7 @@
 #include <algorithm>
 
 #include "../outcome.hpp"
+#include "../detail/platform.hpp"
 #include "../rate_limit.hpp"
 #include "response.hpp"
 
@@ -87,12 +88,25 @@ namespace resil::curl {
     return may_have_reached_server ? verdict::ambiguous : verdict::retryable;
 }
 
+namespace detail {
+/// A failure's classification with its server hints: out of line (and, with
+/// RESIL_SEPARATE_COMPILATION, compiled once), as every failure path.
+[[nodiscard]] RESIL_DECL classification classify_failure(const response& r, verdict v,
+                                                         const pushback_options& options) noexcept;
+}  // namespace detail
+
 /// The classification of one attempt's response, with the rate-limit hints
 /// raised to `options.floor`; see the table above. Pure; thread-safe.
 [[nodiscard]] inline classification classify(const response& r, const pushback_options& options) noexcept {
     const verdict v = r.completed() ? classify_status(r.status(), r.carried_idempotency_key(), r.repeatable())
                                     : classify_transport(r.transport(), r.may_have_reached_server());
     if (v == verdict::success) return v;
+    return detail::classify_failure(r, v, options);
+}
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL classification detail::classify_failure(const response& r, verdict v,
+                                                   const pushback_options& options) noexcept {
     server_hint hint;
     hint.retry_after = r.retry_after();
     if (const auto pushback = r.pushback()) {
@@ -114,6 +128,7 @@ namespace resil::curl {
     if (hint.retry_after && *hint.retry_after < options.floor) hint.retry_after = options.floor;
     return {v, hint};
 }
+#endif
 
 /// classify(r, options) with the default floor (50 ms). Found by ADL, so
 /// pipelines need no classifier argument for resil::curl::response.

@@ -76,9 +76,13 @@
 #include "../idempotency_key.hpp"
 #include "../timeouts.hpp"
 #include "../validation.hpp"
-#include "detail/blocking_transfer.hpp"
 #include "detail/handles.hpp"
+#if RESIL_DETAIL_BODIES
+// The transfer itself, needed only where the bodies are compiled
+// (detail/platform.hpp).
+#include "detail/blocking_transfer.hpp"
 #include "detail/setup.hpp"
+#endif
 #include "detail/text.hpp"
 #include "options.hpp"
 #include "request.hpp"
@@ -92,15 +96,11 @@ public:
     /// Creates the libcurl handles. Throws std::invalid_argument for invalid
     /// options (client_options::validate), std::runtime_error when libcurl
     /// cannot be initialised or refuses an option (named in the message).
-    explicit client(client_options options = {}) : options_(std::move(options)) {
-        throw_if_invalid("resil::curl::client", options_.validate());
-        state_ = std::make_unique<detail::handles>();
-        detail::setup::configure(*state_, options_);
-    }
+    RESIL_DECL explicit client(client_options options = {});
 
     client(client&&) noexcept = default;
     client& operator=(client&&) noexcept = default;
-    ~client() = default;
+    RESIL_DECL ~client();
 
     [[nodiscard]] const client_options& options() const noexcept { return options_; }
 
@@ -244,46 +244,11 @@ private:
                                                            " ms)"}));
     }
 
-    // Steps 1 to 3 of the banner for one attempt, filling `r` (first made blank).
+    // Steps 1 to 3 of the banner for one attempt, filling `r` (first made
+    // blank). Defined below; with RESIL_SEPARATE_COMPILATION it is compiled
+    // once, for resil's own clocks (resil/curl/separate_compilation.hpp).
     template <resil::clock Clock>
-    void attempt(detail::handles& s, const request& req, basic_context<Clock>& ctx, response& r) {
-        detail::response_access::clear(r);
-
-        // 1. Idempotency. The operation's key is sent with a non-idempotent
-        //    request; whether this attempt may be repeated is judged from this
-        //    request (not from earlier requests on the same context), and a key
-        //    counts only when it was sent.
-        const idempotency_key* key = nullptr;
-        bool keyed = false;
-        if (const auto own = req.header(options_.idempotency_key_header)) {
-            // The caller's own key is sent as is (the context holds it too when
-            // it is a UUID). A blank one would pass for a key and let an
-            // unsafe request be retried with nothing to deduplicate it.
-            if (unquote(*own).empty()) throw_empty_key(options_.idempotency_key_header);
-            keyed = true;
-            if (auto parsed = parse_key(*own))
-                if (!ctx.has_idempotency_key()) ctx.set_idempotency_key(*parsed);
-        } else if (options_.idempotency_key != key_header_format::none &&
-                   (!req.idempotent() || ctx.has_idempotency_key())) {
-            key = &ctx.idempotency_key();
-            keyed = true;
-        }
-        if (req.idempotent()) ctx.mark_idempotent();
-        const bool repeatable = req.idempotent() || keyed;
-        ctx.mark_repeatable(repeatable);
-
-        // 2. The attempt's limits: the context's, clamped to the deadline from
-        //    one clock reading, within the client's own.
-        check_not_negative(ctx.timeouts());
-        r.set_request_traits(keyed, repeatable);
-        if (ctx.stop_requested()) return not_started(r, transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK);
-        auto limits = ctx.limits_for_attempt();
-        if (!limits) return not_started(r, transport_status::deadline_exceeded, CURLE_OPERATION_TIMEDOUT);
-        limits->timeouts = limits->timeouts.tightened_by(options_.limits);
-
-        // 3. The transfer.
-        detail::blocking_transfer::run(s, req, *limits, ctx.clock(), key, ctx.stop_token(), options_, r);
-    }
+    void attempt(detail::handles& s, const request& req, basic_context<Clock>& ctx, response& r);
 
     // The sink and the limits are the transfer's for this call only.
     template <resil::clock Clock, class Sink>
@@ -333,5 +298,55 @@ private:
     client_options options_;
     std::unique_ptr<detail::handles> state_;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL client::client(client_options options) : options_(std::move(options)) {
+    throw_if_invalid("resil::curl::client", options_.validate());
+    state_ = std::make_unique<detail::handles>();
+    detail::setup::configure(*state_, options_);
+}
+
+RESIL_DECL client::~client() = default;
+
+template <resil::clock Clock>
+void client::attempt(detail::handles& s, const request& req, basic_context<Clock>& ctx, response& r) {
+    detail::response_access::clear(r);
+
+    // 1. Idempotency. The operation's key is sent with a non-idempotent
+    //    request; whether this attempt may be repeated is judged from this
+    //    request (not from earlier requests on the same context), and a key
+    //    counts only when it was sent.
+    const idempotency_key* key = nullptr;
+    bool keyed = false;
+    if (const auto own = req.header(options_.idempotency_key_header)) {
+        // The caller's own key is sent as is (the context holds it too when
+        // it is a UUID). A blank one would pass for a key and let an
+        // unsafe request be retried with nothing to deduplicate it.
+        if (unquote(*own).empty()) throw_empty_key(options_.idempotency_key_header);
+        keyed = true;
+        if (auto parsed = parse_key(*own))
+            if (!ctx.has_idempotency_key()) ctx.set_idempotency_key(*parsed);
+    } else if (options_.idempotency_key != key_header_format::none &&
+               (!req.idempotent() || ctx.has_idempotency_key())) {
+        key = &ctx.idempotency_key();
+        keyed = true;
+    }
+    if (req.idempotent()) ctx.mark_idempotent();
+    const bool repeatable = req.idempotent() || keyed;
+    ctx.mark_repeatable(repeatable);
+
+    // 2. The attempt's limits: the context's, clamped to the deadline from
+    //    one clock reading, within the client's own.
+    check_not_negative(ctx.timeouts());
+    r.set_request_traits(keyed, repeatable);
+    if (ctx.stop_requested()) return not_started(r, transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK);
+    auto limits = ctx.limits_for_attempt();
+    if (!limits) return not_started(r, transport_status::deadline_exceeded, CURLE_OPERATION_TIMEDOUT);
+    limits->timeouts = limits->timeouts.tightened_by(options_.limits);
+
+    // 3. The transfer.
+    detail::blocking_transfer::run(s, req, *limits, ctx.clock(), key, ctx.stop_token(), options_, r);
+}
+#endif
 
 }  // namespace resil::curl

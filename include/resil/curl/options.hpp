@@ -110,25 +110,29 @@ struct client_options {
     /// of control characters, the transport options valid (transport.hpp:
     /// every file they name readable now), the connections as
     /// connection_options::validate says.
-    [[nodiscard]] validation_result validate() const {
-        using std::chrono::milliseconds;
-        const milliseconds one{1};
-        if (auto bad = resil::detail::check_at_least("limits.connect", limits.connect, one)) return bad;
-        if (auto bad = resil::detail::check_at_least("limits.read", limits.read, one)) return bad;
-        if (auto bad = resil::detail::check_at_least("limits.total", limits.total, one)) return bad;
-        if (auto bad = resil::detail::check_at_least("max_body_bytes", max_body_bytes, std::size_t{1})) return bad;
-        if (auto bad = resil::detail::check_at_least("max_header_bytes", max_header_bytes, std::size_t{1})) return bad;
-        if (!detail::is_token(idempotency_key_header))
-            return detail::invalid_text("idempotency_key_header", "must be an HTTP token", idempotency_key_header);
-        if (!pushback_header.empty() && !detail::is_token(pushback_header))
-            return detail::invalid_text("pushback_header", "must be an HTTP token or empty", pushback_header);
-        for (const char c : user_agent)
-            if (detail::is_forbidden_in_value(c))
-                return detail::invalid_text("user_agent", "must hold no control character", user_agent);
-        if (auto bad = detail::validate_transport(tls, proxy, http_version, redirects)) return bad;
-        if (auto bad = connections.validate()) return bad->within("connections");
-        return std::nullopt;
-    }
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result client_options::validate() const {
+    using std::chrono::milliseconds;
+    const milliseconds one{1};
+    if (auto bad = resil::detail::check_at_least("limits.connect", limits.connect, one)) return bad;
+    if (auto bad = resil::detail::check_at_least("limits.read", limits.read, one)) return bad;
+    if (auto bad = resil::detail::check_at_least("limits.total", limits.total, one)) return bad;
+    if (auto bad = resil::detail::check_at_least("max_body_bytes", max_body_bytes, std::size_t{1})) return bad;
+    if (auto bad = resil::detail::check_at_least("max_header_bytes", max_header_bytes, std::size_t{1})) return bad;
+    if (!detail::is_token(idempotency_key_header))
+        return detail::invalid_text("idempotency_key_header", "must be an HTTP token", idempotency_key_header);
+    if (!pushback_header.empty() && !detail::is_token(pushback_header))
+        return detail::invalid_text("pushback_header", "must be an HTTP token or empty", pushback_header);
+    for (const char c : user_agent)
+        if (detail::is_forbidden_in_value(c))
+            return detail::invalid_text("user_agent", "must hold no control character", user_agent);
+    if (auto bad = detail::validate_transport(tls, proxy, http_version, redirects)) return bad;
+    if (auto bad = connections.validate()) return bad->within("connections");
+    return std::nullopt;
+}
+#endif
 
 }  // namespace resil::curl

@@ -32,6 +32,7 @@
 #include <utility>
 
 #include "../clock.hpp"
+#include "../detail/platform.hpp"
 #include "../rate_limit.hpp"
 #include "../retry_after.hpp"
 #include "detail/text.hpp"
@@ -207,9 +208,7 @@ public:
         return rate_limit(received_at_ ? *received_at_ : std::chrono::system_clock::now());
     }
     /// As rate_limit(), with resets measured from `now`.
-    [[nodiscard]] rate_limit_info rate_limit(std::chrono::system_clock::time_point now) const noexcept {
-        return read_rate_limit([this](std::string_view name) noexcept { return headers_.find(name); }, now);
-    }
+    [[nodiscard]] RESIL_DECL rate_limit_info rate_limit(std::chrono::system_clock::time_point now) const noexcept;
     /// The request carried an Idempotency-Key (added by the client or the caller).
     [[nodiscard]] bool carried_idempotency_key() const noexcept { return keyed_; }
     /// The request was idempotent or keyed: repeating it is harmless.
@@ -235,38 +234,12 @@ private:
     // (client::perform into a response, client::recycle) allocates only
     // when a reply outgrows them. Every other member is reset by assigning
     // a new response, so none can be forgotten here.
-    void clear_keeping_buffers() noexcept {
-        auto headers = std::move(headers_);
-        auto trailers = std::move(trailers_);
-        auto body = std::move(body_);
-        auto error = std::move(error_);
-        *this = response{};
-        headers_ = std::move(headers);
-        trailers_ = std::move(trailers);
-        body_ = std::move(body);
-        error_ = std::move(error);
-        headers_.clear();
-        trailers_.clear();
-        body_.clear();
-        error_.clear();
-    }
+    RESIL_DECL void clear_keeping_buffers() noexcept;
 
     // Hints matter only when an attempt failed: a 2xx is never retried, so
     // its fields are not searched (this runs for every response).
-    void read_server_hints(std::string_view pushback_header, std::chrono::system_clock::time_point now) noexcept {
-        retry_after_.reset();
-        pushback_.reset();
-        received_at_ = now;
-        if (status_ >= 200 && status_ <= 299) return;
-        if (auto value = headers_.find("Retry-After")) {
-            if (auto wait = parse_retry_after(*value, now)) retry_after_ = std::chrono::duration_cast<duration>(*wait);
-        }
-        if (!pushback_header.empty()) {
-            if (auto value = headers_.find(pushback_header)) {
-                if (auto ms = detail::parse_milliseconds(*value)) pushback_ = std::chrono::milliseconds{*ms};
-            }
-        }
-    }
+    RESIL_DECL void read_server_hints(std::string_view pushback_header,
+                                      std::chrono::system_clock::time_point now) noexcept;
 
     detail::field_store headers_;
     detail::field_store trailers_;
@@ -286,6 +259,44 @@ private:
     bool keyed_ = false;
     bool repeatable_ = false;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL rate_limit_info response::rate_limit(std::chrono::system_clock::time_point now) const noexcept {
+    return read_rate_limit([this](std::string_view name) noexcept { return headers_.find(name); }, now);
+}
+
+RESIL_DECL void response::clear_keeping_buffers() noexcept {
+    auto headers = std::move(headers_);
+    auto trailers = std::move(trailers_);
+    auto body = std::move(body_);
+    auto error = std::move(error_);
+    *this = response{};
+    headers_ = std::move(headers);
+    trailers_ = std::move(trailers);
+    body_ = std::move(body);
+    error_ = std::move(error);
+    headers_.clear();
+    trailers_.clear();
+    body_.clear();
+    error_.clear();
+}
+
+RESIL_DECL void response::read_server_hints(std::string_view pushback_header,
+                                           std::chrono::system_clock::time_point now) noexcept {
+    retry_after_.reset();
+    pushback_.reset();
+    received_at_ = now;
+    if (status_ >= 200 && status_ <= 299) return;
+    if (auto value = headers_.find("Retry-After")) {
+        if (auto wait = parse_retry_after(*value, now)) retry_after_ = std::chrono::duration_cast<duration>(*wait);
+    }
+    if (!pushback_header.empty()) {
+        if (auto value = headers_.find(pushback_header)) {
+            if (auto ms = detail::parse_milliseconds(*value)) pushback_ = std::chrono::milliseconds{*ms};
+        }
+    }
+}
+#endif
 
 namespace detail {
 

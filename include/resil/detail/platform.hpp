@@ -78,3 +78,30 @@
 #define RESIL_DETAIL_COLD
 #define RESIL_DETAIL_NOINLINE
 #endif
+
+// Header-only by default: every function is inline and compiled in each
+// translation unit that calls it. A program that defines
+// RESIL_SEPARATE_COMPILATION (for every translation unit, e.g. with
+// target_compile_definitions) compiles the heavy non-template functions, and
+// the steady-clock instantiations of the clock templates, once: in the one
+// translation unit that includes <resil/separate_compilation.hpp>; the others
+// see declarations only (docs/compile_time.md).
+//
+//   RESIL_DECL validation_result validate() const;   // in the class
+//   #if RESIL_DETAIL_BODIES
+//   RESIL_DECL validation_result retry_options::validate() const { ... }
+//   #endif
+#if defined(RESIL_SEPARATE_COMPILATION)
+#define RESIL_DECL
+#if defined(RESIL_DETAIL_SOURCE)
+#define RESIL_DETAIL_BODIES 1
+#define RESIL_DETAIL_EXTERN_TEMPLATES 0
+#else
+#define RESIL_DETAIL_BODIES 0
+#define RESIL_DETAIL_EXTERN_TEMPLATES 1
+#endif
+#else
+#define RESIL_DECL inline
+#define RESIL_DETAIL_BODIES 1
+#define RESIL_DETAIL_EXTERN_TEMPLATES 0
+#endif

@@ -32,7 +32,8 @@ inline std::uint64_t os_seed() noexcept {
     return seed;
 }
 
-inline jitter_engine& thread_jitter() {
+#if RESIL_DETAIL_BODIES
+RESIL_DECL jitter_engine& thread_jitter() {
     struct seeded {
         jitter_engine engine{os_seed()};
         std::uint64_t generation = fork_generation();
@@ -44,5 +45,6 @@ inline jitter_engine& thread_jitter() {
     }
     return state.engine;
 }
+#endif
 
 }  // namespace resil::detail

@@ -9,7 +9,11 @@
 //   }
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include "../detail/platform.hpp"
+
+#if RESIL_DETAIL_BODIES
+#include <nlohmann/json.hpp>  // join() quotes a key as JSON does
+#endif
 
 #include <cstddef>
 #include <initializer_list>
@@ -63,7 +67,10 @@ private:
 namespace detail {
 
 /// `path.key`, or `path["key with spaces"]` when the key is not an identifier.
-inline std::string join(std::string_view path, std::string_view key) {
+RESIL_DECL std::string join(std::string_view path, std::string_view key);
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL std::string join(std::string_view path, std::string_view key) {
     bool identifier = !key.empty() && !(key[0] >= '0' && key[0] <= '9');
     for (char c : key)
         identifier = identifier && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
@@ -71,6 +78,7 @@ inline std::string join(std::string_view path, std::string_view key) {
     const auto quoted = nlohmann::json(std::string(key)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     return concat({path, "[", quoted, "]"});
 }
+#endif
 
 /// Throws config_error(path, reason). Out of line and cold: the reader has
 /// dozens of error paths, each instantiated for every member and JSON type,

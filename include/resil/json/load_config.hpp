@@ -6,20 +6,37 @@
 //   // "triton.json: retry.max_attempts: must be in [1, 100], got 0"
 #pragma once
 
+#include <filesystem>
+#include <string_view>
+
+#include "../detail/platform.hpp"
+#include "error.hpp"
+#include "pipeline_config.hpp"
+
+#if RESIL_DETAIL_BODIES
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
 #include <fstream>
 #include <ios>
 #include <sstream>
-#include <string_view>
 
-#include "error.hpp"
 #include "parse.hpp"
-#include "pipeline_config.hpp"
 #include "read.hpp"
+#else
+// With RESIL_SEPARATE_COMPILATION, both are compiled once for nlohmann::json
+// (resil/json/separate_compilation.hpp): a file that only loads its
+// configuration does not parse nlohmann/json.hpp at all.
+#include <nlohmann/json_fwd.hpp>
+#endif
 
 namespace resil::json {
+
+#if !RESIL_DETAIL_BODIES
+template <class Json = nlohmann::json>
+[[nodiscard]] pipeline_config parse_config(std::string_view text);
+template <class Json = nlohmann::json>
+[[nodiscard]] pipeline_config load_config(const std::filesystem::path& file);
+#else
 
 // Both are templates (called as before: parse_config(text), load_config(file))
 // only so that a translation unit that includes this header without calling
@@ -47,5 +64,6 @@ template <class Json = nlohmann::json>
         throw config_error(e.path(), e.reason(), file.string());
     }
 }
+#endif
 
 }  // namespace resil::json

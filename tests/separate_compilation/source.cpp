@@ -1,0 +1,11 @@
+// The one translation unit of a separate-compilation program
+// (RESIL_SEPARATE_COMPILATION, docs/compile_time.md): resil's out-of-line
+// functions are compiled here, once, and every test file linked with it sees
+// their declarations only.
+#include <resil/separate_compilation.hpp>
+#if RESIL_TEST_WITH_CURL
+#include <resil/curl/separate_compilation.hpp>
+#endif
+#if RESIL_TEST_WITH_JSON
+#include <resil/json/separate_compilation.hpp>
+#endif
