@@ -199,7 +199,8 @@ sanitizer_build() {
     local dir="$1" flags="$2"
     cmake -S "$RESIL_ROOT" -B "$dir" \
         -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$flags" \
-        -DRESIL_WARNINGS_AS_ERRORS=ON -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF &&
+        -DRESIL_WARNINGS_AS_ERRORS=ON -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF \
+        -DRESIL_TEST_SEPARATE_COMPILATION=OFF &&
         resil_build "$dir"
 }
 
@@ -424,7 +425,7 @@ LIBCXX_CXX=clang++-19
 libcxx_build() {
     release_build "$BUILD/ci-libcxx" "$LIBCXX_CXX" -DCMAKE_CXX_FLAGS="-stdlib=libc++ -fexperimental-library" \
         -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_WITH_CURL=OFF -DRESIL_WITH_JSON=OFF -DRESIL_WITH_FMT=OFF \
-        -DRESIL_WITH_PROMETHEUS=OFF
+        -DRESIL_WITH_PROMETHEUS=OFF -DRESIL_TEST_SEPARATE_COMPILATION=OFF
 }
 
 # --- i. Windows ----------------------------------------------------------------
@@ -473,7 +474,8 @@ if ((!quick)); then
     run_step "d. consumer: add_subdirectory" consumer_add_subdirectory
     run_step "d. consumer: FetchContent (URL tarball)" consumer_fetch_content
     run_step "e. fuzz harnesses (clang libFuzzer, 15 s each)" fuzz_ci
-    run_step "f. g++ Release: build tests, examples" release_build "$BUILD/ci-gcc-release" g++
+    run_step "f. g++ Release: build tests, examples" release_build "$BUILD/ci-gcc-release" g++ \
+        -DRESIL_TEST_SEPARATE_COMPILATION=OFF
     run_step "f. g++ Release: ctest" run_ctest "$BUILD/ci-gcc-release"
     run_step "g. clang++ Release: build tests, examples" release_build "$BUILD/ci-clang-release" clang++
     run_step "g. clang++ Release: ctest" run_ctest "$BUILD/ci-clang-release"
