@@ -105,9 +105,9 @@ enum class http_version : std::uint8_t {
 /// gets the 3xx as it is, whatever the status — an operation that may not be
 /// repeated reaches a server at most once. What a followed redirect sends
 /// (RFC 9110 §15.4): 301, 302, 307 and 308 the same method and body; 303 a
-/// GET without the body for a GET, HEAD or POST, and a 303 to any other
-/// method is returned as it is (libcurl would keep that method and drop the
-/// body). docs/curl.md, "Redirects", has the table.
+/// GET without the body after a GET or POST (a HEAD stays a HEAD), and a 303
+/// to any other method is returned as it is (libcurl would keep that method
+/// and drop the body). docs/curl.md, "Redirects", has the table.
 struct redirect_options {
     /// How many redirects one attempt follows; 0 (the default) follows none
     /// and returns the 3xx as it is. Only http:// and https:// targets are
