@@ -219,6 +219,44 @@ TEST_CASE("curl allocations: keyed POSTs, a 100 kB chunked body and 503s with hi
     CHECK(r.body() == "busy\n");
 }
 
+TEST_CASE("curl allocations: redirects switched on and off per request allocate nothing") {
+    if (!resil_test::counting_allocations) {
+        SUCCEED("this build's runtime owns operator new; nothing to count");
+        return;
+    }
+    resil_test::nginx_server nginx{R"(
+        location /ok    { return 200 "hello\n"; }
+        location /moved { return 302 /ok; }
+        location /other { return 303 /ok; }
+    )"};
+    // An unkeyed POST may not be repeated: it never follows (its 303 is the
+    // answer), a GET does; the client's redirect options change every request.
+    client http({.idempotency_key = resil::curl::key_header_format::none, .redirects = {.max = 2}});
+    const auto get = request::get(nginx.url("/moved"));
+    const auto post = request::post(nginx.url("/other"), "x");
+    response r = http.perform(get);
+    REQUIRE(r.ok());
+    REQUIRE(http.perform(post, r).status() == 303);
+
+    std::array<seen, rounds * 2> got{};
+    const auto before = allocations_now();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        resil::context ctx;
+        ctx.set_timeouts({.connect = 1s, .read = 1s, .total = 2s});
+        const auto& same = http.perform(i % 2 ? post : get, ctx, r);
+        got[i] = {same.status(), same.body().size(), same.carried_idempotency_key(), false, false};
+    }
+    const auto allocated = allocations_now() - before;
+
+    CHECK(allocated == 0);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        CAPTURE(i);
+        if (i % 2) CHECK(got[i].status == 303);
+        else CHECK((got[i].status == 200 && got[i].body_size == 6));
+        CHECK_FALSE(got[i].keyed);
+    }
+}
+
 TEST_CASE("curl allocations: a refused connection, reported in a reused response, allocates nothing") {
     if (!resil_test::counting_allocations) {
         SUCCEED("this build's runtime owns operator new; nothing to count");

@@ -220,6 +220,18 @@ TEST_CASE("curl transport: missing or unreadable files are an error at construct
           "resil::curl::client: `redirects.max` must be in [0, 50], got 51");
     CHECK(construction_error({.redirects = {.max = -1}}) ==
           "resil::curl::client: `redirects.max` must be in [0, 50], got -1");
+    CHECK(construction_error({.redirects = {.allow_https_to_http = true}}) ==
+          "resil::curl::client: `redirects.allow_https_to_http` must be false while max is 0 (redirects off), got "
+          "true");
+    CHECK(construction_error({.redirects = {.max = 1, .allow_https_to_http = true}}) == "no error");
+    CHECK(construction_error({.tls = {.minimum_version = static_cast<resil::curl::tls_version>(7)}}) ==
+          "resil::curl::client: `tls.minimum_version` must be library_default, tls1_2 or tls1_3, got 7");
+    for (const char* hostless : {"http://:3128", "https://user:pw@:3128", "http://:3128/path"})
+        CHECK(construction_error({.proxy = {.url = hostless}}) ==
+              "resil::curl::client: `proxy.url` must be empty or an http:// or https:// URL with a host, got \"" +
+                  std::string(hostless) + "\"");
+    CHECK(construction_error({.proxy = {.url = "http://[::1]:3128"}}) == "no error");
+    CHECK(construction_error({.proxy = {.url = "http://u:p@proxy:3128"}}) == "no error");
     // Files that exist are fine.
     CHECK(construction_error({.tls = {.ca_file = pki.path("ca.pem"), .ca_directory = pki.directory()}}) == "no error");
 }
@@ -324,7 +336,7 @@ TEST_CASE("curl transport: through tinyproxy — plain requests, CONNECT tunnels
     }
 }
 
-TEST_CASE("curl transport: redirects — off by default, followed when on, POST kept, too many refused") {
+TEST_CASE("curl transport: redirects — off by default, followed when on, a keyed POST kept, too many refused") {
     resil_test::nginx_server nginx{R"(
         location = /r1 { return 302 /r2; }
         location = /r2 { return 302 /final; }
@@ -370,10 +382,10 @@ TEST_CASE("curl transport: redirects — off by default, followed when on, POST 
         CHECK(r.body().starts_with("POST payload key=\""));
         CHECK(r.carried_idempotency_key());
     }
-    SECTION("a POST redirected with 301 or 303 stays a POST") {
+    SECTION("a keyed POST stays a POST across 301; a 303 makes it a GET without its body (RFC 9110 §15.4.4)") {
         client http({.limits = quick, .redirects = {.max = 2}});
-        CHECK(http.perform(request::post(nginx.url("/moved"), "a")).body().starts_with("POST a key="));
-        CHECK(http.perform(request::post(nginx.url("/see-other"), "b")).body().starts_with("POST b key="));
+        CHECK(http.perform(request::post(nginx.url("/moved"), "a")).body().starts_with("POST a key=\""));
+        CHECK(http.perform(request::post(nginx.url("/see-other"), "b")).body().starts_with("GET  key=\""));
     }
     SECTION("the final response's trailers stay trailers after a redirect") {
         client http({.limits = quick, .redirects = {.max = 2}});
@@ -400,6 +412,157 @@ TEST_CASE("curl transport: redirects — off by default, followed when on, POST 
         CHECK(resil::curl::classify(r).verdict == verdict::permanent);
         client more({.limits = quick, .redirects = {.max = 3}});
         CHECK(more.perform(request::get(nginx.url("/h1"))).body() == "GET  key=");
+    }
+}
+
+TEST_CASE("curl transport: a redirect never sends a request that may not be repeated a second time") {
+    // Each hop's requests counted where they arrive.
+    resil_test::fault_server server;
+    const auto redirect = [](int status) {
+        return resil_test::action::respond(status, "see /final", {{"Location", "/final"}});
+    };
+    for (const int s : {301, 302, 303, 307, 308}) server.on("/s" + std::to_string(s), {redirect(s)});
+    server.on("/final", {resil_test::action::respond(200, "final")});
+    const auto at = [&](int s) { return server.url("/s" + std::to_string(s)); };
+
+    SECTION("an unkeyed POST: every 3xx comes back as it is, exactly one request reached the server") {
+        client http({.limits = quick, .idempotency_key = resil::curl::key_header_format::none,
+                     .redirects = {.max = 3}});
+        for (const int s : {301, 302, 303, 307, 308}) {
+            INFO(s);
+            int attempts = 0;
+            const auto out = with_retries(http, [&] { return request::post(at(s), "pay"); }, attempts);
+            REQUIRE(out.has_value());
+            INFO(out->error_message());
+            CHECK(out->transport() == transport_status::completed);
+            CHECK(out->status() == s);
+            CHECK(out->header("Location") == "/final");
+            CHECK(out->body() == "see /final");
+            CHECK_FALSE(out->repeatable());
+            CHECK(attempts == 1);
+            CHECK(server.requests("/s" + std::to_string(s)).size() == 1);
+        }
+        CHECK(server.requests("/final").empty());
+        CHECK(server.requests().size() == 5);
+    }
+    SECTION("a keyed POST: 307 and 308 send it again as it was (method, body, key) to the Location") {
+        client http({.limits = quick, .redirects = {.max = 3}});
+        for (const int s : {307, 308}) {
+            INFO(s);
+            const auto r = http.perform(request::post(at(s), "pay"));
+            INFO(r.error_message());
+            REQUIRE(r.ok());
+            CHECK(r.body() == "final");
+            CHECK(r.carried_idempotency_key());
+        }
+        const auto first = server.requests("/s307");
+        const auto landed = server.requests("/final");
+        REQUIRE(first.size() == 1);
+        REQUIRE(landed.size() == 2);
+        CHECK(landed[0].method == "POST");
+        CHECK(landed[0].body == "pay");
+        REQUIRE(first[0].header("Idempotency-Key"));
+        CHECK(landed[0].header("Idempotency-Key") == first[0].header("Idempotency-Key"));
+        CHECK(landed[1].method == "POST");
+        CHECK(landed[1].body == "pay");
+    }
+    SECTION("the caller's own key makes a POST repeatable too, with key_header_format::none") {
+        client http({.limits = quick, .idempotency_key = resil::curl::key_header_format::none,
+                     .redirects = {.max = 3}});
+        const auto r = http.perform(request::post(at(307), "pay").add_header("Idempotency-Key", "\"mine\""));
+        REQUIRE(r.ok());
+        const auto landed = server.requests("/final");
+        REQUIRE(landed.size() == 1);
+        CHECK(landed[0].header("Idempotency-Key") == "\"mine\"");
+        CHECK(landed[0].body == "pay");
+    }
+    SECTION("a keyed POST answered 301 or 302 stays a POST; 303 (processed: see other) is a GET without body") {
+        client http({.limits = quick, .redirects = {.max = 3}});
+        for (const int s : {301, 302}) REQUIRE(http.perform(request::post(at(s), "pay")).ok());
+        const auto r = http.perform(request::post(at(303), "pay"));
+        REQUIRE(r.ok());
+        CHECK(r.body() == "final");
+        const auto landed = server.requests("/final");
+        REQUIRE(landed.size() == 3);
+        CHECK(landed[0].method == "POST");
+        CHECK(landed[0].body == "pay");
+        CHECK(landed[1].method == "POST");
+        CHECK(landed[1].body == "pay");
+        CHECK(landed[2].method == "GET");
+        CHECK(landed[2].body.empty());
+        CHECK(server.requests("/s303").size() == 1);
+    }
+    SECTION("PUT and DELETE follow 307 as they are; their 303 is returned as it is (libcurl would keep the method)") {
+        client http({.limits = quick, .redirects = {.max = 3}});
+        const auto put = http.perform(request::put(at(307), "v"));
+        REQUIRE(put.ok());
+        for (const auto& req : {request::put(at(303), "v"), request::delete_(at(303))}) {
+            const auto r = http.perform(req);
+            INFO(r.error_message());
+            CHECK(r.transport() == transport_status::completed);
+            CHECK(r.status() == 303);
+            CHECK(r.header("Location") == "/final");
+            CHECK(resil::curl::classify(r).verdict == verdict::success);
+        }
+        const auto landed = server.requests("/final");
+        REQUIRE(landed.size() == 1);
+        CHECK(landed[0].method == "PUT");
+        CHECK(landed[0].body == "v");
+        CHECK(server.requests("/s303").size() == 2);
+        // The client goes on normally afterwards.
+        CHECK(http.perform(request::get(at(303))).body() == "final");
+    }
+}
+
+TEST_CASE("curl transport: an https:// request never follows a redirect to http:// unless allowed") {
+    resil_test::tls_files pki;
+    resil_test::fault_server plain;
+    plain.on("/pay", {resil_test::action::respond(200, "cleartext")});
+    resil_test::nginx_server nginx{tls_server(pki, "server", "location = /down { return 307 " + plain.url("/pay") +
+                                                                 "; }\nlocation = /hop { return 302 /ok; }"),
+                                   "", "ssl"};
+    const client_options base{.limits = quick, .tls = {.ca_file = pki.path("ca.pem")}, .redirects = {.max = 2}};
+
+    SECTION("refused before connecting: invalid_request, permanent, nothing reached the http server") {
+        client http(base);
+        int attempts = 0;
+        const auto out = with_retries(http, [&] { return request::post(https(nginx, "/down"), "secret"); }, attempts);
+        REQUIRE(out.has_value());
+        INFO(out->error_message());
+        CHECK(out->transport() == transport_status::invalid_request);
+        CHECK(out->curl_code() == CURLE_UNSUPPORTED_PROTOCOL);
+        CHECK(out->error_message().starts_with("a redirect to a disallowed scheme was not followed"));
+        CHECK(out.verdict() == verdict::permanent);
+        CHECK(attempts == 1);
+        CHECK(http.perform(request::get(https(nginx, "/down"))).transport() == transport_status::invalid_request);
+        CHECK(plain.requests().empty());
+        CHECK(plain.connections() == 0);
+        // https to https is followed, on the same client.
+        const auto hop = http.perform(request::get(https(nginx, "/hop")));
+        REQUIRE(hop.ok());
+        CHECK(hop.header("X-Origin") == "nginx");
+    }
+    SECTION("an http:// request may be redirected to https://") {
+        plain.on("/up", {resil_test::action::respond(302, "", {{"Location", https(nginx, "/ok")}})});
+        client http(base);
+        const auto r = http.perform(request::get(plain.url("/up")));
+        INFO(r.error_message());
+        REQUIRE(r.ok());
+        CHECK(r.header("X-Origin") == "nginx");
+        // ... and after it an https:// request is held to https:// again.
+        CHECK(http.perform(request::get(https(nginx, "/down"))).transport() == transport_status::invalid_request);
+        CHECK(plain.requests("/pay").empty());
+    }
+    SECTION("redirects.allow_https_to_http lets it through") {
+        auto options = base;
+        options.redirects.allow_https_to_http = true;
+        client http(options);
+        const auto r = http.perform(request::post(https(nginx, "/down"), "secret"));
+        INFO(r.error_message());
+        REQUIRE(r.ok());
+        CHECK(r.body() == "cleartext");
+        REQUIRE(plain.requests("/pay").size() == 1);
+        CHECK(plain.requests("/pay")[0].body == "secret");
     }
 }
 
@@ -525,6 +688,7 @@ TEST_CASE("curl transport: which of libcurl's resends are let through (capture::
     }
     SECTION("a redirect libcurl follows is a new request, not a resend") {
         t.follows_redirects = true;
+        t.repeatable = true;
         t.max_header_bytes = 1 << 16;
         t.start(r, true);
         CHECK(capture::may_send(t, "10.0.0.1", 80, 40000));
@@ -541,6 +705,34 @@ TEST_CASE("curl transport: which of libcurl's resends are let through (capture::
         CHECK(r.header("X-A") == "1");
         CHECK(r.trailers().find("X-T") == "2");
     }
+    SECTION("a redirect of a request that may not be repeated is refused: the 3xx is the answer") {
+        t.follows_redirects = true;
+        t.repeatable = false;
+        t.max_header_bytes = 1 << 16;
+        t.start(r, true);
+        CHECK(capture::may_send(t, "10.0.0.1", 80, 40000));
+        for (const char* line : {"HTTP/1.1 307 Temporary Redirect\r\n", "Location: /next\r\n", "\r\n"})
+            CHECK(capture::header_line(t, line));
+        CHECK_FALSE(capture::may_send(t, "10.0.0.1", 80, 40000));
+        CHECK(t.redirect_refused);
+        CHECK_FALSE(t.replay_refused);
+        CHECK(t.sends == 1);
+        CHECK(r.header("Location") == "/next");
+    }
+    SECTION("a 303 libcurl would follow with another method than GET (PUT, DELETE, ...) is refused") {
+        t.follows_redirects = true;
+        t.repeatable = true;
+        t.max_header_bytes = 1 << 16;
+        for (const bool as_get : {true, false}) {
+            t.see_other_as_get = as_get;
+            t.start(r, true);
+            CHECK(capture::may_send(t, "10.0.0.1", 80, 40000));
+            for (const char* line : {"HTTP/1.1 303 See Other\r\n", "Location: /next\r\n", "\r\n"})
+                CHECK(capture::header_line(t, line));
+            CHECK(capture::may_send(t, "10.0.0.1", 80, 40000) == as_get);
+            CHECK(t.redirect_refused == !as_get);
+        }
+    }
 }
 
 TEST_CASE("curl transport: the description of a default client") {
@@ -549,5 +741,7 @@ TEST_CASE("curl transport: the description of a default client") {
           "tls verified (system CA store), minimum library default; proxy none set (libcurl reads "
           "http_proxy/https_proxy/no_proxy from the environment); HTTP/2 over TLS (ALPN, else HTTP/1.1); "
           "redirects off");
-    CHECK(resil::curl::describe({.redirects = {.max = 3}}).ends_with("; redirects up to 3 (POST kept)"));
+    CHECK(resil::curl::describe({.redirects = {.max = 3}}).ends_with("; redirects up to 3 (repeatable requests only)"));
+    CHECK(resil::curl::describe({.redirects = {.max = 3, .allow_https_to_http = true}})
+              .ends_with("; redirects up to 3 (repeatable requests only, HTTPS TO HTTP ALLOWED)"));
 }

@@ -70,8 +70,12 @@ namespace resil::curl {
     }
     out += "; ";
     out += to_string(options.http_version);
-    out += options.redirects.max > 0 ? "; redirects up to " + std::to_string(options.redirects.max) + " (POST kept)"
-                                     : std::string("; redirects off");
+    if (options.redirects.max > 0) {
+        out += "; redirects up to " + std::to_string(options.redirects.max) + " (repeatable requests only";
+        out += options.redirects.allow_https_to_http ? ", HTTPS TO HTTP ALLOWED)" : ")";
+    } else {
+        out += "; redirects off";
+    }
     return out;
 }
 

@@ -13,7 +13,8 @@
 // missing or unreadable CA file, CA directory, certificate, key or pinned
 // key file is a std::invalid_argument naming the file, not a failure on the
 // first request. An option this libcurl cannot honour (no HTTP/2, no HTTPS
-// proxy support) is refused at construction too.
+// proxy support) is refused at construction too, with a std::runtime_error
+// naming the libcurl option.
 #pragma once
 
 #include <curl/curl.h>
@@ -97,21 +98,41 @@ enum class http_version : std::uint8_t {
     http2_prior_knowledge,  ///< HTTP/2 without asking, also on http:// (h2c): only for servers known to speak it
 };
 
-/// Following redirects (CURLOPT_FOLLOWLOCATION, CURLOPT_MAXREDIRS).
+/// Following redirects (CURLOPT_FOLLOWLOCATION, CURLOPT_MAXREDIRS,
+/// CURLOPT_POSTREDIR, CURLOPT_REDIR_PROTOCOLS_STR). Following one sends the
+/// request again, to the Location, so only a request that may be repeated
+/// (idempotent, or carrying an idempotency key) follows; one that may not
+/// gets the 3xx as it is, whatever the status — an operation that may not be
+/// repeated reaches a server at most once. What a followed redirect sends
+/// (RFC 9110 §15.4): 301, 302, 307 and 308 the same method and body; 303 a
+/// GET without the body after a GET or POST (a HEAD stays a HEAD), and a 303
+/// to any other method is returned as it is (libcurl would keep that method
+/// and drop the body). docs/curl.md, "Redirects", has the table.
 struct redirect_options {
     /// How many redirects one attempt follows; 0 (the default) follows none
-    /// and returns the 3xx as it is. When on, a POST stays a POST with its
-    /// body across 301, 302 and 303 (CURLOPT_POSTREDIR = CURL_REDIR_POST_ALL)
-    /// and only http:// and https:// targets are followed. One more redirect
-    /// than `max` ends the attempt with transport_status::invalid_request
-    /// (CURLE_TOO_MANY_REDIRECTS, permanent). At most 50.
+    /// and returns the 3xx as it is. Only http:// and https:// targets are
+    /// followed. One more redirect than `max` ends the attempt with
+    /// transport_status::invalid_request (CURLE_TOO_MANY_REDIRECTS,
+    /// permanent). At most 50.
     int max = 0;
+
+    /// Off (the default): a request to an https:// URL follows https://
+    /// redirects only, since an http:// one would carry its body, its
+    /// idempotency key and every header (API keys) in cleartext; such a
+    /// redirect ends the attempt with transport_status::invalid_request
+    /// (CURLE_UNSUPPORTED_PROTOCOL, permanent), nothing sent to it. Only
+    /// with `max` > 0.
+    bool allow_https_to_http = false;
 
     static constexpr int max_allowed = 50;
 
-    /// The first invalid field: `max` in [0, 50].
+    /// The first invalid field: `max` in [0, 50]; `allow_https_to_http` only
+    /// with `max` > 0 (else it would do nothing).
     [[nodiscard]] validation_result validate() const {
-        return resil::detail::check_in_range("max", max, 0, max_allowed);
+        if (auto bad = resil::detail::check_in_range("max", max, 0, max_allowed)) return bad;
+        if (allow_https_to_http && max == 0)
+            return invalid_option{"allow_https_to_http", "must be false while max is 0 (redirects off), got true"};
+        return std::nullopt;
     }
 };
 
@@ -181,6 +202,17 @@ namespace detail {
     return url.size() > scheme.size() && iequals(url.substr(0, scheme.size()), scheme);
 }
 
+// "scheme://[user[:password]@]host[:port][/...]" names a host: the authority,
+// past its user part, does not start with the port's ':' ("http://:3128").
+[[nodiscard]] inline bool has_host(std::string_view url) noexcept {
+    const auto scheme_end = url.find("://");
+    if (scheme_end == std::string_view::npos) return false;
+    auto authority = url.substr(scheme_end + 3);
+    authority = authority.substr(0, authority.find_first_of("/?#"));
+    if (const auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+    return !authority.empty() && authority.front() != ':';
+}
+
 // "`field` must be <what>, got "<text>"", out of line and cold as every refusal.
 [[nodiscard]] RESIL_DETAIL_COLD inline invalid_option must_be(std::string_view field, std::string_view what,
                                                                std::string_view text) {
@@ -211,6 +243,15 @@ inline validation_result tls_options::validate() const {
     } else if (auto bad = file("pinned_public_key", pinned_public_key)) {
         return bad;
     }
+    switch (minimum_version) {
+        case tls_version::library_default:
+        case tls_version::tls1_2:
+        case tls_version::tls1_3: break;
+        default:
+            return invalid_option{"minimum_version",
+                                  resil::detail::concat({"must be library_default, tls1_2 or tls1_3, got ",
+                                                         std::to_string(static_cast<int>(minimum_version))})};
+    }
     return std::nullopt;
 }
 
@@ -218,7 +259,7 @@ inline validation_result proxy_options::validate() const {
     if (!url.empty()) {
         const bool http = detail::starts_with_scheme(url, "http://");
         const bool https = detail::starts_with_scheme(url, "https://");
-        if ((!http && !https) || detail::has_control_or_space(url))
+        if ((!http && !https) || detail::has_control_or_space(url) || !detail::has_host(url))
             return detail::must_be("url", "empty or an http:// or https:// URL with a host", url);
     }
     if (detail::has_control(no_proxy))
@@ -252,14 +293,16 @@ namespace detail {
     return std::nullopt;
 }
 
+// Not std::invalid_argument: the options are valid, this libcurl cannot
+// honour them (as connection_setup's refusals).
 [[noreturn]] RESIL_DETAIL_COLD inline void throw_transport_refused(const char* option, std::string_view why,
                                                                   CURLcode result) {
-    throw std::invalid_argument(resil::detail::concat({"resil::curl::client: this libcurl refused ", option, " (",
+    throw std::runtime_error(resil::detail::concat({"resil::curl::client: this libcurl refused ", option, " (",
                                                        why, "): ", curl_easy_strerror(result)}));
 }
 
 /// Sets the transport options on a new easy handle, once. Throws
-/// std::invalid_argument naming the option when libcurl refuses one (e.g. a
+/// std::runtime_error naming the option when libcurl refuses one (e.g. a
 /// libcurl built without HTTP/2 or without HTTPS-proxy support), so the
 /// client is never made with an option silently missing.
 inline void apply_transport(CURL* e, const tls_options& tls, const proxy_options& proxy, http_version version,
@@ -326,11 +369,16 @@ inline void apply_transport(CURL* e, const tls_options& tls, const proxy_options
             break;
     }
 
-    // Redirects: off unless asked; when on, a POST is never turned into a GET.
+    // Redirects: off unless asked. Whether a request follows them, and to
+    // which schemes, is set per request (detail/redirect_setup.hpp). A POST
+    // stays a POST across 301 and 302 (RFC 9110 allows either; a silent GET
+    // would answer for an operation never carried out) and becomes a GET on
+    // a 303, as RFC 9110 §15.4.4 requires.
     set(CURLOPT_FOLLOWLOCATION, redirects.max > 0 ? 1L : 0L, "CURLOPT_FOLLOWLOCATION", "redirects.max");
     if (redirects.max > 0) {
         set(CURLOPT_MAXREDIRS, static_cast<long>(redirects.max), "CURLOPT_MAXREDIRS", "redirects.max");
-        set(CURLOPT_POSTREDIR, long{CURL_REDIR_POST_ALL}, "CURLOPT_POSTREDIR", "redirects.max");
+        set(CURLOPT_POSTREDIR, long{CURL_REDIR_POST_301 | CURL_REDIR_POST_302}, "CURLOPT_POSTREDIR",
+            "redirects.max");
     }
 }
 

@@ -82,7 +82,7 @@ struct blocking_transfer {
         CURLM* m = s.multi;
         s.error[0] = '\0';
 
-        const auto set = setup::request_options(s, req, t, key, options);
+        const auto set = setup::request_options(s, req, t, key, r.repeatable(), options);
         if (set.result != CURLE_OK) return refused(r, set.result, set.failed);
         s.fresh_connection_next = false;
 

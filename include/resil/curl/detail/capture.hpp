@@ -53,11 +53,16 @@ struct transfer_state {
     long connects_at_send = 0;        ///< CURLINFO_NUM_CONNECTS at the last send
     std::size_t received_at_send = 0; ///< `received` at the last send
     unsigned refused_resends = 0;     ///< sends repeated because the server refused the stream unprocessed
+    bool redirect_refused = false;    ///< a redirect's send was refused: the 3xx is the answer
+
+    // Set per request (detail/redirect_setup.hpp), before start().
+    bool follows_redirects = false;     ///< libcurl follows this request's redirects
+    bool repeatable = false;            ///< the request is idempotent or keyed: a redirect may send it again
+    bool see_other_as_get = true;       ///< libcurl sends a 303's follow-up as a GET (GET, HEAD, POST)
 
     // Set once per handle (setup::configure), kept across transfers.
     CURL* easy = nullptr;               ///< asked, when libcurl is about to send, how many connections it opened
     const char* error_text = nullptr;   ///< the handle's CURLOPT_ERRORBUFFER
-    bool follows_redirects = false;     ///< client_options::redirects.max > 0
     /// The connection the last HTTP/2 response came over: a resend after a
     /// send on it can only be a refused stream (see may_send).
     struct connection_id {
@@ -91,6 +96,7 @@ struct transfer_state {
         connects_at_send = 0;
         received_at_send = 0;
         refused_resends = 0;
+        redirect_refused = false;
     }
 };
 
@@ -204,12 +210,19 @@ struct capture {
     /// the send, libcurl reported no error, and the send went over a new
     /// connection (libcurl resends after a send on a new connection only for
     /// REFUSED_STREAM or HTTP_1_1_REQUIRED) or over a connection known to be
-    /// HTTP/2 (where a dead connection always leaves an error text).
+    /// HTTP/2 (where a dead connection always leaves an error text). A
+    /// redirect is sent only for a repeatable request, and a 303 only when
+    /// libcurl turns it into a GET; otherwise the 3xx ends the transfer as
+    /// its answer (redirect_refused).
     static bool may_send(transfer_state& t, const char* primary_ip, long primary_port, long local_port) noexcept {
         long connects = 0;
         if (t.easy) curl_easy_getinfo(t.easy, CURLINFO_NUM_CONNECTS, &connects);
         const bool first = t.sends == 0;
         const bool redirect = t.redirect_pending;
+        if (redirect && (!t.repeatable || (t.block_status == 303 && !t.see_other_as_get))) {
+            t.redirect_refused = true;
+            return false;
+        }
         const bool refused_stream = !first && !redirect && t.resend_means_refused &&
                                     t.received == t.received_at_send && t.error_text && t.error_text[0] == '\0';
         ++t.sends;

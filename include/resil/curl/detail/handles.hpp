@@ -48,6 +48,8 @@ struct applied_options {
     long total_ms = -1;
     const curl_slist* headers = nullptr;
     bool fresh_connect = false;
+    long follow_location = -1;                 ///< CURLOPT_FOLLOWLOCATION (detail/redirect_setup.hpp)
+    const char* redirect_protocols = nullptr;  ///< CURLOPT_REDIR_PROTOCOLS_STR, a redirect_setup literal
 
     /// Forgets everything: after a failed setopt, libcurl's state is unknown.
     void forget() { *this = applied_options{}; }

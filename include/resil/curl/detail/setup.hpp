@@ -21,6 +21,7 @@
 #include "capture.hpp"
 #include "connection_setup.hpp"
 #include "handles.hpp"
+#include "redirect_setup.hpp"
 
 namespace resil::curl::detail {
 
@@ -57,7 +58,7 @@ struct setup {
         curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);
 #endif
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, redirect_setup::any_web_scheme);  // narrowed per request
         // Header lines are collected as they arrive rather than through
         // curl_easy_nextheader afterwards: limits, trailers and a too-large
         // Content-Length must be acted on before the body is read.
@@ -79,7 +80,6 @@ struct setup {
         s.transfer.max_header_bytes = options.max_header_bytes;
         s.transfer.easy = e;
         s.transfer.error_text = s.error.data();
-        s.transfer.follows_redirects = options.redirects.max > 0;
         // A proxy's answer to CONNECT is not the server's response: its head
         // must not be taken for the final one (nor counted as an answer).
         curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
@@ -221,12 +221,15 @@ struct setup {
     /// Sets everything one transfer of `req` needs; the first option libcurl
     /// refused is in the result (then nothing may be sent, and every option
     /// is set anew next time: what libcurl holds is no longer known).
+    /// `repeatable`: the request is idempotent or keyed (redirect_setup).
     static option_setter request_options(handles& s, const request& req, const resil::timeouts& t,
-                                         const idempotency_key* key, const client_options& options) {
+                                         const idempotency_key* key, bool repeatable,
+                                         const client_options& options) {
         option_setter set{s.easy};
         set_url_and_timeouts(s, req, t, set);
         set_method(s, req, set);
         set_headers(s, req, t, key, options, set);
+        redirect_setup::request_options(s, req, repeatable, options, set);
         connection_setup::request_options(s.connections, req, set);
         if (set.result != CURLE_OK) s.applied.forget();
         return set;

@@ -100,6 +100,14 @@ struct transfer_result {
                     fail(transport_status::headers_too_large, code, "the header fields exceed max_header_bytes");
                 } else if (t.malformed) {
                     fail(transport_status::protocol_error, code, "a header line holds CR or NUL (RFC 9110 §5.5)");
+                } else if (t.redirect_refused) {
+                    // The redirect would have sent the request again (capture::may_send):
+                    // its 3xx is the answer, whose body libcurl skipped.
+                    A::code(r) = CURLE_OK;
+                    A::transport(r) = transport_status::completed;
+                    A::status(r) = t.block_status;
+                } else if (code == CURLE_UNSUPPORTED_PROTOCOL && t.redirect_pending) {
+                    disallowed_redirect(s, r, code);
                 } else if (t.stream.done) {
                     A::code(r) = CURLE_OK;  // the sink has what it needs: a whole answer to the caller
                     A::transport(r) = transport_status::completed;
@@ -135,6 +143,18 @@ struct transfer_result {
         if (A::status(r) == 421 || A::status(r) == 408) s.fresh_connection_next = true;
         if (A::status(r) != 0 && (A::status(r) < 200 || A::status(r) > 299))
             A::read_server_hints(r, options.pushback_header, std::chrono::system_clock::now());
+    }
+
+    // libcurl refused the Location's scheme before connecting to it: an
+    // https:// request redirected to http:// (redirects.allow_https_to_http
+    // off), or to a scheme other than http(s). A failure path: may allocate.
+    RESIL_DETAIL_COLD static void disallowed_redirect(const handles& s, response& r, CURLcode code) {
+        A::transport(r) = transport_status::invalid_request;
+        A::code(r) = code;
+        std::string& error = A::error(r);
+        error = "a redirect to a disallowed scheme was not followed (an https:// request follows https:// "
+                "redirects only, unless redirects.allow_https_to_http): ";
+        error += s.error[0] != '\0' ? s.error.data() : curl_easy_strerror(code);
     }
 
     // The first-byte rule (resil/curl/streaming.hpp): once the sink got a
@@ -213,7 +233,7 @@ struct transfer_result {
                 return transport_status::other_error;
             case CURLE_FILESIZE_EXCEEDED: return transport_status::body_too_large;
             case CURLE_UNSUPPORTED_PROTOCOL:
-                // A redirect to a scheme other than http(s) is refused before it is followed.
+                // A redirect to a disallowed scheme is refused before it is followed.
                 if (t.redirect_pending) return transport_status::invalid_request;
                 [[fallthrough]];
             case CURLE_BAD_FUNCTION_ARGUMENT:
