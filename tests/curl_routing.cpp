@@ -140,6 +140,23 @@ TEST_CASE("curl routing: a pin holds for the URL's host and port only, not for a
           "a [::1]:9\n");
 }
 
+TEST_CASE("curl routing: a client keeps at most 4 idle connections, as docs/curl.md says") {
+    std::vector<std::unique_ptr<resil_test::nginx_server>> replicas;
+    for (int i = 0; i < 5; ++i) replicas.push_back(std::make_unique<resil_test::nginx_server>(replica_a));
+    client http({.limits = quick});
+    const auto to = [&](std::size_t i) {
+        return request::get("http://service.test/").connect_to({"127.0.0.1", replicas[i]->port()});
+    };
+    // Four replicas in turn: every connection stays.
+    for (std::size_t i = 0; i < 4; ++i) CHECK_FALSE(http.perform(to(i)).timings().reused_connection);
+    for (std::size_t i = 0; i < 4; ++i) CHECK(http.perform(to(i)).timings().reused_connection);
+    // A fifth closes the oldest idle one (replica 0's): libcurl's cache
+    // holds 4 per easy handle, and a client has one.
+    CHECK_FALSE(http.perform(to(4)).timings().reused_connection);
+    CHECK(http.perform(to(3)).timings().reused_connection);
+    CHECK_FALSE(http.perform(to(0)).timings().reused_connection);
+}
+
 TEST_CASE("curl routing: a pinned HTTPS request verifies the URL's name, not the replica's address") {
     resil_test::self_signed_tls tls{"service.test"};
     resil_test::tls_nginx nginx{tls, R"(location / { return 200 "$http_host $ssl_server_name\n"; })"};

@@ -140,9 +140,10 @@ public:
     /// Sends the request to one chosen replica: the connection goes to
     /// `target` (CURLOPT_CONNECT_TO, ahead of client_options::connections.
     /// connect_to) while the URL's host stays the Host header and the name
-    /// TLS verifies. A kept-alive connection is reused only by requests to
-    /// the same endpoint. Throws std::invalid_argument for an invalid
-    /// endpoint (endpoint::validate).
+    /// TLS verifies. Only the URL's own host and port go there: a followed
+    /// redirect elsewhere goes where its URL says. A kept-alive connection
+    /// is reused only by requests to the same endpoint. Throws
+    /// std::invalid_argument for an invalid endpoint (endpoint::validate).
     request& connect_to(endpoint target) & {
         if (auto bad = target.validate()) throw_bad_endpoint(*bad);
         endpoint_ = std::move(target);
