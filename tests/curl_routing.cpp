@@ -14,6 +14,11 @@
 #include <thread>
 #include <vector>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "catch.hpp"
 #include "support/nginx_server.hpp"
 #include "support/self_signed_tls.hpp"
@@ -53,6 +58,34 @@ client_options trusting(const resil_test::self_signed_tls& tls, client_options o
     return o;
 }
 
+// A connection's keepalive options, read from its socket when libcurl closes it.
+struct keepalive_seen {
+    int closed = 0;
+    int keepalive = -1;
+    int idle = -1;
+    int interval = -1;
+
+    void watch(CURL* e) {
+        curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &on_close);
+        curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, this);
+    }
+
+    static int read_option(curl_socket_t s, int level, int name) {
+        int value = -1;
+        socklen_t size = sizeof value;
+        return ::getsockopt(s, level, name, &value, &size) == 0 ? value : -2;
+    }
+
+    static int on_close(void* self, curl_socket_t s) {
+        auto& seen = *static_cast<keepalive_seen*>(self);
+        ++seen.closed;
+        seen.keepalive = read_option(s, SOL_SOCKET, SO_KEEPALIVE);
+        seen.idle = read_option(s, IPPROTO_TCP, TCP_KEEPIDLE);
+        seen.interval = read_option(s, IPPROTO_TCP, TCP_KEEPINTVL);
+        return ::close(s);
+    }
+};
+
 }  // namespace
 
 TEST_CASE("curl routing: a request pinned to a replica goes there, keeping the URL's host") {
@@ -82,6 +115,46 @@ TEST_CASE("curl routing: a request pinned to a replica goes there, keeping the U
     auto moved = to_a;
     moved.clear_connect_to();
     CHECK(body_of(http, moved) == "b service.test\n");
+}
+
+TEST_CASE("curl routing: a pin holds for the URL's host and port only, not for a redirect elsewhere") {
+    resil_test::nginx_server b{replica_b};
+    resil_test::nginx_server a{"location /away { return 302 http://127.0.0.1:" + port_text(b.port()) +
+                               "/who; }\n" + replica_a};
+    client http({.limits = quick, .redirects = {.max = 2}});
+    const auto base = "http://service.test:" + port_text(a.port());
+    // The redirect names another host and port: it goes there, not to the
+    // pinned replica (which, over HTTPS, could not even show that host's certificate).
+    const auto away = request::get(base + "/away").connect_to({"127.0.0.1", a.port()});
+    CHECK(body_of(http, away) == "b 127.0.0.1:" + port_text(b.port()) + "\n");
+    // The URL's own host and port still go to the replica: the name never
+    // reaches DNS.
+    CHECK(body_of(http, request::get(base + "/who").connect_to({"127.0.0.1", a.port()})) ==
+          "a service.test:" + port_text(a.port()) + "\n");
+    // The URL's port is the scheme's when it names none (80 here, where
+    // nothing listens): the pin applies to it too.
+    CHECK(body_of(http, request::get("http://service.test/who").connect_to({"127.0.0.1", a.port()})) ==
+          "a service.test\n");
+    // An IPv6 literal in the URL matches in brackets, as libcurl writes it.
+    CHECK(body_of(http, request::get("http://[::1]:9/who").connect_to({"127.0.0.1", a.port()})) ==
+          "a [::1]:9\n");
+}
+
+TEST_CASE("curl routing: a client keeps at most 4 idle connections, as docs/curl.md says") {
+    std::vector<std::unique_ptr<resil_test::nginx_server>> replicas;
+    for (int i = 0; i < 5; ++i) replicas.push_back(std::make_unique<resil_test::nginx_server>(replica_a));
+    client http({.limits = quick});
+    const auto to = [&](std::size_t i) {
+        return request::get("http://service.test/").connect_to({"127.0.0.1", replicas[i]->port()});
+    };
+    // Four replicas in turn: every connection stays.
+    for (std::size_t i = 0; i < 4; ++i) CHECK_FALSE(http.perform(to(i)).timings().reused_connection);
+    for (std::size_t i = 0; i < 4; ++i) CHECK(http.perform(to(i)).timings().reused_connection);
+    // A fifth closes the oldest idle one (replica 0's): libcurl's cache
+    // holds 4 per easy handle, and a client has one.
+    CHECK_FALSE(http.perform(to(4)).timings().reused_connection);
+    CHECK(http.perform(to(3)).timings().reused_connection);
+    CHECK_FALSE(http.perform(to(0)).timings().reused_connection);
 }
 
 TEST_CASE("curl routing: a pinned HTTPS request verifies the URL's name, not the replica's address") {
@@ -140,6 +213,29 @@ TEST_CASE("curl routing: TCP keepalive and the DNS cache lifetime reach libcurl"
     // The socket's options are libcurl's to set; here: they are accepted and
     // the client works with them (a refused one fails construction, below).
     CHECK(body_of(http, request::get(a.url("/"))) == "a 127.0.0.1:" + port_text(a.port()) + "\n");
+
+    // And they reach the socket: read back as libcurl closes it (through the
+    // raw handle hook), after every option was set.
+    keepalive_seen keep;
+    {
+        client probed({.limits = quick,
+                       .connections = {.tcp_keepalive = true, .tcp_keepalive_idle = 5s, .tcp_keepalive_interval = 2s},
+                       .configure_handle = [&keep](CURL* e) { keep.watch(e); }});
+        CHECK(body_of(probed, request::get(a.url("/"))) == "a 127.0.0.1:" + port_text(a.port()) + "\n");
+    }
+    REQUIRE(keep.closed == 1);
+    CHECK(keep.keepalive == 1);
+    CHECK(keep.idle == 5);
+    CHECK(keep.interval == 2);
+
+    // Without tcp_keepalive the socket has none (libcurl's default).
+    keepalive_seen none;
+    {
+        client plain({.limits = quick, .configure_handle = [&none](CURL* e) { none.watch(e); }});
+        CHECK(body_of(plain, request::get(a.url("/"))) == "a 127.0.0.1:" + port_text(a.port()) + "\n");
+    }
+    REQUIRE(none.closed == 1);
+    CHECK(none.keepalive == 0);
 }
 
 TEST_CASE("curl routing: a shared cache resumes another client's TLS session, across threads") {
@@ -315,7 +411,7 @@ TEST_CASE("curl routing: invalid connection options and endpoints are refused wi
     };
     CHECK_FALSE(client_options{}.validate());
     CHECK_FALSE(client_options{.connections = {.resolve = {"api.test:443:10.0.0.1,[::1]", "+a.test:80:1.2.3.4",
-                                                           "-a.test:80", "[::1]:8080:127.0.0.1"},
+                                                           "-a.test:80", "a.test:80:[::1]"},
                                                .connect_to = {"api.test:443:10.0.0.2:8443", "::backend:", ":80::8080",
                                                               "api.test::[::1]:443"},
                                                .dns_cache_lifetime = 0s,
@@ -325,6 +421,11 @@ TEST_CASE("curl routing: invalid connection options and endpoints are refused wi
           "`connections.resolve[1]` must be \"host:port:address[,address...]\", got \"api.test:443\"");
     CHECK(message({.resolve = {"api.test:0:10.0.0.1"}}) ==
           "`connections.resolve[0]` must be \"host:port:address[,address...]\", got \"api.test:0:10.0.0.1\"");
+    // libcurl 7.88 refuses a bracketed host there at every transfer (code 49).
+    CHECK(message({.resolve = {"[::1]:8080:127.0.0.1"}}) ==
+          "`connections.resolve[0]` must name a host without brackets (libcurl refuses a bracketed one there, and an "
+          "IPv6 address in a URL is not resolved), got \"[::1]:8080:127.0.0.1\"");
+    CHECK(message({.resolve = {"-[::1]:8080"}}).starts_with("`connections.resolve[0]` must name a host without brackets"));
     CHECK(message({.resolve = {"api.test:443:10.0.0.1, 10.0.0.2"}}).starts_with("`connections.resolve[0]` must be"));
     CHECK(message({.resolve = {"api.test:443:a,,b"}}).starts_with("`connections.resolve[0]` must be"));
     CHECK(message({.connect_to = {"api.test:443:10.0.0.1"}}) ==
@@ -345,9 +446,20 @@ TEST_CASE("curl routing: invalid connection options and endpoints are refused wi
     auto req = request::get("http://service.test/");
     CHECK_NOTHROW(req.connect_to({"[::1]", 443}));
     CHECK(req.pinned_endpoint() == endpoint{"[::1]", 443});
-    CHECK_THROWS_WITH(req.connect_to({"", 80}), "resil::curl::request: connect_to: the host is empty: \"\" port 80");
-    CHECK_THROWS_WITH(req.connect_to({"10.0.0.1", 0}),
-                      "resil::curl::request: connect_to: the port is 0: \"10.0.0.1\" port 0");
+    CHECK_NOTHROW(req.connect_to({"[fe80::1%25eth0]", 443}));
+    CHECK_NOTHROW(req.connect_to({"[::ffff:10.0.0.1]", 443}));
+    CHECK_NOTHROW(req.connect_to({"[::1]", 443}));
+    CHECK_THROWS_WITH(req.connect_to({"", 80}), "resil::curl::request: connect_to: `host` must be non-empty, got \"\"");
+    CHECK_THROWS_WITH(req.connect_to({"10.0.0.1", 0}), "resil::curl::request: connect_to: `port` must be at least 1, got 0");
+    CHECK_THROWS_WITH(req.connect_to({"[zzz]", 443}),
+                      "resil::curl::request: connect_to: `host` must be one IPv6 address in brackets, e.g. [::1], "
+                      "got \"[zzz]\"");
+    CHECK(endpoint{"[1::2::3]", 443}.validate().value().message() ==
+          "`host` must be one IPv6 address in brackets, e.g. [::1], got \"[1::2::3]\"");
+    CHECK(endpoint{"[1:2:3:4:5:6:7:8:9]", 443}.validate());
+    CHECK(endpoint{"a:b", 443}.validate().value().message() ==
+          "`host` must hold no ':', ',' or bracket (write an IPv6 address as [::1]), got \"a:b\"");
+    CHECK_FALSE(endpoint{"10.0.0.1", 443}.validate());
     CHECK_THROWS_AS(req.connect_to({"::1", 443}), std::invalid_argument);
     CHECK_THROWS_AS(req.connect_to({"[::1", 443}), std::invalid_argument);
     CHECK_THROWS_AS(req.connect_to({"a b", 443}), std::invalid_argument);

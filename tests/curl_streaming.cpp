@@ -265,6 +265,147 @@ TEST_CASE("curl stream: a cut mid-stream after data reached the caller is not re
     CHECK_FALSE(seen[0].header("Last-Event-ID"));
 }
 
+TEST_CASE("curl stream: a resumed request keeps the original's endpoint and fields, with one Last-Event-ID") {
+    fault_server server;
+    server.on("/pinned", {action::stream({{0ms, "id: 4\ndata: one\n\n"}}), action::stream({{0ms, "data: two\n\n"}})});
+    client http;
+    collector got;
+    sse_stream events(std::ref(got), {.resume = true});
+    // The URL's host is never resolved: only the pin reaches the server.
+    const auto get = request::get("http://events.test:" + std::to_string(server.port()) + "/pinned")
+                         .add_header("Authorization", "Bearer t")
+                         .add_header("last-event-id", "stale")
+                         .connect_to({"127.0.0.1", server.port()});
+    resil::context ctx;
+    const auto first = http.stream(get, ctx, events);
+    INFO(first.error_message());
+    CHECK(first.ok());
+    const auto resumed = events.resume_request(get);
+    REQUIRE(resumed);
+    CHECK(resumed->pinned_endpoint() == get.pinned_endpoint());
+    CHECK(resumed->method() == "GET");
+    CHECK(resumed->url() == get.url());
+    CHECK(resumed->header("Authorization") == "Bearer t");
+    int ids = 0;
+    for (const auto& field : resumed->headers()) ids += resil::curl::detail::iequals(field.name, "Last-Event-ID");
+    CHECK(ids == 1);
+    CHECK(resumed->header("Last-Event-ID") == "4");
+    resil::context again;
+    const auto second = http.stream(*resumed, again, events);
+    INFO(second.error_message());
+    CHECK(second.ok());
+    REQUIRE(got.events.size() == 2);
+    const auto seen = server.requests("/pinned");
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[1].header("Last-Event-ID") == "4");
+    CHECK(seen[1].header("Host") == "events.test:" + std::to_string(server.port()));
+}
+
+TEST_CASE("curl stream: each call starts an event stream's state anew, whatever it is answered with") {
+    fault_server server;
+    server.on("/json", {action::stream({{0ms, R"({"error":"wrong endpoint"})"}}, false,
+                                       {{"Content-Type", "application/json"}})});
+    server.on("/events", {action::stream({{0ms, "id: 1\ndata: one\n\ndata: two\n\n"}})});
+    server.on("/down", {action::respond(503, "down")});
+    server.on("/empty", {action::respond(200, "", {{"Content-Type", "text/event-stream"}})});
+    client http;
+    int seen = 0;
+    sse_stream events([&](const resil::sse::event&) {
+        ++seen;
+        return stream_action::stop;
+    });
+    const auto call = [&](const char* path) {
+        resil::context ctx;
+        return http.stream(request::get(server.url(path)), ctx, events);
+    };
+
+    CHECK(call("/json").transport() == transport_status::stream_interrupted);
+    CHECK(events.failed());
+    // A non-2xx never reaches on_head: the refusal of the call before is forgotten all the same.
+    CHECK(call("/down").status() == 503);
+    CHECK_FALSE(events.failed());
+    CHECK(events.error_message().empty());
+
+    CHECK(call("/events").transport() == transport_status::stream_interrupted);
+    CHECK(events.stopped_by_caller());
+    CHECK(seen == 1);
+    // An empty 2xx: no body byte, so no on_head either.
+    CHECK(call("/empty").ok());
+    CHECK_FALSE(events.stopped_by_caller());
+    CHECK_FALSE(events.failed());
+}
+
+TEST_CASE("curl stream: a stream cut inside a UTF-8 sequence keeps the last event ID for the next resume") {
+    fault_server server;
+    server.on("/utf8", {action::stream({{0ms, "id: 7\ndata: one\n\ndata: \xC3"}}, true),
+                        action::stream({{0ms, "data: two\n\n"}}), action::stream({{0ms, "data: three\n\n"}})});
+    client http;
+    collector got;
+    sse_stream events(std::ref(got), {.resume = true});
+    const auto get = request::get(server.url("/utf8"));
+    resil::context ctx;
+    CHECK(http.stream(get, ctx, events).transport() == transport_status::stream_interrupted);
+    CHECK(events.last_event_id() == "7");
+
+    // The resumed stream's events carry no id: the one received before the cut stays theirs.
+    const auto resumed = events.resume_request(get);
+    REQUIRE(resumed);
+    resil::context again;
+    CHECK(http.stream(*resumed, again, events).ok());
+    REQUIRE(got.events.size() == 2);
+    CHECK(got.events[1].data == "two");
+    CHECK(got.events[1].id == "7");
+    CHECK(events.last_event_id() == "7");
+    CHECK(events.reader().last_event_id() == "7");
+    const auto next = events.resume_request(get);
+    REQUIRE(next);
+    CHECK(next->header("Last-Event-ID") == "7");
+    const auto requests = server.requests("/utf8");
+    REQUIRE(requests.size() == 2);
+    CHECK(requests[1].header("Last-Event-ID") == "7");
+}
+
+TEST_CASE("curl stream: a streamed 2xx with a Content-Length reserves nothing in the response's body") {
+    fault_server server;
+    server.on("/sized", {action::respond(200, std::string(200000, 'x')), action::respond(200, std::string(200000, 'x'))});
+    client http;
+    chunk_recorder sink;
+    resil::context ctx;
+    const auto r = http.stream(request::get(server.url("/sized")), ctx, sink);
+    CHECK(r.ok());
+    CHECK(sink.bytes.size() == 200000);
+    CHECK(r.body().empty());
+    CHECK(r.body().capacity() < 1024);
+    // Unstreamed, the same reply is kept, its size reserved up front.
+    resil::context again;
+    const auto kept = http.perform(request::get(server.url("/sized")), again);
+    CHECK(kept.body().size() == 200000);
+}
+
+TEST_CASE("curl stream: limits of up to a year are valid and never fire early; longer ones are refused") {
+    using years = std::chrono::duration<std::int64_t, std::ratio<31556952>>;
+    const auto far = std::chrono::duration_cast<std::chrono::milliseconds>(years{1000});
+    const auto year = resil::curl::stream_options::longest;
+    CHECK(year == std::chrono::hours{8760});
+    CHECK_FALSE(resil::curl::stream_options{.first_byte = year, .idle = year}.validate());
+    CHECK_FALSE(resil::curl::stream_options{}.validate());  // no_limit
+    CHECK(resil::curl::stream_options{.idle = far}.validate().value().message() ==
+          "`idle` must be in [1ms, 8760h], got " + resil::format_duration(far));
+    CHECK(resil::curl::stream_options{.first_byte = year + 1ms}.validate().value().message() ==
+          "`first_byte` must be in [1ms, 8760h], got " + resil::format_duration(year + 1ms));
+
+    fault_server server;
+    server.on("/slow", {action::stream({{0ms, "data: one\n\n"}, {20ms, "data: two\n\n"}})});
+    client http;
+    chunk_recorder sink;
+    resil::context ctx;
+    CHECK_THROWS_AS(http.stream(request::get(server.url("/slow")), ctx, sink, {.idle = far}), std::invalid_argument);
+    const auto r = http.stream(request::get(server.url("/slow")), ctx, sink, {.first_byte = year, .idle = year});
+    INFO(r.error_message());
+    CHECK(r.ok());
+    CHECK(sink.bytes == "data: one\n\ndata: two\n\n");
+}
+
 TEST_CASE("curl stream: Last-Event-ID is sent only on opt-in") {
     fault_server server;
     server.on("/ids", {action::stream({{0ms, "id: 9\ndata: x\n\n"}})});

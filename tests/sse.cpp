@@ -301,6 +301,33 @@ TEST_CASE("sse: the end of the stream discards an unfinished event; the source's
     CHECK(got.back() == msg("c"));
 }
 
+TEST_CASE("sse: a reset reader given the last event ID back goes on with it") {
+    resil::sse::reader r;
+    std::vector<kept_event> got;
+    auto keep = [&](const resil::sse::event& e) {
+        got.push_back({std::string(e.type), std::string(e.data), std::string(e.id), e.retry});
+    };
+    CHECK(r.feed("id: 7\ndata: a\n\ndata: \xC3"sv, keep) == error_code::none);
+    CHECK(r.finish() == error_code::invalid_utf8);  // cut inside a UTF-8 sequence
+    r.reset();
+    r.set_last_event_id("7");
+    CHECK(r.last_event_id() == "7");
+    CHECK(r.feed("data: b\n\n"sv, keep) == error_code::none);
+    CHECK(got.back() == msg("b", "7"));
+    // An event's own id still replaces it; an ID holding NUL is ignored.
+    CHECK(r.feed("id: 8\ndata: c\n\n"sv, keep) == error_code::none);
+    CHECK(r.last_event_id() == "8");
+    r.set_last_event_id("a\0b"sv);
+    CHECK(r.last_event_id() == "8");
+    // An unfinished event's `id` is dropped at finish(), back to the one set.
+    r.set_last_event_id("9");
+    CHECK(r.feed("id: 10\ndata: cut"sv, keep) == error_code::none);
+    CHECK(r.finish() == error_code::none);
+    CHECK(r.last_event_id() == "9");
+    CHECK(r.feed("data: d\n\n"sv, keep) == error_code::none);
+    CHECK(got.back() == msg("d", "9"));
+}
+
 TEST_CASE("sse: limits stop the reader with an error, after the events before them") {
     resil::sse::reader_options o;
     o.max_line_bytes = 8;

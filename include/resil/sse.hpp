@@ -185,6 +185,17 @@ public:
         error_offset_ = 0;
     }
 
+    /// Sets the last event ID as an event's `id` field would: for a reader
+    /// reset() after a failed stream whose source goes on (the ID received
+    /// before the failure is still where to resume). An ID holding NUL is
+    /// ignored, as the `id` field's rule says.
+    void set_last_event_id(std::string_view id) {
+        if (id.find('\0') != std::string_view::npos) return;
+        last_id_.assign(id);
+        id_buffer_.assign(id);
+        id_dirty_ = false;
+    }
+
     /// The error that stopped the reader, or error_code::none.
     [[nodiscard]] error_code error() const noexcept { return error_; }
 

@@ -267,6 +267,8 @@ private:
         s.transfer.stream.sink = &ref;
         s.transfer.stream.first_byte = limits.first_byte;
         s.transfer.stream.idle = limits.idle;
+        // A sink that keeps state across calls (sse_stream) starts each anew.
+        if constexpr (requires { sink.on_start(); }) sink.on_start();
         attempt(s, req, ctx, r);
         if (auto thrown = std::exchange(s.transfer.stream.thrown, nullptr)) std::rethrow_exception(thrown);
     }

@@ -59,6 +59,76 @@ namespace detail {
     return host;
 }
 
+[[nodiscard]] constexpr bool is_hex_digit(char c) noexcept {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+[[nodiscard]] constexpr bool is_alnum(char c) noexcept {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/// An IPv4 address in dotted decimal: four numbers 0 to 255, 1 to 3 digits each.
+[[nodiscard]] constexpr bool is_ipv4_text(std::string_view s) noexcept {
+    for (int part = 0; part < 4; ++part) {
+        if (part != 0) {
+            if (s.empty() || s.front() != '.') return false;
+            s.remove_prefix(1);
+        }
+        std::size_t digits = 0;
+        unsigned v = 0;
+        while (digits < s.size() && digits < 4 && s[digits] >= '0' && s[digits] <= '9')
+            v = v * 10 + static_cast<unsigned>(s[digits++] - '0');
+        if (digits == 0 || digits > 3 || v > 255) return false;
+        s.remove_prefix(digits);
+    }
+    return s.empty();
+}
+
+/// An IPv6 address as RFC 4291 writes it (hex groups, one "::", an IPv4
+/// tail), with an optional zone ("%25eth0" or "%eth0") of URL-unreserved
+/// characters, as libcurl reads one between brackets.
+[[nodiscard]] constexpr bool is_ipv6_text(std::string_view s) noexcept {
+    if (const auto percent = s.find('%'); percent != std::string_view::npos) {
+        auto zone = s.substr(percent + 1);
+        s = s.substr(0, percent);
+        if (zone.starts_with("25")) zone.remove_prefix(2);
+        if (zone.empty()) return false;
+        for (const char c : zone)
+            if (!is_alnum(c) && c != '-' && c != '.' && c != '_' && c != '~') return false;
+    }
+    int groups = 0;
+    bool gap = false;
+    if (s.starts_with("::")) {
+        gap = true;
+        s.remove_prefix(2);
+        if (s.empty()) return true;
+    }
+    for (;;) {
+        const auto colon = s.find(':');
+        const auto piece = s.substr(0, colon);
+        if (piece.find('.') != std::string_view::npos) {
+            // An IPv4 tail ends the address and counts two groups.
+            if (colon != std::string_view::npos || !is_ipv4_text(piece)) return false;
+            groups += 2;
+            break;
+        }
+        if (piece.empty() || piece.size() > 4) return false;
+        for (const char c : piece)
+            if (!is_hex_digit(c)) return false;
+        ++groups;
+        if (colon == std::string_view::npos) break;
+        s.remove_prefix(colon + 1);
+        if (!s.empty() && s.front() == ':') {
+            if (gap) return false;
+            gap = true;
+            s.remove_prefix(1);
+            if (s.empty()) break;
+        } else if (s.empty()) {
+            return false;
+        }
+    }
+    return gap ? groups <= 7 : groups == 8;
+}
+
 /// Takes ":" then the text up to the next ':' (or the end when `last`).
 [[nodiscard]] constexpr std::optional<std::string_view> take_field(std::string_view& rest, bool last) noexcept {
     if (rest.empty() || rest.front() != ':') return std::nullopt;
@@ -79,10 +149,20 @@ namespace detail {
     return true;
 }
 
+/// A resolve entry's host is in brackets ("[::1]:443:..."): libcurl 7.88
+/// reads the host up to the first ':' and refuses every transfer with such an
+/// entry (CURLE_BAD_FUNCTION_ARGUMENT), and an IPv6 literal in a URL is never
+/// resolved, so no entry for one is needed.
+[[nodiscard]] constexpr bool is_bracketed_resolve_host(std::string_view s) noexcept {
+    if (!s.empty() && (s.front() == '+' || s.front() == '-')) s.remove_prefix(1);
+    return !s.empty() && s.front() == '[';
+}
+
 /// CURLOPT_RESOLVE's "host:port:address[,address...]" (a leading '+' makes
 /// the entry time out like a resolved one; "-host:port" removes an entry).
+/// The host is a name, never a bracketed address (is_bracketed_resolve_host).
 [[nodiscard]] constexpr bool is_resolve_entry(std::string_view s) noexcept {
-    if (!is_plain_override_text(s) || s.empty()) return false;
+    if (!is_plain_override_text(s) || s.empty() || is_bracketed_resolve_host(s)) return false;
     bool removal = false;
     if (s.front() == '+' || s.front() == '-') {
         removal = s.front() == '-';
@@ -124,25 +204,42 @@ struct endpoint {
     std::string host;
     std::uint16_t port = 0;
 
-    /// Why this cannot be an endpoint (static text), or nothing: the host
-    /// non-empty, at most 253 bytes (a DNS name; 255 for an IPv6 literal)
-    /// with no space, control character or ':' outside brackets, the port 1 to 65535.
+    /// The first invalid field, if any: the host non-empty, at most 255
+    /// bytes, with no space or control character, and either a name or
+    /// IPv4 address with no ':', ',' or bracket, or one IPv6 address in
+    /// brackets ("[::1]"); the port 1 to 65535.
+    ///   "`host` must be one IPv6 address in brackets, e.g. [::1], got \"[zzz]\""
+    [[nodiscard]] validation_result validate() const {
+        if (const auto why = host_requirement())
+            return invalid_option{"host", resil::detail::concat({*why, ", got ", detail::quote_for_error(host)})};
+        return resil::detail::check_at_least("port", port, std::uint16_t{1});
+    }
+
+    /// Deprecated: validate() names the field and the value. What the first
+    /// invalid field must be (static text), or nothing.
     [[nodiscard]] std::optional<std::string_view> invalid_reason() const noexcept {
-        if (host.empty()) return "the host is empty";
-        if (host.size() > 255) return "the host is longer than 255 bytes";
-        if (!detail::is_plain_override_text(host)) return "the host contains a space or a control character";
-        const bool bracketed = host.front() == '[';
-        if (bracketed && (host.back() != ']' || host.size() < 3))
-            return "an IPv6 host must be one bracketed address, e.g. [::1]";
-        if (!bracketed && host.find_first_of(":[],") != std::string::npos)
-            return "the host contains ':', ',' or a bracket (write an IPv6 address as [::1])";
-        if (bracketed && host.find_first_of("[],", 1) != host.size() - 1)
-            return "an IPv6 host must be one bracketed address, e.g. [::1]";
-        if (port == 0) return "the port is 0";
+        if (auto why = host_requirement()) return why;
+        if (port == 0) return "must be in [1, 65535]";
         return std::nullopt;
     }
 
     friend bool operator==(const endpoint&, const endpoint&) = default;
+
+private:
+    [[nodiscard]] std::optional<std::string_view> host_requirement() const noexcept {
+        if (host.empty()) return "must be non-empty";
+        if (host.size() > 255) return "must be at most 255 bytes";
+        if (!detail::is_plain_override_text(host)) return "must hold no space or control character";
+        if (host.front() == '[') {
+            if (host.size() < 3 || host.back() != ']' ||
+                !detail::is_ipv6_text(std::string_view(host).substr(1, host.size() - 2)))
+                return "must be one IPv6 address in brackets, e.g. [::1]";
+            return std::nullopt;
+        }
+        if (host.find_first_of(":[],") != std::string::npos)
+            return "must hold no ':', ',' or bracket (write an IPv6 address as [::1])";
+        return std::nullopt;
+    }
 };
 
 /// Where connections go and how long a kept-alive one is used
@@ -194,9 +291,15 @@ struct connection_options {
     /// longest], the keepalive times in [1s, longest_keepalive].
     [[nodiscard]] validation_result validate() const {
         using std::chrono::seconds;
-        for (std::size_t i = 0; i < resolve.size(); ++i)
+        for (std::size_t i = 0; i < resolve.size(); ++i) {
+            if (detail::is_bracketed_resolve_host(resolve[i]))
+                return entry_error("resolve", i,
+                                   "must name a host without brackets (libcurl refuses a bracketed one there, and "
+                                   "an IPv6 address in a URL is not resolved)",
+                                   resolve[i]);
             if (!detail::is_resolve_entry(resolve[i]))
                 return entry_error("resolve", i, "must be \"host:port:address[,address...]\"", resolve[i]);
+        }
         for (std::size_t i = 0; i < connect_to.size(); ++i)
             if (!detail::is_connect_to_entry(connect_to[i]))
                 return entry_error("connect_to", i, "must be \"host:port:connect-host:connect-port\"", connect_to[i]);

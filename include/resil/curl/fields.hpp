@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "detail/text.hpp"
@@ -104,6 +105,16 @@ public:
             if (iequals(field.name, name)) return field.value;
         }
         return std::nullopt;
+    }
+
+    /// Drops every field named `name` (any letter case); the others keep
+    /// their order.
+    void remove(std::string_view name) {
+        field_store kept;
+        kept.reserve(text_.size(), index_.size());
+        for (std::size_t i = 0; i < index_.size(); ++i)
+            if (const auto field = at(i); !iequals(field.name, name)) kept.add(field.name, field.value);
+        *this = std::move(kept);
     }
 
     void reserve(std::size_t bytes, std::size_t fields) {

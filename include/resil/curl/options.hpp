@@ -48,6 +48,8 @@ struct client_options {
     /// deadline still cannot hang: a server trickling a byte a minute is cut
     /// off by the total. Default: connect 10 s, read (silence) 60 s, total 5 min.
     resil::timeouts limits{std::chrono::seconds{10}, std::chrono::seconds{60}, std::chrono::minutes{5}};
+    /// The longest of `limits` short of no_limit: a year.
+    static constexpr std::chrono::milliseconds longest_limit{std::chrono::hours{24 * 365}};
     /// How to send the idempotency key of non-idempotent requests. Default quoted.
     key_header_format idempotency_key = key_header_format::quoted;
     /// The header field carrying the idempotency key, both the one the client
@@ -104,8 +106,8 @@ struct client_options {
     /// constructor. Default none.
     std::function<void(CURL*)> configure_handle{};
 
-    /// The first invalid field, if any: each limit positive (no_limit is
-    /// fine), both size limits at least 1, the idempotency key header an HTTP
+    /// The first invalid field, if any: each limit in [1ms, longest_limit]
+    /// (no_limit is fine), both size limits at least 1, the idempotency key header an HTTP
     /// token, the pushback header an HTTP token (or empty), the User-Agent free
     /// of control characters, the transport options valid (transport.hpp:
     /// every file they name readable now), the connections as
@@ -117,9 +119,16 @@ struct client_options {
 RESIL_DECL validation_result client_options::validate() const {
     using std::chrono::milliseconds;
     const milliseconds one{1};
-    if (auto bad = resil::detail::check_at_least("limits.connect", limits.connect, one)) return bad;
-    if (auto bad = resil::detail::check_at_least("limits.read", limits.read, one)) return bad;
-    if (auto bad = resil::detail::check_at_least("limits.total", limits.total, one)) return bad;
+    // At most a year short of no_limit: a limit of centuries would overflow
+    // the nanosecond clock arithmetic of the transfer.
+    const auto limit = [&](std::string_view field, milliseconds v) -> validation_result {
+        if (auto bad = resil::detail::check_at_least(field, v, one)) return bad;
+        if (v == resil::timeouts::no_limit) return std::nullopt;
+        return resil::detail::check_in_range(field, v, one, longest_limit);
+    };
+    if (auto bad = limit("limits.connect", limits.connect)) return bad;
+    if (auto bad = limit("limits.read", limits.read)) return bad;
+    if (auto bad = limit("limits.total", limits.total)) return bad;
     if (auto bad = resil::detail::check_at_least("max_body_bytes", max_body_bytes, std::size_t{1})) return bad;
     if (auto bad = resil::detail::check_at_least("max_header_bytes", max_header_bytes, std::size_t{1})) return bad;
     if (!detail::is_token(idempotency_key_header))

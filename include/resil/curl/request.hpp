@@ -109,6 +109,14 @@ public:
         return std::move(add_header(name, value));
     }
 
+    /// Removes every header field named `name` (any letter case), e.g. to
+    /// replace one in a copy of a request.
+    request& remove_header(std::string_view name) & {
+        headers_.remove(name);
+        return *this;
+    }
+    request&& remove_header(std::string_view name) && { return std::move(remove_header(name)); }
+
     /// The body (any bytes). Sent with a Content-Length; for POST with no
     /// Content-Type header, libcurl sends application/x-www-form-urlencoded.
     /// Throws std::invalid_argument for HEAD, whose response never has a
@@ -132,11 +140,12 @@ public:
     /// Sends the request to one chosen replica: the connection goes to
     /// `target` (CURLOPT_CONNECT_TO, ahead of client_options::connections.
     /// connect_to) while the URL's host stays the Host header and the name
-    /// TLS verifies. A kept-alive connection is reused only by requests to
-    /// the same endpoint. Throws std::invalid_argument for an invalid
-    /// endpoint (endpoint::invalid_reason).
+    /// TLS verifies. Only the URL's own host and port go there: a followed
+    /// redirect elsewhere goes where its URL says. A kept-alive connection
+    /// is reused only by requests to the same endpoint. Throws
+    /// std::invalid_argument for an invalid endpoint (endpoint::validate).
     request& connect_to(endpoint target) & {
-        if (auto why = target.invalid_reason()) throw_bad_endpoint(*why, target);
+        if (auto bad = target.validate()) throw_bad_endpoint(*bad);
         endpoint_ = std::move(target);
         return *this;
     }
@@ -184,10 +193,8 @@ private:
                                                            " contains CR, LF or another control character: ",
                                                            detail::quote_for_error(value)}));
     }
-    [[noreturn]] RESIL_DETAIL_COLD static void throw_bad_endpoint(std::string_view why, const endpoint& target) {
-        throw std::invalid_argument(resil::detail::concat({"resil::curl::request: connect_to: ", why, ": ",
-                                                           detail::quote_for_error(target.host), " port ",
-                                                           std::to_string(target.port)}));
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_bad_endpoint(const invalid_option& bad) {
+        resil::detail::throw_invalid("resil::curl::request: connect_to", bad);
     }
     [[noreturn]] RESIL_DETAIL_COLD static void throw_head_with_body() {
         throw std::invalid_argument("resil::curl::request: a HEAD request has no body");

@@ -78,15 +78,19 @@ public:
           on_event_(std::move(on_event)),
           on_comment_(std::move(on_comment)) {}
 
+    /// client::stream calls it at the start of every call, before any
+    /// transfer: what the last call ended with (a refused Content-Type, the
+    /// caller's stop, a parse error) is forgotten, also when this one's
+    /// answer is not a 2xx with a body (on_head is then never called).
+    void on_start() {
+        begin_stream();
+        started_ = true;
+    }
+
     /// client::stream calls it once per response, before the first chunk.
     stream_action on_head(const response& r) {
-        // A new stream of the same source (a resumed one): the cut one's
-        // unfinished line and event are dropped; the last event ID stays.
-        if (fed_ && reader_.finish() != sse::error_code::none) reader_.reset();
-        fed_ = true;
-        stopped_ = false;
-        ended_ = stream_action::next;
-        wrong_type_.reset();
+        if (!started_) begin_stream();  // driven without on_start
+        started_ = false;
         if (options_.require_event_stream) {
             const auto type = r.header("Content-Type");
             if (!type || !is_event_stream(*type)) {
@@ -147,14 +151,12 @@ public:
     [[nodiscard]] std::string_view last_event_id() const noexcept { return last_id_; }
     /// With `resume` on and an event ID received: `original` with
     /// `Last-Event-ID: <id>` (replacing one it had); otherwise nothing.
+    /// Everything else of `original` (its endpoint too) is kept.
     [[nodiscard]] std::optional<request> resume_request(const request& original) const {
         if (!options_.resume || last_id_.empty()) return std::nullopt;
-        request next(original.method(), original.url());
-        for (const auto& field : original.headers())
-            if (!detail::iequals(field.name, "Last-Event-ID")) next.add_header(field.name, field.value);
+        request next = original;
+        next.remove_header("Last-Event-ID");
         next.add_header("Last-Event-ID", last_id_);
-        if (original.has_body()) next.set_body(original.body());
-        next.set_idempotent(original.idempotent());
         return next;
     }
 
@@ -162,6 +164,20 @@ public:
     [[nodiscard]] const sse_stream_options& options() const noexcept { return options_; }
 
 private:
+    // A new stream of the same source (a resumed one): the cut one's
+    // unfinished line and event are dropped; the last event ID stays, also
+    // when the cut one ended in error and the reader starts afresh.
+    void begin_stream() {
+        if (fed_ && reader_.finish() != sse::error_code::none) {
+            reader_.reset();
+            reader_.set_last_event_id(last_id_);
+        }
+        fed_ = true;
+        stopped_ = false;
+        ended_ = stream_action::next;
+        wrong_type_.reset();
+    }
+
     static const sse_stream_options& checked(const sse_stream_options& o) {
         throw_if_invalid("resil::curl::sse_stream", o.validate());
         return o;
@@ -175,6 +191,7 @@ private:
     std::optional<std::string> wrong_type_;
     stream_action ended_ = stream_action::next;  ///< what the event callback ended the stream with
     bool fed_ = false;
+    bool started_ = false;  ///< on_start ran and on_head has not yet
     bool stopped_ = false;
 };
 

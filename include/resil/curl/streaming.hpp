@@ -46,7 +46,8 @@ enum class stream_action : std::uint8_t {
 /// body, returning stream_action. Optionally it also has
 /// on_head(const resil::curl::response&) -> stream_action, called once
 /// before the first chunk with the status and header fields filled (to
-/// check the Content-Type, say). It runs inside libcurl's callback on the
+/// check the Content-Type, say), and on_start(), called at the start of
+/// every client::stream call (to forget what the last call left). It runs inside libcurl's callback on the
 /// calling thread; an exception it throws ends the transfer and is rethrown
 /// by client::stream once libcurl is done with the handle.
 template <class Sink>
@@ -71,12 +72,23 @@ struct stream_options {
     /// body bytes: they restart it. Default no_limit.
     std::chrono::milliseconds idle = resil::timeouts::no_limit;
 
-    /// The first invalid field, if any: each limit positive (no_limit is fine).
+    /// The longest limit (a year) short of no_limit: far beyond any use, and
+    /// far from where a clock's nanoseconds overflow.
+    static constexpr std::chrono::milliseconds longest{std::chrono::hours{24 * 365}};
+
+    /// The first invalid field, if any: each limit in [1ms, longest], or no_limit.
     [[nodiscard]] validation_result validate() const {
-        const std::chrono::milliseconds one{1};
-        if (auto bad = resil::detail::check_at_least("first_byte", first_byte, one)) return bad;
-        if (auto bad = resil::detail::check_at_least("idle", idle, one)) return bad;
+        if (auto bad = check_limit("first_byte", first_byte)) return bad;
+        if (auto bad = check_limit("idle", idle)) return bad;
         return std::nullopt;
+    }
+
+private:
+    static validation_result check_limit(std::string_view field, std::chrono::milliseconds v) {
+        const std::chrono::milliseconds one{1};
+        if (auto bad = resil::detail::check_at_least(field, v, one)) return bad;
+        if (v == resil::timeouts::no_limit) return std::nullopt;
+        return resil::detail::check_in_range(field, v, one, longest);
     }
 };
 

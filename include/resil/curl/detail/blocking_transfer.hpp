@@ -70,6 +70,14 @@ struct blocking_transfer {
         error += curl_easy_strerror(result);
     }
 
+    /// `started + total`, or time_point::max() where that overflows (a
+    /// limit of centuries in nanoseconds): such a limit never ends the attempt.
+    [[nodiscard]] static time_point saturating_end(time_point started, std::chrono::milliseconds total) noexcept {
+        const auto room = std::chrono::floor<std::chrono::milliseconds>(time_point::max() - started);
+        if (total >= room) return time_point::max();
+        return started + total;
+    }
+
     /// Sends `req` under `limits` (computed at `limits.started` on `clock`)
     /// and fills `r` with what happened.
     template <resil::clock Clock>
@@ -110,7 +118,7 @@ struct blocking_transfer {
         transfer_end end = transfer_end::finished;
         const bool read_limited = t.read != resil::timeouts::no_limit;
         const bool total_limited = t.total != resil::timeouts::no_limit;
-        const time_point ends_at = total_limited ? limits.started + t.total : time_point::max();
+        const time_point ends_at = total_limited ? saturating_end(limits.started, t.total) : time_point::max();
         const time_point started = clock.now();
         time_point last_activity = started;
         bool connected = false;
@@ -159,15 +167,9 @@ struct blocking_transfer {
                 }
                 last_received = s.transfer.received;
                 last_uploaded = uploaded;
-                if (connected) {
-                    const auto silent = now - last_activity;
-                    if (silent >= t.read) {
-                        end = transfer_end::read_timeout;
-                        break;
-                    }
-                    // Round up: waking a little late is fine, early just loops.
-                    const auto left = std::chrono::ceil<milliseconds>(t.read - silent).count();
-                    wait_ms = std::min(wait_ms, static_cast<int>(std::clamp<milliseconds::rep>(left, 1, 1000)));
+                if (connected && limit_reached(now - last_activity, t.read, wait_ms)) {
+                    end = transfer_end::read_timeout;
+                    break;
                 }
             }
             if (stream_timed) {

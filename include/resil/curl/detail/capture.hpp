@@ -334,6 +334,8 @@ private:
             t.too_large = true;
             return false;
         }
+        // A streamed 2xx body goes to the sink: the response's body stays empty.
+        if (t.stream.sink && t.block_status <= 299) return true;
         auto& body = response_access::body(*t.out);
         const std::size_t want = std::min(announced, body_growth_step);
         if (want > body.capacity()) grow_exact(body, want);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "../../detail/platform.hpp"
 #include "../../validation.hpp"
@@ -25,8 +26,9 @@
 namespace resil::curl::detail {
 
 struct connection_setup {
-    /// The longest "::host:port" entry: a 255-byte host and a 5-digit port.
-    static constexpr std::size_t longest_pinned_line = 2 + 255 + 1 + 5;
+    /// The longest "url-host:url-port:host:port" entry with hosts of up to
+    /// 255 bytes (an endpoint's longest) and 5-digit ports.
+    static constexpr std::size_t longest_pinned_line = 2 * (255 + 1 + 5) + 1;
 
     [[noreturn]] RESIL_DETAIL_COLD static void throw_refused(const char* option, CURLcode rc) {
         throw std::runtime_error(resil::detail::concat(
@@ -77,7 +79,6 @@ struct connection_setup {
         if (connect_to) set_checked(e, CURLOPT_CONNECT_TO, connect_to, "CURLOPT_CONNECT_TO");
         c.applied_connect_to = connect_to;
         c.connect_to_applied = true;
-        c.pinned_host.reserve(255);
         c.pinned_line.reserve(longest_pinned_line);
 
         set_checked(e, CURLOPT_DNS_CACHE_TIMEOUT, to_curl_seconds(o.dns_cache_lifetime, "CURLOPT_DNS_CACHE_TIMEOUT"),
@@ -110,14 +111,17 @@ struct connection_setup {
     }
 
     /// Points CURLOPT_CONNECT_TO at the request's endpoint in front of the
-    /// client-wide list, or at that list alone. The entry is written into a
-    /// buffer reserved for the longest one, and the option is set only when
-    /// the list's head changes: libcurl reads the entries when it connects.
+    /// client-wide list, or at that list alone. The entry names the URL's own
+    /// host and port, so a redirect to another host or port is not sent to
+    /// the pinned replica (which, over HTTPS, could never present that
+    /// host's certificate). It is written into a buffer reserved for the
+    /// longest one, and the option is set only when the list's head changes:
+    /// libcurl reads the entries when it connects.
     template <class Setter>
     static void request_options(connection_state& c, const request& req, Setter& set) {
         curl_slist* head = c.connect_to_nodes.empty() ? nullptr : c.connect_to_nodes.data();
         if (const auto& target = req.pinned_endpoint()) {
-            if (c.pinned_port != target->port || c.pinned_host != target->host) write_pinned(c, *target);
+            write_pinned(c, req.url(), *target);
             c.pinned_node.next = head;
             head = &c.pinned_node;
         }
@@ -128,13 +132,52 @@ struct connection_setup {
         c.connect_to_applied = true;
     }
 
+    /// The host and port a URL connects to, as libcurl matches a
+    /// CURLOPT_CONNECT_TO entry against them: the host as written (an IPv6
+    /// literal in brackets, without its zone; no trailing dot, which libcurl
+    /// drops too), the port written in the URL or the scheme's (80, 443).
+    struct url_authority {
+        std::string_view host;
+        std::string_view port;
+    };
+    [[nodiscard]] static constexpr url_authority authority_of(std::string_view url) noexcept {
+        const auto scheme_end = url.find("://");
+        const bool https = scheme_end == 5;  // request validated the scheme: http or https
+        auto rest = scheme_end == std::string_view::npos ? url : url.substr(scheme_end + 3);
+        rest = rest.substr(0, rest.find_first_of("/?#"));
+        if (const auto at = rest.rfind('@'); at != std::string_view::npos) rest.remove_prefix(at + 1);
+        std::string_view host;
+        std::string_view port;
+        if (!rest.empty() && rest.front() == '[') {
+            const auto close = rest.find(']');
+            host = rest.substr(0, close == std::string_view::npos ? rest.size() : close + 1);
+            rest.remove_prefix(host.size());
+            if (const auto zone = host.find('%'); zone != std::string_view::npos && host.back() == ']') {
+                // "[fe80::1%25eth0]": libcurl keeps the zone apart from the name it matches.
+                host = host.substr(0, zone);  // the closing bracket is written back by write_pinned
+            }
+        } else {
+            const auto colon = rest.find(':');
+            host = rest.substr(0, colon);
+            rest.remove_prefix(host.size());
+            if (host.size() > 1 && host.back() == '.') host.remove_suffix(1);
+        }
+        if (!rest.empty() && rest.front() == ':') port = rest.substr(1);
+        if (port.empty()) port = https ? "443" : "80";
+        return {host, port};
+    }
+
 private:
-    static void write_pinned(connection_state& c, const endpoint& target) {
-        // Within the reserved capacity (an endpoint's host is at most 255
-        // bytes): no allocation, and the line stays at the same address.
-        c.pinned_host.assign(target.host);
-        c.pinned_port = target.port;
-        c.pinned_line.assign("::");
+    static void write_pinned(connection_state& c, std::string_view url, const endpoint& target) {
+        // Within the reserved capacity for any URL host up to 255 bytes: no
+        // allocation, and the line stays at the same address; a longer one
+        // grows the buffer once, which keeps it.
+        const auto from = authority_of(url);
+        c.pinned_line.assign(from.host);
+        if (!from.host.empty() && from.host.front() == '[' && from.host.back() != ']') c.pinned_line.push_back(']');
+        c.pinned_line.push_back(':');
+        c.pinned_line.append(from.port);
+        c.pinned_line.push_back(':');
         c.pinned_line.append(target.host);
         c.pinned_line.push_back(':');
         char digits[5];

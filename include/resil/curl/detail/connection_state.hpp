@@ -26,12 +26,10 @@ struct connection_state {
     std::vector<curl_slist> resolve_nodes;
     std::vector<std::string> connect_to_lines;
     std::vector<curl_slist> connect_to_nodes;
-    /// A request's endpoint as the entry "::host:port" (any host and port of
-    /// the URL go there), put in front of the client-wide list. The buffer is
-    /// reserved for the longest endpoint once, so a new endpoint is written
-    /// in place: the node's pointer never changes.
-    std::string pinned_host;
-    std::uint16_t pinned_port = 0;
+    /// A request's endpoint as the entry "url-host:url-port:host:port" (only
+    /// the URL's own host and port go there, not a redirect's), put in front
+    /// of the client-wide list. The buffer is reserved for the longest entry
+    /// once, so each request's entry is written in place.
     std::string pinned_line;
     curl_slist pinned_node{nullptr, nullptr};
     /// The CURLOPT_CONNECT_TO list last set, and whether one was.

@@ -64,6 +64,21 @@ struct stream_state {
     }
 };
 
+/// Whether `passed` (non-negative) reached `limit`; if not, lowers `wait_ms`
+/// to the time left, rounded up (waking a little late is fine, early only
+/// loops) and at most a second. Compared in whole milliseconds: `limit` in
+/// nanoseconds would overflow past 292 years and fire at once.
+[[nodiscard]] inline bool limit_reached(duration passed, std::chrono::milliseconds limit, int& wait_ms) noexcept {
+    using std::chrono::milliseconds;
+    // floor(passed) >= limit exactly when passed >= limit (limit is whole ms),
+    // and limit - floor(passed) is the rounded-up time left.
+    const auto whole = std::chrono::floor<milliseconds>(passed);
+    if (whole >= limit) return true;
+    const auto left = (limit - whole).count();
+    wait_ms = std::min(wait_ms, static_cast<int>(std::clamp<milliseconds::rep>(left, 1, 1000)));
+    return false;
+}
+
 /// Which stream timer fired.
 enum class stream_timer : std::uint8_t { none, first_byte, idle };
 
@@ -90,7 +105,6 @@ struct stream_timers {
     /// `wait_ms` to the time left on the running one (rounded up: waking a
     /// little late is fine, early only loops).
     stream_timer observe(time_point now, unsigned sends, std::size_t body, int& wait_ms) noexcept {
-        using std::chrono::milliseconds;
         if (!sent && sends > 0) {
             sent = true;
             sent_at = now;
@@ -100,20 +114,11 @@ struct stream_timers {
             last_body = body;
             last_body_at = now;
         }
-        const auto limit_wait = [&](duration passed, milliseconds limit) {
-            const auto left = std::chrono::ceil<milliseconds>(limit - passed).count();
-            wait_ms = std::min(wait_ms, static_cast<int>(std::clamp<milliseconds::rep>(left, 1, 1000)));
-        };
         if (!body_started) {
-            if (sent && first_byte != resil::timeouts::no_limit) {
-                const auto passed = now - sent_at;
-                if (passed >= first_byte) return stream_timer::first_byte;
-                limit_wait(passed, first_byte);
-            }
-        } else if (idle != resil::timeouts::no_limit) {
-            const auto passed = now - last_body_at;
-            if (passed >= idle) return stream_timer::idle;
-            limit_wait(passed, idle);
+            if (sent && first_byte != resil::timeouts::no_limit && limit_reached(now - sent_at, first_byte, wait_ms))
+                return stream_timer::first_byte;
+        } else if (idle != resil::timeouts::no_limit && limit_reached(now - last_body_at, idle, wait_ms)) {
+            return stream_timer::idle;
         }
         return stream_timer::none;
     }
