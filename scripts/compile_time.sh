@@ -22,8 +22,8 @@
 #                                 timeout, three attempts, jittered backoff
 #   readme_example.cpp            the README's ten-line example
 #   json_service.cpp              a service whose pipeline comes from a JSON file
-#   json_service_separate.cpp     the same for a RESIL_SEPARATE_COMPILATION
-#                                 program (load_config.hpp, no nlohmann parse)
+#                                 (with RESIL_SEPARATE_COMPILATION it includes
+#                                 load_config.hpp alone: no nlohmann parse)
 #   separate_source.cpp           such a program's one source file (curl, json)
 # Runs are interleaved (every unit once, then every unit again, ...) so that
 # other processes slow every row alike. The table gives CPU seconds (user +
@@ -114,7 +114,7 @@ sources=(
     "$units_dir/readme_example.cpp"
     "$units_dir/json_service.cpp"
     "$units_dir/readme_example.cpp"
-    "$units_dir/json_service_separate.cpp"
+    "$units_dir/json_service.cpp"
     "$units_dir/separate_source.cpp"
 )
 flags=("" "" "" "$separate" "$separate" "$separate")

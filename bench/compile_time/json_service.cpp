@@ -2,7 +2,13 @@
 // JSON configuration (resil/json.hpp) and calls it over libcurl: what
 // scripts/compile_time.sh times against baseline_curl_retry_loop.cpp.
 #include <resil/curl.hpp>
+#if defined(RESIL_SEPARATE_COMPILATION)
+// A file of a separate-compilation program needs load_config alone: declared
+// then without nlohmann/json.hpp, compiled once in separate_source.cpp.
+#include <resil/json/load_config.hpp>
+#else
 #include <resil/json.hpp>
+#endif
 #include <resil/resil.hpp>
 
 #include <functional>
