@@ -42,14 +42,14 @@
 #include <string>
 #include <vector>
 
-#include "../tests/support/self_signed_tls.hpp"
+#include "../tests/support/tls_files.hpp"
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
 namespace {
 
-std::unique_ptr<resil_test::self_signed_tls> tls;
+std::unique_ptr<resil_test::tls_files> tls;
 std::unique_ptr<resil_test::tls_nginx> nginx;
 std::string url;
 constexpr int rounds = 9;
@@ -122,7 +122,7 @@ resil::curl::client_options trusting(std::shared_ptr<resil::curl::shared_cache> 
                                      bool forbid_reuse = false, bool session_cache = true) {
     resil::curl::client_options o;
     o.shared = std::move(cache);
-    const std::string ca = tls->certificate();
+    const std::string ca = tls->path("ca.pem");
     o.configure_handle = [ca, forbid_reuse, session_cache](CURL* e) {
         curl_easy_setopt(e, CURLOPT_CAINFO, ca.c_str());
         if (forbid_reuse) curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
@@ -137,7 +137,7 @@ void raw_libcurl(benchmark::State& state, std::size_t round) {
     body.reserve(64);
     curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_CAINFO, tls->certificate().c_str());
+    curl_easy_setopt(easy, CURLOPT_CAINFO, tls->path("ca.pem").c_str());
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 2000L);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &append_body);
@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     try {
-        tls = std::make_unique<resil_test::self_signed_tls>("localhost");
+        tls = std::make_unique<resil_test::tls_files>();
         nginx = std::make_unique<resil_test::tls_nginx>(*tls, R"(location /ok { return 200 "hello\n"; })");
     } catch (const std::exception& e) {
         std::printf("bench_curl_https: skipped: %s\n", e.what());

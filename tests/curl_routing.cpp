@@ -21,7 +21,7 @@
 
 #include "catch.hpp"
 #include "support/nginx_server.hpp"
-#include "support/self_signed_tls.hpp"
+#include "support/tls_files.hpp"
 
 using namespace std::chrono_literals;
 using resil::curl::client;
@@ -52,8 +52,8 @@ std::string body_of(client& http, const request& req) {
 
 // Trust the test's own certificate: through the raw handle hook, the escape
 // hatch for what client_options does not name.
-client_options trusting(const resil_test::self_signed_tls& tls, client_options o = {}) {
-    const std::string ca = tls.certificate();
+client_options trusting(const resil_test::tls_files& tls, client_options o = {}) {
+    const std::string ca = tls.path("ca.pem");
     o.configure_handle = [ca](CURL* e) { curl_easy_setopt(e, CURLOPT_CAINFO, ca.c_str()); };
     return o;
 }
@@ -158,7 +158,7 @@ TEST_CASE("curl routing: a client keeps at most 4 idle connections, as docs/curl
 }
 
 TEST_CASE("curl routing: a pinned HTTPS request verifies the URL's name, not the replica's address") {
-    resil_test::self_signed_tls tls{"service.test"};
+    resil_test::tls_files tls;
     resil_test::tls_nginx nginx{tls, R"(location / { return 200 "$http_host $ssl_server_name\n"; })"};
     client http(trusting(tls, {.limits = quick}));
     const auto req = request::get("https://service.test:" + port_text(nginx.https_port()) + "/")
@@ -239,7 +239,7 @@ TEST_CASE("curl routing: TCP keepalive and the DNS cache lifetime reach libcurl"
 }
 
 TEST_CASE("curl routing: a shared cache resumes another client's TLS session, across threads") {
-    resil_test::self_signed_tls tls{"service.test"};
+    resil_test::tls_files tls;
     resil_test::tls_nginx nginx{tls, R"(location / { return 200 "$ssl_session_reused\n"; })"};
     const auto req = request::get(nginx.https_url("/"));
     const auto cache = std::make_shared<shared_cache>();
@@ -297,7 +297,7 @@ TEST_CASE("curl routing: the per-thread clients of docs/curl.md share one cache"
 }
 
 TEST_CASE("curl routing: clients on two threads use one shared cache at once") {
-    resil_test::self_signed_tls tls{"service.test"};
+    resil_test::tls_files tls;
     resil_test::tls_nginx nginx{tls, R"(location / { return 200 "$ssl_session_reused\n"; })"};
     const auto req = request::get(nginx.https_url("/"));
     const auto cache = std::make_shared<shared_cache>();
