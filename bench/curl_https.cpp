@@ -23,7 +23,7 @@
 // without each run's slowest 1 %.
 //
 // Skips with a message when nginx or openssl is missing.
-#include "bench_support.hpp"
+#include "latency_rounds.hpp"
 
 #include <cstdio>
 
@@ -33,19 +33,16 @@
 
 #include <resil/curl.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "../tests/support/tls_files.hpp"
 
 using namespace std::chrono_literals;
-using steady = std::chrono::steady_clock;
+using resil_bench::steady;
 
 namespace {
 
@@ -57,59 +54,9 @@ constexpr int rounds = 9;
 // keep the whole benchmark far below the ephemeral port range.
 constexpr double new_connection_seconds = 0.2;
 
-struct figures {
-    double per_second = 0;
-    double steady_per_second = 0;
-    double p50_us = 0;
-    double p99_us = 0;
-};
-std::map<std::string, std::vector<figures>> results;
-
-class latencies {
-public:
-    latencies() { samples_.reserve(capacity); }
-    void add(steady::duration d) {
-        if (samples_.size() < capacity) samples_.push_back(d.count());
-    }
-    void finish() { std::sort(samples_.begin(), samples_.end()); }
-    /// The nearest-rank sample at floor(p * (n - 1)), in microseconds.
-    [[nodiscard]] double percentile_us(double p) const {
-        if (samples_.empty()) return 0;
-        const auto at = static_cast<std::size_t>(p * static_cast<double>(samples_.size() - 1));
-        return static_cast<double>(samples_[at]) / 1000.0;
-    }
-    /// Requests per second one after another, leaving out the slowest 1 %:
-    /// on a shared machine those are mostly other processes' time slices.
-    [[nodiscard]] double steady_rate() const {
-        const auto kept = samples_.size() - samples_.size() / 100;
-        if (kept == 0) return 0;
-        double sum = 0;
-        for (std::size_t i = 0; i < kept; ++i) sum += static_cast<double>(samples_[i]);
-        return 1e9 * static_cast<double>(kept) / sum;
-    }
-
-private:
-    static constexpr std::size_t capacity = std::size_t{1} << 20;
-    std::vector<steady::rep> samples_;
-};
-
-void report(benchmark::State& state, const std::string& kind, std::size_t round, latencies& lat,
-            steady::duration elapsed, std::uint64_t allocations_before) {
-    figures f;
-    f.per_second = static_cast<double>(state.iterations()) / std::chrono::duration<double>(elapsed).count();
-    lat.finish();
-    f.steady_per_second = lat.steady_rate();
-    f.p50_us = lat.percentile_us(0.50);
-    f.p99_us = lat.percentile_us(0.99);
-    state.counters["per_s"] = f.per_second;
-    state.counters["steady_per_s"] = f.steady_per_second;
-    state.counters["p50_us"] = f.p50_us;
-    state.counters["p99_us"] = f.p99_us;
-    auto& slot = results[kind];
-    if (slot.size() <= round) slot.resize(round + 1);
-    slot[round] = f;
-    resil_bench::report_allocations(state, allocations_before);
-}
+// Per kind, the figures of each round (bench/latency_rounds.hpp).
+resil_bench::round_results results{rounds};
+using resil_bench::latencies;
 
 std::size_t append_body(char* data, std::size_t size, std::size_t count, void* user) {
     static_cast<std::string*>(user)->append(data, size * count);
@@ -159,7 +106,7 @@ void raw_libcurl(benchmark::State& state, std::size_t round) {
         }
         benchmark::DoNotOptimize(body.data());
     }
-    report(state, "raw_libcurl", round, lat, steady::now() - started, before);
+    results.record(state, "raw_libcurl", round, lat, steady::now() - started, before);
     curl_easy_cleanup(easy);
 }
 
@@ -186,7 +133,7 @@ void resil_client_reused(benchmark::State& state, std::size_t round) {
         }
         benchmark::DoNotOptimize(r.body().data());
     }
-    report(state, "resil_client_reused", round, lat, steady::now() - started, before);
+    results.record(state, "resil_client_reused", round, lat, steady::now() - started, before);
 }
 
 // A new client per connection, with or without a cache shared by all of them.
@@ -208,7 +155,7 @@ void new_client(benchmark::State& state, std::size_t round, bool shared) {
             break;
         }
     }
-    report(state, shared ? "new_client/shared_cache" : "new_client/no_cache", round, lat, steady::now() - started,
+    results.record(state, shared ? "new_client/shared_cache" : "new_client/no_cache", round, lat, steady::now() - started,
            before);
 }
 
@@ -230,43 +177,11 @@ void one_client(benchmark::State& state, std::size_t round, bool session_reuse) 
             break;
         }
     }
-    report(state, session_reuse ? "one_client/session_reuse" : "one_client/no_session_reuse", round, lat,
+    results.record(state, session_reuse ? "one_client/session_reuse" : "one_client/no_session_reuse", round, lat,
            steady::now() - started, before);
 }
 
-figures median(const std::vector<figures>& runs) {
-    figures m;
-    if (runs.empty()) return m;
-    auto mid = [&runs](auto field) {
-        std::vector<double> v;
-        for (const auto& r : runs) v.push_back(r.*field);
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
-    m.per_second = mid(&figures::per_second);
-    m.steady_per_second = mid(&figures::steady_per_second);
-    m.p50_us = mid(&figures::p50_us);
-    m.p99_us = mid(&figures::p99_us);
-    return m;
-}
 
-void print_group(const char* title, const char* unit, const char* baseline, std::initializer_list<const char*> kinds) {
-    const auto base = results.find(baseline);
-    if (base == results.end()) return;
-    const auto b = median(base->second);
-    std::printf("\n%s; medians of %d interleaved rounds, ratios to %s\n", title, rounds, baseline);
-    std::printf("(steady: without each run's slowest 1 %%, mostly other processes' time slices)\n");
-    std::printf("  %-28s %9s %6s %9s %6s %9s %9s %6s\n", "", unit, "ratio", "steady", "ratio", "p50 (us)", "p99 (us)",
-                "ratio");
-    for (const char* kind : kinds) {
-        const auto it = results.find(kind);
-        if (it == results.end()) continue;
-        const auto f = median(it->second);
-        std::printf("  %-28s %9.0f %6.3f %9.0f %6.3f %9.1f %9.1f %6.3f\n", kind, f.per_second,
-                    f.per_second / b.per_second, f.steady_per_second, f.steady_per_second / b.steady_per_second,
-                    f.p50_us, f.p99_us, f.p99_us / b.p99_us);
-    }
-}
 
 }  // namespace
 
@@ -299,9 +214,9 @@ int main(int argc, char** argv) {
     }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
-    print_group("HTTPS GET to a local nginx, one kept-alive connection", "req/s", "raw_libcurl",
+    results.print("HTTPS GET to a local nginx, one kept-alive connection", "req/s", "raw_libcurl",
                 {"raw_libcurl", "resil_client_reused"});
-    print_group("HTTPS GET on a new TLS connection each time", "conn/s", "new_client/no_cache",
+    results.print("HTTPS GET on a new TLS connection each time", "conn/s", "new_client/no_cache",
                 {"new_client/no_cache", "new_client/shared_cache", "one_client/no_session_reuse",
                  "one_client/session_reuse"});
     nginx.reset();

@@ -17,15 +17,13 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <memory>
-#include <system_error>
 
+#include "child_process.hpp"
 #include "fault_server.hpp"
 #include "nginx_server.hpp"
 
@@ -33,35 +31,25 @@ namespace resil_test {
 
 class tls_files {
 public:
-    tls_files() {
+    tls_files() : dir_("resil-pki") {
         if (::access("/usr/bin/openssl", X_OK) != 0 && ::access("/usr/local/bin/openssl", X_OK) != 0)
             throw std::runtime_error("openssl is not installed: the TLS tests need it (apt-get install openssl)");
-        const char* tmp = std::getenv("TMPDIR");
-        std::string dir_template = std::string(tmp && *tmp ? tmp : "/tmp") + "/resil-pki-XXXXXX";
-        if (!::mkdtemp(dir_template.data())) throw std::runtime_error("tls_files: mkdtemp failed");
-        dir_ = dir_template;
-        try {
-            make();
-        } catch (...) {
-            remove();
-            throw;
-        }
+        make();
     }
     tls_files(const tls_files&) = delete;
     tls_files& operator=(const tls_files&) = delete;
-    ~tls_files() { remove(); }
 
     /// A file of the PKI: ca.pem, server.pem/.key, wrong.pem/.key (for
     /// wrong.example only), client.pem/.key, server.pub.pem, wrong.pub.pem.
-    [[nodiscard]] std::string path(std::string_view name) const { return dir_ + "/" + std::string(name); }
+    [[nodiscard]] std::string path(std::string_view name) const { return dir_.file(std::string(name)); }
     /// "sha256//<base64>" of the server key / of the wrong certificate's key.
     [[nodiscard]] const std::string& server_pin() const noexcept { return server_pin_; }
     [[nodiscard]] const std::string& wrong_pin() const noexcept { return wrong_pin_; }
-    [[nodiscard]] const std::string& directory() const noexcept { return dir_; }
+    [[nodiscard]] const std::string& directory() const noexcept { return dir_.path(); }
 
 private:
     void make() {
-        const std::string d = dir_;
+        const std::string& d = dir_.path();
         std::ofstream(d + "/server.ext") << "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:service.test\n"
                                          << "extendedKeyUsage=serverAuth\n";
         std::ofstream(d + "/wrong.ext") << "subjectAltName=DNS:wrong.example\nextendedKeyUsage=serverAuth\n";
@@ -80,26 +68,12 @@ private:
                       "base64 -w0 > " + n + ".pin; ";
         }
         if (std::system(("sh -c \"" + script + "\" >/dev/null").c_str()) != 0)
-            throw std::runtime_error("openssl failed to make the test PKI: " + read(d + "/openssl.log"));
-        server_pin_ = "sha256//" + read(d + "/server.pin");
-        wrong_pin_ = "sha256//" + read(d + "/wrong.pin");
+            throw std::runtime_error("openssl failed to make the test PKI: " + read_text_file(d + "/openssl.log"));
+        server_pin_ = "sha256//" + read_text_file(d + "/server.pin");
+        wrong_pin_ = "sha256//" + read_text_file(d + "/wrong.pin");
     }
 
-    static std::string read(const std::string& path) {
-        std::ifstream in(path);
-        std::stringstream text;
-        text << in.rdbuf();
-        return text.str();
-    }
-
-    void remove() noexcept {
-        if (dir_.empty()) return;
-        std::error_code ignored;
-        std::filesystem::remove_all(dir_, ignored);
-        dir_.clear();
-    }
-
-    std::string dir_;
+    temp_directory dir_;
     std::string server_pin_;
     std::string wrong_pin_;
 };
