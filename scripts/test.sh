@@ -218,7 +218,8 @@ asan_ctest() {
 
 tsan_ctest() {
     sanitizer_probe "$BUILD/ci-tsan" "$SANITIZE_THREAD" || return 1
-    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+    # scripts/tsan.supp: OpenSSL is not instrumented (shared TLS sessions).
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$RESIL_ROOT/scripts/tsan.supp" \
         run_ctest "$BUILD/ci-tsan" "${sanitizer_prefix[@]}"
 }
 
