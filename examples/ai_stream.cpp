@@ -155,16 +155,22 @@ int main() {
     std::printf("limits: first byte %lld ms, idle %lld ms; deadline 5 s\n", ms(completion_limits.first_byte),
                 ms(completion_limits.idle));
 
-    std::printf("\n1. 429 with retry-after-ms, then a late first token, then the stream\n");
-    {
-        token_printer tokens;
+    // One call: the completion streamed into `tokens` under the pipeline,
+    // every attempt printed.
+    const auto streamed_completion = [&](token_printer& tokens) {
         resil::curl::sse_stream events(std::ref(tokens));
-        const auto out = pipe([&](resil::context& ctx) {
+        return pipe([&](resil::context& ctx) {
             auto r = http.stream(completion, ctx, events, completion_limits);
             tokens.end_line();
             print_attempt(ctx, r);
             return r;
         });
+    };
+
+    std::printf("\n1. 429 with retry-after-ms, then a late first token, then the stream\n");
+    {
+        token_printer tokens;
+        const auto out = streamed_completion(tokens);
         std::printf("  => %s: \"%s\"\n", out.ok() && !out.from_fallback() ? "answer" : "failed", tokens.answer.c_str());
         const auto keys = keys_seen(api, "/v1/chat/completions");
         std::printf("  the server saw %zu POSTs carrying %zu Idempotency-Key\n",
@@ -174,13 +180,7 @@ int main() {
     std::printf("\n2. the stream stalls after two tokens: the idle limit fires; not retried, plan B\n");
     {
         token_printer tokens;
-        resil::curl::sse_stream events(std::ref(tokens));
-        const auto out = pipe([&](resil::context& ctx) {
-            auto r = http.stream(completion, ctx, events, completion_limits);
-            tokens.end_line();
-            print_attempt(ctx, r);
-            return r;
-        });
+        const auto out = streamed_completion(tokens);
         std::printf("  shown before it stalled: \"%s\" (the server saw 1 POST: %s)\n", tokens.answer.c_str(),
                     api.requests("/v1/chat/completions").size() == 4 ? "yes" : "no");
         if (out.from_fallback()) std::printf("  => plan B: %s\n", out->body().c_str());
