@@ -66,23 +66,14 @@ void raw_libcurl(benchmark::State& state, std::size_t round) {
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &append_body);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &body);
     curl_easy_perform(easy);  // connect outside the measurement, as the others do
-    latencies lat;
-    const auto before = resil_bench::allocations.load();
-    const auto started = steady::now();
-    for (auto _ : state) {
-        const auto t0 = steady::now();
+    results.time_calls(state, "raw_libcurl", round, "raw libcurl: the request failed", [&] {
         body.clear();
         long status = 0;
         const CURLcode rc = curl_easy_perform(easy);
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-        lat.add(steady::now() - t0);
-        if (rc != CURLE_OK || status != 200) {
-            state.SkipWithError("raw libcurl: the request failed");
-            break;
-        }
         benchmark::DoNotOptimize(body.data());
-    }
-    results.record(state, "raw_libcurl", round, lat, steady::now() - started, before);
+        return rc == CURLE_OK && status == 200;
+    });
     curl_easy_cleanup(easy);
 }
 
@@ -112,22 +103,13 @@ void resil_client_reused(benchmark::State& state, std::size_t round) {
     resil::curl::client http;
     const auto req = resil::curl::request::get(url);
     auto r = http.perform(req);  // connects; the response's buffers grow to fit
-    latencies lat;
-    const auto before = resil_bench::allocations.load();
-    const auto started = steady::now();
-    for (auto _ : state) {
-        const auto t0 = steady::now();
+    results.time_calls(state, "resil_client_reused", round, "resil client, reused response: the request failed", [&] {
         resil::context ctx;
         ctx.set_timeouts({.connect = 1s, .read = 1s, .total = 2s});
         http.perform(req, ctx, r);
-        lat.add(steady::now() - t0);
-        if (!r.ok()) {
-            state.SkipWithError("resil client, reused response: the request failed");
-            break;
-        }
         benchmark::DoNotOptimize(r.body().data());
-    }
-    results.record(state, "resil_client_reused", round, lat, steady::now() - started, before);
+        return r.ok();
+    });
 }
 
 void resil_pipeline(benchmark::State& state, std::size_t round) {
@@ -178,9 +160,6 @@ void resil_pipeline_recycled(benchmark::State& state, std::size_t round) {
     }
     results.record(state, "resil_pipeline_recycled", round, lat, steady::now() - started, before);
 }
-
-
-
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -90,23 +90,14 @@ void raw_libcurl(benchmark::State& state, std::size_t round) {
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &append_body);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &body);
     curl_easy_perform(easy);  // connects outside the measurement, as the other side does
-    latencies lat;
-    const auto before = resil_bench::allocations.load();
-    const auto started = steady::now();
-    for (auto _ : state) {
-        const auto t0 = steady::now();
+    results.time_calls(state, "raw_libcurl", round, "raw libcurl: the request failed", [&] {
         body.clear();
         long status = 0;
         const CURLcode rc = curl_easy_perform(easy);
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-        lat.add(steady::now() - t0);
-        if (rc != CURLE_OK || status != 200) {
-            state.SkipWithError("raw libcurl: the request failed");
-            break;
-        }
         benchmark::DoNotOptimize(body.data());
-    }
-    results.record(state, "raw_libcurl", round, lat, steady::now() - started, before);
+        return rc == CURLE_OK && status == 200;
+    });
     curl_easy_cleanup(easy);
 }
 
@@ -118,22 +109,13 @@ void resil_client_reused(benchmark::State& state, std::size_t round) {
         state.SkipWithError("resil client: the first request failed");
         return;
     }
-    latencies lat;
-    const auto before = resil_bench::allocations.load();
-    const auto started = steady::now();
-    for (auto _ : state) {
-        const auto t0 = steady::now();
+    results.time_calls(state, "resil_client_reused", round, "resil client: the request failed", [&] {
         resil::context ctx;
         ctx.set_timeouts({.connect = 1s, .read = 1s, .total = 2s});
         http.perform(req, ctx, r);
-        lat.add(steady::now() - t0);
-        if (!r.ok()) {
-            state.SkipWithError("resil client: the request failed");
-            break;
-        }
         benchmark::DoNotOptimize(r.body().data());
-    }
-    results.record(state, "resil_client_reused", round, lat, steady::now() - started, before);
+        return r.ok();
+    });
 }
 
 // A new client per connection, with or without a cache shared by all of them.
@@ -155,8 +137,8 @@ void new_client(benchmark::State& state, std::size_t round, bool shared) {
             break;
         }
     }
-    results.record(state, shared ? "new_client/shared_cache" : "new_client/no_cache", round, lat, steady::now() - started,
-           before);
+    results.record(state, shared ? "new_client/shared_cache" : "new_client/no_cache", round, lat,
+                   steady::now() - started, before);
 }
 
 // One client whose every request opens a new connection, resuming its own
@@ -165,24 +147,12 @@ void one_client(benchmark::State& state, std::size_t round, bool session_reuse) 
     resil::curl::client http(trusting(nullptr, true, session_reuse));
     const auto req = resil::curl::request::get(url);
     auto r = http.perform(req);
-    latencies lat;
-    const auto before = resil_bench::allocations.load();
-    const auto started = steady::now();
-    for (auto _ : state) {
-        const auto t0 = steady::now();
-        http.perform(req, r);
-        lat.add(steady::now() - t0);
-        if (!r.ok() || r.timings().reused_connection) {
-            state.SkipWithError("one client: the request failed or reused a connection");
-            break;
-        }
-    }
-    results.record(state, session_reuse ? "one_client/session_reuse" : "one_client/no_session_reuse", round, lat,
-           steady::now() - started, before);
+    results.time_calls(state, session_reuse ? "one_client/session_reuse" : "one_client/no_session_reuse", round,
+                       "one client: the request failed or reused a connection", [&] {
+                           http.perform(req, r);
+                           return r.ok() && !r.timings().reused_connection;
+                       });
 }
-
-
-
 }  // namespace
 
 int main(int argc, char** argv) {

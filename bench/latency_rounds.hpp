@@ -3,9 +3,11 @@
 // run, the figures of each round, and a summary of medians over the rounds
 // with each kind's ratio to a baseline kind.
 //
+//   results.time_calls(state, "raw_libcurl", round, "the request failed", [&] { return get() == 200; });
+//   // or, when some of each iteration must stay untimed, a loop of your own:
 //   resil_bench::latencies lat;                       // reserved before the loop
-//   for (auto _ : state) { const auto t0 = steady::now(); call(); lat.add(steady::now() - t0); }
-//   results.record(state, "raw_libcurl", round, lat, steady::now() - started, allocations_before);
+//   for (auto _ : state) { const auto t0 = steady::now(); call(); lat.add(steady::now() - t0); tidy(); }
+//   results.record(state, "resil_client", round, lat, steady::now() - started, allocations_before);
 //   ...
 //   results.print("GET to a local nginx", "req/s", "raw_libcurl", {"raw_libcurl", "resil_client"});
 #pragma once
@@ -91,6 +93,27 @@ public:
         if (slot.size() <= round) slot.resize(round + 1);
         slot[round] = f;
         report_allocations(state, allocations_before);
+    }
+
+    /// Times `call` once per iteration (all of it: keep work that must not
+    /// count outside it) and records the run as `kind`. `call` returns false
+    /// when the request failed, which ends the run with `failure`.
+    template <class Call>
+    void time_calls(benchmark::State& state, const std::string& kind, std::size_t round, const char* failure,
+                    Call&& call) {
+        latencies lat;
+        const auto before = allocations.load();
+        const auto started = steady::now();
+        for (auto _ : state) {
+            const auto t0 = steady::now();
+            const bool ok = call();
+            lat.add(steady::now() - t0);
+            if (!ok) {
+                state.SkipWithError(failure);
+                break;
+            }
+        }
+        record(state, kind, round, lat, steady::now() - started, before);
     }
 
     /// Each figure's median over `kind`'s rounds (all zero when it never ran).
