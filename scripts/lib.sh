@@ -17,7 +17,7 @@ RESIL_TEST_PACKAGES=(
     cmake g++ clang libclang-rt-14-dev make git tzdata
     clang-19 libc++-19-dev libc++abi-19-dev g++-mingw-w64-x86-64-posix
     catch2 libbenchmark-dev
-    libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev prometheus-cpp-dev
+    libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev prometheus-cpp-dev libasio-dev libhiredis-dev
     uuid-dev libboost-dev
     nginx libnginx-mod-http-echo redis-server haproxy tinyproxy openssl
 )

@@ -5,11 +5,14 @@
 #
 #   (no option)  On a fresh Debian 12 machine, installs the missing packages
 #                (as root; otherwise names them and stops), then runs:
-#                  a. g++ RelWithDebInfo: builds tests, examples and
-#                     benchmarks; ctest; a benchmark smoke pass (every
-#                     bench_* binary, tiny min time, figures ignored)
-#                  b. clang++ ASan+UBSan Debug, tests only; ctest under a
-#                     non-UTC TZ (America/Santiago)
+#                  a. g++ Release (-O3, what users build, where the
+#                     optimizer's warnings show up): builds tests,
+#                     examples and benchmarks; ctest; a benchmark smoke
+#                     pass (every bench_* binary, tiny min time, figures
+#                     ignored)
+#                  b. clang++ ASan+UBSan Debug, tests and examples (clang's
+#                     warnings over everything); ctest under a non-UTC TZ
+#                     (America/Santiago)
 #                  c. clang++ TSan, tests only; ctest
 #                  d. consumers: find_package on an installed copy (all
 #                     components; the core alone without any integration's
@@ -18,13 +21,10 @@
 #                     tree, FetchContent of a tarball made from this tree
 #                  e. fuzz harnesses (scripts/fuzz.sh --ci: clang++
 #                     libFuzzer, 15 s each)
-#                  f. g++ Release (-O3, what users build): tests and
-#                     examples; ctest
-#                  g. clang++ Release: tests and examples; ctest
-#                  h. clang++ 19 with libc++ 19 (-stdlib=libc++), Release,
+#                  f. clang++ 19 with libc++ 19 (-stdlib=libc++), Release,
 #                     the core only (no curl, json, fmt: Debian builds fmt
 #                     against libstdc++); ctest
-#                  i. Windows: the core cross-built with MinGW-w64 (every
+#                  g. Windows: the core cross-built with MinGW-w64 (every
 #                     core header alone, and a program drawing a key, linked
 #                     through resil::resil); compiled and linked, not run
 #                Every build of resil's own code here is warnings-as-errors
@@ -32,8 +32,7 @@
 #   --quick      step a without the benchmark smoke, for local iteration.
 #
 # Build directories live under build/, or RESIL_BUILD_DIR if set (ci-gcc,
-# ci-asan, ci-tsan, ci-consumer, fuzz, ci-gcc-release, ci-clang-release,
-# ci-libcxx, ci-windows), and are reused, so a second run only rebuilds what
+# ci-asan, ci-tsan, ci-consumer, fuzz, ci-libcxx, ci-windows), and are reused, so a second run only rebuilds what
 # changed. Parallelism is RESIL_JOBS (default: nproc). A run ends with step timings and the line
 # "N passed, N failed", counting the steps.
 set -euo pipefail
@@ -109,7 +108,7 @@ summary() {
 
 gcc_build() {
     cmake -S "$RESIL_ROOT" -B "$BUILD/ci-gcc" \
-        -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRESIL_WARNINGS_AS_ERRORS=ON \
+        -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DRESIL_WARNINGS_AS_ERRORS=ON \
         -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=ON -DRESIL_BUILD_BENCH=ON &&
         resil_build "$BUILD/ci-gcc"
 }
@@ -194,13 +193,14 @@ EOF
     return 1
 }
 
-# sanitizer_build DIR FLAGS: tests only, clang++, Debug.
+# sanitizer_build DIR FLAGS [CMAKE ARGS...]: tests, clang++, Debug.
 sanitizer_build() {
     local dir="$1" flags="$2"
+    shift 2
     cmake -S "$RESIL_ROOT" -B "$dir" \
         -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$flags" \
         -DRESIL_WARNINGS_AS_ERRORS=ON -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF \
-        -DRESIL_TEST_SEPARATE_COMPILATION=OFF &&
+        -DRESIL_TEST_SEPARATE_COMPILATION=OFF "$@" &&
         resil_build "$dir"
 }
 
@@ -400,12 +400,11 @@ fuzz_ci() {
     FUZZ_BUILD_DIR="$BUILD/fuzz" bash "$RESIL_ROOT/scripts/fuzz.sh" --ci
 }
 
-# --- f, g, h. Release builds ---------------------------------------------------
+# --- f. Release builds ---------------------------------------------------
 
 # release_build DIR COMPILER [CMAKE ARGS...]: Release (-O3 -DNDEBUG), the
 # configuration users build, where the optimizer's warnings (-Wrestrict,
-# -Warray-bounds, -Wstringop-overflow, ...) show up. No benchmarks: step a
-# builds and smoke-runs them.
+# -Warray-bounds, -Wstringop-overflow, ...) show up. No benchmarks.
 release_build() {
     local dir="$1" compiler="$2"
     shift 2
@@ -426,10 +425,10 @@ LIBCXX_CXX=clang++-19
 libcxx_build() {
     release_build "$BUILD/ci-libcxx" "$LIBCXX_CXX" -DCMAKE_CXX_FLAGS="-stdlib=libc++ -fexperimental-library" \
         -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_WITH_CURL=OFF -DRESIL_WITH_JSON=OFF -DRESIL_WITH_FMT=OFF \
-        -DRESIL_WITH_PROMETHEUS=OFF -DRESIL_TEST_SEPARATE_COMPILATION=OFF
+        -DRESIL_WITH_PROMETHEUS=OFF -DRESIL_WITH_ASIO=OFF -DRESIL_WITH_REDIS=OFF -DRESIL_TEST_SEPARATE_COMPILATION=OFF
 }
 
-# --- i. Windows ----------------------------------------------------------------
+# --- g. Windows ----------------------------------------------------------------
 
 # The core cross-built with MinGW-w64 (POSIX threads): tests/consumer/windows
 # compiles every core header alone and links a program that draws keys, so
@@ -461,11 +460,12 @@ windows_build() {
 
 # --- the run -----------------------------------------------------------------
 
-run_step "a. g++ RelWithDebInfo: build tests, examples, benchmarks" gcc_build
+run_step "a. g++ Release: build tests, examples, benchmarks" gcc_build
 run_step "a. g++: ctest" run_ctest "$BUILD/ci-gcc"
 if ((!quick)); then
     run_step "a. g++: benchmark smoke" bench_smoke
-    run_step "b. clang++ ASan+UBSan: build tests" sanitizer_build "$BUILD/ci-asan" "$SANITIZE_ADDRESS"
+    run_step "b. clang++ ASan+UBSan: build tests, examples" sanitizer_build "$BUILD/ci-asan" "$SANITIZE_ADDRESS" \
+        -DRESIL_BUILD_EXAMPLES=ON -DRESIL_TEST_SEPARATE_COMPILATION=ON
     run_step "b. clang++ ASan+UBSan: ctest (TZ=$CI_TZ)" asan_ctest
     run_step "c. clang++ TSan: build tests" sanitizer_build "$BUILD/ci-tsan" "$SANITIZE_THREAD"
     run_step "c. clang++ TSan: ctest" tsan_ctest
@@ -475,13 +475,8 @@ if ((!quick)); then
     run_step "d. consumer: add_subdirectory" consumer_add_subdirectory
     run_step "d. consumer: FetchContent (URL tarball)" consumer_fetch_content
     run_step "e. fuzz harnesses (clang libFuzzer, 15 s each)" fuzz_ci
-    run_step "f. g++ Release: build tests, examples" release_build "$BUILD/ci-gcc-release" g++ \
-        -DRESIL_TEST_SEPARATE_COMPILATION=OFF
-    run_step "f. g++ Release: ctest" run_ctest "$BUILD/ci-gcc-release"
-    run_step "g. clang++ Release: build tests, examples" release_build "$BUILD/ci-clang-release" clang++
-    run_step "g. clang++ Release: ctest" run_ctest "$BUILD/ci-clang-release"
-    run_step "h. clang++ 19 + libc++ Release: build core tests" libcxx_build
-    run_step "h. clang++ 19 + libc++: ctest" run_ctest "$BUILD/ci-libcxx"
-    run_step "i. Windows (MinGW-w64): build every core header, link a key draw" windows_build
+    run_step "f. clang++ 19 + libc++ Release: build core tests" libcxx_build
+    run_step "f. clang++ 19 + libc++: ctest" run_ctest "$BUILD/ci-libcxx"
+    run_step "g. Windows (MinGW-w64): build every core header, link a key draw" windows_build
 fi
 summary
