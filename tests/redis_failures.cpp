@@ -63,7 +63,7 @@ TEST_CASE("redis limiter: Redis killed -> fail open admits at the local rate onl
     redis.kill();
 
     constexpr int threads_n = 4;
-    std::atomic<int> admitted{0}, decisions{0};
+    std::atomic<int> admitted{0}, decisions{0}, not_fallback{0};  // Catch's assertions are for one thread
     std::atomic<std::int64_t> slowest_us{0};
     const auto start = clock_type::now();
     const auto end = start + 600ms;
@@ -76,7 +76,7 @@ TEST_CASE("redis limiter: Redis killed -> fail open admits at the local rate onl
                 const auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - t0).count();
                 auto prev = slowest_us.load();
                 while (us > prev && !slowest_us.compare_exchange_weak(prev, us)) {}
-                CHECK(r.source == decided_by::fallback);
+                if (r.source != decided_by::fallback) ++not_fallback;
                 if (r) ++admitted;
                 ++decisions;
                 std::this_thread::sleep_for(500us);
@@ -87,6 +87,7 @@ TEST_CASE("redis limiter: Redis killed -> fail open admits at the local rate onl
     const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
     const auto m = limiter.metrics();
     CAPTURE(admitted.load(), decisions.load(), elapsed, m.connects, slowest_us.load());
+    CHECK(not_fallback.load() == 0);
     // The local bucket: 25/s and a burst of 5, not the shared 100/s.
     CHECK(admitted.load() <= static_cast<int>(5 + 25 * elapsed) + 1);
     CHECK(admitted.load() >= 10);
