@@ -2,6 +2,7 @@
 // (and a connection) each, then eight threads sharing one limiter's pool of
 // fewer connections, then leases refilled concurrently: the totals are exact.
 // Runs under TSan in CI.
+#include <resil/deadline.hpp>
 #include <resil/redis.hpp>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/allocation_counter.hpp"
 #include "support/redis_server.hpp"
 
 using namespace std::chrono_literals;
@@ -123,4 +125,20 @@ TEST_CASE("redis limiter: leases refilled by 8 threads at once never hand out mo
     CHECK(granted.load() >= 1000 - 9);
     CHECK(m.lease_grants > 0);
     CHECK(m.granted == static_cast<std::uint64_t>(granted.load()));
+}
+
+TEST_CASE("redis limiter: a decision allocates nothing of its own (hiredis's buffers use malloc)") {
+    rate_limiter limiter{options_for("allocations", 1)};
+    auto o = options_for("allocations-lease", 1);
+    o.lease = 10;
+    rate_limiter leasing{o};
+    REQUIRE(limiter.try_acquire());  // connects and loads the script: allocates
+    REQUIRE(leasing.try_acquire());
+    const auto before = resil_test::allocations.load();
+    for (int i = 0; i < 100; ++i) {
+        REQUIRE(limiter.try_acquire().source == decided_by::redis);
+        REQUIRE(leasing.try_acquire());
+        REQUIRE(limiter.try_acquire(resil::deadline::after(1s)));
+    }
+    if (resil_test::counting_allocations) CHECK(resil_test::allocations.load() - before == 0);
 }

@@ -361,8 +361,10 @@ private:
             bump(counters_.rejected);
             return rejected(a.wait_us, decided_by::redis);
         }
-        bump(counters_.granted);
-        if (a.wait_us <= 0) return {rate_limit_status::granted, {}, {}, decided_by::redis};
+        if (a.wait_us <= 0) {
+            bump(counters_.granted);
+            return {rate_limit_status::granted, {}, {}, decided_by::redis};
+        }
         // A reservation: the permits exist wait_us after the script ran,
         // which was before the reply came; sleeping from the reply errs late,
         // never past the deadline.
@@ -370,7 +372,8 @@ private:
         auto wake = replied + std::chrono::microseconds{a.wait_us};
         if (wake > until) wake = until;
         if (!resil::sleep_until(steady_clock{}, wake, stop))
-            return {rate_limit_status::cancelled, {}, {}, decided_by::redis};
+            return {rate_limit_status::cancelled, {}, {}, decided_by::redis};  // the reservation is forfeited
+        bump(counters_.granted);
         return {rate_limit_status::granted, steady_clock{}.now() - start, {}, decided_by::redis};
     }
 
