@@ -308,6 +308,13 @@ TEST_CASE("redis limiter: options are validated in one place, in the house form"
     bad.expected_pods = 0;
     CHECK(message(bad) == "`expected_pods` must be in [1, 100000], got 0");
     bad = o;
+    bad.host = "";
+    CHECK(message(bad) == "`host` must be a host name or address of 1 to 255 characters, got \"\" (0 characters)");
+    bad = o;
+    bad.rate = 0.001;
+    bad.burst = 2'000'000;  // 2e9 s to refill
+    CHECK(message(bad) == "`burst` must be at most rate × 1e9 s (the time to refill an empty quota), got 2000000");
+    bad = o;
     bad.port = 70000;
     CHECK(message(bad) == "`port` must be in [1, 65535], got 70000");
     CHECK_THROWS_WITH(rate_limiter{bad}, "resil::redis::rate_limiter: `port` must be in [1, 65535], got 70000");

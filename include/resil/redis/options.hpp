@@ -154,9 +154,12 @@ inline validation_result rate_limiter_options::validate() const {
     using resil::detail::check_that;
     if (auto bad = check_in_range("rate", rate, min_rate, max_rate)) return bad;
     if (auto bad = check_in_range("burst", burst, min_burst, max_burst)) return bad;
-    if (static_cast<double>(burst) / rate > max_refill_seconds)
+    if (!resil::detail::gcra::refills_in_time(rate, burst))
         return check_that(false, "burst", "at most rate × 1e9 s (the time to refill an empty quota)", burst);
-    if (host.empty() || host.size() > 255) return invalid_option{"host", "must be a host name or address, got \"\""};
+    if (host.empty() || host.size() > 255 || host.find('\0') != std::string::npos)
+        return invalid_option{"host", resil::detail::concat({"must be a host name or address of 1 to 255 characters, got \"",
+                                                             std::string_view(host).substr(0, 64), "\" (",
+                                                             std::to_string(host.size()), " characters)"})};
     if (auto bad = check_in_range("port", port, 1, 65535)) return bad;
     if (!detail::valid_key_text(key, false)) return detail::bad_key("key", key, false);
     if (!detail::valid_key_text(key_prefix, true)) return detail::bad_key("key_prefix", key_prefix, true);

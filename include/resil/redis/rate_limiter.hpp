@@ -53,6 +53,7 @@
 
 #include "../clock.hpp"
 #include "../deadline.hpp"
+#include "../detail/gcra.hpp"
 #include "../events.hpp"
 #include "../outcome.hpp"
 #include "../token_bucket.hpp"
@@ -297,12 +298,14 @@ private:
         return std::nullopt;
     }
 
+    // The local bucket's rounding of the wait into Retry-After (detail/gcra.hpp).
     static rate_limit_result rejected(std::int64_t wait_us, decided_by by) noexcept {
         constexpr std::int64_t cap_us = std::int64_t{1} << 51;  // 71 years: no absurd sleeps downstream
         if (wait_us < 1) wait_us = 1;
         if (wait_us > cap_us) wait_us = cap_us;
-        const auto seconds = (wait_us + 999'999) / 1'000'000;
-        return {rate_limit_status::rejected, std::chrono::microseconds{wait_us}, std::chrono::seconds{seconds}, by};
+        const duration wait = std::chrono::microseconds{wait_us};
+        return {rate_limit_status::rejected, wait,
+                std::chrono::seconds{resil::detail::gcra::retry_after_seconds(wait.count())}, by};
     }
 
     static std::int64_t steady_ns() noexcept { return steady_clock{}.now().time_since_epoch().count(); }
