@@ -3,6 +3,8 @@
 // granted ≤ r·t + B over a longer run, keys and their expiry, leasing, the
 // script cache being flushed, and bad input.
 #include <resil/deadline.hpp>
+#include <resil/deadline_policy.hpp>
+#include <resil/pipeline.hpp>
 #include <resil/redis.hpp>
 #include <resil/testing/manual_clock.hpp>
 #include <resil/token_bucket.hpp>
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -377,4 +380,42 @@ TEST_CASE("redis limiter: a key holding something else is an error reply: counte
         CHECK(server().command({"DEL", limiter.redis_key()}) == "1");
         CHECK(limiter.try_acquire().source == decided_by::redis);
     }
+}
+
+TEST_CASE("redis limiter: as a pipeline policy, like token_bucket: rate_limited with the wait; max_wait paces within the deadline") {
+    std::vector<resil::events::rejected> seen;
+    struct rejection_log {
+        std::vector<resil::events::rejected>* out;
+        void operator()(const resil::events::rejected& e) const { out->push_back(e); }
+    };
+    rate_limiter limiter{options_for("pipeline", 10, 2)};
+    const auto pipe = resil::pipeline(std::ref(limiter)).with_listener(rejection_log{&seen});
+    int calls = 0;
+    auto call = [&] { return ++calls; };
+    CHECK(pipe(call, resil::always_success).ok());
+    CHECK(pipe(call, resil::always_success).ok());
+    const auto out = pipe(call, resil::always_success);
+    CHECK(out.reason() == resil::reason::rate_limited);
+    REQUIRE(out.retry_after());
+    CHECK(*out.retry_after() > 0ms);
+    CHECK(*out.retry_after() <= 100ms);
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].reason == resil::reason::rate_limited);
+    CHECK(seen[0].retry_after == out.retry_after());
+    CHECK(calls == 2);
+
+    // With max_wait the call waits for its permit (reserved in Redis)...
+    auto o = options_for("pipeline-pacing", 10, 1);
+    o.max_wait = 500ms;
+    rate_limiter pacing{o};
+    const auto paced = resil::pipeline(std::ref(pacing));
+    CHECK(paced(call, resil::always_success).ok());
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(paced(call, resil::always_success).ok());  // 100 ms later
+    CHECK(resil_test::since(t0) >= 50ms);
+    // ...but never past the call's deadline: rejected at once.
+    const auto tight = resil::pipeline(resil::deadline_policy{30ms}, std::ref(pacing));
+    const auto t1 = std::chrono::steady_clock::now();
+    CHECK(tight(call, resil::always_success).reason() == resil::reason::rate_limited);
+    CHECK(resil_test::since(t1) < 30ms + resil_test::slack);
 }
