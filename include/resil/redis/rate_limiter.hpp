@@ -169,7 +169,7 @@ public:
     }
     [[nodiscard]] rate_limit_result try_acquire(const resil::deadline& bound, std::int64_t n = 1) const {
         if (auto early = screen(n)) return *early;
-        return decide(n, bound.when(), 0, no_override, {});
+        return decide(n, bound.when(), false, no_override, {});
     }
 
     /// Takes `n` permits, sleeping (interruptibly) until they exist, never
@@ -182,7 +182,7 @@ public:
                                             std::stop_token stop = {}) const {
         if (stop.stop_requested()) return {rate_limit_status::cancelled, {}, {}, decided_by::none};
         if (auto early = screen(n)) return *early;
-        return decide(n, until.when(), 1, no_override, stop);
+        return decide(n, until.when(), true, no_override, stop);
     }
 
     /// acquire() within a call's context: its deadline and stop token.
@@ -330,9 +330,9 @@ private:
     }
 
     // ---- the decision
-    rate_limit_result decide(std::int64_t n, time_point until, int waiting, std::int64_t now_override,
+    rate_limit_result decide(std::int64_t n, time_point until, bool waiting, std::int64_t now_override,
                              const std::stop_token& stop) const {
-        const bool leasing = options_.lease > 1 && waiting == 0;
+        const bool leasing = options_.lease > 1 && !waiting;
         if (leasing && spend_lease(n)) {
             bump(counters_.granted);
             bump(counters_.lease_grants);
@@ -380,7 +380,7 @@ private:
         return {rate_limit_status::granted, steady_clock{}.now() - start, {}, decided_by::redis};
     }
 
-    rate_limit_result fail(std::int64_t n, time_point until, int waiting, const std::stop_token& stop) const {
+    rate_limit_result fail(std::int64_t n, time_point until, bool waiting, const std::stop_token& stop) const {
         bump(counters_.store_failures);
         if (options_.on_failure == failure_policy::fail_closed) {
             bump(counters_.fail_closed_rejected);
@@ -582,7 +582,7 @@ namespace detail {
 struct rate_limiter_access {
     static rate_limit_result try_acquire_at(const rate_limiter& l, std::int64_t now_us, std::int64_t n = 1) {
         if (auto early = l.screen(n)) return *early;
-        return l.decide(n, time_point::max(), 0, now_us, {});
+        return l.decide(n, time_point::max(), false, now_us, {});
     }
 };
 }  // namespace detail
