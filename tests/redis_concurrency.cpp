@@ -139,6 +139,7 @@ TEST_CASE("redis limiter: a decision allocates nothing of its own (hiredis's buf
         REQUIRE(limiter.try_acquire().source == decided_by::redis);
         REQUIRE(leasing.try_acquire());
         REQUIRE(limiter.try_acquire(resil::deadline::after(1s)));
+        REQUIRE(limiter.try_acquire_for("another-tenant"));
     }
     if (resil_test::counting_allocations) CHECK(resil_test::allocations.load() - before == 0);
 }

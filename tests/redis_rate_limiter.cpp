@@ -419,3 +419,30 @@ TEST_CASE("redis limiter: as a pipeline policy, like token_bucket: rate_limited 
     CHECK(tight(call, resil::always_success).reason() == resil::reason::rate_limited);
     CHECK(resil_test::since(t1) < 30ms + resil_test::slack);
 }
+
+TEST_CASE("redis limiter: try_acquire_for keeps a quota per key (tenants), each namespaced; a bad key is a clear error") {
+    rate_limiter limiter{options_for("tenants-default", 10, 3)};
+    for (int i = 0; i < 3; ++i) {
+        CHECK(limiter.try_acquire_for("tenant-a"));
+        CHECK(limiter.try_acquire_for("tenant-b"));
+    }
+    CHECK(limiter.try_acquire_for("tenant-a").status == rate_limit_status::rejected);
+    CHECK(limiter.try_acquire_for("tenant-b").status == rate_limit_status::rejected);
+    CHECK(limiter.try_acquire_for("tenant-c", 3));  // its own full quota
+    CHECK(limiter.try_acquire());                    // the limiter's own key is untouched
+    CHECK(server().command({"EXISTS", "resil:rl:{tenant-a}"}) == "1");
+    CHECK(limiter.try_acquire_for("tenant-d", 4).status == rate_limit_status::exceeds_burst);
+    const auto waited = limiter.acquire_for("tenant-a", resil::deadline::after(1s));
+    CHECK(waited);
+    CHECK(waited.wait > 0ns);
+
+    CHECK_THROWS_WITH(limiter.try_acquire_for("a b"),
+                      "resil::redis::rate_limiter: `key` must be 1 to 200 printable ASCII characters without spaces, "
+                      "'{' or '}', got \"a b\" (3 characters)");
+    CHECK_THROWS_AS(limiter.try_acquire_for(""), std::invalid_argument);
+    CHECK_THROWS_AS(limiter.try_acquire_for("x{y}"), std::invalid_argument);
+    CHECK_THROWS_AS(limiter.try_acquire_for(std::string(201, 'k')), std::invalid_argument);
+    CHECK_THROWS_AS(limiter.acquire_for("new\nline", resil::deadline::after(1s)), std::invalid_argument);
+    CHECK(limiter.try_acquire_for(std::string(200, 'k')));  // the longest key
+    CHECK_THROWS_AS(limiter.try_acquire_for("tenant-e", -1), std::invalid_argument);
+}

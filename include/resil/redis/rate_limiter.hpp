@@ -169,7 +169,19 @@ public:
     }
     [[nodiscard]] rate_limit_result try_acquire(const resil::deadline& bound, std::int64_t n = 1) const {
         if (auto early = screen(n)) return *early;
-        return decide(n, bound.when(), false, no_override, {});
+        return decide(key_, n, bound.when(), false, no_override, {});
+    }
+
+    /// try_acquire on another quota of the same rate and burst, named
+    /// `key` (a tenant, a user, an API key's id), stored as key_prefix +
+    /// "{" + key + "}". Not leased; while Redis cannot decide, every key
+    /// shares the one fallback bucket (or fails closed). Throws
+    /// std::invalid_argument for a key validate() would refuse.
+    [[nodiscard]] rate_limit_result try_acquire_for(std::string_view key, std::int64_t n = 1,
+                                                    const resil::deadline& bound = {}) const {
+        const key_text full = keyed(key);
+        if (auto early = screen(n)) return *early;
+        return decide(full.view(), n, bound.when(), false, no_override, {});
     }
 
     /// Takes `n` permits, sleeping (interruptibly) until they exist, never
@@ -182,7 +194,16 @@ public:
                                             std::stop_token stop = {}) const {
         if (stop.stop_requested()) return {rate_limit_status::cancelled, {}, {}, decided_by::none};
         if (auto early = screen(n)) return *early;
-        return decide(n, until.when(), true, no_override, stop);
+        return decide(key_, n, until.when(), true, no_override, stop);
+    }
+
+    /// acquire on the quota named `key` (see try_acquire_for).
+    [[nodiscard]] rate_limit_result acquire_for(std::string_view key, const resil::deadline& until, std::int64_t n = 1,
+                                                std::stop_token stop = {}) const {
+        const key_text full = keyed(key);
+        if (stop.stop_requested()) return {rate_limit_status::cancelled, {}, {}, decided_by::none};
+        if (auto early = screen(n)) return *early;
+        return decide(full.view(), n, until.when(), true, no_override, stop);
     }
 
     /// acquire() within a call's context: its deadline and stop token.
@@ -289,6 +310,28 @@ private:
         std::snprintf(out, N, "%.17g", v);
     }
 
+    // A key of another quota, built on the stack: no allocation per call.
+    struct key_text {
+        char data[2 * rate_limiter_options::max_key_length + 2];
+        std::size_t size = 0;
+        [[nodiscard]] std::string_view view() const noexcept { return {data, size}; }
+    };
+
+    key_text keyed(std::string_view key) const {
+        if (!detail::valid_key_text(key, false)) {
+            throw std::invalid_argument(
+                resil::detail::concat({"resil::redis::rate_limiter: ", detail::bad_key("key", key, false)->message()}));
+        }
+        key_text out;
+        const std::string_view prefix = options_.key_prefix;
+        std::memcpy(out.data, prefix.data(), prefix.size());
+        out.data[prefix.size()] = '{';
+        std::memcpy(out.data + prefix.size() + 1, key.data(), key.size());
+        out.data[prefix.size() + 1 + key.size()] = '}';
+        out.size = prefix.size() + key.size() + 2;
+        return out;
+    }
+
     std::optional<rate_limit_result> screen(std::int64_t n) const {
         if (n < 0)
             throw std::invalid_argument("resil::redis::rate_limiter: cannot take a negative number of permits, got " +
@@ -330,9 +373,10 @@ private:
     }
 
     // ---- the decision
-    rate_limit_result decide(std::int64_t n, time_point until, bool waiting, std::int64_t now_override,
-                             const std::stop_token& stop) const {
-        const bool leasing = options_.lease > 1 && !waiting;
+    rate_limit_result decide(std::string_view redis_key, std::int64_t n, time_point until, bool waiting,
+                             std::int64_t now_override, const std::stop_token& stop) const {
+        // Leases belong to the limiter's own key.
+        const bool leasing = options_.lease > 1 && !waiting && redis_key.data() == key_.data();
         if (leasing && spend_lease(n)) {
             bump(counters_.granted);
             bump(counters_.lease_grants);
@@ -351,7 +395,7 @@ private:
             look_us = left < max_lookahead_us ? left : max_lookahead_us;
         }
         detail::script_answer a;
-        const bool answered = ask(n, want, look_us, until, now_override, a);
+        const bool answered = ask(redis_key, n, want, look_us, until, now_override, a);
         if (refill) {
             if (answered && a.taken > n)
                 lease_.store((now_ms() + static_cast<std::uint64_t>(options_.lease_ttl.count())) << lease_bits |
@@ -456,8 +500,8 @@ private:
 
     // One EVALSHA (plus a SCRIPT LOAD after NOSCRIPT, plus one reconnect when
     // an idle connection turns out closed). False: Redis did not decide.
-    bool ask(std::int64_t n, std::int64_t want, std::int64_t look_us, time_point until, std::int64_t now_override,
-             detail::script_answer& out) const {
+    bool ask(std::string_view redis_key, std::int64_t n, std::int64_t want, std::int64_t look_us, time_point until,
+             std::int64_t now_override, detail::script_answer& out) const {
         if (!may_ask()) return false;
         auto conn = checkout(until);
         if (!conn) {
@@ -474,7 +518,7 @@ private:
         const std::size_t lens[10] = {7,
                                       40,
                                       1,
-                                      key_.size(),
+                                      redis_key.size(),
                                       std::strlen(token_text_),
                                       std::strlen(tolerance_text_),
                                       text(n, n_text),
@@ -507,7 +551,7 @@ private:
                 mark_down(std::move(error));
                 return false;
             }
-            const char* argv[10] = {"EVALSHA", conn->sha().data(), "1", key_.data(), token_text_, tolerance_text_,
+            const char* argv[10] = {"EVALSHA", conn->sha().data(), "1", redis_key.data(), token_text_, tolerance_text_,
                                     n_text, want_text, look_text, now_text};
             const int argc = now_override == no_override ? 9 : 10;
             auto reply = conn->command(argc, argv, lens, error);
@@ -582,7 +626,7 @@ namespace detail {
 struct rate_limiter_access {
     static rate_limit_result try_acquire_at(const rate_limiter& l, std::int64_t now_us, std::int64_t n = 1) {
         if (auto early = l.screen(n)) return *early;
-        return l.decide(n, time_point::max(), false, now_us, {});
+        return l.decide(l.key_, n, time_point::max(), false, now_us, {});
     }
 };
 }  // namespace detail
