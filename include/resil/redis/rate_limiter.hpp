@@ -525,16 +525,27 @@ private:
                                       text(want, want_text),
                                       text(look_us, look_text),
                                       now_override == no_override ? 0 : text(now_override, now_text)};
+        // The whole decision, retries included, fits in one connect and two
+        // replies (a reconnect, SCRIPT LOAD, EVALSHA), as well as in the
+        // caller's deadline.
+        const auto budget_end = steady_clock{}.now() + duration{options_.connect_timeout} +
+                                2 * duration{options_.reply_timeout};
+        const auto end = until < budget_end ? until : budget_end;
         for (int tries = 0; tries < 3; ++tries) {
             const auto now = steady_clock{}.now();
-            if (until <= now) {
-                remember("no time left before the deadline for a round trip to Redis");
+            if (end <= now) {
+                if (until <= now) {
+                    remember("no time left before the deadline for a round trip to Redis");
+                } else {
+                    mark_down("Redis did not decide within connect_timeout + 2 × reply_timeout");
+                }
                 return false;
             }
-            const auto left = std::chrono::duration_cast<std::chrono::microseconds>(until - now);
+            const auto left = std::chrono::duration_cast<std::chrono::microseconds>(end - now);
             const std::chrono::microseconds reply_cap = options_.reply_timeout;
-            const bool deadline_bound = left < reply_cap;
-            const auto reply_timeout = deadline_bound ? left : reply_cap;
+            // Cut short by the caller's deadline (not Redis's fault: no backoff).
+            const bool deadline_bound = until - now < duration{reply_cap};
+            const auto reply_timeout = left < reply_cap ? left : reply_cap;
             std::string error;
             const bool was_open = conn->open();
             if (!was_open) {
@@ -542,7 +553,7 @@ private:
                 bump(counters_.connects);
                 if (!conn->connect(options_.host, options_.port, left < connect_cap ? left : connect_cap,
                                    reply_timeout, error)) {
-                    if (deadline_bound || left < connect_cap) remember(std::move(error));
+                    if (deadline_bound || until - now < duration{connect_cap}) remember(std::move(error));
                     else mark_down(std::move(error));
                     return false;
                 }
@@ -559,6 +570,8 @@ private:
                 // A connection that sat idle may have been closed by the
                 // server: one fresh connection, then it counts as a failure.
                 // (A timeout is not retried: Redis is slow, not gone.)
+                // (Should the first have run after all, the quota is charged
+                // twice: errs on the side of the limit.)
                 if (was_open && tries == 0 && !conn->timed_out()) continue;
                 if (deadline_bound) remember(std::move(error));
                 else mark_down(std::move(error));
