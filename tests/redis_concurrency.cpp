@@ -143,3 +143,38 @@ TEST_CASE("redis limiter: a decision allocates nothing of its own (hiredis's buf
     }
     if (resil_test::counting_allocations) CHECK(resil_test::allocations.load() - before == 0);
 }
+
+TEST_CASE("redis limiter: SCRIPT FLUSH while 4 threads decide -> each reloads and succeeds; no decision fails") {
+    auto o = options_for("threads-flush", 4);
+    o.rate = 1e6;  // every decision a grant: any failure would show
+    o.burst = 1'000'000;
+    rate_limiter limiter{o};
+    REQUIRE(limiter.try_acquire());
+    std::atomic<bool> done{false};
+    std::atomic<int> not_granted{0}, decisions{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&] {
+            while (!done.load()) {
+                const auto r = limiter.try_acquire();
+                if (!r || r.source != decided_by::redis) ++not_granted;
+                ++decisions;
+            }
+        });
+    }
+    int flushes = 0;
+    for (; flushes < 20; ++flushes) {
+        std::this_thread::sleep_for(5ms);
+        REQUIRE(server().command({"SCRIPT", "FLUSH"}) == "OK");
+    }
+    std::this_thread::sleep_for(5ms);
+    done = true;
+    for (auto& th : threads) th.join();
+    const auto m = limiter.metrics();
+    CAPTURE(decisions.load(), m.script_loads, limiter.last_error());
+    CHECK(not_granted.load() == 0);
+    CHECK(m.store_failures == 0);
+    CHECK(m.script_loads >= 1);
+    CHECK(m.script_loads <= static_cast<std::uint64_t>(flushes) * 4);  // at most once per connection per flush
+    CHECK(decisions.load() > 40);
+}
