@@ -1,8 +1,8 @@
 // tests/support/redis_server.hpp — Debian's redis-server as a child process
 // on a free loopback port, for the Redis rate limiter's tests, benchmark and
 // example: no persistence (--save "" --appendonly no), its directory under
-// $TMPDIR removed afterwards, killed if the test process dies
-// (PR_SET_PDEATHSIG), stopped when its owner goes. It can be killed,
+// $TMPDIR removed afterwards, run by child_process.hpp's child_server
+// (killed if the test process dies), stopped when its owner goes. It can be killed,
 // restarted on the same port, frozen (SIGSTOP) and thawed, to test what a
 // client does when Redis is down or slow.
 //
@@ -17,9 +17,6 @@
 
 #include <hiredis/hiredis.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -61,15 +58,9 @@ public:
 
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
 
-    /// SIGKILL, as a crash: clients see refused connections from now on.
-    void kill() noexcept {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGCONT);  // a frozen process must be able to die
-        ::kill(pid_, SIGKILL);
-        int status = 0;
-        ::waitpid(pid_, &status, 0);
-        pid_ = -1;
-    }
+    /// SIGKILL, as a crash (a frozen process dies too): clients see refused
+    /// connections from now on.
+    void kill() noexcept { child_.stop(); }
 
     /// Starts it again on the same port (empty: no persistence).
     void restart() {
@@ -85,10 +76,10 @@ public:
     /// SIGSTOP: connections stay open and connects are accepted by the
     /// kernel, but nothing answers. thaw() undoes it.
     void freeze() noexcept {
-        if (pid_ > 0) ::kill(pid_, SIGSTOP);
+        if (child_.running()) ::kill(child_.pid(), SIGSTOP);
     }
     void thaw() noexcept {
-        if (pid_ > 0) ::kill(pid_, SIGCONT);
+        if (child_.running()) ::kill(child_.pid(), SIGCONT);
     }
 
     /// Runs one command on a fresh connection (1 s timeouts) and returns the
@@ -138,47 +129,15 @@ private:
 
     bool start(std::string& error) {
         const std::string log = dir_.file("redis.log");
-        std::vector<std::string> args{binary_,          "--port",      std::to_string(port_), "--bind",
-                                      "127.0.0.1",      "--save",      "",                    "--appendonly",
-                                      "no",             "--dir",       dir_.path(),           "--logfile",
-                                      log,              "--daemonize", "no",                  "--protected-mode",
-                                      "yes"};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        const pid_t parent = ::getpid();
-        const pid_t pid = ::fork();
-        if (pid < 0) {
-            error = "fork failed";
-            return false;
-        }
-        if (pid == 0) {
-            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (::getppid() != parent) ::_exit(127);
-            ::execv(argv[0], argv.data());
-            ::_exit(127);
-        }
-        pid_ = pid;
-        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds{10};
-        while (std::chrono::steady_clock::now() < give_up) {
-            int status = 0;
-            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                error = "redis-server exited at once (status " + std::to_string(status) + "): " + read_text_file(log);
-                return false;
-            }
-            if (port_accepts(port_)) return true;
-            std::this_thread::sleep_for(std::chrono::milliseconds{5});
-        }
-        error = "no answer from redis-server on port " + std::to_string(port_) + " within 10 s: " + read_text_file(log);
-        kill();
-        return false;
+        return child_.start({binary_, "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", dir_.path(), "--logfile", log, "--daemonize", "no"},
+                            port_, "", [&] { return read_text_file(log); }, error);
     }
 
-    temp_directory dir_;
+    temp_directory dir_;  // declared before child_: removed once redis-server has stopped
     std::string binary_;
     std::uint16_t port_ = 0;
-    pid_t pid_ = -1;
+    child_server child_;
 };
 
 }  // namespace resil_test
