@@ -10,6 +10,8 @@
 #include <resil/token_bucket.hpp>
 
 #include <hiredis/hiredis.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -445,4 +447,24 @@ TEST_CASE("redis limiter: try_acquire_for keeps a quota per key (tenants), each 
     CHECK_THROWS_AS(limiter.acquire_for("new\nline", resil::deadline::after(1s)), std::invalid_argument);
     CHECK(limiter.try_acquire_for(std::string(200, 'k')));  // the longest key
     CHECK_THROWS_AS(limiter.try_acquire_for("tenant-e", -1), std::invalid_argument);
+}
+
+TEST_CASE("redis limiter: a forked child opens connections of its own, never talks on its parent's") {
+    rate_limiter limiter{options_for("fork", 1000, 1000)};
+    REQUIRE(limiter.try_acquire());
+    REQUIRE(limiter.metrics().connects == 1);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // In the child: Catch's state is the parent's, so answer by exit code.
+        const bool ok = limiter.try_acquire().source == decided_by::redis && limiter.metrics().connects == 2;
+        ::_exit(ok ? 0 : 1);
+    }
+    for (int i = 0; i < 20; ++i) CHECK(limiter.try_acquire().source == decided_by::redis);
+    int status = -1;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(limiter.metrics().connects == 1);  // the parent kept its connection
+    CHECK(limiter.metrics().store_failures == 0);
 }

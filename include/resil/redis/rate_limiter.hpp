@@ -53,6 +53,7 @@
 
 #include "../clock.hpp"
 #include "../deadline.hpp"
+#include "../detail/fork_epoch.hpp"
 #include "../detail/gcra.hpp"
 #include "../detail/stripes.hpp"
 #include "../events.hpp"
@@ -153,6 +154,7 @@ public:
           tolerance_us_(token_us_ * static_cast<double>(options_.burst)),
           pool_(options_.connections),
           local_(local_options(options_)) {
+        resil::detail::watch_forks();  // a forked child opens connections of its own
         format_real(token_us_, token_text_);
         format_real(tolerance_us_, tolerance_text_);
     }
@@ -525,7 +527,8 @@ private:
             return false;
         }
         const auto epoch = failures_.load(std::memory_order_acquire);
-        if (conn->open() && conn.epoch() != epoch) conn->close();
+        const auto forks = resil::detail::fork_epoch.load(std::memory_order_relaxed);
+        if (conn->open() && (conn.epoch() != epoch || conn.fork() != forks)) conn->close();
 
         char n_text[24], want_text[24], look_text[24], now_text[24];
         const auto text = [](std::int64_t v, char* buf) {
@@ -574,6 +577,7 @@ private:
                     return false;
                 }
                 conn.epoch() = epoch;
+                conn.fork() = forks;
             } else if (!conn->set_reply_timeout(reply_timeout, error)) {
                 mark_down(std::move(error));
                 return false;

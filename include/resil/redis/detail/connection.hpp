@@ -155,6 +155,9 @@ struct slot {
     /// opened before the latest failure is closed before use (its peer may
     /// be gone, or a late reply may be waiting in it).
     std::uint64_t epoch = 0;
+    /// detail::fork_epoch when it was opened: a forked child must not talk
+    /// on its parent's socket (their replies would interleave).
+    std::uint64_t fork = 0;
 };
 
 /// `size` connections, each checked out by one thread at a time.
@@ -180,6 +183,7 @@ public:
         connection& operator*() const noexcept { return s_->conn; }
         connection* operator->() const noexcept { return &s_->conn; }
         std::uint64_t& epoch() const noexcept { return s_->epoch; }
+        std::uint64_t& fork() const noexcept { return s_->fork; }
 
     private:
         friend class pool;
