@@ -468,3 +468,48 @@ TEST_CASE("redis limiter: a forked child opens connections of its own, never tal
     CHECK(limiter.metrics().connects == 1);  // the parent kept its connection
     CHECK(limiter.metrics().store_failures == 0);
 }
+
+TEST_CASE("redis limiter: the script and the local token bucket decide alike, weights and waits included, at several rates") {
+    // One algorithm, two places: detail/gcra.hpp in process, the Lua script in
+    // Redis. At rates whose permit interval is a whole number of microseconds
+    // both are exact, so every decision and every wait must match.
+    struct quota {
+        double rate;
+        std::int64_t burst;
+    };
+    std::uint64_t seed = 0x9e3779b97f4a7c15u;
+    auto next = [&seed](std::uint64_t bound) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        return seed % bound;
+    };
+    int case_number = 0;
+    for (const quota q : {quota{50, 100}, quota{1000, 10}, quota{0.5, 3}, quota{250'000, 1000}}) {
+        rate_limiter remote{options_for("agree-" + std::to_string(case_number++), q.rate, q.burst)};
+        resil::testing::manual_clock clock;
+        const auto c0 = clock.now();
+        resil::basic_token_bucket<resil::testing::manual_clock> local{{.rate = q.rate, .burst = q.burst}, clock};
+        const auto interval_us = static_cast<std::uint64_t>(1e6 / q.rate);
+        std::int64_t at_us = 0;
+        int granted = 0, disagreements = 0;
+        for (int i = 0; i < 400; ++i) {
+            at_us += static_cast<std::int64_t>(next(interval_us * 3));
+            const auto weight = 1 + static_cast<std::int64_t>(next(static_cast<std::uint64_t>(q.burst + 1) / 2 + 1));
+            clock.advance_to(c0 + std::chrono::microseconds{at_us});
+            const auto r = redis_time::try_acquire_at(remote, t0_us + at_us, weight);
+            const auto l = local.try_acquire(weight);
+            if (r.granted() != l.granted() || r.wait != l.wait || r.retry_after != l.retry_after) {
+                ++disagreements;
+                UNSCOPED_INFO("rate " << q.rate << " request " << i << " weight " << weight << ": redis "
+                                      << r.granted() << "/" << r.wait.count() << " ns, local " << l.granted() << "/"
+                                      << l.wait.count() << " ns");
+            }
+            granted += r ? 1 : 0;
+        }
+        CAPTURE(q.rate, granted);
+        CHECK(disagreements == 0);
+        CHECK(granted > 0);
+        CHECK(granted < 400);  // both outcomes were exercised
+    }
+}
