@@ -91,6 +91,14 @@ struct rejected {
     std::optional<duration> retry_after{};
 };
 
+/// A shared quota's store (Redis) could not decide on a call (unreachable,
+/// too slow for the timeout or the deadline, or an error reply); the limiter
+/// applied its failure policy. Emitted once per such decision.
+struct quota_store_failed {
+    bool fail_open = false;  ///< the policy: fail open (the local fallback bucket decided) or fail closed
+    bool admitted = false;   ///< the call was let through (fail open with a local token)
+};
+
 /// A fallback produced the value for a failed call.
 struct fallback_used {
     resil::reason reason = reason::none;

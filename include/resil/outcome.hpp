@@ -92,10 +92,11 @@ enum class reason : std::uint8_t {
     cancelled,                     ///< the caller's stop token fired
     backoff_exceeds_deadline,      ///< time was left, but not for the backoff wait and another attempt after it:
                                    ///< the retry gave up early (not a timeout)
+    quota_unavailable,             ///< a shared quota's store (Redis) could not decide and the limiter fails closed
 };
 
 /// The number of reasons, `none` included.
-inline constexpr std::size_t reason_count = 13;
+inline constexpr std::size_t reason_count = 14;
 
 /// The reason's name in snake_case, as used in logs and metric labels.
 [[nodiscard]] constexpr std::string_view to_string(reason r) noexcept {
@@ -113,6 +114,7 @@ inline constexpr std::size_t reason_count = 13;
         case reason::shed: return "shed";
         case reason::cancelled: return "cancelled";
         case reason::backoff_exceeds_deadline: return "backoff_exceeds_deadline";
+        case reason::quota_unavailable: return "quota_unavailable";
     }
     return "unknown";
 }

@@ -157,6 +157,8 @@ public:
     }
 
     [[nodiscard]] bool running() const noexcept { return pid_ > 0; }
+    /// The child's process id, to signal it (SIGSTOP freezes a server); -1 when none runs.
+    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
 
 private:
     pid_t pid_ = -1;

@@ -221,4 +221,13 @@ struct decision {
     return (p.tolerance - ahead) / p.token_units;
 }
 
+/// A rejection's Retry-After: the wait in whole seconds rounded up, at least
+/// 1 s (a wait below 1 ns counts as 1 ns). For waits below 2⁶² ns, which
+/// every limiter's waits are (the rounding addend cannot overflow).
+[[nodiscard]] constexpr std::int64_t retry_after_seconds(std::int64_t wait_ns) noexcept {
+    constexpr std::int64_t ns_per_s = 1'000'000'000;
+    const std::int64_t ns = wait_ns > 0 ? wait_ns : 1;
+    return (ns + (ns_per_s - 1)) / ns_per_s;
+}
+
 }  // namespace resil::detail::gcra

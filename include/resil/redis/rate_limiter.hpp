@@ -1,0 +1,667 @@
+// resil/redis/rate_limiter.hpp — a rate limiter whose quota lives in Redis,
+// shared by every process that names the same key: GCRA in one Lua script
+// on Redis's clock, with a stated answer when Redis is slow or down.
+//
+//   resil::redis::rate_limiter limiter{{.rate = 50, .burst = 100, .key = "llm-api",
+//                                       .on_failure = resil::redis::failure_policy::fail_open,
+//                                       .expected_pods = 10}};
+//
+//   if (auto r = limiter.try_acquire(); !r) return reply(429, r.retry_after);   // as token_bucket
+//   if (limiter.acquire(resil::deadline::after(2s), tokens)) call_llm();          // waits, never past 2 s
+//   auto pipe = resil::pipeline(resil::retry_policy{}, std::ref(limiter));     // reason::rate_limited
+//
+// The interface is token_bucket's: try_acquire(n) grants or gives the wait
+// and a whole-second Retry-After; acquire(deadline, n) reserves the permits
+// in the same round trip and sleeps until they exist, never past the
+// deadline; as a pipeline policy it emits the same events::rejected with
+// reason::rate_limited. The decision is detail/gcra.hpp's arithmetic, run by
+// Redis (redis/detail/script.hpp), so a limiter and a local token_bucket of
+// the same rate and burst grant the same requests.
+//
+// Every round trip is bounded by connect_timeout and reply_timeout, each
+// clamped to what is left of the caller's deadline. When Redis cannot decide
+// (refused, timed out, an error reply), the decision goes to the failure
+// policy — fail open through a local bucket of rate / expected_pods, or fail
+// closed with reason::quota_unavailable — and Redis is left alone for a
+// backoff (doubling, jittered); then one thread probes while the others keep
+// deciding locally: no herd of reconnects. Counted in metrics(), and in a
+// pipeline emitted as events::quota_store_failed.
+//
+// Thread-safe: share one limiter per quota (not copyable; std::ref in a
+// pipeline). The limiter allocates nothing per decision; hiredis allocates
+// the command buffer and the reply of each round trip.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+#include "../clock.hpp"
+#include "../deadline.hpp"
+#include "../detail/fork_epoch.hpp"
+#include "../detail/gcra.hpp"
+#include "../detail/stripes.hpp"
+#include "../events.hpp"
+#include "../outcome.hpp"
+#include "../token_bucket.hpp"
+#include "../validation.hpp"
+#include "detail/connection.hpp"
+#include "detail/script.hpp"
+#include "options.hpp"
+
+namespace resil::redis {
+
+/// What the limiter said about a request.
+enum class rate_limit_status : std::uint8_t {
+    granted,        ///< the permits were taken
+    rejected,       ///< not enough permits now (acquire(): not before the deadline); see `wait`
+    exceeds_burst,  ///< more permits than the quota can ever hold (or, failing open, than the local bucket can)
+    cancelled,      ///< acquire() only: the stop token fired
+    unavailable,    ///< Redis could not decide and the limiter fails closed
+};
+
+[[nodiscard]] constexpr std::string_view to_string(rate_limit_status s) noexcept {
+    switch (s) {
+        case rate_limit_status::granted: return "granted";
+        case rate_limit_status::rejected: return "rejected";
+        case rate_limit_status::exceeds_burst: return "exceeds_burst";
+        case rate_limit_status::cancelled: return "cancelled";
+        case rate_limit_status::unavailable: return "unavailable";
+    }
+    return "unknown";
+}
+
+/// Who decided.
+enum class decided_by : std::uint8_t {
+    none,      ///< nobody needed to (n = 0, bad weight, cancelled)
+    redis,     ///< the shared quota, in Redis
+    lease,     ///< permits leased from Redis earlier, spent locally
+    fallback,  ///< Redis could not decide: the failure policy did
+};
+
+[[nodiscard]] constexpr std::string_view to_string(decided_by d) noexcept {
+    switch (d) {
+        case decided_by::none: return "none";
+        case decided_by::redis: return "redis";
+        case decided_by::lease: return "lease";
+        case decided_by::fallback: return "fallback";
+    }
+    return "unknown";
+}
+
+/// The answer to one request, shaped like token_bucket_result.
+struct rate_limit_result {
+    rate_limit_status status = rate_limit_status::granted;
+    /// rejected: how long until the permits exist (at least 1 µs). granted by
+    /// acquire(): how long it slept. Otherwise zero.
+    duration wait{};
+    /// rejected: `wait` in whole seconds rounded up, at least 1 s (a
+    /// Retry-After header's value). Otherwise zero.
+    std::chrono::seconds retry_after{};
+    decided_by source = decided_by::none;
+
+    [[nodiscard]] constexpr bool granted() const noexcept { return status == rate_limit_status::granted; }
+    explicit constexpr operator bool() const noexcept { return granted(); }
+    friend constexpr bool operator==(const rate_limit_result&, const rate_limit_result&) = default;
+};
+
+/// Counters since construction; each read is relaxed (a snapshot of
+/// independent counters, not of one instant).
+struct rate_limiter_metrics {
+    std::uint64_t granted = 0;           ///< every grant, whoever decided
+    std::uint64_t rejected = 0;          ///< rate-limited (by Redis or, failing open, locally)
+    std::uint64_t round_trips = 0;       ///< EVALSHA calls that got an answer
+    std::uint64_t lease_grants = 0;      ///< grants spent from a lease, without a round trip
+    std::uint64_t store_failures = 0;    ///< decisions Redis could not make (policy applied)
+    std::uint64_t fail_open_admitted = 0;
+    std::uint64_t fail_open_rejected = 0;
+    std::uint64_t fail_closed_rejected = 0;
+    std::uint64_t connects = 0;          ///< connections opened (the first ones included)
+    std::uint64_t script_loads = 0;      ///< SCRIPT LOAD after NOSCRIPT (cache flushed, failover)
+    std::uint64_t error_replies = 0;     ///< error or malformed answers from Redis
+};
+
+namespace detail {
+struct rate_limiter_access;
+}
+
+class rate_limiter {
+public:
+    using clock_type = steady_clock;
+
+    /// Connects lazily (the first decision). Throws std::invalid_argument
+    /// when options.validate() names a field:
+    /// "resil::redis::rate_limiter: `key` must be 1 to 200 printable ASCII characters ...".
+    explicit rate_limiter(rate_limiter_options options)
+        : options_(validated(std::move(options))),
+          key_(options_.key_prefix + "{" + options_.key + "}"),
+          token_us_(1e6 / options_.rate),
+          tolerance_us_(token_us_ * static_cast<double>(options_.burst)),
+          pool_(options_.connections),
+          local_(local_options(options_)) {
+        resil::detail::watch_forks();  // a forked child opens connections of its own
+        format_real(token_us_, token_text_);
+        format_real(tolerance_us_, tolerance_text_);
+    }
+
+    rate_limiter(const rate_limiter&) = delete;
+    rate_limiter& operator=(const rate_limiter&) = delete;
+
+    /// Takes `n` permits now if the shared quota holds them; never waits
+    /// for permits. One round trip (none when a lease covers it), bounded by
+    /// the timeouts and by `bound`. n = 0 is granted without asking; n >
+    /// burst is exceeds_burst without asking; a negative n throws
+    /// std::invalid_argument.
+    [[nodiscard]] rate_limit_result try_acquire(std::int64_t n = 1) const {
+        return try_acquire(resil::deadline{}, n);
+    }
+    [[nodiscard]] rate_limit_result try_acquire(const resil::deadline& bound, std::int64_t n = 1) const {
+        if (auto early = screen(n)) return *early;
+        return decide(key_, n, bound.when(), false, no_override, {});
+    }
+
+    /// try_acquire on another quota of the same rate and burst, named
+    /// `key` (a tenant, a user, an API key's id), stored as key_prefix +
+    /// "{" + key + "}". Not leased; while Redis cannot decide, every key
+    /// shares the one fallback bucket (or fails closed). Throws
+    /// std::invalid_argument for a key validate() would refuse.
+    [[nodiscard]] rate_limit_result try_acquire_for(std::string_view key, std::int64_t n = 1,
+                                                    const resil::deadline& bound = {}) const {
+        const key_text full = keyed(key);
+        if (auto early = screen(n)) return *early;
+        return decide(full.view(), n, bound.when(), false, no_override, {});
+    }
+
+    /// Takes `n` permits, sleeping (interruptibly) until they exist, never
+    /// past `until`: the permits are reserved in Redis in the same round
+    /// trip (first come, first served across every process), or, when they
+    /// would exist only after the deadline, it returns `rejected` at once.
+    /// A cancelled wait forfeits its reservation (errs on the side of the
+    /// limit). Without a deadline the wait is capped at 18 years.
+    [[nodiscard]] rate_limit_result acquire(const resil::deadline& until, std::int64_t n = 1,
+                                            std::stop_token stop = {}) const {
+        if (stop.stop_requested()) return {rate_limit_status::cancelled, {}, {}, decided_by::none};
+        if (auto early = screen(n)) return *early;
+        return decide(key_, n, until.when(), true, no_override, stop);
+    }
+
+    /// acquire on the quota named `key` (see try_acquire_for).
+    [[nodiscard]] rate_limit_result acquire_for(std::string_view key, const resil::deadline& until, std::int64_t n = 1,
+                                                std::stop_token stop = {}) const {
+        const key_text full = keyed(key);
+        if (stop.stop_requested()) return {rate_limit_status::cancelled, {}, {}, decided_by::none};
+        if (auto early = screen(n)) return *early;
+        return decide(full.view(), n, until.when(), true, no_override, stop);
+    }
+
+    /// acquire() within a call's context: its deadline and stop token.
+    template <class Context>
+        requires requires(const Context& c) {
+            { c.deadline_instant() } -> std::convertible_to<time_point>;
+            { c.stop_token() } -> std::convertible_to<std::stop_token>;
+        }
+    [[nodiscard]] rate_limit_result acquire(const Context& ctx, std::int64_t n = 1) const {
+        const auto r = acquire(resil::deadline::at(ctx.deadline_instant()), n, ctx.stop_token());
+        if constexpr (requires { ctx.forget_now(); }) ctx.forget_now();
+        return r;
+    }
+
+    /// As a pipeline policy: one permit per call, decided within the call's
+    /// deadline. Rejected calls get reason::rate_limited and the wait as
+    /// retry_after (events::rejected), as with token_bucket; failing closed,
+    /// reason::quota_unavailable. Every decision Redis could not make also
+    /// emits events::quota_store_failed. With options().max_wait > 0 the call
+    /// first waits up to that long (never past its deadline).
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        using result_type = decltype(next(ctx));
+        if constexpr (requires { typename Context::clock_type; })
+            static_assert(std::is_same_v<typename Context::clock_type, steady_clock>,
+                          "resil::redis::rate_limiter: the pipeline's clock must be resil::steady_clock (Redis runs in real time)");
+        rate_limit_result r;
+        if (options_.max_wait > std::chrono::milliseconds::zero()) {
+            const auto patience = steady_clock{}.now() + duration{options_.max_wait};
+            const auto call_deadline = ctx.deadline_instant();
+            r = acquire(resil::deadline::at(call_deadline < patience ? call_deadline : patience), 1, ctx.stop_token());
+        } else {
+            r = try_acquire(resil::deadline::at(ctx.deadline_instant()), 1);
+        }
+        if constexpr (requires { ctx.forget_now(); }) ctx.forget_now();  // a round trip took time
+        if (r.source == decided_by::fallback)
+            ctx.emit(events::quota_store_failed{options_.on_failure == failure_policy::fail_open, r.granted()});
+        switch (r.status) {
+            case rate_limit_status::granted: return std::forward<Next>(next)(ctx);
+            case rate_limit_status::cancelled:
+                ctx.emit(events::rejected{reason::cancelled, std::nullopt});
+                return result_type::rejected(reason::cancelled);
+            case rate_limit_status::unavailable:
+                ctx.emit(events::rejected{reason::quota_unavailable, std::nullopt});
+                return result_type::rejected(reason::quota_unavailable);
+            case rate_limit_status::rejected:
+            case rate_limit_status::exceeds_burst: break;
+        }
+        ctx.emit(events::rejected{reason::rate_limited, r.wait});
+        return result_type::rejected(reason::rate_limited, r.wait);
+    }
+
+    /// The key in Redis: key_prefix + "{" + key + "}".
+    [[nodiscard]] const std::string& redis_key() const noexcept { return key_; }
+    [[nodiscard]] const rate_limiter_options& options() const noexcept { return options_; }
+    /// The bucket that decides while Redis cannot, failing open.
+    [[nodiscard]] const token_bucket& fallback_bucket() const noexcept { return local_; }
+    /// Whether the last round trip failed and Redis is being left alone.
+    [[nodiscard]] bool redis_down() const noexcept { return retry_at_ns_.load(std::memory_order_relaxed) != 0; }
+    /// The last failure's description ("connect to 127.0.0.1:6379 failed: Connection refused").
+    [[nodiscard]] std::string last_error() const {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        return last_error_;
+    }
+
+    [[nodiscard]] rate_limiter_metrics metrics() const noexcept {
+        rate_limiter_metrics m;
+        for (std::size_t i = 0; i < counters_.size(); ++i) {
+            const counters& c = counters_[i];
+            auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+            m.granted += get(c.granted);
+            m.rejected += get(c.rejected);
+            m.round_trips += get(c.round_trips);
+            m.lease_grants += get(c.lease_grants);
+            m.store_failures += get(c.store_failures);
+            m.fail_open_admitted += get(c.fail_open_admitted);
+            m.fail_open_rejected += get(c.fail_open_rejected);
+            m.fail_closed_rejected += get(c.fail_closed_rejected);
+            m.connects += get(c.connects);
+            m.script_loads += get(c.script_loads);
+            m.error_replies += get(c.error_replies);
+        }
+        return m;
+    }
+
+private:
+    friend struct detail::rate_limiter_access;
+    static constexpr std::int64_t no_override = -1;
+    static constexpr std::int64_t max_lookahead_us = std::int64_t{1} << 49;  // 18 years
+
+    struct counters {
+        std::atomic<std::uint64_t> granted{0}, rejected{0}, round_trips{0}, lease_grants{0}, store_failures{0},
+            fail_open_admitted{0}, fail_open_rejected{0}, fail_closed_rejected{0}, connects{0}, script_loads{0},
+            error_replies{0};
+    };
+    // Each thread counts in its own stripe: no cache line written by every
+    // decision of every thread (lease grants take ~100 ns).
+    static void bump(std::atomic<std::uint64_t>& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
+    counters& count() const noexcept { return counters_.local(); }
+
+    static rate_limiter_options validated(rate_limiter_options o) {
+        throw_if_invalid("resil::redis::rate_limiter", o.validate());
+        return o;
+    }
+
+    static token_bucket_options local_options(const rate_limiter_options& o) {
+        const auto pods = static_cast<std::int64_t>(o.expected_pods);
+        auto burst = o.burst / pods;
+        if (burst < 1) burst = 1;
+        double rate = o.rate / static_cast<double>(pods);
+        if (rate < token_bucket_options::min_rate) rate = token_bucket_options::min_rate;
+        if (static_cast<double>(burst) / rate > token_bucket_options::max_refill_seconds)
+            burst = resil::detail::gcra::largest_burst(rate);
+        return {.rate = rate, .burst = burst};
+    }
+
+    template <std::size_t N>
+    static void format_real(double v, char (&out)[N]) noexcept {
+        std::snprintf(out, N, "%.17g", v);
+    }
+
+    // A key of another quota, built on the stack: no allocation per call.
+    struct key_text {
+        char data[2 * rate_limiter_options::max_key_length + 2];
+        std::size_t size = 0;
+        [[nodiscard]] std::string_view view() const noexcept { return {data, size}; }
+    };
+
+    key_text keyed(std::string_view key) const {
+        if (!detail::valid_key_text(key, false)) {
+            throw std::invalid_argument(
+                resil::detail::concat({"resil::redis::rate_limiter: ", detail::bad_key("key", key, false)->message()}));
+        }
+        key_text out;
+        const std::string_view prefix = options_.key_prefix;
+        std::memcpy(out.data, prefix.data(), prefix.size());
+        out.data[prefix.size()] = '{';
+        std::memcpy(out.data + prefix.size() + 1, key.data(), key.size());
+        out.data[prefix.size() + 1 + key.size()] = '}';
+        out.size = prefix.size() + key.size() + 2;
+        return out;
+    }
+
+    std::optional<rate_limit_result> screen(std::int64_t n) const {
+        if (n < 0)
+            throw std::invalid_argument("resil::redis::rate_limiter: cannot take a negative number of permits, got " +
+                                        std::to_string(n));
+        if (n == 0) return rate_limit_result{};
+        if (n > options_.burst) return rate_limit_result{rate_limit_status::exceeds_burst, {}, {}, decided_by::none};
+        return std::nullopt;
+    }
+
+    // The local bucket's rounding of the wait into Retry-After (detail/gcra.hpp).
+    static rate_limit_result rejected(std::int64_t wait_us, decided_by by) noexcept {
+        constexpr std::int64_t cap_us = std::int64_t{1} << 51;  // 71 years: no absurd sleeps downstream
+        if (wait_us < 1) wait_us = 1;
+        if (wait_us > cap_us) wait_us = cap_us;
+        const duration wait = std::chrono::microseconds{wait_us};
+        return {rate_limit_status::rejected, wait,
+                std::chrono::seconds{resil::detail::gcra::retry_after_seconds(wait.count())}, by};
+    }
+
+    static std::int64_t steady_ns() noexcept { return steady_clock{}.now().time_since_epoch().count(); }
+
+    // ---- leasing: one word, (expiry in ms since origin_) << 24 | permits.
+    static constexpr int lease_bits = 24;
+    static constexpr std::uint64_t lease_mask = (std::uint64_t{1} << lease_bits) - 1;
+
+    std::uint64_t now_ms() const noexcept {
+        return static_cast<std::uint64_t>((steady_ns() - origin_ns_) / 1'000'000);
+    }
+
+    bool spend_lease(std::int64_t n) const noexcept {
+        auto word = lease_.load(std::memory_order_relaxed);
+        const auto now = now_ms();
+        for (;;) {
+            const auto permits = static_cast<std::int64_t>(word & lease_mask);
+            if (permits < n || (word >> lease_bits) <= now) return false;
+            const auto next = word - static_cast<std::uint64_t>(n);
+            if (lease_.compare_exchange_weak(word, next, std::memory_order_relaxed)) return true;
+        }
+    }
+
+    // ---- the decision
+    rate_limit_result decide(std::string_view redis_key, std::int64_t n, time_point until, bool waiting,
+                             std::int64_t now_override, const std::stop_token& stop) const {
+        // Leases belong to the limiter's own key.
+        const bool leasing = options_.lease > 1 && !waiting && redis_key.data() == key_.data();
+        if (leasing && spend_lease(n)) {
+            bump(count().granted);
+            bump(count().lease_grants);
+            return {rate_limit_status::granted, {}, {}, decided_by::lease};
+        }
+        // One refill of the lease at a time: others ask for exactly n, so the
+        // unspent lease never exceeds lease − 1 permits.
+        const bool refill = leasing && n < options_.lease && !refilling_.exchange(true, std::memory_order_acquire);
+        const std::int64_t want = refill ? options_.lease : n;
+        std::int64_t look_us = 0;
+        const auto start = steady_clock{}.now();
+        if (waiting) {
+            const auto left = until == time_point::max() ? max_lookahead_us
+                              : until <= start ? 0
+                                               : std::chrono::duration_cast<std::chrono::microseconds>(until - start).count();
+            look_us = left < max_lookahead_us ? left : max_lookahead_us;
+        }
+        detail::script_answer a;
+        const bool answered = ask(redis_key, n, want, look_us, until, now_override, a);
+        if (refill) {
+            if (answered && a.taken > n)
+                lease_.store((now_ms() + static_cast<std::uint64_t>(options_.lease_ttl.count())) << lease_bits |
+                                 static_cast<std::uint64_t>(a.taken - n),
+                             std::memory_order_relaxed);
+            refilling_.store(false, std::memory_order_release);
+        }
+        if (!answered) return fail(n, until, waiting, stop);
+        if (a.taken == 0) {
+            bump(count().rejected);
+            return rejected(a.wait_us, decided_by::redis);
+        }
+        if (a.wait_us <= 0) {
+            bump(count().granted);
+            return {rate_limit_status::granted, {}, {}, decided_by::redis};
+        }
+        // A reservation: the permits exist wait_us after the script ran,
+        // which was before the reply came; sleeping from the reply errs late,
+        // never past the deadline.
+        const auto replied = steady_clock{}.now();
+        auto wake = replied + std::chrono::microseconds{a.wait_us};
+        if (wake > until) wake = until;
+        if (!resil::sleep_until(steady_clock{}, wake, stop))
+            return {rate_limit_status::cancelled, {}, {}, decided_by::redis};  // the reservation is forfeited
+        bump(count().granted);
+        return {rate_limit_status::granted, steady_clock{}.now() - start, {}, decided_by::redis};
+    }
+
+    rate_limit_result fail(std::int64_t n, time_point until, bool waiting, const std::stop_token& stop) const {
+        bump(count().store_failures);
+        if (options_.on_failure == failure_policy::fail_closed) {
+            bump(count().fail_closed_rejected);
+            return {rate_limit_status::unavailable, {}, {}, decided_by::fallback};
+        }
+        token_bucket_result r;
+        if (waiting) r = local_.acquire(resil::deadline::at(until), n, stop);
+        else r = local_.try_acquire(n);
+        if (r) {
+            bump(count().granted);
+            bump(count().fail_open_admitted);
+            return {rate_limit_status::granted, r.wait, {}, decided_by::fallback};
+        }
+        bump(count().fail_open_rejected);
+        switch (r.status) {
+            case token_bucket_status::rejected:
+                bump(count().rejected);
+                return {rate_limit_status::rejected, r.wait, r.retry_after, decided_by::fallback};
+            case token_bucket_status::cancelled: return {rate_limit_status::cancelled, {}, {}, decided_by::fallback};
+            default: return {rate_limit_status::exceeds_burst, {}, {}, decided_by::fallback};
+        }
+    }
+
+    // ---- health: after a failure Redis is left alone until retry_at_ns_;
+    // then the one thread that moves retry_at_ns_ forward probes.
+    std::chrono::nanoseconds next_backoff(std::uint64_t failures) const noexcept {
+        const auto base = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.reconnect_backoff).count();
+        const auto cap = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.reconnect_backoff_max).count();
+        std::int64_t d = base;
+        for (std::uint64_t i = 1; i < failures && d < cap; ++i) d *= 2;
+        if (d > cap) d = cap;
+        // Jitter in [d/2, d]: pods that lost Redis together do not come back together.
+        thread_local std::uint64_t state = static_cast<std::uint64_t>(steady_ns()) ^
+                                           std::hash<std::thread::id>{}(std::this_thread::get_id());
+        state += 0x9e3779b97f4a7c15u;
+        std::uint64_t z = state;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+        z ^= z >> 31;
+        const auto half = static_cast<std::uint64_t>(d / 2);
+        return std::chrono::nanoseconds{static_cast<std::int64_t>(half + (half ? z % (half + 1) : 0))};
+    }
+
+    void mark_down(std::string error) const {
+        failures_.fetch_add(1, std::memory_order_acq_rel);
+        const auto streak = streak_.fetch_add(1, std::memory_order_relaxed) + 1;
+        retry_at_ns_.store(steady_ns() + next_backoff(streak).count(), std::memory_order_release);
+        remember(std::move(error));
+    }
+
+    void mark_up() const noexcept {
+        if (retry_at_ns_.load(std::memory_order_relaxed) != 0) {
+            streak_.store(0, std::memory_order_relaxed);
+            retry_at_ns_.store(0, std::memory_order_release);
+        }
+    }
+
+    void remember(std::string error) const {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        last_error_ = std::move(error);
+    }
+
+    // May this call talk to Redis? Yes when it is up; when it is down, only
+    // the first caller after the backoff (which pushes the next probe away).
+    bool may_ask() const noexcept {
+        auto at = retry_at_ns_.load(std::memory_order_acquire);
+        if (at == 0) return true;
+        const auto now = steady_ns();
+        if (now < at) return false;
+        const auto next = now + next_backoff(streak_.load(std::memory_order_relaxed) + 1).count();
+        return retry_at_ns_.compare_exchange_strong(at, next, std::memory_order_acq_rel);
+    }
+
+    // One EVALSHA (plus a SCRIPT LOAD after NOSCRIPT, plus one reconnect when
+    // an idle connection turns out closed). False: Redis did not decide.
+    bool ask(std::string_view redis_key, std::int64_t n, std::int64_t want, std::int64_t look_us, time_point until,
+             std::int64_t now_override, detail::script_answer& out) const {
+        if (!may_ask()) return false;
+        auto conn = checkout(until);
+        if (!conn) {
+            remember("every connection to Redis was in use until the deadline");
+            return false;
+        }
+        const auto epoch = failures_.load(std::memory_order_acquire);
+        const auto forks = resil::detail::fork_epoch.load(std::memory_order_relaxed);
+        if (conn->open() && (conn.epoch() != epoch || conn.fork() != forks)) conn->close();
+
+        char n_text[24], want_text[24], look_text[24], now_text[24];
+        const auto text = [](std::int64_t v, char* buf) {
+            return static_cast<std::size_t>(std::to_chars(buf, buf + 24, v).ptr - buf);
+        };
+        const std::size_t lens[10] = {7,
+                                      40,
+                                      1,
+                                      redis_key.size(),
+                                      std::strlen(token_text_),
+                                      std::strlen(tolerance_text_),
+                                      text(n, n_text),
+                                      text(want, want_text),
+                                      text(look_us, look_text),
+                                      now_override == no_override ? 0 : text(now_override, now_text)};
+        // The whole decision, retries included, fits in one connect and two
+        // replies (a reconnect, SCRIPT LOAD, EVALSHA), as well as in the
+        // caller's deadline.
+        const auto budget_end = steady_clock{}.now() + duration{options_.connect_timeout} +
+                                2 * duration{options_.reply_timeout};
+        const auto end = until < budget_end ? until : budget_end;
+        for (int tries = 0; tries < 3; ++tries) {
+            const auto now = steady_clock{}.now();
+            if (end <= now) {
+                if (until <= now) {
+                    remember("no time left before the deadline for a round trip to Redis");
+                } else {
+                    mark_down("Redis did not decide within connect_timeout + 2 × reply_timeout");
+                }
+                return false;
+            }
+            const auto left = std::chrono::duration_cast<std::chrono::microseconds>(end - now);
+            const std::chrono::microseconds reply_cap = options_.reply_timeout;
+            // Cut short by the caller's deadline (not Redis's fault: no backoff).
+            const bool deadline_bound = until - now < duration{reply_cap};
+            const auto reply_timeout = left < reply_cap ? left : reply_cap;
+            std::string error;
+            const bool was_open = conn->open();
+            if (!was_open) {
+                const std::chrono::microseconds connect_cap = options_.connect_timeout;
+                bump(count().connects);
+                if (!conn->connect(options_.host, options_.port, left < connect_cap ? left : connect_cap,
+                                   reply_timeout, error)) {
+                    if (deadline_bound || until - now < duration{connect_cap}) remember(std::move(error));
+                    else mark_down(std::move(error));
+                    return false;
+                }
+                conn.epoch() = epoch;
+                conn.fork() = forks;
+            } else if (!conn->set_reply_timeout(reply_timeout, error)) {
+                mark_down(std::move(error));
+                return false;
+            }
+            const char* argv[10] = {"EVALSHA", conn->sha().data(), "1", redis_key.data(), token_text_, tolerance_text_,
+                                    n_text, want_text, look_text, now_text};
+            const int argc = now_override == no_override ? 9 : 10;
+            auto reply = conn->command(argc, argv, lens, error);
+            if (!reply) {
+                // A connection that sat idle may have been closed by the
+                // server: one fresh connection, then it counts as a failure.
+                // (A timeout is not retried: Redis is slow, not gone.)
+                // (Should the first have run after all, the quota is charged
+                // twice: errs on the side of the limit.)
+                if (was_open && tries == 0 && !conn->timed_out()) continue;
+                if (deadline_bound) remember(std::move(error));
+                else mark_down(std::move(error));
+                return false;
+            }
+            auto r = detail::read_answer(reply.get(), n, want);
+            if (r.kind == detail::reply_kind::noscript) {
+                bump(count().script_loads);
+                if (!conn->load_script(reply_timeout, error)) {
+                    mark_down(std::move(error));
+                    return false;
+                }
+                continue;
+            }
+            if (r.kind != detail::reply_kind::answer) {
+                bump(count().error_replies);
+                remember(std::move(r.error));
+                return false;
+            }
+            bump(count().round_trips);
+            mark_up();
+            out = r.answer;
+            return true;
+        }
+        remember("the script could not be run after reloading it");
+        return false;
+    }
+
+    detail::pool::lease checkout(time_point until) const {
+        auto l = pool_.try_checkout();
+        // Every connection busy: wait for one (each round trip is bounded),
+        // never past the deadline or one reply timeout.
+        const auto give_up_at = std::min(until, steady_clock{}.now() + duration{options_.reply_timeout});
+        while (!l && steady_clock{}.now() < give_up_at) {
+            std::this_thread::yield();
+            l = pool_.try_checkout();
+        }
+        return l;
+    }
+
+    rate_limiter_options options_;
+    std::string key_;
+    double token_us_;
+    double tolerance_us_;
+    char token_text_[32] = {};
+    char tolerance_text_[32] = {};
+    mutable detail::pool pool_;
+    token_bucket local_;
+    std::int64_t origin_ns_ = steady_ns();
+    mutable std::atomic<std::uint64_t> lease_{0};
+    mutable std::atomic<bool> refilling_{false};
+    mutable std::atomic<std::int64_t> retry_at_ns_{0};
+    // Failures ever (the epoch that retires connections opened before the
+    // latest one) and failures in a row (the backoff's exponent).
+    mutable std::atomic<std::uint64_t> failures_{0};
+    mutable std::atomic<std::uint64_t> streak_{0};
+    resil::detail::stripes<counters> counters_;
+    mutable std::mutex error_mutex_;
+    mutable std::string last_error_;
+};
+
+namespace detail {
+/// For tests only: decisions at a given Redis time instead of TIME, so that
+/// golden traces (the seed's 300 requests) reproduce exactly.
+struct rate_limiter_access {
+    static rate_limit_result try_acquire_at(const rate_limiter& l, std::int64_t now_us, std::int64_t n = 1) {
+        if (auto early = l.screen(n)) return *early;
+        return l.decide(l.key_, n, time_point::max(), false, now_us, {});
+    }
+};
+}  // namespace detail
+
+}  // namespace resil::redis

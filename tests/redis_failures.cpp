@@ -1,0 +1,224 @@
+// resil/redis/rate_limiter.hpp when Redis is down, frozen or back: fail open
+// at the local rate only, fail closed with its own reason, every decision
+// within its timeout and the caller's deadline, no herd of reconnects, and
+// shared limiting resumes once Redis answers again.
+#include <resil/deadline.hpp>
+#include <resil/deadline_policy.hpp>
+#include <resil/pipeline.hpp>
+#include <resil/redis.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "catch.hpp"
+#include "support/redis_server.hpp"
+#include "support/timing.hpp"
+
+using namespace std::chrono_literals;
+using resil::redis::decided_by;
+using resil::redis::failure_policy;
+using resil::redis::rate_limit_status;
+using resil::redis::rate_limiter;
+using resil::redis::rate_limiter_options;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+rate_limiter_options options_for(const resil_test::redis_server& redis, const std::string& key, failure_policy p) {
+    rate_limiter_options o;
+    o.rate = 100;
+    o.burst = 20;
+    o.port = redis.port();
+    o.key = key;
+    o.on_failure = p;
+    o.expected_pods = 4;  // fail open at 25/s, burst 5
+    o.connect_timeout = 100ms;
+    o.reply_timeout = 50ms;
+    o.reconnect_backoff = 20ms;
+    o.reconnect_backoff_max = 100ms;
+    o.connections = 4;
+    return o;
+}
+
+struct event_log {
+    std::vector<resil::events::quota_store_failed>* failures;
+    std::vector<resil::events::rejected>* rejections;
+    void operator()(const resil::events::quota_store_failed& e) const { failures->push_back(e); }
+    void operator()(const resil::events::rejected& e) const { rejections->push_back(e); }
+};
+
+}  // namespace
+
+TEST_CASE("redis limiter: Redis killed -> fail open admits at the local rate only, from every thread, with few reconnects") {
+    resil_test::redis_server redis;
+    rate_limiter limiter{options_for(redis, "down-open", failure_policy::fail_open)};
+    CHECK(limiter.fallback_bucket().options().rate == 25.0);
+    CHECK(limiter.fallback_bucket().options().burst == 5);
+    REQUIRE(limiter.try_acquire().source == decided_by::redis);
+    redis.kill();
+
+    constexpr int threads_n = 4;
+    std::atomic<int> admitted{0}, decisions{0}, not_fallback{0};  // Catch's assertions are for one thread
+    std::atomic<std::int64_t> slowest_us{0};
+    const auto start = clock_type::now();
+    const auto end = start + 600ms;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < threads_n; ++t) {
+        threads.emplace_back([&] {
+            while (clock_type::now() < end) {
+                const auto t0 = clock_type::now();
+                const auto r = limiter.try_acquire();
+                const auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - t0).count();
+                auto prev = slowest_us.load();
+                while (us > prev && !slowest_us.compare_exchange_weak(prev, us)) {}
+                if (r.source != decided_by::fallback) ++not_fallback;
+                if (r) ++admitted;
+                ++decisions;
+                std::this_thread::sleep_for(500us);
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+    const auto m = limiter.metrics();
+    CAPTURE(admitted.load(), decisions.load(), elapsed, m.connects, slowest_us.load());
+    CHECK(not_fallback.load() == 0);
+    // The local bucket: 25/s and a burst of 5, not the shared 100/s.
+    CHECK(admitted.load() <= static_cast<int>(5 + 25 * elapsed) + 1);
+    CHECK(admitted.load() >= 10);
+    CHECK(decisions.load() > 200);
+    CHECK(m.fail_open_admitted == static_cast<std::uint64_t>(admitted.load()));
+    CHECK(m.store_failures == static_cast<std::uint64_t>(decisions.load()));
+    CHECK(limiter.redis_down());
+    CHECK(limiter.last_error().find("Connection refused") != std::string::npos);
+    // No herd: one probe per backoff (20 ms doubling to 100 ms, jittered down
+    // to half), not one per decision or per thread.
+    CHECK(m.connects <= 1 + static_cast<std::uint64_t>(elapsed / 0.010) + 2);
+    CHECK(m.connects < static_cast<std::uint64_t>(decisions.load()) / 10);
+    CHECK(slowest_us.load() < std::chrono::duration_cast<std::chrono::microseconds>(100ms + resil_test::slack).count());
+
+    // Redis back: shared limiting resumes within a backoff or two.
+    redis.restart();
+    const auto back = clock_type::now();
+    decided_by source = decided_by::fallback;
+    while (source != decided_by::redis && clock_type::now() - back < 2s) {
+        source = limiter.try_acquire().source;
+        std::this_thread::sleep_for(1ms);
+    }
+    CHECK(source == decided_by::redis);
+    CHECK(resil_test::since(back) < 300ms + resil_test::slack);
+    CHECK_FALSE(limiter.redis_down());
+    // And it is the shared quota again: 20 permits of burst, then rejections.
+    int granted = 0;
+    for (int i = 0; i < 40; ++i) granted += limiter.try_acquire() ? 1 : 0;
+    CHECK(granted >= 19);
+    CHECK(granted <= 22);  // 20 + what 100/s refills during the loop
+    CHECK(limiter.try_acquire().source == decided_by::redis);
+}
+
+TEST_CASE("redis limiter: Redis killed -> fail closed rejects with quota_unavailable, counted and evented; rate_limited stays distinct") {
+    resil_test::redis_server redis;
+    rate_limiter limiter{options_for(redis, "down-closed", failure_policy::fail_closed)};
+    std::vector<resil::events::quota_store_failed> failures;
+    std::vector<resil::events::rejected> rejections;
+    const auto pipe = resil::pipeline(std::ref(limiter)).with_listener(event_log{&failures, &rejections});
+    int calls = 0;
+    auto call = [&] { return ++calls; };
+
+    for (int i = 0; i < 20; ++i) REQUIRE(pipe(call, resil::always_success).ok());
+    const auto limited = pipe(call, resil::always_success);
+    CHECK(limited.reason() == resil::reason::rate_limited);
+    REQUIRE(limited.retry_after());
+    CHECK(*limited.retry_after() > 0ns);
+    CHECK(*limited.retry_after() <= 10ms);
+    CHECK(failures.empty());
+
+    redis.kill();
+    const auto t0 = clock_type::now();
+    const auto out = pipe(call, resil::always_success);
+    CHECK(resil_test::since(t0) < 100ms + resil_test::slack);
+    CHECK(out.reason() == resil::reason::quota_unavailable);
+    CHECK(resil::to_string(out.reason()) == "quota_unavailable");
+    CHECK_FALSE(out.retry_after());
+    for (int i = 0; i < 9; ++i) CHECK(pipe(call, resil::always_success).reason() == resil::reason::quota_unavailable);
+    CHECK(calls == 20);
+    REQUIRE(failures.size() == 10);
+    for (const auto& f : failures) {
+        CHECK_FALSE(f.fail_open);
+        CHECK_FALSE(f.admitted);
+    }
+    REQUIRE(rejections.size() == 11);
+    CHECK(rejections[0].reason == resil::reason::rate_limited);
+    CHECK(rejections[10].reason == resil::reason::quota_unavailable);
+    CHECK(limiter.metrics().fail_closed_rejected == 10);
+    CHECK(limiter.metrics().store_failures == 10);
+
+    // Failing open, the same outage is evented as admitted by the local bucket.
+    rate_limiter open{options_for(redis, "down-open-events", failure_policy::fail_open)};
+    failures.clear();
+    rejections.clear();
+    const auto open_pipe = resil::pipeline(std::ref(open)).with_listener(event_log{&failures, &rejections});
+    CHECK(open_pipe(call, resil::always_success).ok());
+    REQUIRE(failures.size() == 1);
+    CHECK(failures[0].fail_open);
+    CHECK(failures[0].admitted);
+    CHECK(rejections.empty());
+}
+
+TEST_CASE("redis limiter: Redis frozen (SIGSTOP) -> every decision returns within its timeout and the caller's deadline") {
+    resil_test::redis_server redis;
+    auto o = options_for(redis, "frozen", failure_policy::fail_closed);
+    o.reply_timeout = 40ms;
+    o.reconnect_backoff = 1ms;  // probe as often as possible: each probe must be bounded too
+    o.reconnect_backoff_max = 5ms;
+    rate_limiter limiter{o};
+    REQUIRE(limiter.try_acquire().source == decided_by::redis);
+    redis.freeze();
+
+    auto longest = 0ms;
+    int decisions = 0;
+    const auto until = clock_type::now() + 500ms;
+    while (clock_type::now() < until) {
+        const auto t0 = clock_type::now();
+        const auto r = limiter.try_acquire();
+        longest = std::max(longest, resil_test::since(t0));
+        CHECK(r.status == rate_limit_status::unavailable);
+        ++decisions;
+    }
+    CAPTURE(decisions, limiter.last_error());
+    CHECK(longest <= 40ms + resil_test::slack);
+    CHECK(limiter.metrics().connects >= 2);  // connects are accepted by the kernel; SCRIPT LOAD then times out
+
+    // A caller's deadline shorter than the reply timeout bounds the round trip.
+    std::this_thread::sleep_for(10ms);  // past the backoff: the next call probes
+    const auto t1 = clock_type::now();
+    const auto r = limiter.try_acquire(resil::deadline::after(5ms));
+    CHECK(r.status == rate_limit_status::unavailable);
+    CHECK(resil_test::since(t1) <= 5ms + resil_test::slack);
+    // acquire() too: never past its deadline.
+    std::this_thread::sleep_for(10ms);
+    const auto t2 = clock_type::now();
+    CHECK_FALSE(limiter.acquire(resil::deadline::after(15ms)));
+    CHECK(resil_test::since(t2) <= 15ms + resil_test::slack);
+
+    redis.thaw();
+    const auto back = clock_type::now();
+    decided_by source = decided_by::fallback;
+    while (source != decided_by::redis && clock_type::now() - back < 2s) source = limiter.try_acquire().source;
+    CHECK(source == decided_by::redis);
+}
+
+TEST_CASE("redis limiter: fail open with a weight above the local burst is exceeds_burst, never a wait") {
+    resil_test::redis_server redis;
+    rate_limiter limiter{options_for(redis, "down-weight", failure_policy::fail_open)};
+    redis.kill();
+    const auto r = limiter.try_acquire(10);  // ≤ 20, the shared burst; > 5, the local one
+    CHECK(r.status == rate_limit_status::exceeds_burst);
+    CHECK(r.source == decided_by::fallback);
+    CHECK(limiter.try_acquire(21).status == rate_limit_status::exceeds_burst);
+}
