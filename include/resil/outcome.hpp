@@ -92,10 +92,12 @@ enum class reason : std::uint8_t {
     cancelled,                     ///< the caller's stop token fired
     backoff_exceeds_deadline,      ///< time was left, but not for the backoff wait and another attempt after it:
                                    ///< the retry gave up early (not a timeout)
+    throttled,                     ///< client-side adaptive throttling rejected the call locally
+                                   ///< (the dependency has been refusing work: resil/adaptive_throttle.hpp)
 };
 
 /// The number of reasons, `none` included.
-inline constexpr std::size_t reason_count = 13;
+inline constexpr std::size_t reason_count = 14;
 
 /// The reason's name in snake_case, as used in logs and metric labels.
 [[nodiscard]] constexpr std::string_view to_string(reason r) noexcept {
@@ -113,6 +115,7 @@ inline constexpr std::size_t reason_count = 13;
         case reason::shed: return "shed";
         case reason::cancelled: return "cancelled";
         case reason::backoff_exceeds_deadline: return "backoff_exceeds_deadline";
+        case reason::throttled: return "throttled";
     }
     return "unknown";
 }
