@@ -307,6 +307,8 @@ public:
     }
 
 private:
+    static constexpr std::uint64_t warm_up = 10;  // samples averaged plainly before the exponential average
+
     // AIMD's word: limit (24 bits) | successes in the round (24) | cut count (16).
     static constexpr std::uint64_t field_mask = (std::uint64_t{1} << 24) - 1;
     static constexpr std::uint64_t pack(std::uint32_t lim, std::uint64_t successes, std::uint64_t round) noexcept {
@@ -350,6 +352,7 @@ private:
                 const auto successes = successes_of(w) + 1;
                 next = successes >= lim && lim < options_.max_limit ? pack(lim + 1, 0, round_of(w))
                                                                     : pack(lim, std::min<std::uint64_t>(successes, lim), round_of(w));
+                if (next == w) return std::nullopt;  // at max_limit with a full round: nothing to write
             }
         } while (!aimd_.compare_exchange_weak(w, next, std::memory_order_relaxed));
         return changed(limit_of(w), limit_of(next), s);
@@ -369,15 +372,18 @@ private:
         const double rtt = std::max(1.0, static_cast<double>(rtt_d.count()));
         // The long RTT: a plain average over the first 10 samples (warm-up,
         // as concurrency-limits' ExpAvgMeasurement), then exponential.
-        const auto n = samples_.fetch_add(1, std::memory_order_relaxed) + 1;
-        const double factor = n <= 10 ? 1.0 / static_cast<double>(n) : 2.0 / (options_.long_window + 1.0);
+        // (Past the warm-up the count is no longer needed: no shared write.)
+        auto n = samples_.load(std::memory_order_relaxed);
+        if (n < warm_up) n = samples_.fetch_add(1, std::memory_order_relaxed);
+        const double factor = n < warm_up ? 1.0 / static_cast<double>(n + 1) : 2.0 / (options_.long_window + 1.0);
         double long_rtt = long_rtt_.load(std::memory_order_relaxed);
         double averaged = 0;
         for (;;) {
             averaged = long_rtt + (rtt - long_rtt) * factor;
             // Back to normal after a long overload: let the long average catch up faster.
             const double stored = averaged / rtt > 2.0 ? averaged * 0.95 : averaged;
-            if (long_rtt_.compare_exchange_weak(long_rtt, stored, std::memory_order_relaxed)) break;
+            // A steady latency leaves the average as it is: no write (threads would take turns on the line).
+            if (stored == long_rtt || long_rtt_.compare_exchange_weak(long_rtt, stored, std::memory_order_relaxed)) break;
         }
         double e = estimate_.load(std::memory_order_relaxed);
         if (static_cast<double>(in_flight_then) < e / 2.0) return std::nullopt;  // the limit was not tested
@@ -386,6 +392,7 @@ private:
         do {
             const double target = e * gradient + static_cast<double>(options_.queue_size);
             next = std::clamp(e * (1.0 - options_.smoothing) + target * options_.smoothing, lo, hi);
+            if (next == e) return std::nullopt;  // e.g. at max_limit: nothing to write
         } while (!estimate_.compare_exchange_weak(e, next, std::memory_order_relaxed));
         return changed(static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(next), s);
     }

@@ -142,16 +142,16 @@ public:
     /// the rejection probability at `now`; a rejection is counted at once as
     /// a request not accepted. Never waits, never allocates.
     [[nodiscard]] ticket try_acquire(time_point now, double u) const noexcept {
-        if (u < rejection_probability(now)) {
-            window_.record(now, true);
-            throttled_.local().fetch_add(1, std::memory_order_relaxed);
-            return ticket{};
-        }
+        if (u < rejection_probability(now)) return reject(now);
         return ticket{this};
     }
     /// try_acquire() drawing from this thread's jitter engine.
     [[nodiscard]] ticket try_acquire(time_point now) const noexcept {
-        return try_acquire(now, unit_interval(detail::thread_jitter()));
+        // The common case, a dependency accepting everything: no draw needed.
+        const auto p = rejection_probability(now);
+        if (p <= 0.0) return ticket{this};
+        if (unit_interval(detail::thread_jitter()) < p) return reject(now);
+        return ticket{this};
     }
     [[nodiscard]] ticket try_acquire() const noexcept { return try_acquire(clock_.now()); }
 
@@ -204,6 +204,12 @@ public:
     }
 
 private:
+    ticket reject(time_point now) const noexcept {
+        window_.record(now, true);
+        throttled_.local().fetch_add(1, std::memory_order_relaxed);
+        return ticket{};
+    }
+
     static const adaptive_throttle_options& validated(const adaptive_throttle_options& o) {
         throw_if_invalid("resil::adaptive_throttle", o.validate());
         return o;
