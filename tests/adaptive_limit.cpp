@@ -110,6 +110,18 @@ TEST_CASE("AIMD: x0.9 per overload, one cut per round, down to min_limit and nev
     CHECK(l.complete(std::move(p), load_signal::accepted)->to == 2);  // a round of 1 success at limit 1
 }
 
+TEST_CASE("AIMD: cut_once_per_round = false cuts on every 429 or 503, as AIMDLimit does") {
+    limit_t l{{.cut_once_per_round = false}, manual_clock{}};
+    std::vector<limit_t::permit> sent;
+    for (int i = 0; i < 3; ++i) sent.push_back(l.try_acquire());
+    std::vector<std::uint32_t> trajectory;
+    for (auto& p : sent) {
+        l.complete(std::move(p), load_signal::overload);
+        trajectory.push_back(l.limit());
+    }
+    CHECK(trajectory == std::vector<std::uint32_t>{18, 16, 14});
+}
+
 TEST_CASE("AIMD: capped at max_limit; ignored signals and empty permits teach nothing") {
     limit_t l{{.initial_limit = 3, .min_limit = 2, .max_limit = 4}, manual_clock{}};
     std::vector<limit_t::permit> held;

@@ -113,6 +113,10 @@ struct adaptive_limit_options {
     /// Gradient2: calls the limit may grow past the estimate (the queue it
     /// allows), in [0, max_limit]. Default 4.
     std::uint32_t queue_size = 4;
+    /// AIMD: cut once per round (a call admitted before the last cut does not
+    /// cut again, as TCP cuts once per window of losses); false cuts on every
+    /// overload signal, as concurrency-limits' AIMDLimit does. Default true.
+    bool cut_once_per_round = true;
     /// Verdicts that mean overload. Default retryable and ambiguous.
     verdict_set overload_verdicts = default_overload_verdicts;
 
@@ -345,7 +349,7 @@ private:
             const auto lim = limit_of(w);
             if (s == load_signal::overload) {
                 // One cut per round: a call sent before the last cut was sent under the old limit.
-                if ((round & 0xFFFFu) != round_of(w)) return std::nullopt;
+                if (options_.cut_once_per_round && (round & 0xFFFFu) != round_of(w)) return std::nullopt;
                 next = pack(cut(lim), 0, round_of(w) + 1u);
             } else {
                 if (2 * std::uint64_t{in_flight_then} < lim) return std::nullopt;  // the limit was not tested
