@@ -1,4 +1,6 @@
 #include <resil/adaptive_limit.hpp>
+#include <resil/adaptive_throttle.hpp>
+#include <resil/deadline_policy.hpp>
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
 #include <resil/testing/manual_clock.hpp>
@@ -251,4 +253,21 @@ TEST_CASE("adaptive limit: threads admit and release with exact totals") {
         CHECK(m.limit <= 8);
         CHECK(m.limit_changes == m.increases + m.decreases);
     }
+}
+
+TEST_CASE("docs/adaptive.md, In a pipeline: throttle and limit inside the retry, on the manual clock") {
+    manual_clock clock;
+    resil::basic_adaptive_limit<manual_clock> limit{{.algorithm = resil::adaptive_algorithm::gradient2}, clock};
+    resil::basic_adaptive_throttle<manual_clock> throttle{{.k = 2.0, .window = 30s}, clock};
+    auto pipe = resil::pipeline(clock, resil::deadline_policy{2s}, resil::retry_policy{}, std::ref(throttle),
+                                std::ref(limit));
+    int calls = 0;
+    const auto out = pipe([&] { return ++calls < 2 ? 503 : 200; },
+                          [](int s) { return s == 503 ? resil::verdict::retryable : resil::verdict::success; });
+    CHECK(out.ok());
+    CHECK(calls == 2);  // the 503 was retried, each attempt passing the throttle and the limit
+    CHECK(throttle.counts(clock.now()).requests == 2);
+    CHECK(throttle.counts(clock.now()).accepts == 1);
+    CHECK(limit.metrics().admitted == 2);
+    CHECK(limit.in_flight() == 0);
 }
