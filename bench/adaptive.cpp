@@ -20,6 +20,7 @@
 #include <resil/jitter.hpp>
 #include <resil/paced_bucket.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 
@@ -59,7 +60,10 @@ struct throttle_call {
         static resil::adaptive_throttle t{};
         return t;
     }
+    // Time moves 4 us per call: the cached probability is recomputed every
+    // 1.2 s of it (window / 100), every 300,000 calls, as in real use.
     static void run(resil::time_point& now) {
+        now += 4us;
         auto& t = throttle();
         auto ticket = t.try_acquire(now);
         t.record(std::move(ticket), resil::load_signal::accepted, now);
@@ -71,8 +75,11 @@ struct paced_call {
         static resil::paced_bucket b{{.rate = 1e6, .burst = 1'000'000, .max_rate = 1e6}};
         return b;
     }
-    // Time moves 4 us per call and thread: with 2 threads, half the bucket's
-    // 1e6 tokens a second, so every call is a grant (the compare-and-swap).
+    // Time moves 4 us per call and thread (a quarter of the bucket's 1e6
+    // tokens a second): on 1 thread every call is a grant (the
+    // compare-and-swap). With 2 threads each advances its own copy of the
+    // time line; while they stay within 250,000 calls of each other (the
+    // burst's 1 s) every call is still a grant.
     static void run(resil::time_point& now) {
         now += 4us;
         benchmark::DoNotOptimize(bucket().try_acquire(now));
@@ -84,18 +91,34 @@ std::mutex& lock_for_baseline() {
     return m;
 }
 
-// A reading per thread, taken once: the loop measures the policy, not the clock.
+// The time line the calls see, in the loop never read from a clock (the loop
+// measures the policy, not the clock): each run starts where the previous
+// runs left it, so the shared objects never see time go backwards from one
+// run (or repetition) to the next.
+std::atomic<resil::time_point::rep>& time_line() {
+    static std::atomic<resil::time_point::rep> t{resil::steady_clock{}.now().time_since_epoch().count()};
+    return t;
+}
+resil::time_point start_of_run() { return resil::time_point{resil::duration{time_line().load()}}; }
+void end_of_run(resil::time_point now) {
+    auto seen = time_line().load();
+    while (seen < now.time_since_epoch().count() &&
+           !time_line().compare_exchange_weak(seen, now.time_since_epoch().count())) {
+    }
+}
+
 template <class Call>
 void resil_policy(benchmark::State& state) {
-    auto now = resil::steady_clock{}.now();
+    auto now = start_of_run();
     const auto before = resil_bench::allocations.load();
     for (auto _ : state) Call::run(now);
     resil_bench::report_allocations(state, before);
+    end_of_run(now);
 }
 
 template <class Call>
 void baseline_mutex(benchmark::State& state) {
-    auto now = resil::steady_clock{}.now();
+    auto now = start_of_run();
     auto& m = lock_for_baseline();
     const auto before = resil_bench::allocations.load();
     for (auto _ : state) {
@@ -103,6 +126,7 @@ void baseline_mutex(benchmark::State& state) {
         Call::run(now);
     }
     resil_bench::report_allocations(state, before);
+    end_of_run(now);
 }
 
 void baseline_clock_read(benchmark::State& state) {

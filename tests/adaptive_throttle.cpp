@@ -60,6 +60,11 @@ TEST_CASE("adaptive throttle: 100 requests, 30 accepts, K = 2 -> 0.396; local re
     CHECK(t.counts(clock.now()).requests == 100);
     CHECK(t.counts(clock.now()).accepts == 30);
     CHECK(t.rejection_probability(clock.now()) == Approx(0.396).margin(0.0005));
+    // Decisions use the probability as of at most window / 100 (1.2 s) ago: the
+    // first call computed 0, so a call at the same instant is still admitted.
+    CHECK(t.try_acquire(clock.now(), 0.0).admitted());
+    t.record(t.try_acquire(clock.now(), 0.0), load_signal::ignored, clock.now());
+    clock.advance(1200ms);
     // u below the probability: rejected locally, and counted as a request not accepted.
     CHECK_FALSE(t.try_acquire(clock.now(), 0.395).admitted());
     CHECK(t.rejection_probability(clock.now()) == Approx(41.0 / 102.0));
@@ -67,7 +72,7 @@ TEST_CASE("adaptive throttle: 100 requests, 30 accepts, K = 2 -> 0.396; local re
     CHECK(t.metrics().throttled == 1);
     CHECK(t.metrics().requests == 101);
     // The counts leave the window: after 2 minutes nothing is throttled.
-    clock.advance(2min + 12s);
+    clock.advance(2min + 12s - 1200ms);
     CHECK(t.counts(clock.now()).requests == 0);
     CHECK(t.rejection_probability(clock.now()) == 0.0);
     CHECK(t.try_acquire(clock.now(), 0.0).admitted());

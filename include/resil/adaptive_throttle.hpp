@@ -31,13 +31,18 @@
 // Lock-free: the counts are a rolling time window (detail/rolling_window.hpp:
 // 10 buckets, per-thread stripes), "calls" counting requests and "failures"
 // counting the ones not accepted; the random draw is this thread's jitter
-// engine (or the caller's number in [0, 1)). No allocation after construction.
+// engine (or the caller's number in [0, 1)). A decision uses the probability
+// as of at most window / 100 ago (1.2 s of a 2 min window), recomputed by the
+// first call after that: adding the window up on every call would cost more
+// than a clock read, and more with every stripe. No allocation after
+// construction.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -142,13 +147,13 @@ public:
     /// the rejection probability at `now`; a rejection is counted at once as
     /// a request not accepted. Never waits, never allocates.
     [[nodiscard]] ticket try_acquire(time_point now, double u) const noexcept {
-        if (u < rejection_probability(now)) return reject(now);
+        if (u < decision_probability(now)) return reject(now);
         return ticket{this};
     }
     /// try_acquire() drawing from this thread's jitter engine.
     [[nodiscard]] ticket try_acquire(time_point now) const noexcept {
         // The common case, a dependency accepting everything: no draw needed.
-        const auto p = rejection_probability(now);
+        const auto p = decision_probability(now);
         if (p <= 0.0) return ticket{this};
         if (unit_interval(detail::thread_jitter()) < p) return reject(now);
         return ticket{this};
@@ -170,7 +175,9 @@ public:
         const auto c = window_.totals(now);
         return {c.calls, c.calls - std::min(c.failures, c.calls)};
     }
-    /// The probability that a request at `now` is rejected locally, in [0, 1).
+    /// The probability that a request at `now` is rejected locally, in [0, 1),
+    /// from the window's counts now (try_acquire() uses it as of at most
+    /// window / 100 ago: see the banner).
     [[nodiscard]] double rejection_probability(time_point now) const noexcept {
         const auto c = counts(now);
         return throttle_probability(c.requests, c.accepts, options_.k);
@@ -204,6 +211,21 @@ public:
     }
 
 private:
+    // The probability as of at most refresh_ ago: adding up the window (10
+    // buckets × 2 words × stripes) on every call would cost more than the
+    // call's clock read, and grow with the machine's thread count.
+    double decision_probability(time_point now) const noexcept {
+        const auto t = now.time_since_epoch().count();
+        const auto at = computed_at_.load(std::memory_order_relaxed);
+        if (at != never && t >= at && t - at < refresh_.count()) return cached_.load(std::memory_order_relaxed);
+        const double p = rejection_probability(now);
+        // Two relaxed stores: a reader pairing a new instant with the old
+        // probability decides on one refresh's older figure, nothing worse.
+        cached_.store(p, std::memory_order_relaxed);
+        computed_at_.store(t, std::memory_order_relaxed);
+        return p;
+    }
+
     ticket reject(time_point now) const noexcept {
         window_.record(now, true);
         throttled_.local().fetch_add(1, std::memory_order_relaxed);
@@ -219,6 +241,11 @@ private:
     [[no_unique_address]] Clock clock_;
     mutable detail::rolling_time_window window_;
     detail::stripes<std::atomic<std::uint64_t>> throttled_;
+    duration refresh_ = options_.window / 100;
+    static constexpr duration::rep never = std::numeric_limits<duration::rep>::min();
+    // Read by every call, written once per refresh_.
+    alignas(detail::stripe_alignment) mutable std::atomic<double> cached_{0.0};
+    mutable std::atomic<duration::rep> computed_at_{never};
 };
 
 /// Client-side adaptive throttling on the real monotonic clock.
