@@ -93,10 +93,12 @@ enum class reason : std::uint8_t {
     backoff_exceeds_deadline,      ///< time was left, but not for the backoff wait and another attempt after it:
                                    ///< the retry gave up early (not a timeout)
     quota_unavailable,             ///< a shared quota's store (Redis) could not decide and the limiter fails closed
+    throttled,                     ///< client-side adaptive throttling rejected the call locally
+                                   ///< (the dependency has been refusing work: resil/adaptive_throttle.hpp)
 };
 
 /// The number of reasons, `none` included.
-inline constexpr std::size_t reason_count = 14;
+inline constexpr std::size_t reason_count = 15;
 
 /// The reason's name in snake_case, as used in logs and metric labels.
 [[nodiscard]] constexpr std::string_view to_string(reason r) noexcept {
@@ -115,6 +117,7 @@ inline constexpr std::size_t reason_count = 14;
         case reason::cancelled: return "cancelled";
         case reason::backoff_exceeds_deadline: return "backoff_exceeds_deadline";
         case reason::quota_unavailable: return "quota_unavailable";
+        case reason::throttled: return "throttled";
     }
     return "unknown";
 }

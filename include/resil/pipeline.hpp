@@ -41,6 +41,7 @@
 #include "clock.hpp"
 #include "context.hpp"
 #include "events.hpp"
+#include "load_signal.hpp"
 #include "outcome.hpp"
 
 namespace resil {
@@ -102,12 +103,21 @@ inline constexpr bool judges_exceptions = judges_exceptions_concept<std::remove_
 
 template <class L>
 inline constexpr bool handles_any_event =
-    std::is_same_v<std::remove_cv_t<L>, no_listener> || listens_to<L, events::attempt_started> ||
-    listens_to<L, events::attempt_finished> || listens_to<L, events::retry_scheduled> ||
-    listens_to<L, events::retries_exhausted> || listens_to<L, events::budget_refused> ||
-    listens_to<L, events::breaker_state_changed> || listens_to<L, events::rejected> ||
-    listens_to<L, events::fallback_used> || listens_to<L, events::call_finished> ||
-    listens_to<L, events::deadline_exceeded>;
+    std::is_same_v<std::remove_cv_t<L>, no_listener> ||
+    // A disjunction stops at the first event handled, so a generic lambda
+    // written for the older events is never asked about the later ones.
+    std::disjunction_v<std::is_invocable<L&, const events::attempt_started&>,
+                       std::is_invocable<L&, const events::attempt_finished&>,
+                       std::is_invocable<L&, const events::retry_scheduled&>,
+                       std::is_invocable<L&, const events::retries_exhausted&>,
+                       std::is_invocable<L&, const events::budget_refused&>,
+                       std::is_invocable<L&, const events::breaker_state_changed&>,
+                       std::is_invocable<L&, const events::rejected&>,
+                       std::is_invocable<L&, const events::fallback_used&>,
+                       std::is_invocable<L&, const events::call_finished&>,
+                       std::is_invocable<L&, const events::deadline_exceeded&>,
+                       std::is_invocable<L&, const events::limit_changed&>,
+                       std::is_invocable<L&, const events::pace_changed&>>;
 
 /// The classifier used when the caller gives none.
 struct default_classifier {

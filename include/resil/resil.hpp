@@ -4,6 +4,8 @@
 // resil/json.hpp (resil::json), resil/fmt.hpp (resil::fmt).
 #pragma once
 
+#include "adaptive_limit.hpp"
+#include "adaptive_throttle.hpp"
 #include "any_pipeline.hpp"
 #include "backoff.hpp"
 #include "circuit_breaker.hpp"
@@ -17,8 +19,10 @@
 #include "fallback.hpp"
 #include "idempotency_key.hpp"
 #include "idempotency_key_type.hpp"
+#include "load_signal.hpp"
 #include "metrics.hpp"
 #include "outcome.hpp"
+#include "paced_bucket.hpp"
 #include "pipeline.hpp"
 #include "retry.hpp"
 #include "retry_after.hpp"

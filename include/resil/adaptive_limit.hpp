@@ -1,0 +1,427 @@
+// resil/adaptive_limit.hpp — a concurrency limit that moves with what is
+// measured: AIMD on overload signals, or Gradient2 on latency (the two
+// algorithms of Netflix's concurrency-limits, with its documented defaults).
+//
+//   resil::adaptive_limit limit{{.algorithm = resil::adaptive_algorithm::aimd}};
+//
+//   // Directly (or from an asynchronous pipeline): the decision core.
+//   if (auto permit = limit.try_acquire()) {
+//       auto r = call();                                       // may take a while
+//       limit.complete(std::move(permit), resil::load_signal_of(classify(r).verdict));
+//   } else {
+//       reply(503);                                           // shed at once
+//   }
+//
+//   // In a pipeline: reason::shed when full; the limit learns from each attempt.
+//   auto pipe = resil::pipeline(resil::retry_policy{}, std::ref(limit));
+//
+// AIMD (additive increase, multiplicative decrease, as TCP's congestion
+// window): the limit rises by 1 once a window of successes as large as the
+// limit itself has been counted (one "round trip" of the limit), and is cut to
+// ⌊limit × backoff_ratio⌋ (0.9) on an overload signal (429, 503, a timeout:
+// options.overload_verdicts). Only calls admitted while at least half the
+// limit was in flight count towards a rise (concurrency-limits' guard: an
+// idle client has not tested its limit, so it must not raise it), and one cut
+// per round (RFC 6582's rule for TCP): an overload from a call admitted before
+// the last cut says nothing new, as it was sent under the old limit — without
+// this, 20 calls failing at once would cut 20 → 2.
+//
+// Gradient2 (concurrency-limits' Gradient2Limit): compares each call's
+// latency (short RTT) with a long exponential average (long RTT, 600
+// samples): gradient = clamp(rtt_tolerance × long / short, 0.5, 1); new =
+// limit × gradient + queue_size, smoothed: limit × (1 − smoothing) + new ×
+// smoothing. Latency at its long-run level lets the limit grow by about
+// queue_size × smoothing per call; latency above 1.5× the long average shrinks
+// it, at most halving per step. When the long average is more than twice the
+// latest sample it decays by 5% (recovery after a long overload). Chosen over
+// Vegas because Vegas needs the no-load RTT (the minimum ever seen), which a
+// client cannot re-measure while the dependency is busy and which goes stale
+// when the dependency's normal latency moves; Gradient2 compares against its
+// own recent past and needs no probing. Unlike Gradient2Limit, an overload
+// signal also cuts the limit × backoff_ratio: a 503 returned in a millisecond
+// would otherwise read as "fast, raise the limit".
+//
+// Defaults (concurrency-limits): initial 20, max 200, backoff_ratio 0.9,
+// smoothing 0.2, rtt_tolerance 1.5, long_window 600, queue_size 4. The minimum
+// is 1, not concurrency-limits' 20: a floor equal to the start would let the
+// limit never go below where it began, and a client knows nothing of its
+// dependency's capacity. The limit is never 0: some call always gets through
+// to measure recovery.
+//
+// Lock-free: the in-flight count is one word (a compare-and-swap admits, one
+// subtraction releases, as in resil::concurrency_limit); AIMD's state is one
+// word (limit, successes in the round, the round's number) changed by
+// compare-and-swap; Gradient2's is two doubles (the estimate, the long RTT),
+// each changed by its own compare-and-swap. The shed counter is per-thread
+// stripes. Every change of the limit is counted (metrics()) and returned by
+// complete() as an events::limit_changed, which the pipeline policy emits.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "clock.hpp"
+#include "detail/platform.hpp"
+#include "detail/stripes.hpp"
+#include "events.hpp"
+#include "load_signal.hpp"
+#include "outcome.hpp"
+#include "validation.hpp"
+
+namespace resil {
+
+/// How an adaptive_limit moves its limit.
+enum class adaptive_algorithm : std::uint8_t {
+    aimd,       ///< +1 per round of successes, × backoff_ratio on overload
+    gradient2,  ///< by latency: short RTT against its long average (and × backoff_ratio on overload)
+};
+
+[[nodiscard]] constexpr std::string_view to_string(adaptive_algorithm a) noexcept {
+    switch (a) {
+        case adaptive_algorithm::aimd: return "aimd";
+        case adaptive_algorithm::gradient2: return "gradient2";
+    }
+    return "unknown";
+}
+
+/// Options of an adaptive_limit; the defaults are the documented ones.
+struct adaptive_limit_options {
+    adaptive_algorithm algorithm = adaptive_algorithm::aimd;
+    /// The limit at construction, in [min_limit, max_limit]. Default 20.
+    std::uint32_t initial_limit = 20;
+    /// The lowest limit, in [1, max_limit]: never 0. Default 1.
+    std::uint32_t min_limit = 1;
+    /// The highest limit, in [1, largest_limit]. Default 200.
+    std::uint32_t max_limit = 200;
+    /// The cut on an overload signal: limit → ⌊limit × backoff_ratio⌋, in
+    /// [0.1, 0.99]. Default 0.9.
+    double backoff_ratio = 0.9;
+    /// Gradient2: the weight of a new estimate, in (0, 1]. Default 0.2.
+    double smoothing = 0.2;
+    /// Gradient2: latency up to this multiple of its long average is not
+    /// queueing, in [1, 100]. Default 1.5.
+    double rtt_tolerance = 1.5;
+    /// Gradient2: samples in the long RTT's exponential average, in [1, 1000000]. Default 600.
+    std::uint32_t long_window = 600;
+    /// Gradient2: calls the limit may grow past the estimate (the queue it
+    /// allows), in [0, max_limit]. Default 4.
+    std::uint32_t queue_size = 4;
+    /// AIMD: cut once per round (a call admitted before the last cut does not
+    /// cut again, as TCP cuts once per window of losses); false cuts on every
+    /// overload signal, as concurrency-limits' AIMDLimit does. Default true.
+    bool cut_once_per_round = true;
+    /// Verdicts that mean overload. Default retryable and ambiguous.
+    verdict_set overload_verdicts = default_overload_verdicts;
+
+    /// Fits AIMD's 24-bit field (and far above any useful concurrency).
+    static constexpr std::uint32_t largest_limit = 1'000'000;
+
+    /// The first field outside its range: "`min_limit` must be at most
+    /// max_limit (200), got 300".
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
+
+    friend bool operator==(const adaptive_limit_options&, const adaptive_limit_options&) = default;
+};
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL validation_result adaptive_limit_options::validate() const {
+    if (auto bad = detail::check_in_range("max_limit", max_limit, std::uint32_t{1}, largest_limit)) return bad;
+    if (auto bad = detail::check_that(min_limit >= 1 && min_limit <= max_limit, "min_limit",
+                                      {"in [1, max_limit (", detail::format_option_value(max_limit), ")]"}, min_limit))
+        return bad;
+    if (auto bad = detail::check_that(initial_limit >= min_limit && initial_limit <= max_limit, "initial_limit",
+                                      {"in [min_limit, max_limit] = [", detail::format_option_value(min_limit), ", ",
+                                       detail::format_option_value(max_limit), "]"},
+                                      initial_limit))
+        return bad;
+    if (auto bad = detail::check_in_range("backoff_ratio", backoff_ratio, 0.1, 0.99)) return bad;
+    if (auto bad = detail::check_that(smoothing > 0.0 && smoothing <= 1.0, "smoothing", "in (0, 1]", smoothing))
+        return bad;
+    if (auto bad = detail::check_that(rtt_tolerance >= 1.0 && rtt_tolerance <= 100.0, "rtt_tolerance", "in [1, 100]",
+                                      rtt_tolerance))
+        return bad;
+    if (auto bad = detail::check_in_range("long_window", long_window, std::uint32_t{1}, std::uint32_t{1'000'000}))
+        return bad;
+    return detail::check_that(queue_size <= max_limit, "queue_size",
+                              {"at most max_limit (", detail::format_option_value(max_limit), ")"}, queue_size);
+}
+#endif
+
+/// What an adaptive_limit has done since construction.
+struct adaptive_limit_metrics {
+    std::uint32_t limit = 0;          ///< now
+    std::uint32_t in_flight = 0;      ///< now
+    std::uint64_t admitted = 0;
+    std::uint64_t shed = 0;
+    std::uint64_t limit_changes = 0;  ///< increases + decreases
+    std::uint64_t increases = 0;
+    std::uint64_t decreases = 0;
+};
+
+/// An adaptive concurrency limit on `Clock` (read only by Gradient2, for
+/// latencies). Thread-safe and lock-free; members are const (the state is
+/// atomic), so pipelines share it by std::ref. Not copyable.
+template <clock Clock = steady_clock>
+class basic_adaptive_limit {
+public:
+    using clock_type = Clock;
+
+    /// The right to be in flight, with what complete() needs to learn from
+    /// the call. Move-only; released (learning nothing) when destroyed
+    /// without complete(). Must not outlive its limit.
+    class permit {
+    public:
+        permit() noexcept = default;
+        permit(permit&& o) noexcept
+            : owner_(std::exchange(o.owner_, nullptr)), started_(o.started_), in_flight_(o.in_flight_), round_(o.round_) {}
+        permit& operator=(permit&& o) noexcept {
+            if (this != &o) {
+                release();
+                owner_ = std::exchange(o.owner_, nullptr);
+                started_ = o.started_;
+                in_flight_ = o.in_flight_;
+                round_ = o.round_;
+            }
+            return *this;
+        }
+        permit(const permit&) = delete;
+        permit& operator=(const permit&) = delete;
+        ~permit() { release(); }
+
+        [[nodiscard]] bool held() const noexcept { return owner_ != nullptr; }
+        explicit operator bool() const& noexcept { return held(); }
+        explicit operator bool() const&& = delete;
+        /// When the call was admitted (Gradient2 measures from here).
+        [[nodiscard]] time_point started() const noexcept { return started_; }
+
+        /// Gives the place back without teaching the limit anything. Idempotent.
+        void release() noexcept {
+            if (auto* o = std::exchange(owner_, nullptr)) o->release_one();
+        }
+
+    private:
+        friend class basic_adaptive_limit;
+        permit(const basic_adaptive_limit* o, time_point t, std::uint32_t in_flight, std::uint32_t round) noexcept
+            : owner_(o), started_(t), in_flight_(in_flight), round_(round) {}
+        const basic_adaptive_limit* owner_ = nullptr;
+        time_point started_{};
+        std::uint32_t in_flight_ = 0;  // counting this call, at admission
+        std::uint32_t round_ = 0;      // AIMD: the cut count at admission
+    };
+
+    /// Throws std::invalid_argument when options.validate() names a field:
+    /// "resil::adaptive_limit: `min_limit` must be in [1, max_limit (200)], got 300".
+    explicit basic_adaptive_limit(adaptive_limit_options options = {}, Clock clock = {})
+        : options_(validated(options)), clock_(std::move(clock)) {
+        aimd_.store(pack(options_.initial_limit, 0, 0), std::memory_order_relaxed);
+        estimate_.store(static_cast<double>(options_.initial_limit), std::memory_order_relaxed);
+    }
+    basic_adaptive_limit(const basic_adaptive_limit&) = delete;
+    basic_adaptive_limit& operator=(const basic_adaptive_limit&) = delete;
+
+    /// A permit when fewer than limit() calls are in flight; an empty one
+    /// (counted as shed) otherwise. `now` is when the call starts (only
+    /// Gradient2 uses it). Never waits, never allocates.
+    [[nodiscard]] permit try_acquire(time_point now) const noexcept {
+        const auto state = aimd_.load(std::memory_order_relaxed);
+        const auto lim = gradient() ? gradient_limit() : limit_of(state);
+        auto current = in_flight_.load(std::memory_order_relaxed);
+        do {
+            if (current >= lim) {
+                shed_.local().fetch_add(1, std::memory_order_relaxed);
+                return permit{};
+            }
+        } while (!in_flight_.compare_exchange_weak(current, current + 1, std::memory_order_acquire,
+                                                   std::memory_order_relaxed));
+        admitted_.fetch_add(1, std::memory_order_relaxed);
+        return permit{this, now, current + 1, round_of(state)};
+    }
+    /// try_acquire() at the clock's reading (read only by Gradient2).
+    [[nodiscard]] permit try_acquire() const noexcept {
+        return try_acquire(gradient() ? clock_.now() : time_point{});
+    }
+
+    /// Ends the call held by `p` (released here) and learns from it: `now` is
+    /// when it ended (Gradient2: latency = now − p.started()). Returns the
+    /// change when the limit moved. An empty permit teaches nothing.
+    std::optional<events::limit_changed> complete(permit&& p, load_signal s, time_point now) const noexcept {
+        if (!p.held()) return std::nullopt;
+        const auto in_flight_then = p.in_flight_;
+        const auto round = p.round_;
+        const auto started = p.started_;
+        p.release();
+        if (s == load_signal::ignored) return std::nullopt;
+        if (gradient()) return learn_gradient(s, now - started, in_flight_then);
+        return learn_aimd(s, in_flight_then, round);
+    }
+    /// complete() at the clock's reading (read only by Gradient2).
+    std::optional<events::limit_changed> complete(permit&& p, load_signal s) const noexcept {
+        return complete(std::move(p), s, gradient() ? clock_.now() : time_point{});
+    }
+
+    /// The limit now, in [min_limit, max_limit].
+    [[nodiscard]] std::uint32_t limit() const noexcept {
+        return gradient() ? gradient_limit() : limit_of(aimd_.load(std::memory_order_relaxed));
+    }
+    [[nodiscard]] std::uint32_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
+    /// Gradient2's long RTT average (zero before the first sample, and for AIMD).
+    [[nodiscard]] duration long_rtt() const noexcept {
+        return duration{static_cast<duration::rep>(long_rtt_.load(std::memory_order_relaxed))};
+    }
+    [[nodiscard]] adaptive_limit_metrics metrics() const noexcept {
+        adaptive_limit_metrics m;
+        m.limit = limit();
+        m.in_flight = in_flight();
+        m.admitted = admitted_.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < shed_.size(); ++i) m.shed += shed_[i].load(std::memory_order_relaxed);
+        m.increases = increases_.load(std::memory_order_relaxed);
+        m.decreases = decreases_.load(std::memory_order_relaxed);
+        m.limit_changes = m.increases + m.decreases;
+        return m;
+    }
+    [[nodiscard]] const adaptive_limit_options& options() const noexcept { return options_; }
+    [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
+
+    /// As a pipeline policy: holds a permit around the rest of the pipeline
+    /// (one attempt, when placed inside a retry policy) and rejects with
+    /// reason::shed at once when full (events::rejected). The attempt's
+    /// verdict is the signal (load_signal_of_outcome); a change of the limit
+    /// is emitted as events::limit_changed.
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        using result_type = decltype(next(ctx));
+        const bool shared = detail::context_reads(ctx, clock_);
+        const auto reading = [&] { return !gradient() ? time_point{} : shared ? ctx.recent_now() : clock_.now(); };
+        auto p = try_acquire(reading());
+        if (!p) {
+            ctx.emit(events::rejected{reason::shed, std::nullopt});
+            return result_type::rejected(reason::shed);
+        }
+        auto out = std::forward<Next>(next)(ctx);  // if it throws, `p` is released, learning nothing
+        if (const auto change = complete(std::move(p), load_signal_of_outcome(out, options_.overload_verdicts), reading()))
+            ctx.emit(*change);
+        return out;
+    }
+
+private:
+    static constexpr std::uint64_t warm_up = 10;  // samples averaged plainly before the exponential average
+
+    // AIMD's word: limit (24 bits) | successes in the round (24) | cut count (16).
+    static constexpr std::uint64_t field_mask = (std::uint64_t{1} << 24) - 1;
+    static constexpr std::uint64_t pack(std::uint32_t lim, std::uint64_t successes, std::uint64_t round) noexcept {
+        return (std::uint64_t{lim} & field_mask) | (successes & field_mask) << 24 | (round & 0xFFFFu) << 48;
+    }
+    static constexpr std::uint32_t limit_of(std::uint64_t w) noexcept { return static_cast<std::uint32_t>(w & field_mask); }
+    static constexpr std::uint64_t successes_of(std::uint64_t w) noexcept { return (w >> 24) & field_mask; }
+    static constexpr std::uint32_t round_of(std::uint64_t w) noexcept { return static_cast<std::uint32_t>(w >> 48); }
+
+    static const adaptive_limit_options& validated(const adaptive_limit_options& o) {
+        throw_if_invalid("resil::adaptive_limit", o.validate());
+        return o;
+    }
+    [[nodiscard]] bool gradient() const noexcept { return options_.algorithm == adaptive_algorithm::gradient2; }
+    [[nodiscard]] std::uint32_t gradient_limit() const noexcept {
+        return static_cast<std::uint32_t>(estimate_.load(std::memory_order_relaxed));  // ⌊estimate⌋ ≥ min_limit ≥ 1
+    }
+    [[nodiscard]] std::uint32_t cut(std::uint32_t lim) const noexcept {
+        const auto c = static_cast<std::uint32_t>(static_cast<double>(lim) * options_.backoff_ratio);
+        return std::max(c, options_.min_limit);
+    }
+
+    std::optional<events::limit_changed> changed(std::uint32_t from, std::uint32_t to, load_signal s) const noexcept {
+        if (from == to) return std::nullopt;
+        (to > from ? increases_ : decreases_).fetch_add(1, std::memory_order_relaxed);
+        return events::limit_changed{from, to, s, generation_.fetch_add(1, std::memory_order_relaxed) + 1};
+    }
+
+    std::optional<events::limit_changed> learn_aimd(load_signal s, std::uint32_t in_flight_then,
+                                                    std::uint32_t round) const noexcept {
+        auto w = aimd_.load(std::memory_order_relaxed);
+        std::uint64_t next = 0;
+        do {
+            const auto lim = limit_of(w);
+            if (s == load_signal::overload) {
+                // One cut per round: a call sent before the last cut was sent under the old limit.
+                if (options_.cut_once_per_round && (round & 0xFFFFu) != round_of(w)) return std::nullopt;
+                next = pack(cut(lim), 0, round_of(w) + 1u);
+            } else {
+                if (2 * std::uint64_t{in_flight_then} < lim) return std::nullopt;  // the limit was not tested
+                const auto successes = successes_of(w) + 1;
+                next = successes >= lim && lim < options_.max_limit ? pack(lim + 1, 0, round_of(w))
+                                                                    : pack(lim, std::min<std::uint64_t>(successes, lim), round_of(w));
+                if (next == w) return std::nullopt;  // at max_limit with a full round: nothing to write
+            }
+        } while (!aimd_.compare_exchange_weak(w, next, std::memory_order_relaxed));
+        return changed(limit_of(w), limit_of(next), s);
+    }
+
+    std::optional<events::limit_changed> learn_gradient(load_signal s, duration rtt_d, std::uint32_t in_flight_then) const noexcept {
+        const auto lo = static_cast<double>(options_.min_limit);
+        const auto hi = static_cast<double>(options_.max_limit);
+        if (s == load_signal::overload) {
+            double e = estimate_.load(std::memory_order_relaxed);
+            double next = 0;
+            do {
+                next = std::clamp(std::floor(e * options_.backoff_ratio), lo, hi);
+            } while (!estimate_.compare_exchange_weak(e, next, std::memory_order_relaxed));
+            return changed(static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(next), s);
+        }
+        const double rtt = std::max(1.0, static_cast<double>(rtt_d.count()));
+        // The long RTT: a plain average over the first 10 samples (warm-up,
+        // as concurrency-limits' ExpAvgMeasurement), then exponential.
+        // (Past the warm-up the count is no longer needed: no shared write.)
+        auto n = samples_.load(std::memory_order_relaxed);
+        if (n < warm_up) n = samples_.fetch_add(1, std::memory_order_relaxed);
+        const double factor = n < warm_up ? 1.0 / static_cast<double>(n + 1) : 2.0 / (options_.long_window + 1.0);
+        double long_rtt = long_rtt_.load(std::memory_order_relaxed);
+        double averaged = 0;
+        for (;;) {
+            averaged = long_rtt + (rtt - long_rtt) * factor;
+            // Back to normal after a long overload: let the long average catch up faster.
+            const double stored = averaged / rtt > 2.0 ? averaged * 0.95 : averaged;
+            // A steady latency leaves the average as it is: no write (threads would take turns on the line).
+            if (stored == long_rtt || long_rtt_.compare_exchange_weak(long_rtt, stored, std::memory_order_relaxed)) break;
+        }
+        double e = estimate_.load(std::memory_order_relaxed);
+        if (static_cast<double>(in_flight_then) < e / 2.0) return std::nullopt;  // the limit was not tested
+        const double gradient = std::clamp(options_.rtt_tolerance * averaged / rtt, 0.5, 1.0);
+        double next = 0;
+        do {
+            const double target = e * gradient + static_cast<double>(options_.queue_size);
+            next = std::clamp(e * (1.0 - options_.smoothing) + target * options_.smoothing, lo, hi);
+            if (next == e) return std::nullopt;  // e.g. at max_limit: nothing to write
+        } while (!estimate_.compare_exchange_weak(e, next, std::memory_order_relaxed));
+        return changed(static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(next), s);
+    }
+
+    void release_one() const noexcept { in_flight_.fetch_sub(1, std::memory_order_release); }
+
+    // Read by every call, never written after construction.
+    adaptive_limit_options options_;
+    [[no_unique_address]] Clock clock_;
+    detail::stripes<std::atomic<std::uint64_t>> shed_;
+    // Written by every admission and release.
+    alignas(detail::stripe_alignment) mutable std::atomic<std::uint32_t> in_flight_{0};
+    mutable std::atomic<std::uint64_t> admitted_{0};
+    // Written by every completion.
+    alignas(detail::stripe_alignment) mutable std::atomic<std::uint64_t> aimd_{0};
+    mutable std::atomic<double> estimate_{0.0};
+    mutable std::atomic<double> long_rtt_{0.0};
+    mutable std::atomic<std::uint64_t> samples_{0};
+    // Written only when the limit moves.
+    alignas(detail::stripe_alignment) mutable std::atomic<std::uint64_t> increases_{0};
+    mutable std::atomic<std::uint64_t> decreases_{0};
+    mutable std::atomic<std::uint64_t> generation_{0};
+};
+
+/// An adaptive concurrency limit on the real monotonic clock.
+using adaptive_limit = basic_adaptive_limit<>;
+
+}  // namespace resil

@@ -1,0 +1,191 @@
+#include <resil/paced_bucket.hpp>
+#include <resil/pipeline.hpp>
+#include <resil/testing/manual_clock.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "catch.hpp"
+
+using namespace std::chrono_literals;
+using resil::testing::manual_clock;
+using bucket_t = resil::basic_paced_bucket<manual_clock>;
+
+namespace {
+
+std::string error_of(const resil::paced_bucket_options& o) {
+    try {
+        bucket_t b{o};
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// A response's header fields (names as sent; looked up in any letter case).
+struct headers {
+    std::vector<std::pair<std::string, std::string>> fields;
+    std::optional<std::string_view> header(std::string_view name) const {
+        for (const auto& [n, v] : fields) {
+            if (n.size() != name.size()) continue;
+            bool same = true;
+            for (std::size_t i = 0; i < n.size(); ++i)
+                if (std::tolower(static_cast<unsigned char>(n[i])) != std::tolower(static_cast<unsigned char>(name[i])))
+                    same = false;
+            if (same) return std::string_view{v};
+        }
+        return std::nullopt;
+    }
+    auto lookup() const {
+        return [this](std::string_view n) { return header(n); };
+    }
+};
+
+const auto wall = std::chrono::system_clock::time_point{std::chrono::seconds{1'750'000'000}};
+
+}  // namespace
+
+TEST_CASE("paced bucket options: one validate(); never a rate of 0") {
+    CHECK(resil::paced_bucket_options{}.validate() == std::nullopt);
+    CHECK(error_of({.min_rate = 0}) == "resil::paced_bucket: `min_rate` must be in [0.01, 1e6], got 0");
+    CHECK(error_of({.rate = 5, .min_rate = 0.5, .max_rate = 2}) ==
+          "resil::paced_bucket: `rate` must be in [min_rate, max_rate] = [0.5, 2], got 5");
+    CHECK(error_of({.max_rate = 0.05}) == "resil::paced_bucket: `max_rate` must be in [min_rate, 1e6] = [0.1, 1e6], got 0.05");
+    CHECK(error_of({.burst = 0}) == "resil::paced_bucket: `burst` must be in [1, 1000000], got 0");
+    CHECK(error_of({.max_wait = -1s}) == "resil::paced_bucket: `max_wait` must be at least 0s, got -1s");
+}
+
+TEST_CASE("paced bucket: the configured pace until a response says otherwise") {
+    manual_clock clock;
+    bucket_t b{{.rate = 2, .burst = 2}, clock};
+    CHECK(b.try_acquire(clock.now()));
+    CHECK(b.try_acquire(clock.now()));
+    const auto r = b.try_acquire(clock.now());
+    CHECK_FALSE(r);
+    CHECK(r.wait == 500ms);
+    clock.advance(500ms);
+    CHECK(b.try_acquire(clock.now()));
+}
+
+TEST_CASE("paced bucket: each header form sets the pace remaining / reset") {
+    struct form {
+        headers h;
+        double rate;
+        std::int64_t burst;
+    };
+    const std::vector<form> forms{
+        {{{{"RateLimit", "\"default\";r=50;t=10"}, {"RateLimit-Policy", "\"default\";q=100;w=60"}}}, 5.0, 5},
+        {{{{"RateLimit-Limit", "100"}, {"RateLimit-Remaining", "40"}, {"RateLimit-Reset", "20"}}}, 2.0, 2},
+        {{{{"X-RateLimit-Limit", "5000"}, {"X-RateLimit-Remaining", "30"}, {"X-RateLimit-Reset", "1750000060"}}}, 0.5, 1},
+        {{{{"x-ratelimit-limit-requests", "100"}, {"x-ratelimit-remaining-requests", "60"},
+           {"x-ratelimit-reset-requests", "6m0s"}}},
+         60.0 / 360.0,
+         1},
+    };
+    for (const auto& f : forms) {
+        manual_clock clock;
+        bucket_t b{{.rate = 100, .burst = 100}, clock};
+        const auto change = b.observe(f.h.lookup(), clock.now(), wall);
+        REQUIRE(change);
+        CHECK(change->rate == Approx(f.rate).epsilon(1e-9));
+        CHECK(change->burst == f.burst);
+        CHECK(change->paused_for == resil::duration::zero());
+        CHECK(b.rate() == Approx(f.rate).epsilon(1e-9));
+        CHECK(b.burst() == f.burst);
+        CHECK_FALSE(b.observe(f.h.lookup(), clock.now(), wall));  // the same pace again: no change
+        CHECK(b.metrics().rate_changes == 1);
+    }
+}
+
+TEST_CASE("paced bucket: an exhausted quota pauses until its reset, then the pace resumes") {
+    manual_clock clock;
+    bucket_t b{{.rate = 10, .burst = 1}, clock};
+    const headers h{{{"X-RateLimit-Remaining", "0"}, {"X-RateLimit-Reset", "30"}}};  // delay-seconds
+    const auto change = b.observe(h.lookup(), clock.now(), wall);
+    REQUIRE(change);
+    CHECK(change->paused_for == 30s);
+    CHECK(b.metrics().pauses == 1);
+    const auto r = b.try_acquire(clock.now());
+    CHECK_FALSE(r);
+    CHECK(r.wait == 30s);
+    clock.advance(30s - 1ns);
+    CHECK_FALSE(b.try_acquire(clock.now()));
+    clock.advance(1ns);
+    CHECK(b.try_acquire(clock.now()));
+    CHECK_FALSE(b.try_acquire(clock.now()));
+    clock.advance(100ms);
+    CHECK(b.try_acquire(clock.now()));
+}
+
+TEST_CASE("paced bucket: absurd quotas are clamped, never 0 and never a flood; malformed ones ignored") {
+    manual_clock clock;
+    bucket_t b{{.rate = 10, .burst = 10}, clock};
+    // A billion a second: capped at max_rate.
+    b.observe(headers{{{"RateLimit-Remaining", "999999999999999"}, {"RateLimit-Reset", "1"}}}.lookup(), clock.now(), wall);
+    CHECK(b.rate() == Approx(1e6));
+    CHECK(b.burst() == 1'000'000);
+    // One request in eleven days: raised to min_rate.
+    b.observe(headers{{{"RateLimit-Remaining", "1"}, {"RateLimit-Reset", "999999"}}}.lookup(), clock.now(), wall);
+    CHECK(b.rate() == Approx(0.1));
+    CHECK(b.burst() == 1);
+    // An exhausted quota "for a year": paused at most max_pause (5 min).
+    const auto change =
+        b.observe(headers{{{"RateLimit-Remaining", "0"}, {"RateLimit-Reset", "31536000"}}}.lookup(), clock.now(), wall);
+    REQUIRE(change);
+    CHECK(change->paused_for == 5min);
+    // Malformed or incomplete: nothing changes.
+    CHECK_FALSE(b.observe(headers{{{"X-RateLimit-Remaining", "-3"}, {"X-RateLimit-Reset", "10"}}}.lookup(), clock.now(), wall));
+    CHECK_FALSE(b.observe(headers{{{"X-RateLimit-Remaining", "10"}}}.lookup(), clock.now(), wall));
+    CHECK_FALSE(b.observe(headers{{{"RateLimit-Remaining", "10"}, {"RateLimit-Reset", "0"}}}.lookup(), clock.now(), wall));
+    CHECK_FALSE(b.observe(headers{}.lookup(), clock.now(), wall));
+    CHECK(b.rate() == Approx(0.1));
+}
+
+TEST_CASE("paced bucket pipeline policy: waits for its token and follows the response's headers") {
+    manual_clock clock;
+    bucket_t b{{.rate = 100, .burst = 1, .max_wait = 2s}, clock};
+    std::vector<resil::events::pace_changed> changes;
+    struct listener {
+        std::vector<resil::events::pace_changed>* seen;
+        void operator()(const resil::events::pace_changed& e) const { seen->push_back(e); }
+    };
+    const auto pipe = resil::pipeline(clock, std::ref(b)).with_listener(listener{&changes});
+    const headers slow{{{"RateLimit-Remaining", "10"}, {"RateLimit-Reset", "10"}}};  // 1 a second
+    const auto started = clock.now();
+    for (int i = 0; i < 4; ++i) CHECK(pipe([&] { return slow; }, resil::always_success).ok());
+    REQUIRE(changes.size() == 1);
+    CHECK(changes[0].rate == Approx(1.0));
+    // The first call took the full bucket's token, the second waited 10 ms (the old pace),
+    // the next ones one second each at the advertised pace.
+    CHECK(clock.now() - started == 10ms + 2s);
+    // Beyond max_wait: rejected with the wait as retry_after.
+    const headers exhausted{{{"RateLimit-Remaining", "0"}, {"RateLimit-Reset", "60"}}};
+    clock.advance(1s);
+    CHECK(pipe([&] { return exhausted; }, resil::always_success).ok());
+    const auto out = pipe([&] { return slow; }, resil::always_success);
+    CHECK(out.reason() == resil::reason::rate_limited);
+    REQUIRE(out.retry_after());
+    CHECK(*out.retry_after() == 60s);
+}
+
+TEST_CASE("paced bucket: threads take exactly the tokens there are") {
+    manual_clock clock;
+    bucket_t b{{.rate = 1, .burst = 1000}, clock};
+    std::atomic<int> granted{0};
+    std::vector<std::thread> pool;
+    for (int n = 0; n < 4; ++n)
+        pool.emplace_back([&] {
+            for (int i = 0; i < 500; ++i)
+                if (b.try_acquire(clock.now())) granted.fetch_add(1);
+        });
+    for (auto& th : pool) th.join();
+    CHECK(granted.load() == 1000);
+    CHECK(b.available(clock.now()) == 0);
+}
