@@ -3,6 +3,7 @@
 #include <resil/deadline_policy.hpp>
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
+#include <resil/timeout_policy.hpp>
 #include <resil/testing/manual_clock.hpp>
 
 #include <atomic>
@@ -42,6 +43,15 @@ std::optional<resil::events::limit_changed> succeed_with(const limit_t& l, load_
     REQUIRE(p);
     return l.complete(std::move(p), s);
 }
+
+// Leaves 500 µs of the call's deadline: too little for the timeout policy to start an attempt.
+struct short_deadline {
+    template <class Ctx, class Next>
+    auto execute(Ctx& ctx, Next&& next) const {
+        ctx.tighten_deadline(ctx.recent_now() + std::chrono::microseconds{500});
+        return next(ctx);
+    }
+};
 
 }  // namespace
 
@@ -222,6 +232,21 @@ TEST_CASE("Gradient2 pipeline policy measures the attempt on the pipeline's cloc
         CHECK(pipe([&] { clock.advance(7ms); return 1; }, resil::always_success).ok());
     CHECK(l.long_rtt() == 7ms);
     CHECK(l.limit() == 2);  // 1 -> 1.8 -> 2.6, then one call in flight no longer tests it
+}
+
+TEST_CASE("a call that never reached the dependency teaches the limit nothing") {
+    // A deadline spent before the attempt (the timeout policy inside refuses to start one).
+    manual_clock clock;
+    limit_t l{{}, clock};
+    int reached = 0;
+    const auto pipe = resil::pipeline(clock, short_deadline{}, std::ref(l),
+                                      resil::timeout_policy{{.connect = 20ms, .read = 100ms, .total = 150ms}});
+    for (int i = 0; i < 10; ++i)
+        CHECK(pipe([&] { ++reached; return 200; }, resil::always_success).reason() == resil::reason::deadline_exceeded);
+    CHECK(reached == 0);
+    CHECK(l.limit() == 20);
+    CHECK(l.metrics().decreases == 0);
+    CHECK(l.metrics().admitted == 10);
 }
 
 TEST_CASE("adaptive limit: threads admit and release with exact totals") {
