@@ -59,7 +59,12 @@ TEST_CASE("paced bucket options: one validate(); never a rate of 0") {
           "resil::paced_bucket: `rate` must be in [min_rate, max_rate] = [0.5, 2], got 5");
     CHECK(error_of({.max_rate = 0.05}) == "resil::paced_bucket: `max_rate` must be in [min_rate, 1e6] = [0.1, 1e6], got 0.05");
     CHECK(error_of({.burst = 0}) == "resil::paced_bucket: `burst` must be in [1, 1000000], got 0");
-    CHECK(error_of({.max_wait = -1s}) == "resil::paced_bucket: `max_wait` must be at least 0s, got -1s");
+    CHECK(error_of({.max_wait = -1s}) == "resil::paced_bucket: `max_wait` must be in [0s, 1h], got -1s");
+    // No wait of absurd length: a pipeline call never blocks for more than an hour on its token.
+    CHECK(error_of({.max_wait = 1h + 1ns}) == "resil::paced_bucket: `max_wait` must be in [0s, 1h], got 3600.000000001s");
+    CHECK(error_of({.max_wait = std::chrono::hours{24 * 365}}) ==
+          "resil::paced_bucket: `max_wait` must be in [0s, 1h], got 8760h");
+    CHECK(error_of({.max_wait = 1h}).empty());
 }
 
 TEST_CASE("paced bucket: the configured pace until a response says otherwise") {

@@ -76,7 +76,7 @@ struct paced_bucket_options {
     /// reset is cut to it. Default 5 min.
     duration max_pause = std::chrono::minutes{5};
     /// In a pipeline only: how long a call may wait for its token (never past
-    /// its deadline), at least zero. Default 1 s: a paced client waits.
+    /// its deadline), in [0, 1 h]. Default 1 s: a paced client waits.
     duration max_wait = std::chrono::seconds{1};
 
     static constexpr std::int64_t largest_burst = 1'000'000;
@@ -104,7 +104,7 @@ RESIL_DECL validation_result paced_bucket_options::validate() const {
         return bad;
     if (auto bad = detail::check_in_range("max_pause", max_pause, duration::zero(), duration{std::chrono::hours{24}}))
         return bad;
-    return detail::check_at_least("max_wait", max_wait, duration::zero());
+    return detail::check_in_range("max_wait", max_wait, duration::zero(), duration{std::chrono::hours{1}});
 }
 #endif
 
