@@ -109,6 +109,26 @@ TEST_CASE("paced bucket: each header form sets the pace remaining / reset") {
     }
 }
 
+TEST_CASE("paced bucket: a faster pace applies at once, debt at the slow pace rescaled to the new one") {
+    manual_clock clock;
+    bucket_t b{{}, clock};
+    b.update({.remaining = 1, .reset = resil::duration{60s}}, clock.now());  // slow (clamped to 0.1/s)
+    CHECK(b.try_acquire(clock.now()));
+    CHECK_FALSE(b.try_acquire(clock.now()));  // one token of debt at 10 s per token
+    b.update({.remaining = 1000, .reset = resil::duration{60s}}, clock.now());  // 1000 in 60 s: 60 ms per token
+    // The token owed is now 60 ms, inside a burst of 16: the next call goes at once.
+    const auto r = b.try_acquire(clock.now(), 3600s);
+    CHECK(r);
+    CHECK(r.wait == resil::duration::zero());
+    // Back to slow: the one token owed at 60 ms becomes one at 1 s (1 in 1 s), not 60 ms.
+    bucket_t c{{.rate = 1000, .burst = 1}, clock};
+    CHECK(c.try_acquire(clock.now()));
+    c.update({.remaining = 10, .reset = resil::duration{10s}}, clock.now());
+    const auto w = c.try_acquire(clock.now(), 3600s);
+    CHECK(w);
+    CHECK(w.wait == 1s);
+}
+
 TEST_CASE("paced bucket: an exhausted quota pauses until its reset, then the pace resumes") {
     manual_clock clock;
     bucket_t b{{.rate = 10, .burst = 1}, clock};
@@ -167,9 +187,9 @@ TEST_CASE("paced bucket pipeline policy: waits for its token and follows the res
     for (int i = 0; i < 4; ++i) CHECK(pipe([&] { return slow; }, resil::always_success).ok());
     REQUIRE(changes.size() == 1);
     CHECK(changes[0].rate == Approx(1.0));
-    // The first call took the full bucket's token, the second waited 10 ms (the old pace),
-    // the next ones one second each at the advertised pace.
-    CHECK(clock.now() - started == 10ms + 2s);
+    // The first call took the full bucket's token; the token it owes is one token at the
+    // advertised pace (a second), so the next three wait one second each.
+    CHECK(clock.now() - started == 3s);
     // Beyond max_wait: rejected with the wait as retry_after.
     const headers exhausted{{{"RateLimit-Remaining", "0"}, {"RateLimit-Reset", "60"}}};
     clock.advance(1s);

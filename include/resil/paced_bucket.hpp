@@ -30,7 +30,8 @@
 // time counted in nanoseconds (f = 1) so the theoretical arrival time keeps
 // its meaning when the rate changes. Lock-free: the state is two atomic words,
 // the TAT and the parameters (ns per token | burst), each changed by
-// compare-and-swap. The core never sleeps: try_acquire() answers at once
+// compare-and-swap; a change of pace rescales what is owed (the TAT ahead of
+// now) from the old interval to the new one. The core never sleeps: try_acquire() answers at once
 // (with a reservation within `lookahead`, whose wait the caller performs).
 #pragma once
 
@@ -163,7 +164,9 @@ public:
         const auto burst = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::min(burst_tokens, 1e6)), 1,
                                                     std::min(*info.remaining, paced_bucket_options::largest_burst));
         const auto word = pack(interval, burst);
-        if (params_.exchange(word, std::memory_order_relaxed) == word) return std::nullopt;
+        const auto old = params_.exchange(word, std::memory_order_relaxed);
+        if (old == word) return std::nullopt;
+        rescale_debt(params_of(old), params_of(word), elapsed_ns(now));
         rate_changes_.fetch_add(1, std::memory_order_relaxed);
         return events::pace_changed{rate_of(interval), burst, duration::zero(), next_generation()};
     }
@@ -278,6 +281,21 @@ private:
         } while (!tat_.compare_exchange_weak(tat, target, std::memory_order_relaxed));
         pauses_.fetch_add(1, std::memory_order_relaxed);
         return events::pace_changed{rate_of(p.token_units), p.burst, wait, next_generation()};
+    }
+
+    // The TAT is in ns, so tokens owed at the old pace would be repaid at the
+    // old pace: a faster pace would wait out the slow one's debt. Keep the
+    // debt in tokens instead (ns × new / old interval), at most a full burst.
+    void rescale_debt(const detail::gcra::params& from, const detail::gcra::params& to, std::int64_t now) const noexcept {
+        auto tat = tat_.load(std::memory_order_relaxed);
+        std::int64_t next = 0;
+        do {
+            if (tat <= now) return;  // no debt
+            const double owed = static_cast<double>(tat - now) / static_cast<double>(from.token_units);
+            const double scaled = std::min(owed * static_cast<double>(to.token_units), static_cast<double>(to.tolerance));
+            next = now + static_cast<std::int64_t>(std::ceil(scaled));
+            if (next == tat) return;
+        } while (!tat_.compare_exchange_weak(tat, next, std::memory_order_relaxed));
     }
 
     static token_bucket_result rejected(std::int64_t wait_ns) noexcept {
