@@ -67,6 +67,12 @@ TEST_CASE("adaptive limit options: one validate(), messages of one form") {
     CHECK(error_of({.rtt_tolerance = 0.5}) == "resil::adaptive_limit: `rtt_tolerance` must be in [1, 100], got 0.5");
     CHECK(error_of({.long_window = 0}) == "resil::adaptive_limit: `long_window` must be in [1, 1000000], got 0");
     CHECK(error_of({.queue_size = 201}) == "resil::adaptive_limit: `queue_size` must be at most max_limit (200), got 201");
+    // Gradient2 grows only through queue_size: 0 would let its limit only fall.
+    CHECK(error_of({.algorithm = adaptive_algorithm::gradient2, .queue_size = 0}) ==
+          "resil::adaptive_limit: `queue_size` must be in [1, 200], got 0");
+    CHECK(error_of({.algorithm = adaptive_algorithm::gradient2, .queue_size = 201}) ==
+          "resil::adaptive_limit: `queue_size` must be in [1, 200], got 201");
+    CHECK(error_of({.algorithm = adaptive_algorithm::gradient2, .queue_size = 1}).empty());
     CHECK_FALSE(error_of({.backoff_ratio = std::numeric_limits<double>::quiet_NaN()}).empty());
 }
 

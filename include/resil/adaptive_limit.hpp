@@ -111,7 +111,7 @@ struct adaptive_limit_options {
     /// Gradient2: samples in the long RTT's exponential average, in [1, 1000000]. Default 600.
     std::uint32_t long_window = 600;
     /// Gradient2: calls the limit may grow past the estimate (the queue it
-    /// allows), in [0, max_limit]. Default 4.
+    /// allows), in [1, max_limit] (its only way up; AIMD ignores it). Default 4.
     std::uint32_t queue_size = 4;
     /// AIMD: cut once per round (a call admitted before the last cut does not
     /// cut again, as TCP cuts once per window of losses); false cuts on every
@@ -149,6 +149,10 @@ RESIL_DECL validation_result adaptive_limit_options::validate() const {
         return bad;
     if (auto bad = detail::check_in_range("long_window", long_window, std::uint32_t{1}, std::uint32_t{1'000'000}))
         return bad;
+    // Gradient2 grows only through queue_size: at 0 its limit could only fall.
+    if (algorithm == adaptive_algorithm::gradient2)
+        return detail::check_that(queue_size >= 1 && queue_size <= max_limit, "queue_size",
+                                  {"in [1, ", detail::format_option_value(max_limit), "]"}, queue_size);
     return detail::check_that(queue_size <= max_limit, "queue_size",
                               {"at most max_limit (", detail::format_option_value(max_limit), ")"}, queue_size);
 }
