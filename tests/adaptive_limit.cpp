@@ -230,6 +230,46 @@ TEST_CASE("Gradient2: rises under steady low latency, falls when latency doubles
     CHECK(cut->to == static_cast<std::uint32_t>(before * 0.9));
 }
 
+TEST_CASE("Gradient2: calls failing at once cut once per round, not down to 1") {
+    manual_clock clock;
+    limit_t l{{.algorithm = adaptive_algorithm::gradient2}, clock};
+    std::vector<limit_t::permit> sent;
+    for (int i = 0; i < 20; ++i) sent.push_back(l.try_acquire());
+    int cuts = 0;
+    for (auto& p : sent) cuts += l.complete(std::move(p), load_signal::overload).has_value() ? 1 : 0;
+    CHECK(cuts == 1);
+    CHECK(l.limit() == 18);
+    // A call admitted after the cut belongs to the new round: it may cut again.
+    CHECK(succeed_with(l, load_signal::overload)->to == 16);
+    // cut_once_per_round = false cuts on every overload.
+    limit_t every{{.algorithm = adaptive_algorithm::gradient2, .cut_once_per_round = false}, clock};
+    sent.clear();
+    for (int i = 0; i < 3; ++i) sent.push_back(every.try_acquire());
+    for (auto& p : sent) every.complete(std::move(p), load_signal::overload);
+    CHECK(every.limit() == 14);
+}
+
+TEST_CASE("Gradient2: the warm-up's plain average counts each of racing samples once") {
+    // Ten threads complete one call each at once, latencies 1..10 ms: the average is 5.5 ms exactly.
+    for (int trial = 0; trial < 100; ++trial) {
+        manual_clock clock;
+        limit_t l{{.algorithm = adaptive_algorithm::gradient2, .max_limit = 200}, clock};
+        std::vector<limit_t::permit> sent;
+        for (int i = 0; i < 10; ++i) sent.push_back(l.try_acquire(clock.now()));
+        std::atomic<int> ready{0};
+        std::vector<std::thread> pool;
+        for (int t = 0; t < 10; ++t)
+            pool.emplace_back([&, t] {
+                ready.fetch_add(1);
+                while (ready.load() < 10) {}
+                l.complete(std::move(sent[static_cast<std::size_t>(t)]), load_signal::accepted,
+                           clock.now() + std::chrono::milliseconds{t + 1});
+            });
+        for (auto& th : pool) th.join();
+        REQUIRE(l.long_rtt() == 5500us);
+    }
+}
+
 TEST_CASE("Gradient2 pipeline policy measures the attempt on the pipeline's clock") {
     manual_clock clock;
     limit_t l{{.algorithm = adaptive_algorithm::gradient2, .initial_limit = 1, .min_limit = 1}, clock};
