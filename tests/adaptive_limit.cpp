@@ -6,6 +6,7 @@
 #include <resil/timeout_policy.hpp>
 #include <resil/testing/manual_clock.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -298,30 +299,65 @@ TEST_CASE("a call that never reached the dependency teaches the limit nothing") 
 TEST_CASE("adaptive limit: threads admit and release with exact totals") {
     for (auto algorithm : {adaptive_algorithm::aimd, adaptive_algorithm::gradient2}) {
         manual_clock clock;
-        limit_t l{{.algorithm = algorithm, .initial_limit = 4, .min_limit = 2, .max_limit = 8}, clock};
-        constexpr int threads = 4, calls = 5000;
-        std::atomic<int> admitted{0}, over{0};
+        // More threads than the limit can ever be: a broken admission would show as more in flight.
+        limit_t l{{.algorithm = algorithm, .initial_limit = 2, .min_limit = 1, .max_limit = 4}, clock};
+        constexpr int threads = 8, calls = 5000;
+        std::atomic<int> admitted{0};
+        std::atomic<std::uint32_t> most_in_flight{0};
+        struct seen {
+            std::uint64_t increases = 0, decreases = 0;
+            std::uint32_t highest = 0;
+            std::vector<std::uint64_t> generations;
+        };
+        std::vector<seen> per_thread(threads);
         std::vector<std::thread> pool;
         for (int t = 0; t < threads; ++t) {
             pool.emplace_back([&, t] {
+                auto& mine = per_thread[static_cast<std::size_t>(t)];
                 for (int i = 0; i < calls; ++i) {
                     auto p = l.try_acquire(clock.now());
                     if (!p) continue;
                     admitted.fetch_add(1);
-                    if (l.in_flight() > l.options().max_limit) over.fetch_add(1);
-                    l.complete(std::move(p), (i + t) % 7 == 0 ? load_signal::overload : load_signal::accepted,
-                               clock.now() + std::chrono::microseconds{(i % 3) + 1});
+                    const auto now_in = l.in_flight();
+                    auto most = most_in_flight.load();
+                    while (now_in > most && !most_in_flight.compare_exchange_weak(most, now_in)) {}
+                    const auto change = l.complete(std::move(p), (i + t) % 7 == 0 ? load_signal::overload : load_signal::accepted,
+                                                   clock.now() + std::chrono::microseconds{(i % 3) + 1});
+                    if (!change) continue;
+                    (change->to > change->from ? mine.increases : mine.decreases) += 1;
+                    mine.highest = std::max(mine.highest, change->to);
+                    mine.generations.push_back(change->generation);
                 }
             });
         }
         for (auto& th : pool) th.join();
         const auto m = l.metrics();
+        std::uint64_t increases = 0, decreases = 0;
+        std::uint32_t highest = 2;  // the initial limit
+        std::vector<std::uint64_t> generations;
+        for (const auto& x : per_thread) {
+            increases += x.increases;
+            decreases += x.decreases;
+            highest = std::max(highest, x.highest);
+            generations.insert(generations.end(), x.generations.begin(), x.generations.end());
+        }
+        // Every change counted is returned exactly once, numbered 1..n.
+        CHECK(increases == m.increases);
+        CHECK(decreases == m.decreases);
+        CHECK(increases > 0);
+        CHECK(decreases > 0);
+        std::sort(generations.begin(), generations.end());
+        std::vector<std::uint64_t> one_to_n(generations.size());
+        for (std::size_t i = 0; i < one_to_n.size(); ++i) one_to_n[i] = i + 1;
+        CHECK(generations == one_to_n);
+        // Never more in flight than the highest limit there ever was (below the 8 threads).
+        CHECK(most_in_flight.load() <= highest);
+        CHECK(highest <= 4);
         CHECK(m.admitted + m.shed == threads * calls);
         CHECK(m.admitted == static_cast<std::uint64_t>(admitted.load()));
         CHECK(m.in_flight == 0);
-        CHECK(over.load() == 0);
-        CHECK(m.limit >= 2);
-        CHECK(m.limit <= 8);
+        CHECK(m.limit >= 1);
+        CHECK(m.limit <= 4);
         CHECK(m.limit_changes == m.increases + m.decreases);
     }
 }
