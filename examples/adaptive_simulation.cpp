@@ -1,6 +1,6 @@
 // Adaptive limits under a capacity drop: a dependency serving 100 requests a
 // second loses 60% of its capacity at t = 60 s for two minutes, while a client
-// keeps offering 80 a second. Five ways to call it, compared:
+// keeps offering 80 a second. Six ways to call it, compared:
 //
 //   $ ./example_adaptive_simulation [--svg docs/adaptive_simulation.svg]
 //
@@ -9,6 +9,7 @@
 //   AIMD        resil::adaptive_limit, AIMD (+1 per round, x0.9 on 503/timeout)
 //   Gradient2   resil::adaptive_limit, Gradient2 (latency against its long average)
 //   SRE K=2     resil::adaptive_throttle (reject locally, p = (req - 2 acc) / (req + 1))
+//   SRE 10 s    the same with a 10 s window instead of the default 2 min
 //
 // The dependency is one FIFO server: 10 ms of work per request (25 ms during
 // the drop), 20 ms of network, a queue of at most 100 (then 503 at once).
