@@ -141,6 +141,33 @@ TEST_CASE("AIMD: cut_once_per_round = false cuts on every 429 or 503, as AIMDLim
     CHECK(trajectory == std::vector<std::uint32_t>{18, 16, 14});
 }
 
+TEST_CASE("AIMD: increase_per_success with cut_once_per_round = false is concurrency-limits' AIMDLimit rule") {
+    limit_t l{{.max_limit = 24, .cut_once_per_round = false, .increase_per_success = true}, manual_clock{}};
+    std::vector<limit_t::permit> held;
+    for (int i = 0; i < 10; ++i) held.push_back(l.try_acquire());  // 11 in flight: tests a limit up to 22
+    std::vector<std::uint32_t> trajectory;
+    for (int i = 0; i < 6; ++i) {
+        succeed_with(l);
+        trajectory.push_back(l.limit());
+    }
+    // +1 per success while the limit is tested (2 x 11 < 23: 23 is not, and stays).
+    CHECK(trajectory == std::vector<std::uint32_t>{21, 22, 23, 23, 23, 23});
+    held.push_back(l.try_acquire());  // 12 in flight at admission now
+    const auto up = succeed_with(l);
+    REQUIRE(up);
+    CHECK(up->to == 24);
+    CHECK_FALSE(succeed_with(l));  // at max_limit
+    // Every drop cuts, each from the limit as it is.
+    std::vector<limit_t::permit> sent;
+    for (int i = 0; i < 3; ++i) sent.push_back(l.try_acquire());
+    trajectory.clear();
+    for (auto& p : sent) {
+        l.complete(std::move(p), load_signal::overload);
+        trajectory.push_back(l.limit());
+    }
+    CHECK(trajectory == std::vector<std::uint32_t>{21, 18, 16});
+}
+
 TEST_CASE("AIMD: capped at max_limit; ignored signals and empty permits teach nothing") {
     limit_t l{{.initial_limit = 3, .min_limit = 2, .max_limit = 4}, manual_clock{}};
     std::vector<limit_t::permit> held;

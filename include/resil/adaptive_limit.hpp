@@ -16,8 +16,9 @@
 //   auto pipe = resil::pipeline(resil::retry_policy{}, std::ref(limit));
 //
 // AIMD (additive increase, multiplicative decrease, as TCP's congestion
-// window): the limit rises by 1 once a window of successes as large as the
-// limit itself has been counted (one "round trip" of the limit), and is cut to
+// window): by default the limit rises by 1 once a window of successes as
+// large as the limit itself has been counted (one "round trip" of the limit),
+// and is cut to
 // ⌊limit × backoff_ratio⌋ (0.9) on an overload signal (429, 503, a timeout:
 // options.overload_verdicts). Only calls admitted while at least half the
 // limit was in flight count towards a rise (concurrency-limits' guard: an
@@ -25,6 +26,15 @@
 // per round (RFC 6582's rule for TCP): an overload from a call admitted before
 // the last cut says nothing new, as it was sent under the old limit — without
 // this, 20 calls failing at once would cut 20 → 2.
+// concurrency-limits' AIMDLimit differs on both counts: +1 per success and a
+// cut on every drop (options increase_per_success = true and
+// cut_once_per_round = false give its rule exactly). The default is TCP's
+// rule because AIMDLimit's climbs by up to the limit per round trip (it
+// doubles, as TCP's slow start) and cuts once per failing call, so one burst
+// of failures takes it to min_limit. In the capacity drop of
+// examples/adaptive_simulation.cpp, AIMDLimit's rule keeps 19.7 useful
+// answers a second (0.1 with its min_limit of 20, above what the reduced
+// capacity allows in flight), the default 26.9 (docs/adaptive.md).
 //
 // Gradient2 (concurrency-limits' Gradient2Limit): compares each call's
 // latency (short RTT) with a long exponential average (long RTT, 600
@@ -119,6 +129,11 @@ struct adaptive_limit_options {
     /// Gradient2's overload cut; false cuts on every overload signal, as
     /// concurrency-limits' AIMDLimit does. Default true.
     bool cut_once_per_round = true;
+    /// AIMD: +1 per success (each admitted with at least half the limit in
+    /// flight), as concurrency-limits' AIMDLimit; false: +1 per round of
+    /// successes as many as the limit (TCP's congestion avoidance). Default
+    /// false. With cut_once_per_round = false too, AIMD is AIMDLimit's rule.
+    bool increase_per_success = false;
     /// Verdicts that mean overload. Default retryable and ambiguous.
     verdict_set overload_verdicts = default_overload_verdicts;
 
@@ -370,10 +385,16 @@ private:
                 next = pack(cut(lim), 0, round_of(w) + 1u);
             } else {
                 if (2 * std::uint64_t{in_flight_then} < lim) return std::nullopt;  // the limit was not tested
-                const auto successes = successes_of(w) + 1;
-                next = successes >= lim && lim < options_.max_limit ? pack(lim + 1, 0, round_of(w))
-                                                                    : pack(lim, std::min<std::uint64_t>(successes, lim), round_of(w));
-                if (next == w) return std::nullopt;  // at max_limit with a full round: nothing to write
+                if (options_.increase_per_success) {
+                    if (lim >= options_.max_limit) return std::nullopt;  // at max_limit: nothing to write
+                    next = pack(lim + 1, 0, round_of(w));
+                } else {
+                    const auto successes = successes_of(w) + 1;
+                    next = successes >= lim && lim < options_.max_limit
+                               ? pack(lim + 1, 0, round_of(w))
+                               : pack(lim, std::min<std::uint64_t>(successes, lim), round_of(w));
+                    if (next == w) return std::nullopt;  // at max_limit with a full round: nothing to write
+                }
             }
         } while (!aimd_.compare_exchange_weak(w, next, std::memory_order_relaxed));
         return changed(limit_of(w), limit_of(next), s);
