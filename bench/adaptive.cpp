@@ -23,37 +23,47 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <vector>
 
 namespace {
 
 using namespace std::chrono_literals;
 
 // One call of each policy at the caller's reading `now`.
-struct aimd_call {
+//
+// The limits learn only from calls admitted while at least half the limit is
+// in flight: 8 permits stay held, so each call (the 9th or 10th in flight of
+// a limit in [10, 18]) is one the limit learns from. Below max: one call in
+// 64 is an overload, so the limit keeps being cut and rising again (every
+// success counts towards the round, or moves Gradient2's estimate: a
+// compare-and-swap each). At max: only successes, the limit stays at 18,
+// where a full round (AIMD) or an estimate at max_limit (Gradient2) writes
+// nothing shared.
+template <resil::adaptive_algorithm Algorithm, bool AtMax>
+struct limit_call {
+    static constexpr int held = 8;
     static resil::adaptive_limit& limit() {
-        static resil::adaptive_limit l{{.algorithm = resil::adaptive_algorithm::aimd, .initial_limit = 1000,
-                                        .max_limit = 1000}};
+        static resil::adaptive_limit l{{.algorithm = Algorithm, .initial_limit = AtMax ? 18u : 10u,
+                                        .min_limit = 10, .max_limit = 18}};
+        static std::vector<resil::adaptive_limit::permit> kept = [] {
+            std::vector<resil::adaptive_limit::permit> v;
+            for (int i = 0; i < held; ++i) v.push_back(l.try_acquire());
+            return v;
+        }();
         return l;
     }
     static void run(resil::time_point& now) {
+        thread_local unsigned calls = 0;
         auto& l = limit();
         auto p = l.try_acquire(now);
-        benchmark::DoNotOptimize(l.complete(std::move(p), resil::load_signal::accepted, now));
+        const auto s = !AtMax && ++calls % 64 == 0 ? resil::load_signal::overload : resil::load_signal::accepted;
+        benchmark::DoNotOptimize(l.complete(std::move(p), s, now + 5ms));
     }
 };
-
-struct gradient2_call {
-    static resil::adaptive_limit& limit() {
-        static resil::adaptive_limit l{{.algorithm = resil::adaptive_algorithm::gradient2, .initial_limit = 1000,
-                                        .max_limit = 1000}};
-        return l;
-    }
-    static void run(resil::time_point& now) {
-        auto& l = limit();
-        auto p = l.try_acquire(now);
-        benchmark::DoNotOptimize(l.complete(std::move(p), resil::load_signal::accepted, now + 5ms));
-    }
-};
+using aimd_call = limit_call<resil::adaptive_algorithm::aimd, false>;
+using aimd_at_max_call = limit_call<resil::adaptive_algorithm::aimd, true>;
+using gradient2_call = limit_call<resil::adaptive_algorithm::gradient2, false>;
+using gradient2_at_max_call = limit_call<resil::adaptive_algorithm::gradient2, true>;
 
 struct throttle_call {
     static resil::adaptive_throttle& throttle() {
@@ -140,9 +150,17 @@ BENCHMARK(baseline_clock_read)->Name("aimd/baseline_clock_read");
 BENCHMARK(resil_policy<aimd_call>)->Name("aimd/resil")->Threads(1)->Threads(2);
 BENCHMARK(baseline_mutex<aimd_call>)->Name("aimd/baseline_mutex")->Threads(1)->Threads(2);
 
+BENCHMARK(baseline_clock_read)->Name("aimd_at_max/baseline_clock_read");
+BENCHMARK(resil_policy<aimd_at_max_call>)->Name("aimd_at_max/resil")->Threads(1)->Threads(2);
+BENCHMARK(baseline_mutex<aimd_at_max_call>)->Name("aimd_at_max/baseline_mutex")->Threads(1)->Threads(2);
+
 BENCHMARK(baseline_clock_read)->Name("gradient2/baseline_clock_read");
 BENCHMARK(resil_policy<gradient2_call>)->Name("gradient2/resil")->Threads(1)->Threads(2);
 BENCHMARK(baseline_mutex<gradient2_call>)->Name("gradient2/baseline_mutex")->Threads(1)->Threads(2);
+
+BENCHMARK(baseline_clock_read)->Name("gradient2_at_max/baseline_clock_read");
+BENCHMARK(resil_policy<gradient2_at_max_call>)->Name("gradient2_at_max/resil")->Threads(1)->Threads(2);
+BENCHMARK(baseline_mutex<gradient2_at_max_call>)->Name("gradient2_at_max/baseline_mutex")->Threads(1)->Threads(2);
 
 BENCHMARK(baseline_clock_read)->Name("throttle/baseline_clock_read");
 BENCHMARK(resil_policy<throttle_call>)->Name("throttle/resil")->Threads(1)->Threads(2);

@@ -3,8 +3,10 @@
 #include <resil/deadline_policy.hpp>
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
+#include <resil/timeout_policy.hpp>
 #include <resil/testing/manual_clock.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -43,6 +45,15 @@ std::optional<resil::events::limit_changed> succeed_with(const limit_t& l, load_
     return l.complete(std::move(p), s);
 }
 
+// Leaves 500 µs of the call's deadline: too little for the timeout policy to start an attempt.
+struct short_deadline {
+    template <class Ctx, class Next>
+    auto execute(Ctx& ctx, Next&& next) const {
+        ctx.tighten_deadline(ctx.recent_now() + std::chrono::microseconds{500});
+        return next(ctx);
+    }
+};
+
 }  // namespace
 
 TEST_CASE("adaptive limit options: one validate(), messages of one form") {
@@ -57,6 +68,12 @@ TEST_CASE("adaptive limit options: one validate(), messages of one form") {
     CHECK(error_of({.rtt_tolerance = 0.5}) == "resil::adaptive_limit: `rtt_tolerance` must be in [1, 100], got 0.5");
     CHECK(error_of({.long_window = 0}) == "resil::adaptive_limit: `long_window` must be in [1, 1000000], got 0");
     CHECK(error_of({.queue_size = 201}) == "resil::adaptive_limit: `queue_size` must be at most max_limit (200), got 201");
+    // Gradient2 grows only through queue_size: 0 would let its limit only fall.
+    CHECK(error_of({.algorithm = adaptive_algorithm::gradient2, .queue_size = 0}) ==
+          "resil::adaptive_limit: `queue_size` must be in [1, 200], got 0");
+    CHECK(error_of({.algorithm = adaptive_algorithm::gradient2, .queue_size = 201}) ==
+          "resil::adaptive_limit: `queue_size` must be in [1, 200], got 201");
+    CHECK(error_of({.algorithm = adaptive_algorithm::gradient2, .queue_size = 1}).empty());
     CHECK_FALSE(error_of({.backoff_ratio = std::numeric_limits<double>::quiet_NaN()}).empty());
 }
 
@@ -122,6 +139,33 @@ TEST_CASE("AIMD: cut_once_per_round = false cuts on every 429 or 503, as AIMDLim
         trajectory.push_back(l.limit());
     }
     CHECK(trajectory == std::vector<std::uint32_t>{18, 16, 14});
+}
+
+TEST_CASE("AIMD: increase_per_success with cut_once_per_round = false is concurrency-limits' AIMDLimit rule") {
+    limit_t l{{.max_limit = 24, .cut_once_per_round = false, .increase_per_success = true}, manual_clock{}};
+    std::vector<limit_t::permit> held;
+    for (int i = 0; i < 10; ++i) held.push_back(l.try_acquire());  // 11 in flight: tests a limit up to 22
+    std::vector<std::uint32_t> trajectory;
+    for (int i = 0; i < 6; ++i) {
+        succeed_with(l);
+        trajectory.push_back(l.limit());
+    }
+    // +1 per success while the limit is tested (2 x 11 < 23: 23 is not, and stays).
+    CHECK(trajectory == std::vector<std::uint32_t>{21, 22, 23, 23, 23, 23});
+    held.push_back(l.try_acquire());  // 12 in flight at admission now
+    const auto up = succeed_with(l);
+    REQUIRE(up);
+    CHECK(up->to == 24);
+    CHECK_FALSE(succeed_with(l));  // at max_limit
+    // Every drop cuts, each from the limit as it is.
+    std::vector<limit_t::permit> sent;
+    for (int i = 0; i < 3; ++i) sent.push_back(l.try_acquire());
+    trajectory.clear();
+    for (auto& p : sent) {
+        l.complete(std::move(p), load_signal::overload);
+        trajectory.push_back(l.limit());
+    }
+    CHECK(trajectory == std::vector<std::uint32_t>{21, 18, 16});
 }
 
 TEST_CASE("AIMD: capped at max_limit; ignored signals and empty permits teach nothing") {
@@ -214,6 +258,46 @@ TEST_CASE("Gradient2: rises under steady low latency, falls when latency doubles
     CHECK(cut->to == static_cast<std::uint32_t>(before * 0.9));
 }
 
+TEST_CASE("Gradient2: calls failing at once cut once per round, not down to 1") {
+    manual_clock clock;
+    limit_t l{{.algorithm = adaptive_algorithm::gradient2}, clock};
+    std::vector<limit_t::permit> sent;
+    for (int i = 0; i < 20; ++i) sent.push_back(l.try_acquire());
+    int cuts = 0;
+    for (auto& p : sent) cuts += l.complete(std::move(p), load_signal::overload).has_value() ? 1 : 0;
+    CHECK(cuts == 1);
+    CHECK(l.limit() == 18);
+    // A call admitted after the cut belongs to the new round: it may cut again.
+    CHECK(succeed_with(l, load_signal::overload)->to == 16);
+    // cut_once_per_round = false cuts on every overload.
+    limit_t every{{.algorithm = adaptive_algorithm::gradient2, .cut_once_per_round = false}, clock};
+    sent.clear();
+    for (int i = 0; i < 3; ++i) sent.push_back(every.try_acquire());
+    for (auto& p : sent) every.complete(std::move(p), load_signal::overload);
+    CHECK(every.limit() == 14);
+}
+
+TEST_CASE("Gradient2: the warm-up's plain average counts each of racing samples once") {
+    // Ten threads complete one call each at once, latencies 1..10 ms: the average is 5.5 ms exactly.
+    for (int trial = 0; trial < 100; ++trial) {
+        manual_clock clock;
+        limit_t l{{.algorithm = adaptive_algorithm::gradient2, .max_limit = 200}, clock};
+        std::vector<limit_t::permit> sent;
+        for (int i = 0; i < 10; ++i) sent.push_back(l.try_acquire(clock.now()));
+        std::atomic<int> ready{0};
+        std::vector<std::thread> pool;
+        for (int t = 0; t < 10; ++t)
+            pool.emplace_back([&, t] {
+                ready.fetch_add(1);
+                while (ready.load() < 10) {}
+                l.complete(std::move(sent[static_cast<std::size_t>(t)]), load_signal::accepted,
+                           clock.now() + std::chrono::milliseconds{t + 1});
+            });
+        for (auto& th : pool) th.join();
+        REQUIRE(l.long_rtt() == 5500us);
+    }
+}
+
 TEST_CASE("Gradient2 pipeline policy measures the attempt on the pipeline's clock") {
     manual_clock clock;
     limit_t l{{.algorithm = adaptive_algorithm::gradient2, .initial_limit = 1, .min_limit = 1}, clock};
@@ -224,33 +308,83 @@ TEST_CASE("Gradient2 pipeline policy measures the attempt on the pipeline's cloc
     CHECK(l.limit() == 2);  // 1 -> 1.8 -> 2.6, then one call in flight no longer tests it
 }
 
+TEST_CASE("a call that never reached the dependency teaches the limit nothing") {
+    // A deadline spent before the attempt (the timeout policy inside refuses to start one).
+    manual_clock clock;
+    limit_t l{{}, clock};
+    int reached = 0;
+    const auto pipe = resil::pipeline(clock, short_deadline{}, std::ref(l),
+                                      resil::timeout_policy{{.connect = 20ms, .read = 100ms, .total = 150ms}});
+    for (int i = 0; i < 10; ++i)
+        CHECK(pipe([&] { ++reached; return 200; }, resil::always_success).reason() == resil::reason::deadline_exceeded);
+    CHECK(reached == 0);
+    CHECK(l.limit() == 20);
+    CHECK(l.metrics().decreases == 0);
+    CHECK(l.metrics().admitted == 10);
+}
+
 TEST_CASE("adaptive limit: threads admit and release with exact totals") {
     for (auto algorithm : {adaptive_algorithm::aimd, adaptive_algorithm::gradient2}) {
         manual_clock clock;
-        limit_t l{{.algorithm = algorithm, .initial_limit = 4, .min_limit = 2, .max_limit = 8}, clock};
-        constexpr int threads = 4, calls = 5000;
-        std::atomic<int> admitted{0}, over{0};
+        // More threads than the limit can ever be: a broken admission would show as more in flight.
+        limit_t l{{.algorithm = algorithm, .initial_limit = 2, .min_limit = 1, .max_limit = 4}, clock};
+        constexpr int threads = 8, calls = 5000;
+        std::atomic<int> admitted{0};
+        std::atomic<std::uint32_t> most_in_flight{0};
+        struct seen {
+            std::uint64_t increases = 0, decreases = 0;
+            std::uint32_t highest = 0;
+            std::vector<std::uint64_t> generations;
+        };
+        std::vector<seen> per_thread(threads);
         std::vector<std::thread> pool;
         for (int t = 0; t < threads; ++t) {
             pool.emplace_back([&, t] {
+                auto& mine = per_thread[static_cast<std::size_t>(t)];
                 for (int i = 0; i < calls; ++i) {
                     auto p = l.try_acquire(clock.now());
                     if (!p) continue;
                     admitted.fetch_add(1);
-                    if (l.in_flight() > l.options().max_limit) over.fetch_add(1);
-                    l.complete(std::move(p), (i + t) % 7 == 0 ? load_signal::overload : load_signal::accepted,
-                               clock.now() + std::chrono::microseconds{(i % 3) + 1});
+                    const auto now_in = l.in_flight();
+                    auto most = most_in_flight.load();
+                    while (now_in > most && !most_in_flight.compare_exchange_weak(most, now_in)) {}
+                    const auto change = l.complete(std::move(p), (i + t) % 7 == 0 ? load_signal::overload : load_signal::accepted,
+                                                   clock.now() + std::chrono::microseconds{(i % 3) + 1});
+                    if (!change) continue;
+                    (change->to > change->from ? mine.increases : mine.decreases) += 1;
+                    mine.highest = std::max(mine.highest, change->to);
+                    mine.generations.push_back(change->generation);
                 }
             });
         }
         for (auto& th : pool) th.join();
         const auto m = l.metrics();
+        std::uint64_t increases = 0, decreases = 0;
+        std::uint32_t highest = 2;  // the initial limit
+        std::vector<std::uint64_t> generations;
+        for (const auto& x : per_thread) {
+            increases += x.increases;
+            decreases += x.decreases;
+            highest = std::max(highest, x.highest);
+            generations.insert(generations.end(), x.generations.begin(), x.generations.end());
+        }
+        // Every change counted is returned exactly once, numbered 1..n.
+        CHECK(increases == m.increases);
+        CHECK(decreases == m.decreases);
+        CHECK(increases > 0);
+        CHECK(decreases > 0);
+        std::sort(generations.begin(), generations.end());
+        std::vector<std::uint64_t> one_to_n(generations.size());
+        for (std::size_t i = 0; i < one_to_n.size(); ++i) one_to_n[i] = i + 1;
+        CHECK(generations == one_to_n);
+        // Never more in flight than the highest limit there ever was (below the 8 threads).
+        CHECK(most_in_flight.load() <= highest);
+        CHECK(highest <= 4);
         CHECK(m.admitted + m.shed == threads * calls);
         CHECK(m.admitted == static_cast<std::uint64_t>(admitted.load()));
         CHECK(m.in_flight == 0);
-        CHECK(over.load() == 0);
-        CHECK(m.limit >= 2);
-        CHECK(m.limit <= 8);
+        CHECK(m.limit >= 1);
+        CHECK(m.limit <= 4);
         CHECK(m.limit_changes == m.increases + m.decreases);
     }
 }

@@ -54,12 +54,20 @@ const auto wall = std::chrono::system_clock::time_point{std::chrono::seconds{1'7
 
 TEST_CASE("paced bucket options: one validate(); never a rate of 0") {
     CHECK(resil::paced_bucket_options{}.validate() == std::nullopt);
-    CHECK(error_of({.min_rate = 0}) == "resil::paced_bucket: `min_rate` must be in [0.01, 1e6], got 0");
+    CHECK(error_of({.min_rate = 0}) == "resil::paced_bucket: `min_rate` must be in [0.0001, 1e6], got 0");
     CHECK(error_of({.rate = 5, .min_rate = 0.5, .max_rate = 2}) ==
           "resil::paced_bucket: `rate` must be in [min_rate, max_rate] = [0.5, 2], got 5");
-    CHECK(error_of({.max_rate = 0.05}) == "resil::paced_bucket: `max_rate` must be in [min_rate, 1e6] = [0.1, 1e6], got 0.05");
+    CHECK(error_of({.max_rate = 0.00005}) ==
+          "resil::paced_bucket: `max_rate` must be in [min_rate, 1e6] = [0.0001, 1e6], got 5e-5");
+    // The slowest pace with the largest burst: the tolerance (burst x interval) does not overflow.
+    CHECK(error_of({.rate = 1e-4, .burst = 1'000'000, .min_rate = 1e-4}).empty());
     CHECK(error_of({.burst = 0}) == "resil::paced_bucket: `burst` must be in [1, 1000000], got 0");
-    CHECK(error_of({.max_wait = -1s}) == "resil::paced_bucket: `max_wait` must be at least 0s, got -1s");
+    CHECK(error_of({.max_wait = -1s}) == "resil::paced_bucket: `max_wait` must be in [0s, 1h], got -1s");
+    // No wait of absurd length: a pipeline call never blocks for more than an hour on its token.
+    CHECK(error_of({.max_wait = 1h + 1ns}) == "resil::paced_bucket: `max_wait` must be in [0s, 1h], got 3600.000000001s");
+    CHECK(error_of({.max_wait = std::chrono::hours{24 * 365}}) ==
+          "resil::paced_bucket: `max_wait` must be in [0s, 1h], got 8760h");
+    CHECK(error_of({.max_wait = 1h}).empty());
 }
 
 TEST_CASE("paced bucket: the configured pace until a response says otherwise") {
@@ -104,6 +112,57 @@ TEST_CASE("paced bucket: each header form sets the pace remaining / reset") {
     }
 }
 
+TEST_CASE("paced bucket: a faster pace applies at once, debt at the slow pace rescaled to the new one") {
+    manual_clock clock;
+    bucket_t b{{}, clock};
+    b.update({.remaining = 1, .reset = resil::duration{60s}}, clock.now());  // slow: 1 in 60 s
+    CHECK(b.try_acquire(clock.now()));
+    CHECK_FALSE(b.try_acquire(clock.now()));  // one token of debt at 10 s per token
+    b.update({.remaining = 1000, .reset = resil::duration{60s}}, clock.now());  // 1000 in 60 s: 60 ms per token
+    // The token owed is now 60 ms, inside a burst of 16: the next call goes at once.
+    const auto r = b.try_acquire(clock.now(), 3600s);
+    CHECK(r);
+    CHECK(r.wait == resil::duration::zero());
+    // Back to slow: the one token owed at 60 ms becomes one at 1 s (1 in 1 s), not 60 ms.
+    bucket_t c{{.rate = 1000, .burst = 1}, clock};
+    CHECK(c.try_acquire(clock.now()));
+    c.update({.remaining = 10, .reset = resil::duration{10s}}, clock.now());
+    const auto w = c.try_acquire(clock.now(), 3600s);
+    CHECK(w);
+    CHECK(w.wait == 1s);
+}
+
+TEST_CASE("paced bucket: slow quotas are followed down to 1e-4 per second, never faster than advertised") {
+    manual_clock clock;
+    const auto sent_in = [&](bucket_t& b, std::chrono::seconds span) {
+        int n = 0;
+        const auto t0 = clock.now();
+        while (clock.now() - t0 < span) {
+            if (b.try_acquire(clock.now())) ++n;
+            clock.advance(100ms);
+        }
+        return n;
+    };
+    // 100 in 30 min: paced at 100 / 1800 per second, not raised to a floor.
+    bucket_t b{{}, clock};
+    b.update({.remaining = 100, .reset = resil::duration{1800s}}, clock.now());
+    CHECK(b.rate() == Approx(100.0 / 1800).epsilon(1e-6));
+    CHECK(sent_in(b, 1800s) <= 100);
+    // One a day: 1 per 86,400 s is below the floor (1e-4); raised to it, the quota still grants
+    // only the 3 that remain, then pauses until the reset (at most max_pause).
+    bucket_t d{{.max_pause = 24h}, clock};
+    d.update({.remaining = 3, .reset = resil::duration{std::chrono::hours{72}}}, clock.now());
+    CHECK(d.rate() == Approx(1e-4));
+    CHECK(sent_in(d, 24h) == 3);
+    // A floor set higher by the caller: 100 in 1800 s raised to 1 a second, still 100 at most.
+    bucket_t f{{.rate = 1, .min_rate = 1, .max_pause = 1h}, clock};
+    f.update({.remaining = 100, .reset = resil::duration{1800s}}, clock.now());
+    CHECK(f.rate() == Approx(1.0));
+    CHECK(sent_in(f, 1800s) == 100);
+    // After the reset the quota no longer binds: the pace is min_rate again.
+    CHECK(sent_in(f, 10s) == 10);
+}
+
 TEST_CASE("paced bucket: an exhausted quota pauses until its reset, then the pace resumes") {
     manual_clock clock;
     bucket_t b{{.rate = 10, .burst = 1}, clock};
@@ -133,7 +192,7 @@ TEST_CASE("paced bucket: absurd quotas are clamped, never 0 and never a flood; m
     CHECK(b.burst() == 1'000'000);
     // One request in eleven days: raised to min_rate.
     b.observe(headers{{{"RateLimit-Remaining", "1"}, {"RateLimit-Reset", "999999"}}}.lookup(), clock.now(), wall);
-    CHECK(b.rate() == Approx(0.1));
+    CHECK(b.rate() == Approx(1e-4));
     CHECK(b.burst() == 1);
     // An exhausted quota "for a year": paused at most max_pause (5 min).
     const auto change =
@@ -145,7 +204,7 @@ TEST_CASE("paced bucket: absurd quotas are clamped, never 0 and never a flood; m
     CHECK_FALSE(b.observe(headers{{{"X-RateLimit-Remaining", "10"}}}.lookup(), clock.now(), wall));
     CHECK_FALSE(b.observe(headers{{{"RateLimit-Remaining", "10"}, {"RateLimit-Reset", "0"}}}.lookup(), clock.now(), wall));
     CHECK_FALSE(b.observe(headers{}.lookup(), clock.now(), wall));
-    CHECK(b.rate() == Approx(0.1));
+    CHECK(b.rate() == Approx(1e-4));
 }
 
 TEST_CASE("paced bucket pipeline policy: waits for its token and follows the response's headers") {
@@ -162,9 +221,9 @@ TEST_CASE("paced bucket pipeline policy: waits for its token and follows the res
     for (int i = 0; i < 4; ++i) CHECK(pipe([&] { return slow; }, resil::always_success).ok());
     REQUIRE(changes.size() == 1);
     CHECK(changes[0].rate == Approx(1.0));
-    // The first call took the full bucket's token, the second waited 10 ms (the old pace),
-    // the next ones one second each at the advertised pace.
-    CHECK(clock.now() - started == 10ms + 2s);
+    // The first call took the full bucket's token; the token it owes is one token at the
+    // advertised pace (a second), so the next three wait one second each.
+    CHECK(clock.now() - started == 3s);
     // Beyond max_wait: rejected with the wait as retry_after.
     const headers exhausted{{{"RateLimit-Remaining", "0"}, {"RateLimit-Reset", "60"}}};
     clock.advance(1s);

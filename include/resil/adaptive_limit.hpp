@@ -16,8 +16,9 @@
 //   auto pipe = resil::pipeline(resil::retry_policy{}, std::ref(limit));
 //
 // AIMD (additive increase, multiplicative decrease, as TCP's congestion
-// window): the limit rises by 1 once a window of successes as large as the
-// limit itself has been counted (one "round trip" of the limit), and is cut to
+// window): by default the limit rises by 1 once a window of successes as
+// large as the limit itself has been counted (one "round trip" of the limit),
+// and is cut to
 // ⌊limit × backoff_ratio⌋ (0.9) on an overload signal (429, 503, a timeout:
 // options.overload_verdicts). Only calls admitted while at least half the
 // limit was in flight count towards a rise (concurrency-limits' guard: an
@@ -25,6 +26,15 @@
 // per round (RFC 6582's rule for TCP): an overload from a call admitted before
 // the last cut says nothing new, as it was sent under the old limit — without
 // this, 20 calls failing at once would cut 20 → 2.
+// concurrency-limits' AIMDLimit differs on both counts: +1 per success and a
+// cut on every drop (options increase_per_success = true and
+// cut_once_per_round = false give its rule exactly). The default is TCP's
+// rule because AIMDLimit's climbs by up to the limit per round trip (it
+// doubles, as TCP's slow start) and cuts once per failing call, so one burst
+// of failures takes it to min_limit. In the capacity drop of
+// examples/adaptive_simulation.cpp, AIMDLimit's rule keeps 19.7 useful
+// answers a second (0.1 with its min_limit of 20, above what the reduced
+// capacity allows in flight), the default 26.9 (docs/adaptive.md).
 //
 // Gradient2 (concurrency-limits' Gradient2Limit): compares each call's
 // latency (short RTT) with a long exponential average (long RTT, 600
@@ -38,8 +48,8 @@
 // client cannot re-measure while the dependency is busy and which goes stale
 // when the dependency's normal latency moves; Gradient2 compares against its
 // own recent past and needs no probing. Unlike Gradient2Limit, an overload
-// signal also cuts the limit × backoff_ratio: a 503 returned in a millisecond
-// would otherwise read as "fast, raise the limit".
+// signal also cuts the limit × backoff_ratio (once per round, as AIMD): a 503
+// returned in a millisecond would otherwise read as "fast, raise the limit".
 //
 // Defaults (concurrency-limits): initial 20, max 200, backoff_ratio 0.9,
 // smoothing 0.2, rtt_tolerance 1.5, long_window 600, queue_size 4. The minimum
@@ -52,7 +62,8 @@
 // subtraction releases, as in resil::concurrency_limit); AIMD's state is one
 // word (limit, successes in the round, the round's number) changed by
 // compare-and-swap; Gradient2's is two doubles (the estimate, the long RTT),
-// each changed by its own compare-and-swap. The shed counter is per-thread
+// each changed by its own compare-and-swap (the long RTT's warm-up keeps its
+// sum and count in one word). The shed counter is per-thread
 // stripes. Every change of the limit is counted (metrics()) and returned by
 // complete() as an events::limit_changed, which the pipeline policy emits.
 #pragma once
@@ -111,12 +122,18 @@ struct adaptive_limit_options {
     /// Gradient2: samples in the long RTT's exponential average, in [1, 1000000]. Default 600.
     std::uint32_t long_window = 600;
     /// Gradient2: calls the limit may grow past the estimate (the queue it
-    /// allows), in [0, max_limit]. Default 4.
+    /// allows), in [1, max_limit] (its only way up; AIMD ignores it). Default 4.
     std::uint32_t queue_size = 4;
-    /// AIMD: cut once per round (a call admitted before the last cut does not
-    /// cut again, as TCP cuts once per window of losses); false cuts on every
-    /// overload signal, as concurrency-limits' AIMDLimit does. Default true.
+    /// Cut once per round (a call admitted before the last cut does not cut
+    /// again, as TCP cuts once per window of losses), for AIMD and for
+    /// Gradient2's overload cut; false cuts on every overload signal, as
+    /// concurrency-limits' AIMDLimit does. Default true.
     bool cut_once_per_round = true;
+    /// AIMD: +1 per success (each admitted with at least half the limit in
+    /// flight), as concurrency-limits' AIMDLimit; false: +1 per round of
+    /// successes as many as the limit (TCP's congestion avoidance). Default
+    /// false. With cut_once_per_round = false too, AIMD is AIMDLimit's rule.
+    bool increase_per_success = false;
     /// Verdicts that mean overload. Default retryable and ambiguous.
     verdict_set overload_verdicts = default_overload_verdicts;
 
@@ -149,6 +166,10 @@ RESIL_DECL validation_result adaptive_limit_options::validate() const {
         return bad;
     if (auto bad = detail::check_in_range("long_window", long_window, std::uint32_t{1}, std::uint32_t{1'000'000}))
         return bad;
+    // Gradient2 grows only through queue_size: at 0 its limit could only fall.
+    if (algorithm == adaptive_algorithm::gradient2)
+        return detail::check_that(queue_size >= 1 && queue_size <= max_limit, "queue_size",
+                                  {"in [1, ", detail::format_option_value(max_limit), "]"}, queue_size);
     return detail::check_that(queue_size <= max_limit, "queue_size",
                               {"at most max_limit (", detail::format_option_value(max_limit), ")"}, queue_size);
 }
@@ -213,7 +234,7 @@ public:
         const basic_adaptive_limit* owner_ = nullptr;
         time_point started_{};
         std::uint32_t in_flight_ = 0;  // counting this call, at admission
-        std::uint32_t round_ = 0;      // AIMD: the cut count at admission
+        std::uint32_t round_ = 0;      // the cut count at admission
     };
 
     /// Throws std::invalid_argument when options.validate() names a field:
@@ -258,7 +279,7 @@ public:
         const auto started = p.started_;
         p.release();
         if (s == load_signal::ignored) return std::nullopt;
-        if (gradient()) return learn_gradient(s, now - started, in_flight_then);
+        if (gradient()) return learn_gradient(s, now - started, in_flight_then, round);
         return learn_aimd(s, in_flight_then, round);
     }
     /// complete() at the clock's reading (read only by Gradient2).
@@ -273,7 +294,10 @@ public:
     [[nodiscard]] std::uint32_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
     /// Gradient2's long RTT average (zero before the first sample, and for AIMD).
     [[nodiscard]] duration long_rtt() const noexcept {
-        return duration{static_cast<duration::rep>(long_rtt_.load(std::memory_order_relaxed))};
+        const auto w = samples_.load(std::memory_order_relaxed);
+        double r = count_of(w) < warm_up ? warm_average(w) : long_rtt_.load(std::memory_order_relaxed);
+        if (r == 0.0) r = warm_average(w);
+        return duration{static_cast<duration::rep>(r)};
     }
     [[nodiscard]] adaptive_limit_metrics metrics() const noexcept {
         adaptive_limit_metrics m;
@@ -312,6 +336,14 @@ public:
 
 private:
     static constexpr std::uint64_t warm_up = 10;  // samples averaged plainly before the exponential average
+    // The warm-up's word: samples counted (8 bits) | their sum in ns (56 bits;
+    // each sample at most 2^52 ns, about 52 days, so ten of them fit).
+    static constexpr std::int64_t largest_rtt_ns = std::int64_t{1} << 52;
+    static constexpr std::uint64_t count_of(std::uint64_t w) noexcept { return w >> 56; }
+    static constexpr std::uint64_t sum_of(std::uint64_t w) noexcept { return w & ((std::uint64_t{1} << 56) - 1); }
+    static double warm_average(std::uint64_t w) noexcept {
+        return count_of(w) == 0 ? 0.0 : static_cast<double>(sum_of(w)) / static_cast<double>(count_of(w));
+    }
 
     // AIMD's word: limit (24 bits) | successes in the round (24) | cut count (16).
     static constexpr std::uint64_t field_mask = (std::uint64_t{1} << 24) - 1;
@@ -353,19 +385,36 @@ private:
                 next = pack(cut(lim), 0, round_of(w) + 1u);
             } else {
                 if (2 * std::uint64_t{in_flight_then} < lim) return std::nullopt;  // the limit was not tested
-                const auto successes = successes_of(w) + 1;
-                next = successes >= lim && lim < options_.max_limit ? pack(lim + 1, 0, round_of(w))
-                                                                    : pack(lim, std::min<std::uint64_t>(successes, lim), round_of(w));
-                if (next == w) return std::nullopt;  // at max_limit with a full round: nothing to write
+                if (options_.increase_per_success) {
+                    if (lim >= options_.max_limit) return std::nullopt;  // at max_limit: nothing to write
+                    next = pack(lim + 1, 0, round_of(w));
+                } else {
+                    const auto successes = successes_of(w) + 1;
+                    next = successes >= lim && lim < options_.max_limit
+                               ? pack(lim + 1, 0, round_of(w))
+                               : pack(lim, std::min<std::uint64_t>(successes, lim), round_of(w));
+                    if (next == w) return std::nullopt;  // at max_limit with a full round: nothing to write
+                }
             }
         } while (!aimd_.compare_exchange_weak(w, next, std::memory_order_relaxed));
         return changed(limit_of(w), limit_of(next), s);
     }
 
-    std::optional<events::limit_changed> learn_gradient(load_signal s, duration rtt_d, std::uint32_t in_flight_then) const noexcept {
+    std::optional<events::limit_changed> learn_gradient(load_signal s, duration rtt_d, std::uint32_t in_flight_then,
+                                                        std::uint32_t round) const noexcept {
         const auto lo = static_cast<double>(options_.min_limit);
         const auto hi = static_cast<double>(options_.max_limit);
         if (s == load_signal::overload) {
+            // One cut per round, as AIMD: claim the round in aimd_'s round field
+            // (unused otherwise by Gradient2) before cutting, so that 20 calls
+            // failing at once cut once, not 20 times.
+            if (options_.cut_once_per_round) {
+                auto w = aimd_.load(std::memory_order_relaxed);
+                do {
+                    if ((round & 0xFFFFu) != round_of(w)) return std::nullopt;
+                } while (!aimd_.compare_exchange_weak(w, pack(limit_of(w), 0, round_of(w) + 1u),
+                                                      std::memory_order_relaxed));
+            }
             double e = estimate_.load(std::memory_order_relaxed);
             double next = 0;
             do {
@@ -373,21 +422,40 @@ private:
             } while (!estimate_.compare_exchange_weak(e, next, std::memory_order_relaxed));
             return changed(static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(next), s);
         }
-        const double rtt = std::max(1.0, static_cast<double>(rtt_d.count()));
+        const auto rtt_ns = std::clamp<std::int64_t>(rtt_d.count(), 1, largest_rtt_ns);
+        const double rtt = static_cast<double>(rtt_ns);
         // The long RTT: a plain average over the first 10 samples (warm-up,
-        // as concurrency-limits' ExpAvgMeasurement), then exponential.
-        // (Past the warm-up the count is no longer needed: no shared write.)
-        auto n = samples_.load(std::memory_order_relaxed);
-        if (n < warm_up) n = samples_.fetch_add(1, std::memory_order_relaxed);
-        const double factor = n < warm_up ? 1.0 / static_cast<double>(n + 1) : 2.0 / (options_.long_window + 1.0);
-        double long_rtt = long_rtt_.load(std::memory_order_relaxed);
+        // as concurrency-limits' ExpAvgMeasurement), then exponential. The
+        // warm-up's sum and count share one word, so racing samples each
+        // count exactly once. (Past the warm-up the word is only read.)
         double averaged = 0;
-        for (;;) {
-            averaged = long_rtt + (rtt - long_rtt) * factor;
-            // Back to normal after a long overload: let the long average catch up faster.
-            const double stored = averaged / rtt > 2.0 ? averaged * 0.95 : averaged;
-            // A steady latency leaves the average as it is: no write (threads would take turns on the line).
-            if (stored == long_rtt || long_rtt_.compare_exchange_weak(long_rtt, stored, std::memory_order_relaxed)) break;
+        bool warming = false;
+        auto w = samples_.load(std::memory_order_relaxed);
+        while (count_of(w) < warm_up) {
+            const auto n = count_of(w) + 1;
+            const auto sum = sum_of(w) + static_cast<std::uint64_t>(rtt_ns);
+            if (samples_.compare_exchange_weak(w, n << 56 | sum, std::memory_order_relaxed)) {
+                averaged = static_cast<double>(sum) / static_cast<double>(n);
+                warming = true;
+                if (n == warm_up) {  // the exponential average starts from the plain one
+                    double unset = 0.0;
+                    long_rtt_.compare_exchange_strong(unset, averaged, std::memory_order_relaxed);
+                }
+                break;
+            }
+        }
+        if (!warming) {
+            const double factor = 2.0 / (options_.long_window + 1.0);
+            double long_rtt = long_rtt_.load(std::memory_order_relaxed);
+            // Warm-up just ended on another thread, which has not stored its average yet.
+            if (long_rtt == 0.0) long_rtt = warm_average(w);
+            for (;;) {
+                averaged = long_rtt + (rtt - long_rtt) * factor;
+                // Back to normal after a long overload: let the long average catch up faster.
+                const double stored = averaged / rtt > 2.0 ? averaged * 0.95 : averaged;
+                // A steady latency leaves the average as it is: no write (threads would take turns on the line).
+                if (stored == long_rtt || long_rtt_.compare_exchange_weak(long_rtt, stored, std::memory_order_relaxed)) break;
+            }
         }
         double e = estimate_.load(std::memory_order_relaxed);
         if (static_cast<double>(in_flight_then) < e / 2.0) return std::nullopt;  // the limit was not tested
@@ -414,7 +482,7 @@ private:
     alignas(detail::stripe_alignment) mutable std::atomic<std::uint64_t> aimd_{0};
     mutable std::atomic<double> estimate_{0.0};
     mutable std::atomic<double> long_rtt_{0.0};
-    mutable std::atomic<std::uint64_t> samples_{0};
+    mutable std::atomic<std::uint64_t> samples_{0};  // warm-up: count | sum
     // Written only when the limit moves.
     alignas(detail::stripe_alignment) mutable std::atomic<std::uint64_t> increases_{0};
     mutable std::atomic<std::uint64_t> decreases_{0};

@@ -47,12 +47,13 @@ inline constexpr verdict_set default_overload_verdicts{verdict::retryable, verdi
 }
 
 /// The signal of a call's outcome, as the pipeline policies read it: an
-/// attempt's verdict; a deadline that ran out counts as a timeout (overload);
-/// any other rejection before an attempt teaches nothing.
+/// attempt's verdict (a deadline that ran out during the attempt is its
+/// timeout); a call that never reached the dependency — a deadline spent
+/// before the attempt, any other rejection — teaches nothing: the dependency
+/// was not asked, so its load is unknown.
 template <class Outcome>
 [[nodiscard]] constexpr load_signal load_signal_of_outcome(const Outcome& out, verdict_set overload) noexcept {
     if (out.attempted()) return load_signal_of(out.verdict(), overload);
-    if (out.reason() == reason::deadline_exceeded) return load_signal::overload;
     return load_signal::ignored;
 }
 

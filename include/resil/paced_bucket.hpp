@@ -23,14 +23,18 @@
 //   anything else                        nothing (no quota, no reset, a reset of 0).
 // A pace outside [min_rate, max_rate] is clamped there: a quota claiming a
 // billion requests a second, or one a year, neither floods the server nor
-// stalls the client (the rate is never 0). Rates are rounded to a whole
-// number of nanoseconds per token, upwards: never faster than advertised.
+// stalls the client (the rate is never 0). A pace raised to min_rate still
+// grants at most the r tokens that remain: the one that spends them pauses
+// the bucket until the reset (at most max_pause), as remaining 0 would.
+// Rates are rounded to a whole number of nanoseconds per token, upwards:
+// never faster than advertised.
 //
 // The same GCRA arithmetic as resil::token_bucket (detail/gcra.hpp), with
 // time counted in nanoseconds (f = 1) so the theoretical arrival time keeps
 // its meaning when the rate changes. Lock-free: the state is two atomic words,
 // the TAT and the parameters (ns per token | burst), each changed by
-// compare-and-swap. The core never sleeps: try_acquire() answers at once
+// compare-and-swap; a change of pace rescales what is owed (the TAT ahead of
+// now) from the old interval to the new one. The core never sleeps: try_acquire() answers at once
 // (with a reservation within `lookahead`, whose wait the caller performs).
 #pragma once
 
@@ -65,8 +69,10 @@ struct paced_bucket_options {
     double rate = 10.0;
     /// Tokens when full until a response says otherwise, in [1, largest_burst]. Default 10.
     std::int64_t burst = 10;
-    /// The slowest pace a response may set, in [0.01, max_rate]. Default 0.1 per second.
-    double min_rate = 0.1;
+    /// The slowest pace a response may set, in [1e-4, max_rate]. Default 1e-4
+    /// per second (one token in 10,000 s, about 2.8 h): slower quotas are
+    /// raised to it, but then grant at most what remains before their reset.
+    double min_rate = 1e-4;
     /// The fastest pace a response may set, in [min_rate, 1e6]. Default 1e6 per second.
     double max_rate = 1e6;
     /// A response's burst: this much time at its pace (at least 1 token, at
@@ -76,7 +82,7 @@ struct paced_bucket_options {
     /// reset is cut to it. Default 5 min.
     duration max_pause = std::chrono::minutes{5};
     /// In a pipeline only: how long a call may wait for its token (never past
-    /// its deadline), at least zero. Default 1 s: a paced client waits.
+    /// its deadline), in [0, 1 h]. Default 1 s: a paced client waits.
     duration max_wait = std::chrono::seconds{1};
 
     static constexpr std::int64_t largest_burst = 1'000'000;
@@ -89,7 +95,7 @@ struct paced_bucket_options {
 
 #if RESIL_DETAIL_BODIES
 RESIL_DECL validation_result paced_bucket_options::validate() const {
-    if (auto bad = detail::check_in_range("min_rate", min_rate, 0.01, 1e6)) return bad;
+    if (auto bad = detail::check_in_range("min_rate", min_rate, 1e-4, 1e6)) return bad;
     if (auto bad = detail::check_that(max_rate >= min_rate && max_rate <= 1e6, "max_rate",
                                       {"in [min_rate, 1e6] = [", detail::format_option_value(min_rate), ", 1e6]"},
                                       max_rate))
@@ -104,7 +110,7 @@ RESIL_DECL validation_result paced_bucket_options::validate() const {
         return bad;
     if (auto bad = detail::check_in_range("max_pause", max_pause, duration::zero(), duration{std::chrono::hours{24}}))
         return bad;
-    return detail::check_at_least("max_wait", max_wait, duration::zero());
+    return detail::check_in_range("max_wait", max_wait, duration::zero(), duration{std::chrono::hours{1}});
 }
 #endif
 
@@ -143,6 +149,7 @@ public:
             const auto d = detail::gcra::decide(p, tat, elapsed, 1, ahead);
             if (!d.conforming) return rejected(d.ready_at - elapsed);
             if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) {
+                if (quota_left_.load(std::memory_order_relaxed) > 0) spend_quota(elapsed);
                 const auto wait = d.ready_at - elapsed;
                 return {token_bucket_status::granted, duration{wait > 0 ? wait : 0}, {}};
             }
@@ -157,13 +164,23 @@ public:
         if (*info.remaining == 0) return pause(*info.reset, now);
         if (info.reset->count() <= 0) return std::nullopt;
         const double seconds = std::chrono::duration<double>(*info.reset).count();
-        const double rate = std::clamp(static_cast<double>(*info.remaining) / seconds, options_.min_rate, options_.max_rate);
+        const double advertised = static_cast<double>(*info.remaining) / seconds;
+        const double rate = std::clamp(advertised, options_.min_rate, options_.max_rate);
+        // Raised to min_rate: count down the r tokens left until the reset.
+        if (advertised < rate) {
+            quota_reset_.store(detail::saturating_add(elapsed_ns(now), info.reset->count()), std::memory_order_relaxed);
+            quota_left_.store(*info.remaining, std::memory_order_relaxed);
+        } else {
+            quota_left_.store(-1, std::memory_order_relaxed);
+        }
         const auto interval = interval_of(rate);
         const double burst_tokens = std::floor(std::chrono::duration<double>(options_.burst_window).count() * rate);
         const auto burst = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::min(burst_tokens, 1e6)), 1,
                                                     std::min(*info.remaining, paced_bucket_options::largest_burst));
         const auto word = pack(interval, burst);
-        if (params_.exchange(word, std::memory_order_relaxed) == word) return std::nullopt;
+        const auto old = params_.exchange(word, std::memory_order_relaxed);
+        if (old == word) return std::nullopt;
+        rescale_debt(params_of(old), params_of(word), elapsed_ns(now));
         rate_changes_.fetch_add(1, std::memory_order_relaxed);
         return events::pace_changed{rate_of(interval), burst, duration::zero(), next_generation()};
     }
@@ -244,16 +261,19 @@ private:
         return o;
     }
 
-    // The parameters' word: ns per token (40 bits: ≤ 1e11 at 0.01 per second) | burst (24 bits).
+    // The parameters' word: ns per token (44 bits: ≤ 1e13 at 1e-4 per second) | burst (20 bits: ≤ 1e6).
+    static constexpr int interval_bits = 44;
     static constexpr std::uint64_t pack(std::int64_t interval_ns, std::int64_t burst) noexcept {
-        return static_cast<std::uint64_t>(interval_ns) | static_cast<std::uint64_t>(burst) << 40;
+        return static_cast<std::uint64_t>(interval_ns) | static_cast<std::uint64_t>(burst) << interval_bits;
     }
     // GCRA's constants with one unit per nanosecond (f = 1), so TAT is in ns.
     static constexpr detail::gcra::params params_of(std::uint64_t word) noexcept {
         detail::gcra::params p;
-        p.token_units = static_cast<std::int64_t>(word & ((std::uint64_t{1} << 40) - 1));
-        p.burst = static_cast<std::int64_t>(word >> 40);
-        p.tolerance = p.burst * p.token_units;  // ≤ 1e6 · 1e11
+        p.token_units = static_cast<std::int64_t>(word & ((std::uint64_t{1} << interval_bits) - 1));
+        p.burst = static_cast<std::int64_t>(word >> interval_bits);
+        // ≤ 1e6 · 1e13 fits 64 unsigned bits; capped at about 18 years so the TAT stays far from overflow.
+        const auto tolerance = static_cast<std::uint64_t>(p.burst) * static_cast<std::uint64_t>(p.token_units);
+        p.tolerance = static_cast<std::int64_t>(std::min<std::uint64_t>(tolerance, detail::gcra::max_lookahead_ns));
         p.units_per_ns_q32 = detail::gcra::one_q32;
         p.ns_per_unit_q64 = 0;
         return p;
@@ -280,6 +300,33 @@ private:
         return events::pace_changed{rate_of(p.token_units), p.burst, wait, next_generation()};
     }
 
+    // A quota raised to min_rate: the grant that takes its last token pauses
+    // the bucket until the reset (at most max_pause).
+    void spend_quota(std::int64_t elapsed) const noexcept {
+        const auto until = quota_reset_.load(std::memory_order_relaxed);
+        if (elapsed >= until) {  // past the reset: the quota no longer binds
+            quota_left_.store(-1, std::memory_order_relaxed);
+            return;
+        }
+        if (quota_left_.fetch_sub(1, std::memory_order_relaxed) == 1)
+            (void)pause(duration{until - elapsed}, origin_ + duration{elapsed});
+    }
+
+    // The TAT is in ns, so tokens owed at the old pace would be repaid at the
+    // old pace: a faster pace would wait out the slow one's debt. Keep the
+    // debt in tokens instead (ns × new / old interval), at most a full burst.
+    void rescale_debt(const detail::gcra::params& from, const detail::gcra::params& to, std::int64_t now) const noexcept {
+        auto tat = tat_.load(std::memory_order_relaxed);
+        std::int64_t next = 0;
+        do {
+            if (tat <= now) return;  // no debt
+            const double owed = static_cast<double>(tat - now) / static_cast<double>(from.token_units);
+            const double scaled = std::min(owed * static_cast<double>(to.token_units), static_cast<double>(to.tolerance));
+            next = now + static_cast<std::int64_t>(std::ceil(scaled));
+            if (next == tat) return;
+        } while (!tat_.compare_exchange_weak(tat, next, std::memory_order_relaxed));
+    }
+
     static token_bucket_result rejected(std::int64_t wait_ns) noexcept {
         const auto ns = wait_ns > 0 ? wait_ns : 1;
         const auto seconds = (ns + 999'999'999) / 1'000'000'000;
@@ -301,6 +348,9 @@ private:
     // The theoretical arrival time in ns since origin_ (0: full at the origin).
     alignas(detail::stripe_alignment) mutable std::atomic<std::int64_t> tat_{0};
     mutable std::atomic<std::uint64_t> params_{0};
+    // A quota raised to min_rate: tokens left before its reset (-1: none), and the reset in ns since origin_.
+    mutable std::atomic<std::int64_t> quota_left_{-1};
+    mutable std::atomic<std::int64_t> quota_reset_{0};
     alignas(detail::stripe_alignment) mutable std::atomic<std::uint64_t> rate_changes_{0};
     mutable std::atomic<std::uint64_t> pauses_{0};
     mutable std::atomic<std::uint64_t> generation_{0};
