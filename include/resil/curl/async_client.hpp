@@ -65,6 +65,15 @@
 // may fire from any thread.
 #pragma once
 
+// Before any Asio header: co_await with clang and libstdc++ (Asio 1.22
+// enables it on clang only for libc++), as resil/asio/config.hpp does.
+#if __has_include("../asio/config.hpp")
+#include "../asio/config.hpp"
+#elif defined(__clang__) && !defined(ASIO_HAS_CO_AWAIT) && !defined(ASIO_DISABLE_CO_AWAIT) && \
+    defined(__cpp_impl_coroutine) && __has_include(<coroutine>)
+#define ASIO_HAS_CO_AWAIT 1
+#endif
+
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
 #include <asio/io_context.hpp>

@@ -132,6 +132,7 @@ struct async_transfer : easy_state {
     time_point bytes_at{};        ///< when a callback last saw a byte or a send
     bool wake_on_first_touch = false;  ///< the read timer waits for the connection
     std::uint64_t timer_generation = 0;
+    bool timer_pending = false;  ///< a wait of `timer` is still to complete
     asio::steady_timer timer;
 
     struct stop_request {
@@ -208,7 +209,7 @@ public:
     void start(Handler&& h, const request& req, basic_context<Clock>& ctx, response&& r,
                const std::optional<attempt_plan>& plan) {
         using completion_type = async_completion_for<std::decay_t<Handler>, asio::any_io_executor>;
-        auto* c = completion_type::make(std::move(h), ex_);
+        auto* c = completion_type::make(std::decay_t<Handler>(std::forward<Handler>(h)), ex_);
         auto slot = asio::get_associated_cancellation_slot(c->handler());
         if (!plan) return c->complete(std::move(r));
         if (closed_) return c->complete(refuse(std::move(r), transport_status::cancelled, client_gone));
@@ -322,6 +323,7 @@ private:
         int what = 0;
         bool reading = false;
         bool writing = false;
+        bool opened_here = false;  ///< made by on_open_socket: watched until closed, not only until CURL_POLL_REMOVE
         socket_entry(const asio::any_io_executor& ex, std::uint64_t g) : descriptor(ex), generation(g) {}
     };
 
@@ -386,6 +388,8 @@ private:
             setup::configure(*t, options_);
             CURL* e = t->easy;
             curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+            curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &on_open_socket_cb);
+            curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, this);
             curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &on_close_socket_cb);
             curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, this);
             t->transfer.touched = &on_touched;
@@ -403,9 +407,7 @@ private:
         ++generations_[t.index];
         t.active = false;
         t.completion = nullptr;
-        t.clock = nullptr;
-        ++t.timer_generation;
-        cancel_quietly(t.timer);
+        t.clock = nullptr;  // a pending wait of its timer stays, for the next call (see arm)
         if (idle_.size() < limits_.max_idle_transfers && !closed_) {
             idle_.push_back(t.index);
         } else {
@@ -464,13 +466,22 @@ private:
         arm(t, wait);
     }
 
+    // A wait already pending that ends no later than asked is kept: when it
+    // fires, watch_limits looks again and waits for what is left. So a
+    // pooled transfer whose calls each end well within their limits re-arms
+    // its timer about once per limit, not once per call.
     void arm(async_transfer& t, duration wait) {
+        const auto at = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
+        if (t.timer_pending && t.timer.expiry() <= at) return;
         const std::uint64_t g = ++t.timer_generation;
-        t.timer.expires_after(wait);
+        t.timer.expires_at(at);
+        t.timer_pending = true;
         t.timer.async_wait([self = shared_from_this(), index = t.index, g](const asio::error_code& ec) {
-            if (ec || self->closed_) return;
+            if (self->closed_ || index >= self->slots_.size()) return;
             auto* s = self->slots_[index].get();
-            if (s && s->active && s->timer_generation == g) self->watch_limits(*s);
+            if (!s || s->timer_generation != g) return;  // replaced by a later wait
+            s->timer_pending = false;
+            if (!ec && s->active) self->watch_limits(*s);
         });
     }
 
@@ -480,10 +491,11 @@ private:
         if (!t.read_watch.active() || !t.clock) return;
         t.bytes_at = t.now();
         if (t.wake_on_first_touch) {
-            // The connection is up: time the silence from here, not from the next check.
+            // The connection is up: the silence counts from here, so the
+            // timer must look again within the limit.
             t.wake_on_first_touch = false;
             try {
-                t.owner->arm(t, std::chrono::milliseconds{0});
+                t.owner->arm(t, t.read_watch.limit);
             } catch (...) {  // the periodic check still comes
             }
         }
@@ -505,9 +517,37 @@ private:
         return ::close(s);
     }
 
+    // A connection's socket is registered with the reactor once, from here
+    // to its close: a kept-alive connection that libcurl stops watching
+    // between transfers (CURL_POLL_REMOVE) is not deregistered and
+    // registered again for the next one.
+    static curl_socket_t on_open_socket_cb(void* user, curlsocktype, curl_sockaddr* address) noexcept {
+        const curl_socket_t s = ::socket(address->family, address->socktype, address->protocol);
+        if (s != CURL_SOCKET_BAD) static_cast<asio_multi*>(user)->opened(s);
+        return s;
+    }
+
+    void opened(curl_socket_t s) noexcept {
+        forget(s);  // a number reused behind our back: its old entry is stale
+        try {
+            auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
+            entry->descriptor.assign(s);
+            entry->opened_here = true;
+            sockets_.emplace(s, std::move(entry));
+        } catch (...) {  // registered later, when libcurl first watches it
+        }
+    }
+
     void on_socket(curl_socket_t s, int what) noexcept {
-        if (what == CURL_POLL_REMOVE) return forget(s);
         auto it = sockets_.find(s);
+        if (what == CURL_POLL_REMOVE) {
+            // Sockets libcurl opened itself (the threaded resolver's) may be
+            // closed without the close-socket callback: let go of them now.
+            if (it == sockets_.end()) return;
+            if (!it->second->opened_here) return forget(s);
+            it->second->what = 0;  // a pending wait that completes is ignored, not renewed
+            return;
+        }
         try {
             if (it == sockets_.end()) {
                 auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
@@ -568,8 +608,17 @@ private:
             cancel_quietly(timer_);
             return;
         }
-        // Never libcurl from here, even for 0 ms: the wait completes on the executor.
+        // Never libcurl from here, even for 0 ms: the wait completes on the
+        // executor. "At once" is posted, which spares the timer's kernel
+        // timer an update per call.
         try {
+            if (ms == 0) {
+                asio::post(ex_, [self = shared_from_this(), g] {
+                    if (self->closed_ || self->timer_generation_ != g) return;
+                    self->act(CURL_SOCKET_TIMEOUT, 0);
+                });
+                return;
+            }
             timer_.expires_after(std::chrono::milliseconds{ms});
             timer_.async_wait([self = shared_from_this(), g](const asio::error_code& ec) {
                 if (ec || self->closed_ || self->timer_generation_ != g) return;
