@@ -449,3 +449,106 @@ TEST_CASE("curl async: calls beyond max_in_flight complete at once, unsent; opti
     CHECK(thrown_by([&] { async_client(io, {}, {.max_concurrent_streams = 0}); })
               .find("`max_concurrent_streams` must be in") != std::string::npos);
 }
+
+TEST_CASE("curl async: a streamed body reaches the sink chunk by chunk; first-byte and idle limits in ms") {
+    resil_test::fault_server server;
+    server.on("/chunks", {action::stream({{0ms, "data: one\n\n"}, {30ms, "data: two\n\n"}, {30ms, "data: three\n\n"}})});
+    server.on("/late", {action::stream({{300ms, "data: late\n\n"}})});
+    server.on("/stall", {action::stream({{0ms, "data: one\n\n"}, {400ms, "data: two\n\n"}})});
+    asio::io_context io;
+    async_client http(io);
+    std::string got;
+    int chunks = 0;
+    auto sink = [&](std::string_view chunk) {
+        got += chunk;
+        ++chunks;
+        return resil::curl::stream_action::next;
+    };
+    const auto streamed = [&](const request& req, resil::curl::stream_options limits) {
+        resil::context ctx;
+        std::optional<response> out;
+        std::exception_ptr thrown;
+        http.async_stream(req, ctx, sink, limits, [&](std::exception_ptr e, response r) {
+            thrown = e;
+            out = std::move(r);
+        });
+        run_until(io, [&] { return out.has_value(); });
+        CHECK_FALSE(thrown);
+        return std::move(*out);
+    };
+    const auto chunked = request::get(server.url("/chunks"));
+    const auto whole = streamed(chunked, {.first_byte = 200ms, .idle = 200ms});
+    CHECK(whole.ok());
+    CHECK(whole.body().empty());  // the sink has it
+    CHECK(got == "data: one\n\ndata: two\n\ndata: three\n\n");
+    CHECK(chunks == 3);
+    CHECK(whole.delivered_bytes() == got.size());
+
+    got.clear();
+    const auto late = request::get(server.url("/late"));
+    auto t0 = steady::now();
+    const auto no_first_byte = streamed(late, {.first_byte = 100ms});
+    CHECK(no_first_byte.transport() == transport_status::first_byte_timeout);
+    CHECK(resil_test::since(t0) < 100ms + slack);
+    CHECK(got.empty());
+
+    const auto stall = request::get(server.url("/stall"));
+    t0 = steady::now();
+    const auto idle = streamed(stall, {.idle = 100ms});
+    CHECK(idle.transport() == transport_status::stream_interrupted);
+    CHECK(idle.interrupted_by() == transport_status::read_timeout);
+    CHECK(resil_test::since(t0) >= 100ms);
+    CHECK(resil_test::since(t0) < 100ms + slack);
+    CHECK(got == "data: one\n\n");
+}
+
+TEST_CASE("curl async: a sink that throws ends its own call only; the exception reaches the caller") {
+    resil_test::fault_server server;
+    server.on("/chunks", {action::stream({{0ms, "one"}, {20ms, "two"}})});
+    server.on("/ok", {action::respond(200, "fine")});
+    asio::io_context io;
+    async_client http(io);
+    const auto chunked = request::get(server.url("/chunks"));
+    const auto ok = request::get(server.url("/ok"));
+    auto throwing = [](std::string_view) -> resil::curl::stream_action { throw std::runtime_error("sink broke"); };
+    std::string caught;
+    std::optional<response> streamed;
+    std::vector<response> others;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            resil::context ctx;
+            try {
+                co_await http.async_stream(chunked, ctx, throwing, {}, asio::use_awaitable);
+            } catch (const std::runtime_error& e) {
+                caught = e.what();
+            }
+            // The multi handle still works: more calls, on the same pooled transfers.
+            for (int i = 0; i < 3; ++i) {
+                resil::context next;
+                others.push_back(co_await http.async_perform(ok, next, asio::use_awaitable));
+            }
+        },
+        asio::detached);
+    run_until(io, [&] { return others.size() == 3; });
+    CHECK(caught == "sink broke");
+    for (const auto& r : others) {
+        CHECK(r.ok());
+        CHECK(r.body() == "fine");
+    }
+    CHECK(http.in_flight() == 0);
+    // Without a coroutine the exception is the handler's first argument.
+    resil::context ctx;
+    std::exception_ptr thrown;
+    std::optional<response> r;
+    http.async_stream(chunked, ctx, throwing, {}, [&](std::exception_ptr e, response out) {
+        thrown = e;
+        r = std::move(out);
+    });
+    run_until(io, [&] { return r.has_value(); });
+    REQUIRE(thrown);
+    // The sink refused what it was handed: interrupted, never retried (streaming.hpp).
+    CHECK(r->transport() == transport_status::stream_interrupted);
+    CHECK(r->interrupted_by() == transport_status::cancelled);
+    CHECK(r->error_message().find("the stream's sink threw") != std::string::npos);
+}

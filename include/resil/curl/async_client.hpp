@@ -79,6 +79,7 @@
 #include <asio/io_context.hpp>
 
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -92,6 +93,7 @@
 #include "options.hpp"
 #include "request.hpp"
 #include "response.hpp"
+#include "streaming.hpp"
 
 namespace resil::curl {
 
@@ -183,6 +185,30 @@ public:
             initiate<Clock>{core_}, token, &req, &ctx, std::move(r), std::move(plan));
     }
 
+    /// One attempt, as client::stream(req, ctx, sink, limits), whose 2xx
+    /// body is handed to `sink` chunk by chunk (resil/curl/streaming.hpp):
+    /// retried only while no byte reached it. Completes with
+    /// `void(std::exception_ptr, response)`: the exception is what the sink
+    /// threw (the transfer ended then, and the response says so), so that
+    /// `co_await ... use_awaitable` rethrows it as client::stream does. The
+    /// sink runs inside libcurl's callback on the executor's thread and must
+    /// outlive the call, as `req` and `ctx`. Throws std::invalid_argument for
+    /// invalid `limits`, before anything starts.
+    template <resil::clock Clock, class Sink, class CompletionToken>
+        requires chunk_sink<Sink>
+    auto async_stream(const request& req, basic_context<Clock>& ctx, Sink& sink, const stream_options& limits,
+                      CompletionToken&& token) {
+        throw_if_invalid("resil::curl::async_client::async_stream", limits.validate());
+        auto& core = require();
+        response r = core.take_response();
+        auto plan = detail::attempt_prelude::prepare(req, ctx, core.options(), r, "resil::curl::async_client");
+        // A sink that keeps state across calls (sse_stream) starts each anew.
+        if constexpr (requires { sink.on_start(); }) sink.on_start();
+        return asio::async_initiate<CompletionToken, void(std::exception_ptr, response)>(
+            initiate_stream<Clock>{core_}, token, &req, &ctx, std::move(r), std::move(plan),
+            detail::stream_call{detail::sink_ref::to(sink), limits});
+    }
+
     /// Gives a response's buffers back once its contents are no longer
     /// needed: a later call builds its response in them. Up to
     /// async_options::max_idle_transfers are kept.
@@ -197,7 +223,17 @@ private:
         template <class Handler>
         void operator()(Handler&& handler, const request* req, basic_context<Clock>* ctx, response&& r,
                         std::optional<detail::attempt_plan> plan) const {
-            core->start(std::forward<Handler>(handler), *req, *ctx, std::move(r), plan);
+            core->template start<false>(std::forward<Handler>(handler), *req, *ctx, std::move(r), plan);
+        }
+    };
+
+    template <resil::clock Clock>
+    struct initiate_stream {
+        std::shared_ptr<detail::asio_multi> core;
+        template <class Handler>
+        void operator()(Handler&& handler, const request* req, basic_context<Clock>* ctx, response&& r,
+                        std::optional<detail::attempt_plan> plan, detail::stream_call call) const {
+            core->template start<true>(std::forward<Handler>(handler), *req, *ctx, std::move(r), plan, &call);
         }
     };
 

@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -52,7 +53,9 @@
 #include "capture.hpp"
 #include "handles.hpp"
 #include "setup.hpp"
+#include "stream.hpp"
 #include "transfer_result.hpp"
+#include "../streaming.hpp"
 
 namespace resil::curl::detail {
 
@@ -60,14 +63,22 @@ namespace resil::curl::detail {
 /// depend on the handler's type. Allocated with the handler's associated
 /// allocator (Asio's recycling allocator by default: a per-thread cache).
 struct async_completion {
-    /// Posts the handler with `r` to its executor and frees this object.
-    virtual void complete(response&& r) = 0;
+    /// Posts the handler with `r` (and `thrown`, for a handler that takes
+    /// it: a stream's sink threw) to its executor and frees this object.
+    virtual void complete(std::exception_ptr thrown, response&& r) = 0;
+    void complete(response&& r) { complete(nullptr, std::move(r)); }
 
 protected:
     ~async_completion() = default;
 };
 
-template <class Handler, class Executor>
+/// A streamed call's sink and limits, for the transfer that runs it.
+struct stream_call {
+    sink_ref sink;
+    stream_options limits;
+};
+
+template <class Handler, class Executor, bool WithError>
 class async_completion_for final : public async_completion {
 public:
     using allocator_type = typename std::allocator_traits<
@@ -86,12 +97,20 @@ public:
 
     Handler& handler() noexcept { return handler_; }
 
-    void complete(response&& r) override {
+    using async_completion::complete;
+    void complete(std::exception_ptr thrown, response&& r) override {
         Handler h(std::move(handler_));
         auto work = std::move(work_);
         destroy();
         const auto ex = asio::get_associated_executor(h, work.get_executor());
-        asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable { std::move(h)(std::move(r)); });
+        if constexpr (WithError) {
+            asio::post(ex, [h = std::move(h), thrown = std::move(thrown), r = std::move(r)]() mutable {
+                std::move(h)(std::move(thrown), std::move(r));
+            });
+        } else {
+            (void)thrown;
+            asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable { std::move(h)(std::move(r)); });
+        }
     }
 
 private:
@@ -129,8 +148,12 @@ struct async_transfer : easy_state {
     time_point started{};
     time_point ends_at = time_point::max();
     read_idle_watch read_watch{};
+    std::optional<stream_timers> stream_watch;  ///< a stream's first-byte and idle limits
+    sink_ref sink{};                            ///< a stream's sink, which transfer.stream points at
     time_point bytes_at{};        ///< when a callback last saw a byte or a send
-    bool wake_on_first_touch = false;  ///< the read timer waits for the connection
+    /// The shortest of the limits a byte or a send restarts (read, first
+    /// byte, idle); zero when none is set.
+    duration touch_horizon{};
     std::uint64_t timer_generation = 0;
     bool timer_pending = false;  ///< a wait of `timer` is still to complete
     asio::steady_timer timer;
@@ -205,10 +228,10 @@ public:
     /// Starts one transfer for a call whose prelude went ahead (`plan`), or
     /// completes it at once with `r` when it did not. Called on the
     /// executor's thread.
-    template <resil::clock Clock, class Handler>
+    template <bool WithError, resil::clock Clock, class Handler>
     void start(Handler&& h, const request& req, basic_context<Clock>& ctx, response&& r,
-               const std::optional<attempt_plan>& plan) {
-        using completion_type = async_completion_for<std::decay_t<Handler>, asio::any_io_executor>;
+               const std::optional<attempt_plan>& plan, const stream_call* stream = nullptr) {
+        using completion_type = async_completion_for<std::decay_t<Handler>, asio::any_io_executor, WithError>;
         auto* c = completion_type::make(std::decay_t<Handler>(std::forward<Handler>(h)), ex_);
         auto slot = asio::get_associated_cancellation_slot(c->handler());
         if (!plan) return c->complete(std::move(r));
@@ -227,6 +250,7 @@ public:
         }
         t->out = std::move(r);
         const resil::timeouts& t_limits = plan->limits.timeouts;
+        forget_stream(*t);
         if (!transfer_begin::prepare(*t, req, t_limits, plan->key, options_, t->out)) return fail_start(*t, c);
         const std::stop_token& stop = ctx.stop_token();
         if (stop.stop_requested()) {
@@ -254,7 +278,22 @@ public:
                          ? time_point::max()
                          : transfer_begin::saturating_end(plan->limits.started, t_limits.total);
         t->read_watch = read_idle_watch{t_limits.read, t->started};
-        t->wake_on_first_touch = t->read_watch.active();
+        auto& streamed = t->transfer.stream;
+        if (stream) {
+            t->sink = stream->sink;
+            streamed.sink = &t->sink;
+            streamed.first_byte = stream->limits.first_byte;
+            streamed.idle = stream->limits.idle;
+        }
+        t->stream_watch.emplace(streamed);
+        t->touch_horizon = duration::zero();
+        const auto shorter = [&](std::chrono::milliseconds limit) {
+            if (limit == resil::timeouts::no_limit) return;
+            if (t->touch_horizon == duration::zero() || limit < t->touch_horizon) t->touch_horizon = limit;
+        };
+        shorter(t_limits.read);
+        shorter(streamed.first_byte);
+        shorter(streamed.idle);
 
         ++in_libcurl_;
         const CURLMcode added = curl_multi_add_handle(multi_, t->easy);
@@ -279,7 +318,7 @@ public:
             t->cancel_slot = slot;
             slot.template emplace<cancel_request>(this, t->index, generation);
         }
-        if (t->active && (t->ends_at != time_point::max() || t->read_watch.active())) watch_limits(*t);
+        if (t->active && (t->ends_at != time_point::max() || t->touch_horizon != duration::zero())) watch_limits(*t);
     }
 
     /// Ends the call on transfer `index` as cancelled, if it is still the
@@ -358,6 +397,14 @@ private:
             timer.cancel();
         } catch (...) {
         }
+    }
+
+    // A stream's sink and limits belong to one call.
+    static void forget_stream(async_transfer& t) noexcept {
+        auto& streamed = t.transfer.stream;
+        streamed.sink = nullptr;
+        streamed.first_byte = resil::timeouts::no_limit;
+        streamed.idle = resil::timeouts::no_limit;
     }
 
     void fail_start(async_transfer& t, async_completion* c) {
@@ -442,9 +489,12 @@ private:
         response_access::timings(r).total = std::chrono::duration_cast<duration>(t.now() - t.started);
         async_completion* c = t.completion;
         response done = std::move(r);
+        // What a stream's sink threw reaches the caller (client::stream rethrows it).
+        std::exception_ptr thrown = std::exchange(t.transfer.stream.thrown, nullptr);
+        forget_stream(t);
         --in_flight_;
         release(t);
-        c->complete(std::move(done));
+        c->complete(std::move(thrown), std::move(done));
     }
 
     // resil's limits of one transfer: the absolute end of the attempt on the
@@ -458,8 +508,15 @@ private:
         if (t.read_watch.active()) {
             if (t.read_watch.observe(now, t.bytes_at, t.easy, t.transfer, wait_ms))
                 return finish(t, transfer_end::read_timeout, CURLE_OPERATION_TIMEDOUT);
-            // Until the connection is up, the first send wakes the timer (on_touched).
-            t.wake_on_first_touch = !t.read_watch.connected;
+        }
+        if (t.stream_watch && t.stream_watch->active()) {
+            const auto& tr = t.transfer;
+            const auto fired = t.stream_watch->observe(now, t.bytes_at, tr.sends, tr.received - tr.header_bytes, wait_ms);
+            if (fired != stream_timer::none)
+                return finish(t,
+                              fired == stream_timer::first_byte ? transfer_end::first_byte_timeout
+                                                                : transfer_end::idle_timeout,
+                              CURLE_OPERATION_TIMEDOUT);
         }
         duration wait = milliseconds{wait_ms};
         if (t.ends_at != time_point::max()) wait = std::min<duration>(wait, t.ends_at - now);
@@ -486,18 +543,15 @@ private:
     }
 
     // A callback saw a byte or a send (capture.hpp): the read timer's stamp.
+    // A silence counts from here, so the timer must look again within the
+    // shortest limit a byte restarts (a pending wait that comes sooner does).
     static void on_touched(void* p) noexcept {
         auto& t = *static_cast<async_transfer*>(p);
-        if (!t.read_watch.active() || !t.clock) return;
+        if (t.touch_horizon == duration::zero() || !t.clock || !t.active) return;
         t.bytes_at = t.now();
-        if (t.wake_on_first_touch) {
-            // The connection is up: the silence counts from here, so the
-            // timer must look again within the limit.
-            t.wake_on_first_touch = false;
-            try {
-                t.owner->arm(t, t.read_watch.limit);
-            } catch (...) {  // the periodic check still comes
-            }
+        try {
+            t.owner->arm(t, t.touch_horizon);
+        } catch (...) {  // the periodic check still comes
         }
     }
 
