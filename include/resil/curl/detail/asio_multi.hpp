@@ -376,7 +376,11 @@ private:
             if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
                 asio::cancellation_type::none)
                 return;
-            owner->cancel(index, generation, cancelled_by_slot);
+            // Posted, not done here: ending the call clears the slot, which
+            // must not happen inside the signal's emit (it frees this handler).
+            // The removal runs on the executor's next turn.
+            auto self = owner->shared_from_this();
+            asio::post(owner->ex_, [self, i = index, g = generation] { self->cancel(i, g, cancelled_by_slot); });
         }
     };
     friend struct async_transfer::stop_request;
@@ -530,7 +534,10 @@ private:
     void arm(async_transfer& t, duration wait) {
         const auto at = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
         if (t.timer_pending && t.timer.expiry() <= at) return;
-        const std::uint64_t g = ++t.timer_generation;
+        // Unique across transfers: a freed transfer's aborted wait never
+        // passes for the wait of the one that takes its index.
+        const std::uint64_t g = ++wait_generation_;
+        t.timer_generation = g;
         t.timer.expires_at(at);
         t.timer_pending = true;
         t.timer.async_wait([self = shared_from_this(), index = t.index, g](const asio::error_code& ec) {
@@ -718,6 +725,7 @@ private:
     std::uint64_t timer_generation_ = 0;
     std::unordered_map<curl_socket_t, std::unique_ptr<socket_entry>> sockets_;
     std::uint64_t socket_generation_ = 0;
+    std::uint64_t wait_generation_ = 0;  ///< of the transfers' timer waits
     std::vector<std::unique_ptr<async_transfer>> slots_;
     std::vector<std::uint64_t> generations_;  ///< per slot index, outliving the slot
     std::vector<std::uint32_t> idle_;         ///< pooled transfers ready for a call
