@@ -44,7 +44,9 @@
 // to a sink chunk by chunk, retried only while no byte has reached it
 // (streaming.hpp; an event stream: sse_stream.hpp).
 //
-// Where the pieces live: options and their validation (options.hpp), the
+// Where the pieces live: options and their validation (options.hpp), steps
+// 1 and 2 and the read-inactivity timer (detail/attempt.hpp, shared with the
+// asynchronous client, async_client.hpp), the
 // easy handle's set-up (detail/setup.hpp), libcurl's callbacks
 // (detail/capture.hpp), the transfer loop (detail/blocking_transfer.hpp) and
 // what an ended transfer comes to (detail/transfer_result.hpp); TLS, proxy,
