@@ -156,6 +156,7 @@ struct async_transfer : easy_state {
     duration touch_horizon{};
     std::uint64_t timer_generation = 0;
     bool timer_pending = false;  ///< a wait of `timer` is still to complete
+    std::uint64_t touched_in_run = 0;  ///< the run of libcurl (asio_multi::runs_) that last stamped bytes_at
     asio::steady_timer timer;
 
     struct stop_request {
@@ -552,9 +553,13 @@ private:
     // A callback saw a byte or a send (capture.hpp): the read timer's stamp.
     // A silence counts from here, so the timer must look again within the
     // shortest limit a byte restarts (a pending wait that comes sooner does).
+    // Once per transfer per run of libcurl: the header lines and chunks one
+    // socket_action delivers arrive at the same moment, for these limits.
     static void on_touched(void* p) noexcept {
         auto& t = *static_cast<async_transfer*>(p);
         if (t.touch_horizon == duration::zero() || !t.clock || !t.active) return;
+        if (t.touched_in_run == t.owner->runs_) return;
+        t.touched_in_run = t.owner->runs_;
         t.bytes_at = t.now();
         try {
             t.owner->arm(t, t.touch_horizon);
@@ -690,6 +695,7 @@ private:
     }
 
     void act(curl_socket_t s, int events) {
+        ++runs_;
         int running = 0;
         ++in_libcurl_;
         const CURLMcode rc = curl_multi_socket_action(multi_, s, events, &running);
@@ -726,6 +732,7 @@ private:
     std::unordered_map<curl_socket_t, std::unique_ptr<socket_entry>> sockets_;
     std::uint64_t socket_generation_ = 0;
     std::uint64_t wait_generation_ = 0;  ///< of the transfers' timer waits
+    std::uint64_t runs_ = 0;             ///< calls of curl_multi_socket_action so far
     std::vector<std::unique_ptr<async_transfer>> slots_;
     std::vector<std::uint64_t> generations_;  ///< per slot index, outliving the slot
     std::vector<std::uint32_t> idle_;         ///< pooled transfers ready for a call
