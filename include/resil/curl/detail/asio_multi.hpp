@@ -319,7 +319,14 @@ public:
             t->cancel_slot = slot;
             slot.template emplace<cancel_request>(this, t->index, generation);
         }
-        if (t->active && (t->ends_at != time_point::max() || t->touch_horizon != duration::zero())) watch_limits(*t);
+        // Nothing has happened yet: the first look comes within a second, or
+        // at the end of the attempt, or within a limit after the first byte
+        // or send (on_touched).
+        if (t->active && (t->ends_at != time_point::max() || t->touch_horizon != duration::zero())) {
+            duration first_look = std::chrono::seconds{1};
+            if (t->ends_at != time_point::max()) first_look = std::min<duration>(first_look, t->ends_at - t->started);
+            arm(*t, first_look);
+        }
     }
 
     /// Ends the call on transfer `index` as cancelled, if it is still the
