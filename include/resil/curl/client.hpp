@@ -44,7 +44,9 @@
 // to a sink chunk by chunk, retried only while no byte has reached it
 // (streaming.hpp; an event stream: sse_stream.hpp).
 //
-// Where the pieces live: options and their validation (options.hpp), the
+// Where the pieces live: options and their validation (options.hpp), steps
+// 1 and 2 and the read-inactivity timer (detail/attempt.hpp, shared with the
+// asynchronous client, async_client.hpp), the
 // easy handle's set-up (detail/setup.hpp), libcurl's callbacks
 // (detail/capture.hpp), the transfer loop (detail/blocking_transfer.hpp) and
 // what an ended transfer comes to (detail/transfer_result.hpp); TLS, proxy,
@@ -80,6 +82,7 @@
 #if RESIL_DETAIL_BODIES
 // The transfer itself, needed only where the bodies are compiled
 // (detail/platform.hpp).
+#include "detail/attempt.hpp"
 #include "detail/blocking_transfer.hpp"
 #include "detail/setup.hpp"
 #endif
@@ -232,18 +235,6 @@ private:
             "reference or pointer kept from another thread");
     }
 
-    [[noreturn]] RESIL_DETAIL_COLD static void throw_empty_key(std::string_view header) {
-        throw std::invalid_argument(resil::detail::concat(
-            {"resil::curl::client: the request's ", header,
-             " header is empty; give it a key or leave the header out (the client then adds the operation's key)"}));
-    }
-
-    [[noreturn]] RESIL_DETAIL_COLD static void throw_negative(const char* which, std::chrono::milliseconds v) {
-        throw std::invalid_argument(resil::detail::concat({"resil::curl::client: the context's ", which,
-                                                           " timeout is negative (", std::to_string(v.count()),
-                                                           " ms)"}));
-    }
-
     // Steps 1 to 3 of the banner for one attempt, filling `r` (first made
     // blank). Defined below; with RESIL_SEPARATE_COMPILATION it is compiled
     // once, for resil's own clocks (resil/curl/separate_compilation.hpp).
@@ -273,30 +264,6 @@ private:
         if (auto thrown = std::exchange(s.transfer.stream.thrown, nullptr)) std::rethrow_exception(thrown);
     }
 
-    static void check_not_negative(const resil::timeouts& t) {
-        using std::chrono::milliseconds;
-        if (t.connect < milliseconds::zero()) throw_negative("connect", t.connect);
-        if (t.read < milliseconds::zero()) throw_negative("read", t.read);
-        if (t.total < milliseconds::zero()) throw_negative("total", t.total);
-    }
-
-    // A key field's value without its white space and RFC 9651 quotes.
-    static std::string_view unquote(std::string_view value) noexcept {
-        value = detail::trim_ows(value);
-        if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-        return detail::trim_ows(value);
-    }
-
-    static std::optional<idempotency_key> parse_key(std::string_view value) noexcept {
-        return idempotency_key::parse(unquote(value));
-    }
-
-    static void not_started(response& r, transport_status why, CURLcode code) noexcept {
-        detail::response_access::transport(r) = why;
-        detail::response_access::code(r) = code;
-        detail::response_access::may_have_reached(r) = false;
-    }
-
     client_options options_;
     std::unique_ptr<detail::handles> state_;
 };
@@ -313,41 +280,11 @@ RESIL_DECL client::~client() = default;
 template <resil::clock Clock>
 void client::attempt(detail::handles& s, const request& req, basic_context<Clock>& ctx, response& r) {
     detail::response_access::clear(r);
-
-    // 1. Idempotency. The operation's key is sent with a non-idempotent
-    //    request; whether this attempt may be repeated is judged from this
-    //    request (not from earlier requests on the same context), and a key
-    //    counts only when it was sent.
-    const idempotency_key* key = nullptr;
-    bool keyed = false;
-    if (const auto own = req.header(options_.idempotency_key_header)) {
-        // The caller's own key is sent as is (the context holds it too when
-        // it is a UUID). A blank one would pass for a key and let an
-        // unsafe request be retried with nothing to deduplicate it.
-        if (unquote(*own).empty()) throw_empty_key(options_.idempotency_key_header);
-        keyed = true;
-        if (auto parsed = parse_key(*own))
-            if (!ctx.has_idempotency_key()) ctx.set_idempotency_key(*parsed);
-    } else if (options_.idempotency_key != key_header_format::none &&
-               (!req.idempotent() || ctx.has_idempotency_key())) {
-        key = &ctx.idempotency_key();
-        keyed = true;
-    }
-    if (req.idempotent()) ctx.mark_idempotent();
-    const bool repeatable = req.idempotent() || keyed;
-    ctx.mark_repeatable(repeatable);
-
-    // 2. The attempt's limits: the context's, clamped to the deadline from
-    //    one clock reading, within the client's own.
-    check_not_negative(ctx.timeouts());
-    r.set_request_traits(keyed, repeatable);
-    if (ctx.stop_requested()) return not_started(r, transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK);
-    auto limits = ctx.limits_for_attempt();
-    if (!limits) return not_started(r, transport_status::deadline_exceeded, CURLE_OPERATION_TIMEDOUT);
-    limits->timeouts = limits->timeouts.tightened_by(options_.limits);
-
+    // 1 and 2: the key and the limits (detail/attempt.hpp, shared with async_client).
+    const auto plan = detail::attempt_prelude::prepare(req, ctx, options_, r, "resil::curl::client");
+    if (!plan) return;
     // 3. The transfer.
-    detail::blocking_transfer::run(s, req, *limits, ctx.clock(), key, ctx.stop_token(), options_, r);
+    detail::blocking_transfer::run(s, req, plan->limits, ctx.clock(), plan->key, ctx.stop_token(), options_, r);
 }
 #endif
 

@@ -26,6 +26,7 @@
 #include "../request.hpp"
 #include "../response.hpp"
 #include "../../detail/platform.hpp"
+#include "attempt.hpp"
 #include "capture.hpp"
 #include "handles.hpp"
 #include "setup.hpp"
@@ -56,28 +57,6 @@ struct blocking_transfer {
         }
     };
 
-    // libcurl refused an option, so nothing is sent: one cold function for
-    // every checked setopt (detail/platform.hpp), not inlined into run.
-    RESIL_DETAIL_COLD static void refused(response& r, CURLcode result, const char* option) {
-        A::transport(r) = transport_status::invalid_request;
-        A::code(r) = result;
-        A::may_have_reached(r) = false;
-        // Written into the response's own buffer, which a reused response keeps.
-        auto& error = A::error(r);
-        error = "libcurl refused ";
-        error += option;
-        error += ": ";
-        error += curl_easy_strerror(result);
-    }
-
-    /// `started + total`, or time_point::max() where that overflows (a
-    /// limit of centuries in nanoseconds): such a limit never ends the attempt.
-    [[nodiscard]] static time_point saturating_end(time_point started, std::chrono::milliseconds total) noexcept {
-        const auto room = std::chrono::floor<std::chrono::milliseconds>(time_point::max() - started);
-        if (total >= room) return time_point::max();
-        return started + total;
-    }
-
     /// Sends `req` under `limits` (computed at `limits.started` on `clock`)
     /// and fills `r` with what happened.
     template <resil::clock Clock>
@@ -88,11 +67,7 @@ struct blocking_transfer {
         const resil::timeouts& t = limits.timeouts;
         CURL* e = s.easy;
         CURLM* m = s.multi;
-        s.error[0] = '\0';
-
-        const auto set = setup::request_options(s, req, t, key, r.repeatable(), options);
-        if (set.result != CURLE_OK) return refused(r, set.result, set.failed);
-        s.fresh_connection_next = false;
+        if (!transfer_begin::prepare(s, req, t, key, options, r)) return;
 
         // Wakes curl_multi_poll when the stop token fires (from any thread).
         // With a token that can never fire, this registers nothing.
@@ -116,14 +91,12 @@ struct blocking_transfer {
         const attached in_multi{m, e, s.transfer};
 
         transfer_end end = transfer_end::finished;
-        const bool read_limited = t.read != resil::timeouts::no_limit;
         const bool total_limited = t.total != resil::timeouts::no_limit;
-        const time_point ends_at = total_limited ? saturating_end(limits.started, t.total) : time_point::max();
+        const time_point ends_at =
+            total_limited ? transfer_begin::saturating_end(limits.started, t.total) : time_point::max();
         const time_point started = clock.now();
-        time_point last_activity = started;
-        bool connected = false;
-        std::size_t last_received = 0;
-        curl_off_t last_uploaded = 0;
+        read_idle_watch read_watch{t.read, started};
+        const bool read_limited = read_watch.active();
         // A stream's first-byte and idle limits (detail/stream.hpp), on the same clock.
         stream_timers stream_timer_state(s.transfer.stream);
         const bool stream_timed = stream_timer_state.active();
@@ -150,27 +123,9 @@ struct blocking_transfer {
                 const auto left = std::chrono::floor<milliseconds>(ends_at - now).count();
                 wait_ms = static_cast<int>(std::min<milliseconds::rep>(left, wait_ms));
             }
-            if (read_limited) {
-                // Inactivity counts from the connection on (connecting is the
-                // connect limit's business); any byte in or out restarts it.
-                curl_off_t uploaded = 0;
-                curl_easy_getinfo(e, CURLINFO_SIZE_UPLOAD_T, &uploaded);
-                if (!connected) {
-                    curl_off_t pretransfer = 0;
-                    long request_size = 0;
-                    curl_easy_getinfo(e, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
-                    curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &request_size);
-                    connected = pretransfer > 0 || request_size > 0 || s.transfer.received > 0;
-                    if (connected) last_activity = now;
-                } else if (s.transfer.received != last_received || uploaded != last_uploaded) {
-                    last_activity = now;
-                }
-                last_received = s.transfer.received;
-                last_uploaded = uploaded;
-                if (connected && limit_reached(now - last_activity, t.read, wait_ms)) {
-                    end = transfer_end::read_timeout;
-                    break;
-                }
+            if (read_limited && read_watch.observe(now, now, e, s.transfer, wait_ms)) {
+                end = transfer_end::read_timeout;
+                break;
             }
             if (stream_timed) {
                 const auto& tr = s.transfer;

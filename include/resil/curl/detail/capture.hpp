@@ -63,6 +63,12 @@ struct transfer_state {
     // Set once per handle (setup::configure), kept across transfers.
     CURL* easy = nullptr;               ///< asked, when libcurl is about to send, how many connections it opened
     const char* error_text = nullptr;   ///< the handle's CURLOPT_ERRORBUFFER
+    /// Called with `touched_by` at each header line, body chunk and send,
+    /// by a driver that times silences from the callbacks themselves (the
+    /// asynchronous client); null for the blocking loop, which looks after
+    /// every poll.
+    void (*touched)(void*) noexcept = nullptr;
+    void* touched_by = nullptr;
     /// The connection the last HTTP/2 response came over: a resend after a
     /// send on it can only be a refused stream (see may_send).
     struct connection_id {
@@ -119,6 +125,7 @@ struct capture {
     /// One header line as libcurl delivers it (terminator included). Returns
     /// false when the transfer must stop (a limit, or no memory).
     static bool header_line(transfer_state& t, std::string_view line) noexcept {
+        if (t.touched) t.touched(t.touched_by);
         t.received += line.size();
         t.header_bytes += line.size();
         if (t.header_bytes > t.max_header_bytes) {
@@ -174,6 +181,7 @@ struct capture {
 
     /// One chunk of the body. Returns false when the transfer must stop.
     static bool body_bytes(transfer_state& t, std::string_view data) noexcept {
+        if (t.touched) t.touched(t.touched_by);
         t.received += data.size();
         // A streamed 2xx body goes to the sink, never into the response;
         // any other status is kept as usual, for the classifier.
@@ -215,6 +223,7 @@ struct capture {
     /// libcurl turns it into a GET; otherwise the 3xx ends the transfer as
     /// its answer (redirect_refused).
     static bool may_send(transfer_state& t, const char* primary_ip, long primary_port, long local_port) noexcept {
+        if (t.touched) t.touched(t.touched_by);
         long connects = 0;
         if (t.easy) curl_easy_getinfo(t.easy, CURLINFO_NUM_CONNECTS, &connects);
         const bool first = t.sends == 0;

@@ -55,12 +55,15 @@ struct applied_options {
     void forget() { *this = applied_options{}; }
 };
 
-/// The easy and multi handles of one client and the buffers reused by every
-/// transfer, so that a transfer allocates nothing of its own; with a response
-/// reused (client::perform into one, client::recycle), nothing at all.
-struct handles {
+/// One easy handle and the buffers reused by every transfer it runs, so that
+/// a transfer allocates nothing of its own: what the transfer set-up
+/// (setup.hpp), the callbacks (capture.hpp) and the reading of an ended
+/// transfer (transfer_result.hpp) work on, whichever loop drives it (the
+/// blocking client's own multi handle, or the asynchronous client's shared
+/// one, resil/curl/async_client.hpp). Never moved: libcurl keeps pointers
+/// into it.
+struct easy_state {
     CURL* easy = nullptr;
-    CURLM* multi = nullptr;
     transfer_state transfer{};
     applied_options applied{};
     std::vector<curl_slist> header_nodes;
@@ -69,40 +72,58 @@ struct handles {
     std::string key_line;
     std::array<char, 48> timeout_line{};
     std::array<char, CURL_ERROR_SIZE> error{};
-    std::atomic<bool> busy{false};
-    /// The buffers of the response last given back (client::recycle), which
-    /// the next response returned by value is built in.
-    response spare = response_access::blank();
     /// The next transfer opens a new connection: the server asked for
     /// another one (421 Misdirected Request) or dropped this one (408).
     bool fresh_connection_next = false;
     /// The connection options' lists and buffers, and the shared cache held.
     connection_state connections{};
 
-    handles() {
+    easy_state() {
         ensure_curl_initialised();
         easy = curl_easy_init();
+        if (!easy) throw_no_handles();
+        header_nodes.reserve(16);
+    }
+    easy_state(const easy_state&) = delete;
+    easy_state& operator=(const easy_state&) = delete;
+    ~easy_state() { release_easy(); }
+
+protected:
+    [[noreturn]] RESIL_DETAIL_COLD static void throw_no_handles() {
+        throw std::runtime_error("resil::curl::client: libcurl could not create its handles");
+    }
+
+    void release_easy() noexcept {
+        if (easy) curl_easy_cleanup(easy);
+        easy = nullptr;
+    }
+};
+
+/// The easy and multi handles of one blocking client: its one easy handle
+/// and the multi handle that drives it on the calling thread.
+struct handles : easy_state {
+    CURLM* multi = nullptr;
+    std::atomic<bool> busy{false};
+    /// The buffers of the response last given back (client::recycle), which
+    /// the next response returned by value is built in.
+    response spare = response_access::blank();
+
+    handles() {
         multi = curl_multi_init();
-        if (!easy || !multi) {
+        if (!multi) {
             release();
             throw_no_handles();
         }
-        header_nodes.reserve(16);
     }
     handles(const handles&) = delete;
     handles& operator=(const handles&) = delete;
     ~handles() { release(); }
 
 private:
-    [[noreturn]] RESIL_DETAIL_COLD static void throw_no_handles() {
-        throw std::runtime_error("resil::curl::client: libcurl could not create its handles");
-    }
-
     void release() noexcept {
         // The easy handle first: the connection cache belongs to the multi handle.
-        if (easy) curl_easy_cleanup(easy);
+        release_easy();
         if (multi) curl_multi_cleanup(multi);
-        easy = nullptr;
         multi = nullptr;
     }
 };

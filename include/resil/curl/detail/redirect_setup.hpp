@@ -23,7 +23,7 @@ struct redirect_setup {
     /// the 3xx is its answer. One to an https:// URL follows https:// only,
     /// unless redirects.allow_https_to_http.
     template <class Setter>
-    static void request_options(handles& s, const request& req, bool repeatable, const client_options& options,
+    static void request_options(easy_state& s, const request& req, bool repeatable, const client_options& options,
                                 Setter& set) {
         const auto& m = req.method();
         const bool follow = options.redirects.max > 0 && repeatable;

@@ -48,7 +48,7 @@ struct setup {
     }
 
     /// The options of a new easy handle that never change.
-    static void configure(handles& s, const client_options& options) {
+    static void configure(easy_state& s, const client_options& options) {
         CURL* e = s.easy;
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for DNS timeouts: threads stay safe
 #if LIBCURL_VERSION_NUM >= 0x075700
@@ -123,7 +123,7 @@ struct setup {
         }
     };
 
-    static void set_method(handles& s, const request& req, option_setter& set) {
+    static void set_method(easy_state& s, const request& req, option_setter& set) {
         auto& a = s.applied;
         const std::string& m = req.method();
         if (a.method_set && a.method == m && a.has_body == req.has_body() &&
@@ -154,7 +154,7 @@ struct setup {
         a.method_set = true;
     }
 
-    static void set_url_and_timeouts(handles& s, const request& req, const resil::timeouts& t,
+    static void set_url_and_timeouts(easy_state& s, const request& req, const resil::timeouts& t,
                                      option_setter& set) {
         auto& a = s.applied;
         if (a.url != req.url()) {
@@ -177,7 +177,7 @@ struct setup {
 
     // Points libcurl's header list at the request's own lines and the
     // client's buffers: no copy, no allocation once the node vector has grown.
-    static void set_headers(handles& s, const request& req, const resil::timeouts& t, const idempotency_key* key,
+    static void set_headers(easy_state& s, const request& req, const resil::timeouts& t, const idempotency_key* key,
                             const client_options& options, option_setter& set) {
         auto& nodes = s.header_nodes;
         nodes.clear();
@@ -222,7 +222,7 @@ struct setup {
     /// refused is in the result (then nothing may be sent, and every option
     /// is set anew next time: what libcurl holds is no longer known).
     /// `repeatable`: the request is idempotent or keyed (redirect_setup).
-    static option_setter request_options(handles& s, const request& req, const resil::timeouts& t,
+    static option_setter request_options(easy_state& s, const request& req, const resil::timeouts& t,
                                          const idempotency_key* key, bool repeatable,
                                          const client_options& options) {
         option_setter set{s.easy};

@@ -105,14 +105,21 @@ struct stream_timers {
     /// `wait_ms` to the time left on the running one (rounded up: waking a
     /// little late is fine, early only loops).
     stream_timer observe(time_point now, unsigned sends, std::size_t body, int& wait_ms) noexcept {
+        return observe(now, now, sends, body, wait_ms);
+    }
+
+    /// As above, where `seen` is when the transfer's callbacks last saw a
+    /// byte or a send, for a driver that knows it more exactly than `now`
+    /// (the asynchronous client looks only when its timer fires).
+    stream_timer observe(time_point now, time_point seen, unsigned sends, std::size_t body, int& wait_ms) noexcept {
         if (!sent && sends > 0) {
             sent = true;
-            sent_at = now;
+            sent_at = seen;
         }
         if (body != last_body) {
             body_started = true;
             last_body = body;
-            last_body_at = now;
+            last_body_at = seen;
         }
         if (!body_started) {
             if (sent && first_byte != resil::timeouts::no_limit && limit_reached(now - sent_at, first_byte, wait_ms))

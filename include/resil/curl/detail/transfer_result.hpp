@@ -35,7 +35,7 @@ struct transfer_result {
 
     /// Reads what libcurl knows of the ended transfer into `r` and names its
     /// outcome. `code`: libcurl's result when the transfer finished on its own.
-    static void read(handles& s, response& r, transfer_end end, CURLcode code, const client_options& options) {
+    static void read(easy_state& s, response& r, transfer_end end, CURLcode code, const client_options& options) {
         CURL* e = s.easy;
         const auto& t = s.transfer;
         long status = 0;
@@ -148,7 +148,7 @@ struct transfer_result {
     // libcurl refused the Location's scheme before connecting to it: an
     // https:// request redirected to http:// (redirects.allow_https_to_http
     // off), or to a scheme other than http(s). A failure path: may allocate.
-    RESIL_DETAIL_COLD static void disallowed_redirect(const handles& s, response& r, CURLcode code) {
+    RESIL_DETAIL_COLD static void disallowed_redirect(const easy_state& s, response& r, CURLcode code) {
         A::transport(r) = transport_status::invalid_request;
         A::code(r) = code;
         std::string& error = A::error(r);
@@ -180,7 +180,7 @@ struct transfer_result {
 
     // The response's HTTP version; an HTTP/2 connection is remembered, so a
     // resend after a send on it is known to be a refused stream (capture::may_send).
-    static void read_http_version(handles& s, response& r) noexcept {
+    static void read_http_version(easy_state& s, response& r) noexcept {
         long version = 0;
         curl_easy_getinfo(s.easy, CURLINFO_HTTP_VERSION, &version);
         switch (version) {

@@ -1,0 +1,295 @@
+// Many GETs in flight to a local nginx, side by side in one run:
+//   baseline_raw_multi_64    one thread, a raw curl_multi loop (curl_multi_perform
+//                            and curl_multi_poll) keeping 64 transfers in flight, the baseline
+//   resil_async_64           one thread, resil::curl::async_client on an
+//                            io_context keeping 64 calls in flight (each with a
+//                            context and the timeout triad, responses recycled)
+//   resil_blocking_8_threads 8 threads, each with its own resil::curl::client,
+//                            one call after another
+// An iteration is a batch of 512 GETs; the rate is GETs per second. Each
+// kind runs in 5 interleaved rounds; the summary gives the medians over
+// rounds and the ratios to the raw multi loop (goals: the async client at
+// ≥ 0.95× the raw loop, and ≥ 1.0× the 8 blocking threads with one thread).
+//
+// The benchmark starts nginx itself (tests/support/nginx_server.hpp) and skips
+// with a message when nginx, libcurl or Asio is missing.
+#include "bench_support.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+
+#if RESIL_BENCH_HAVE_CURL && RESIL_BENCH_HAVE_ASIO
+
+#include <curl/curl.h>
+
+#include <asio/io_context.hpp>
+#include <resil/curl.hpp>
+#include <resil/curl/async_client.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../tests/support/nginx_server.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+std::unique_ptr<resil_test::nginx_server> nginx;
+std::string url;
+constexpr int rounds = 5;
+constexpr int batch = 512;
+constexpr int in_flight = 64;
+constexpr int threads = 8;
+
+// GETs per second of each kind's rounds.
+std::map<std::string, std::vector<double>> rates;
+
+void record(benchmark::State& state, const std::string& kind, steady::duration elapsed, std::uint64_t before) {
+    const double rate =
+        static_cast<double>(state.iterations()) * batch / std::chrono::duration<double>(elapsed).count();
+    state.counters["req/s"] = rate;
+    resil_bench::report_allocations(state, before);
+    rates[kind].push_back(rate);  // the last run of a benchmark function is the one kept
+}
+
+double median(const std::string& kind) {
+    auto v = rates[kind];
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+std::size_t discard(char*, std::size_t size, std::size_t count, void*) { return size * count; }
+
+void raw_multi(benchmark::State& state, const std::string& kind) {
+    CURLM* multi = curl_multi_init();
+    std::vector<CURL*> easies;
+    for (int i = 0; i < in_flight; ++i) {
+        CURL* e = curl_easy_init();
+        curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &discard);
+        easies.push_back(e);
+    }
+    bool failed = false;
+    const auto run_batch = [&] {
+        int started = 0;
+        int done = 0;
+        for (CURL* e : easies) {
+            curl_multi_add_handle(multi, e);
+            ++started;
+        }
+        while (done < batch) {
+            int running = 0;
+            curl_multi_perform(multi, &running);
+            int queued = 0;
+            while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+                if (msg->msg != CURLMSG_DONE) continue;
+                CURL* e = msg->easy_handle;
+                long status = 0;
+                curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+                failed = failed || msg->data.result != CURLE_OK || status != 200;
+                curl_multi_remove_handle(multi, e);
+                ++done;
+                if (started < batch) {
+                    curl_multi_add_handle(multi, e);
+                    ++started;
+                }
+            }
+            if (done < batch) curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+        }
+    };
+    run_batch();  // connects outside the measurement, as the others do
+    const auto before = resil_bench::allocations.load();
+    const auto t0 = steady::now();
+    for (auto _ : state) {
+        run_batch();
+        if (failed) {
+            state.SkipWithError("raw multi: a request failed");
+            break;
+        }
+    }
+    record(state, kind, steady::now() - t0, before);
+    for (CURL* e : easies) curl_easy_cleanup(e);
+    curl_multi_cleanup(multi);
+}
+
+void resil_async(benchmark::State& state, const std::string& kind) {
+    asio::io_context io;
+    resil::curl::async_client http(io);
+    const auto req = resil::curl::request::get(url);
+    std::vector<resil::context> contexts(in_flight);
+    bool failed = false;
+    int started = 0;
+    int done = 0;
+    // Each completion starts the next call on its context, as a server's
+    // handlers would: 64 in flight until the batch is out.
+    struct next_call {
+        resil::curl::async_client* http;
+        const resil::curl::request* req;
+        resil::context* ctx;
+        int* started;
+        int* done;
+        bool* failed;
+        void start() const {
+            ++*started;
+            *ctx = resil::context{};
+            ctx->set_timeouts({.connect = 1s, .read = 1s, .total = 2s});
+            http->async_perform(*req, *ctx, *this);
+        }
+        void operator()(resil::curl::response r) const {
+            ++*done;
+            *failed = *failed || !r.ok();
+            http->recycle(std::move(r));
+            if (*started < batch) start();
+        }
+    };
+    const auto run_batch = [&] {
+        started = 0;
+        done = 0;
+        for (auto& ctx : contexts) next_call{&http, &req, &ctx, &started, &done, &failed}.start();
+        // The io_context stops whenever it runs out of work (between batches).
+        while (done < batch) {
+            if (io.stopped()) io.restart();
+            io.run_one();
+        }
+    };
+    run_batch();
+    const auto before = resil_bench::allocations.load();
+    const auto t0 = steady::now();
+    for (auto _ : state) {
+        run_batch();
+        if (failed) {
+            state.SkipWithError("resil async client: a request failed");
+            break;
+        }
+    }
+    record(state, kind, steady::now() - t0, before);
+}
+
+void resil_blocking_threads(benchmark::State& state, const std::string& kind) {
+    // Threads made once per run; each batch hands each thread its share.
+    std::mutex m;
+    std::condition_variable cv;
+    int generation = 0;
+    int finished = 0;
+    bool stop = false;
+    std::atomic<bool> failed{false};
+    std::vector<std::thread> workers;
+    for (int i = 0; i < threads; ++i)
+        workers.emplace_back([&] {
+            resil::curl::client http;
+            const auto req = resil::curl::request::get(url);
+            auto r = http.perform(req);
+            int seen = 0;
+            for (;;) {
+                {
+                    std::unique_lock lock(m);
+                    cv.wait(lock, [&] { return stop || generation != seen; });
+                    if (stop) return;
+                    seen = generation;
+                }
+                for (int n = 0; n < batch / threads; ++n) {
+                    resil::context ctx;
+                    ctx.set_timeouts({.connect = 1s, .read = 1s, .total = 2s});
+                    http.perform(req, ctx, r);
+                    if (!r.ok()) failed = true;
+                }
+                {
+                    std::lock_guard lock(m);
+                    ++finished;
+                }
+                cv.notify_all();
+            }
+        });
+    const auto run_batch = [&] {
+        std::unique_lock lock(m);
+        finished = 0;
+        ++generation;
+        cv.notify_all();
+        cv.wait(lock, [&] { return finished == threads; });
+    };
+    run_batch();
+    const auto before = resil_bench::allocations.load();
+    const auto t0 = steady::now();
+    for (auto _ : state) {
+        run_batch();
+        if (failed) {
+            state.SkipWithError("resil blocking clients: a request failed");
+            break;
+        }
+    }
+    record(state, kind, steady::now() - t0, before);
+    {
+        std::lock_guard lock(m);
+        stop = true;
+    }
+    cv.notify_all();
+    for (auto& w : workers) w.join();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    try {
+        nginx = std::make_unique<resil_test::nginx_server>(R"(location /ok { return 200 "hello\n"; })");
+    } catch (const std::exception& e) {
+        std::printf("bench_curl_async: skipped: %s\n", e.what());
+        return 0;
+    }
+    url = nginx->url("/ok");
+    for (int round = 1; round <= rounds; ++round) {
+        const auto suffix = "/round:" + std::to_string(round);
+        benchmark::RegisterBenchmark(("get64/baseline_raw_multi_64" + suffix).c_str(), raw_multi,
+                                     std::string("baseline_raw_multi_64"))
+            ->UseRealTime()
+            ->MinTime(0.3);
+        benchmark::RegisterBenchmark(("get64/resil_async_64" + suffix).c_str(), resil_async,
+                                     std::string("resil_async_64"))
+            ->UseRealTime()
+            ->MinTime(0.3);
+        benchmark::RegisterBenchmark(("get64/resil_blocking_8_threads" + suffix).c_str(), resil_blocking_threads,
+                                     std::string("resil_blocking_8_threads"))
+            ->UseRealTime()
+            ->MinTime(0.3);
+    }
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    if (!rates["baseline_raw_multi_64"].empty()) {
+        const double raw = median("baseline_raw_multi_64");
+        const double async = median("resil_async_64");
+        const double blocking = median("resil_blocking_8_threads");
+        std::printf("\nGETs to a local nginx, batches of %d; medians of %d interleaved rounds\n", batch, rounds);
+        std::printf("  %-28s %9.0f req/s\n", "baseline_raw_multi_64", raw);
+        std::printf("  %-28s %9.0f req/s  %.3fx raw multi, %.3fx 8 blocking threads\n", "resil_async_64", async,
+                    async / raw, blocking > 0 ? async / blocking : 0.0);
+        std::printf("  %-28s %9.0f req/s  %.3fx raw multi\n", "resil_blocking_8_threads", blocking, blocking / raw);
+    }
+    nginx.reset();
+    return 0;
+}
+
+#else  // no libcurl or Asio: nothing to compare
+
+int main() {
+    std::printf("bench_curl_async: skipped: libcurl or standalone Asio was not found at configure time\n");
+    return 0;
+}
+
+#endif

@@ -1,0 +1,764 @@
+// resil/curl/detail/asio_multi.hpp — libcurl's multi handle driven by an
+// Asio executor (the asynchronous client, resil/curl/async_client.hpp):
+// CURLMOPT_SOCKETFUNCTION watches libcurl's sockets with Asio descriptors,
+// CURLMOPT_TIMERFUNCTION sets one steady_timer, and each transfer is a
+// pooled easy_state with its own timer for resil's limits.
+//
+// The rules it keeps (from libcurl's documentation and source, 7.88):
+//  - libcurl is never called from inside one of its callbacks: the timer
+//    callback only sets the timer (even for 0 ms), removals asked for while
+//    libcurl runs are posted;
+//  - an Asio descriptor never closes a socket: libcurl closes its own, the
+//    close-socket callback releases the descriptor first (the authoritative
+//    "socket gone" signal), CURL_POLL_REMOVE releases it too (the threaded
+//    resolver's socketpair never reaches the close callback);
+//  - completions of waits that outlived their socket, timer or transfer are
+//    recognised by generation counters and ignored;
+//  - a transfer's completion is posted, never run inside this code, so a
+//    handler may start calls or destroy the client.
+#pragma once
+
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_allocator.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/cancellation_type.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/recycling_allocator.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../../clock.hpp"
+#include "../../context.hpp"
+#include "../options.hpp"
+#include "../request.hpp"
+#include "../response.hpp"
+#include "attempt.hpp"
+#include "capture.hpp"
+#include "handles.hpp"
+#include "setup.hpp"
+#include "stream.hpp"
+#include "transfer_result.hpp"
+#include "../streaming.hpp"
+
+namespace resil::curl::detail {
+
+/// A completion handler behind a virtual call: the client's state does not
+/// depend on the handler's type. Allocated with the handler's associated
+/// allocator (Asio's recycling allocator by default: a per-thread cache).
+struct async_completion {
+    /// Posts the handler with `r` (and `thrown`, for a handler that takes
+    /// it: a stream's sink threw) to its executor and frees this object.
+    virtual void complete(std::exception_ptr thrown, response&& r) = 0;
+    void complete(response&& r) { complete(nullptr, std::move(r)); }
+
+protected:
+    ~async_completion() = default;
+};
+
+/// A streamed call's sink and limits, for the transfer that runs it.
+struct stream_call {
+    sink_ref sink;
+    stream_options limits;
+};
+
+template <class Handler, class Executor, bool WithError>
+class async_completion_for final : public async_completion {
+public:
+    using allocator_type = typename std::allocator_traits<
+        asio::associated_allocator_t<Handler, asio::recycling_allocator<void>>>::template rebind_alloc<async_completion_for>;
+
+    static async_completion_for* make(Handler&& h, const Executor& fallback) {
+        allocator_type alloc(asio::get_associated_allocator(h, asio::recycling_allocator<void>()));
+        auto* p = std::allocator_traits<allocator_type>::allocate(alloc, 1);
+        try {
+            return ::new (static_cast<void*>(p)) async_completion_for(std::move(h), fallback);
+        } catch (...) {
+            std::allocator_traits<allocator_type>::deallocate(alloc, p, 1);
+            throw;
+        }
+    }
+
+    Handler& handler() noexcept { return handler_; }
+
+    using async_completion::complete;
+    void complete(std::exception_ptr thrown, response&& r) override {
+        Handler h(std::move(handler_));
+        auto work = std::move(work_);
+        destroy();
+        const auto ex = asio::get_associated_executor(h, work.get_executor());
+        if constexpr (WithError) {
+            asio::post(ex, [h = std::move(h), thrown = std::move(thrown), r = std::move(r)]() mutable {
+                std::move(h)(std::move(thrown), std::move(r));
+            });
+        } else {
+            (void)thrown;
+            asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable { std::move(h)(std::move(r)); });
+        }
+    }
+
+private:
+    using handler_executor = asio::associated_executor_t<Handler, Executor>;
+
+    async_completion_for(Handler&& h, const Executor& fallback)
+        : handler_(std::move(h)), work_(asio::get_associated_executor(handler_, fallback)) {}
+
+    void destroy() noexcept {
+        allocator_type alloc(asio::get_associated_allocator(handler_, asio::recycling_allocator<void>()));
+        this->~async_completion_for();
+        std::allocator_traits<allocator_type>::deallocate(alloc, this, 1);
+    }
+
+    Handler handler_;
+    asio::executor_work_guard<handler_executor> work_;
+};
+
+class asio_multi;
+
+/// One pooled transfer: an easy handle and its buffers (easy_state), what
+/// the call in flight on it needs, and its timer for resil's limits.
+struct async_transfer : easy_state {
+    asio_multi* owner = nullptr;
+    std::uint32_t index = 0;
+    bool active = false;    ///< a call is in flight on it
+    bool in_multi = false;  ///< the easy handle is in the multi handle
+    bool pipewait = false;  ///< CURLOPT_PIPEWAIT as last set
+    response out = response_access::blank();
+    async_completion* completion = nullptr;
+
+    // The call's clock (the context's), read through a function pointer.
+    const void* clock = nullptr;
+    time_point (*read_clock)(const void*) noexcept = nullptr;
+    time_point started{};
+    time_point ends_at = time_point::max();
+    read_idle_watch read_watch{};
+    std::optional<stream_timers> stream_watch;  ///< a stream's first-byte and idle limits
+    sink_ref sink{};                            ///< a stream's sink, which transfer.stream points at
+    time_point bytes_at{};        ///< when a callback last saw a byte or a send
+    /// The shortest of the limits a byte or a send restarts (read, first
+    /// byte, idle); zero when none is set.
+    duration touch_horizon{};
+    std::uint64_t timer_generation = 0;
+    bool timer_pending = false;  ///< a wait of `timer` is still to complete
+    std::uint64_t touched_in_run = 0;  ///< the run of libcurl (asio_multi::runs_) that last stamped bytes_at
+    asio::steady_timer timer;
+
+    struct stop_request {
+        asio_multi* owner;
+        std::uint32_t index;
+        std::uint64_t generation;
+        void operator()() const noexcept;
+    };
+    std::optional<std::stop_callback<stop_request>> on_stop;
+    asio::cancellation_slot cancel_slot{};
+
+    explicit async_transfer(const asio::any_io_executor& ex) : timer(ex) {}
+
+    [[nodiscard]] time_point now() const noexcept { return read_clock(clock); }
+};
+
+/// The multi handle, its sockets and timer, and the pool of transfers.
+/// Lives in a shared_ptr: waits still pending on the executor hold it, so a
+/// wait that completes after the client is gone finds it (closed).
+class asio_multi : public std::enable_shared_from_this<asio_multi> {
+public:
+    struct limits {
+        std::size_t max_in_flight;
+        std::size_t max_idle_transfers;
+        long max_host_connections;
+        long max_concurrent_streams;
+        bool wait_for_multiplexing;
+    };
+
+    asio_multi(asio::any_io_executor ex, client_options options, limits l)
+        : ex_(std::move(ex)), options_(std::move(options)), limits_(l), timer_(ex_) {
+        ensure_curl_initialised();
+        multi_ = curl_multi_init();
+        if (!multi_) throw std::runtime_error("resil::curl::async_client: libcurl could not create its multi handle");
+        curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &on_socket_cb);
+        curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+        curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &on_timer_cb);
+        curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+        curl_multi_setopt(multi_, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+        curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams);
+        if (limits_.max_host_connections > 0)
+            curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, limits_.max_host_connections);
+        slots_.reserve(std::min<std::size_t>(limits_.max_in_flight, 1024));
+    }
+    asio_multi(const asio_multi&) = delete;
+    asio_multi& operator=(const asio_multi&) = delete;
+    ~asio_multi() { shutdown(); }
+
+    [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
+    [[nodiscard]] const client_options& options() const noexcept { return options_; }
+    [[nodiscard]] std::size_t in_flight() const noexcept { return in_flight_; }
+    [[nodiscard]] std::size_t pooled() const noexcept { return pooled_; }
+
+    /// A blank response, in the buffers of one given back if any.
+    response take_response() {
+        if (spare_responses_.empty()) return response_access::blank();
+        response r = std::move(spare_responses_.back());
+        spare_responses_.pop_back();
+        return r;
+    }
+
+    void give_back(response&& r) {
+        if (spare_responses_.size() >= limits_.max_idle_transfers) return;
+        response_access::clear(r);
+        auto& body = response_access::body(r);
+        if (body.capacity() > options_.max_body_bytes) std::string().swap(body);
+        spare_responses_.push_back(std::move(r));
+    }
+
+    /// Starts one transfer for a call whose prelude went ahead (`plan`), or
+    /// completes it at once with `r` when it did not. Called on the
+    /// executor's thread.
+    template <bool WithError, resil::clock Clock, class Handler>
+    void start(Handler&& h, const request& req, basic_context<Clock>& ctx, response&& r,
+               const std::optional<attempt_plan>& plan, const stream_call* stream = nullptr) {
+        using completion_type = async_completion_for<std::decay_t<Handler>, asio::any_io_executor, WithError>;
+        auto* c = completion_type::make(std::decay_t<Handler>(std::forward<Handler>(h)), ex_);
+        auto slot = asio::get_associated_cancellation_slot(c->handler());
+        if (!plan) return c->complete(std::move(r));
+        if (closed_) return c->complete(refuse(std::move(r), transport_status::cancelled, client_gone));
+        if (in_flight_ >= limits_.max_in_flight)
+            return c->complete(refuse(std::move(r), transport_status::other_error,
+                                      "more calls in flight than async_options::max_in_flight; nothing was sent"));
+        if (in_libcurl_ != 0)
+            return c->complete(refuse(std::move(r), transport_status::other_error,
+                                      "async_perform called from inside a libcurl callback (a sink); nothing was sent"));
+        async_transfer* t = nullptr;
+        try {
+            t = &acquire();
+        } catch (const std::exception& e) {
+            return c->complete(refuse(std::move(r), transport_status::other_error, e.what()));
+        }
+        t->out = std::move(r);
+        const resil::timeouts& t_limits = plan->limits.timeouts;
+        forget_stream(*t);
+        if (!transfer_begin::prepare(*t, req, t_limits, plan->key, options_, t->out)) return fail_start(*t, c);
+        const std::stop_token& stop = ctx.stop_token();
+        if (stop.stop_requested()) {
+            attempt_prelude::not_started(t->out, transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK);
+            return fail_start(*t, c);
+        }
+        // Waiting for a connection being set up pays only where ALPN says
+        // soon whether it multiplexes (https://, HTTP/2 asked for): over
+        // http:// libcurl 7.88 learns it from the first response, so a second
+        // call would wait for the first one's answer. Not with prior
+        // knowledge either: libcurl 7.88 fails the calls that waited for an
+        // h2c connection ("Error in the HTTP2 framing layer").
+        const bool pipewait = limits_.wait_for_multiplexing && options_.http_version == http_version::http2_tls &&
+                              req.url().starts_with("https://");
+        if (pipewait != t->pipewait) {
+            curl_easy_setopt(t->easy, CURLOPT_PIPEWAIT, pipewait ? 1L : 0L);
+            t->pipewait = pipewait;
+        }
+        t->clock = &ctx.clock();
+        t->read_clock = [](const void* clock) noexcept { return static_cast<const Clock*>(clock)->now(); };
+        t->transfer.start(t->out, req.method() != "HEAD");
+        t->started = t->now();
+        t->bytes_at = t->started;
+        t->ends_at = t_limits.total == resil::timeouts::no_limit
+                         ? time_point::max()
+                         : transfer_begin::saturating_end(plan->limits.started, t_limits.total);
+        t->read_watch = read_idle_watch{t_limits.read, t->started};
+        auto& streamed = t->transfer.stream;
+        if (stream) {
+            t->sink = stream->sink;
+            streamed.sink = &t->sink;
+            streamed.first_byte = stream->limits.first_byte;
+            streamed.idle = stream->limits.idle;
+        }
+        t->stream_watch.emplace(streamed);
+        t->touch_horizon = duration::zero();
+        const auto shorter = [&](std::chrono::milliseconds limit) {
+            if (limit == resil::timeouts::no_limit) return;
+            if (t->touch_horizon == duration::zero() || limit < t->touch_horizon) t->touch_horizon = limit;
+        };
+        shorter(t_limits.read);
+        shorter(streamed.first_byte);
+        shorter(streamed.idle);
+
+        ++in_libcurl_;
+        const CURLMcode added = curl_multi_add_handle(multi_, t->easy);
+        --in_libcurl_;
+        if (added != CURLM_OK) {
+            auto& out = t->out;
+            t->transfer.out = nullptr;
+            response_access::transport(out) = transport_status::other_error;
+            response_access::code(out) = CURLE_FAILED_INIT;
+            response_access::error(out) = "curl_multi_add_handle failed";
+            return fail_start(*t, c);
+        }
+        t->in_multi = true;
+        t->active = true;
+        t->completion = c;
+        ++in_flight_;
+        const std::uint64_t generation = generations_[t->index];
+        // A stop request may come from any thread: it only posts (std::stop_callback runs it at once when the stop
+        // came first).
+        if (stop.stop_possible()) t->on_stop.emplace(stop, async_transfer::stop_request{this, t->index, generation});
+        if (slot.is_connected()) {
+            t->cancel_slot = slot;
+            slot.template emplace<cancel_request>(this, t->index, generation);
+        }
+        // Nothing has happened yet: the first look comes within a second, or
+        // at the end of the attempt, or within a limit after the first byte
+        // or send (on_touched).
+        if (t->active && (t->ends_at != time_point::max() || t->touch_horizon != duration::zero())) {
+            duration first_look = std::chrono::seconds{1};
+            if (t->ends_at != time_point::max()) first_look = std::min<duration>(first_look, t->ends_at - t->started);
+            arm(*t, first_look);
+        }
+    }
+
+    /// Ends the call on transfer `index` as cancelled, if it is still the
+    /// one of `generation`. Inside libcurl, the removal is posted.
+    void cancel(std::uint32_t index, std::uint64_t generation, std::string_view why) {
+        if (closed_ || index >= slots_.size() || generations_[index] != generation) return;
+        auto* t = slots_[index].get();
+        if (!t || !t->active) return;
+        if (in_libcurl_ != 0) {
+            asio::post(ex_, [self = shared_from_this(), index, generation, why] { self->cancel(index, generation, why); });
+            return;
+        }
+        finish(*t, transfer_end::cancelled, CURLE_ABORTED_BY_CALLBACK, why);
+    }
+
+    /// Completes every call in flight as cancelled (the client is going),
+    /// then frees every libcurl and Asio object. Idempotent.
+    void shutdown() noexcept {
+        if (closed_) return;
+        for (auto& t : slots_)
+            if (t && t->active) finish(*t, transfer_end::cancelled, CURLE_ABORTED_BY_CALLBACK, client_gone);
+        closed_ = true;
+        // Cached connections are closed here, through the close-socket callback.
+        if (multi_) curl_multi_cleanup(multi_);
+        multi_ = nullptr;
+        for (auto& entry : sockets_) entry.second->descriptor.release();
+        sockets_.clear();
+        slots_.clear();
+        cancel_quietly(timer_);
+    }
+
+    static constexpr std::string_view client_gone =
+        "the asynchronous client was destroyed while the call was in flight";
+    static constexpr std::string_view cancelled_by_slot = "cancelled through the operation's cancellation slot";
+    static constexpr std::string_view cancelled_by_token = "cancelled through the stop token";
+
+private:
+    struct socket_entry {
+        asio::posix::stream_descriptor descriptor;
+        std::uint64_t generation;
+        int what = 0;
+        bool reading = false;
+        bool writing = false;
+        bool opened_here = false;  ///< made by on_open_socket: watched until closed, not only until CURL_POLL_REMOVE
+        socket_entry(const asio::any_io_executor& ex, std::uint64_t g) : descriptor(ex), generation(g) {}
+    };
+
+    struct cancel_request {
+        asio_multi* owner;
+        std::uint32_t index;
+        std::uint64_t generation;
+        cancel_request(asio_multi* o, std::uint32_t i, std::uint64_t g) : owner(o), index(i), generation(g) {}
+        void operator()(asio::cancellation_type type) const {
+            // `total` asks for no observable effect, which a sent request cannot promise.
+            if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
+                asio::cancellation_type::none)
+                return;
+            // Posted, not done here: ending the call clears the slot, which
+            // must not happen inside the signal's emit (it frees this handler).
+            // The removal runs on the executor's next turn.
+            auto self = owner->shared_from_this();
+            asio::post(owner->ex_, [self, i = index, g = generation] { self->cancel(i, g, cancelled_by_slot); });
+        }
+    };
+    friend struct async_transfer::stop_request;
+
+    static response refuse(response&& given, transport_status why, std::string_view message) {
+        response r = std::move(given);
+        response_access::transport(r) = why;
+        response_access::code(r) = why == transport_status::cancelled ? CURLE_ABORTED_BY_CALLBACK : CURLE_FAILED_INIT;
+        response_access::may_have_reached(r) = false;
+        response_access::error(r) = message;
+        return r;
+    }
+
+    // A timer's pending wait ends (operation_aborted); the generation
+    // counters ignore a wait that had already expired.
+    static void cancel_quietly(asio::steady_timer& timer) noexcept {
+        try {
+            timer.cancel();
+        } catch (...) {
+        }
+    }
+
+    // A stream's sink and limits belong to one call.
+    static void forget_stream(async_transfer& t) noexcept {
+        auto& streamed = t.transfer.stream;
+        streamed.sink = nullptr;
+        streamed.first_byte = resil::timeouts::no_limit;
+        streamed.idle = resil::timeouts::no_limit;
+    }
+
+    void fail_start(async_transfer& t, async_completion* c) {
+        response r = std::move(t.out);
+        release(t);
+        c->complete(std::move(r));
+    }
+
+    async_transfer& acquire() {
+        if (!idle_.empty()) {
+            auto& t = *slots_[idle_.back()];
+            idle_.pop_back();
+            return t;
+        }
+        std::uint32_t index;
+        if (!holes_.empty()) {
+            index = holes_.back();
+            holes_.pop_back();
+        } else {
+            index = static_cast<std::uint32_t>(slots_.size());
+            slots_.emplace_back();
+            generations_.push_back(0);
+        }
+        try {
+            auto t = std::make_unique<async_transfer>(ex_);
+            t->index = index;
+            t->owner = this;
+            setup::configure(*t, options_);
+            CURL* e = t->easy;
+            curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+            curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &on_open_socket_cb);
+            curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, this);
+            curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &on_close_socket_cb);
+            curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, this);
+            t->transfer.touched = &on_touched;
+            t->transfer.touched_by = t.get();
+            slots_[index] = std::move(t);
+            ++pooled_;
+        } catch (...) {
+            holes_.push_back(index);
+            throw;
+        }
+        return *slots_[index];
+    }
+
+    void release(async_transfer& t) noexcept {
+        ++generations_[t.index];
+        t.active = false;
+        t.completion = nullptr;
+        t.clock = nullptr;  // a pending wait of its timer stays, for the next call (see arm)
+        if (idle_.size() < limits_.max_idle_transfers && !closed_) {
+            idle_.push_back(t.index);
+        } else {
+            const auto index = t.index;
+            slots_[index].reset();  // `t` is gone from here on
+            holes_.push_back(index);
+            --pooled_;
+        }
+    }
+
+    /// Ends the call on `t`: out of the multi handle, the outcome read by the
+    /// shared transfer_result, the completion posted.
+    void finish(async_transfer& t, transfer_end end, CURLcode code, std::string_view why = {}) noexcept {
+        if (!t.active) return;
+        t.active = false;
+        if (t.in_multi) {
+            ++in_libcurl_;
+            curl_multi_remove_handle(multi_, t.easy);
+            --in_libcurl_;
+            t.in_multi = false;
+        }
+        t.transfer.out = nullptr;
+        t.on_stop.reset();  // waits for a stop callback running on another thread (it only posts)
+        if (t.cancel_slot.is_connected()) t.cancel_slot.clear();
+        t.cancel_slot = {};
+        auto& r = t.out;
+        try {
+            transfer_result::read(t, r, end, code, options_);
+            if (!why.empty()) response_access::error(r) = why;
+        } catch (...) {  // no memory for an error text: the status says what happened
+        }
+        response_access::timings(r).total = std::chrono::duration_cast<duration>(t.now() - t.started);
+        async_completion* c = t.completion;
+        response done = std::move(r);
+        // What a stream's sink threw reaches the caller (client::stream rethrows it).
+        std::exception_ptr thrown = std::exchange(t.transfer.stream.thrown, nullptr);
+        forget_stream(t);
+        --in_flight_;
+        release(t);
+        c->complete(std::move(thrown), std::move(done));
+    }
+
+    // resil's limits of one transfer: the absolute end of the attempt on the
+    // context's clock and the read-inactivity timer, checked when its timer
+    // fires and re-armed for what is left.
+    void watch_limits(async_transfer& t) {
+        using std::chrono::milliseconds;
+        const time_point now = t.now();
+        if (now >= t.ends_at) return finish(t, transfer_end::total_limit, CURLE_OPERATION_TIMEDOUT);
+        int wait_ms = 1000;
+        if (t.read_watch.active()) {
+            if (t.read_watch.observe(now, t.bytes_at, t.easy, t.transfer, wait_ms))
+                return finish(t, transfer_end::read_timeout, CURLE_OPERATION_TIMEDOUT);
+        }
+        if (t.stream_watch && t.stream_watch->active()) {
+            const auto& tr = t.transfer;
+            const auto fired = t.stream_watch->observe(now, t.bytes_at, tr.sends, tr.received - tr.header_bytes, wait_ms);
+            if (fired != stream_timer::none)
+                return finish(t,
+                              fired == stream_timer::first_byte ? transfer_end::first_byte_timeout
+                                                                : transfer_end::idle_timeout,
+                              CURLE_OPERATION_TIMEDOUT);
+        }
+        duration wait = milliseconds{wait_ms};
+        if (t.ends_at != time_point::max()) wait = std::min<duration>(wait, t.ends_at - now);
+        arm(t, wait);
+    }
+
+    // A wait already pending that ends no later than asked is kept: when it
+    // fires, watch_limits looks again and waits for what is left. So a
+    // pooled transfer whose calls each end well within their limits re-arms
+    // its timer about once per limit, not once per call.
+    void arm(async_transfer& t, duration wait) {
+        const auto at = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
+        if (t.timer_pending && t.timer.expiry() <= at) return;
+        // Unique across transfers: a freed transfer's aborted wait never
+        // passes for the wait of the one that takes its index.
+        const std::uint64_t g = ++wait_generation_;
+        t.timer_generation = g;
+        t.timer.expires_at(at);
+        t.timer_pending = true;
+        t.timer.async_wait([self = shared_from_this(), index = t.index, g](const asio::error_code& ec) {
+            if (self->closed_ || index >= self->slots_.size()) return;
+            auto* s = self->slots_[index].get();
+            if (!s || s->timer_generation != g) return;  // replaced by a later wait
+            s->timer_pending = false;
+            if (!ec && s->active) self->watch_limits(*s);
+        });
+    }
+
+    // A callback saw a byte or a send (capture.hpp): the read timer's stamp.
+    // A silence counts from here, so the timer must look again within the
+    // shortest limit a byte restarts (a pending wait that comes sooner does).
+    // Once per transfer per run of libcurl: the header lines and chunks one
+    // socket_action delivers arrive at the same moment, for these limits.
+    static void on_touched(void* p) noexcept {
+        auto& t = *static_cast<async_transfer*>(p);
+        if (t.touch_horizon == duration::zero() || !t.clock || !t.active) return;
+        if (t.touched_in_run == t.owner->runs_) return;
+        t.touched_in_run = t.owner->runs_;
+        t.bytes_at = t.now();
+        try {
+            t.owner->arm(t, t.touch_horizon);
+        } catch (...) {  // the periodic check still comes
+        }
+    }
+
+    // libcurl's callbacks.
+    static int on_socket_cb(CURL*, curl_socket_t s, int what, void* user, void*) noexcept {
+        static_cast<asio_multi*>(user)->on_socket(s, what);
+        return 0;
+    }
+
+    static int on_timer_cb(CURLM*, long ms, void* user) noexcept {
+        static_cast<asio_multi*>(user)->on_timer(ms);
+        return 0;
+    }
+
+    static int on_close_socket_cb(void* user, curl_socket_t s) noexcept {
+        static_cast<asio_multi*>(user)->forget(s);
+        return ::close(s);
+    }
+
+    // A connection's socket is registered with the reactor once, from here
+    // to its close: a kept-alive connection that libcurl stops watching
+    // between transfers (CURL_POLL_REMOVE) is not deregistered and
+    // registered again for the next one.
+    static curl_socket_t on_open_socket_cb(void* user, curlsocktype, curl_sockaddr* address) noexcept {
+        const curl_socket_t s = ::socket(address->family, address->socktype, address->protocol);
+        if (s != CURL_SOCKET_BAD) static_cast<asio_multi*>(user)->opened(s);
+        return s;
+    }
+
+    void opened(curl_socket_t s) noexcept {
+        forget(s);  // a number reused behind our back: its old entry is stale
+        try {
+            auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
+            entry->descriptor.assign(s);
+            entry->opened_here = true;
+            sockets_.emplace(s, std::move(entry));
+        } catch (...) {  // registered later, when libcurl first watches it
+        }
+    }
+
+    void on_socket(curl_socket_t s, int what) noexcept {
+        auto it = sockets_.find(s);
+        if (what == CURL_POLL_REMOVE) {
+            // Sockets libcurl opened itself (the threaded resolver's) may be
+            // closed without the close-socket callback: let go of them now.
+            if (it == sockets_.end()) return;
+            if (!it->second->opened_here) return forget(s);
+            it->second->what = 0;  // a pending wait that completes is ignored, not renewed
+            return;
+        }
+        try {
+            if (it == sockets_.end()) {
+                auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
+                entry->descriptor.assign(s);
+                it = sockets_.emplace(s, std::move(entry)).first;
+            }
+            it->second->what = what;
+            watch(s, *it->second);
+        } catch (...) {
+            // Not watched: the transfers on it end at their limits.
+            if (it != sockets_.end()) forget(s);
+        }
+    }
+
+    // The descriptor stops watching `s` without closing it (libcurl does).
+    void forget(curl_socket_t s) noexcept {
+        auto it = sockets_.find(s);
+        if (it == sockets_.end()) return;
+        it->second->descriptor.release();
+        sockets_.erase(it);
+    }
+
+    void watch(curl_socket_t s, socket_entry& e) {
+        if ((e.what & CURL_POLL_IN) && !e.reading) {
+            e.reading = true;
+            e.descriptor.async_wait(asio::posix::stream_descriptor::wait_read,
+                                    [self = shared_from_this(), s, g = e.generation](const asio::error_code& ec) {
+                                        self->on_ready(s, g, CURL_CSELECT_IN, ec);
+                                    });
+        }
+        if ((e.what & CURL_POLL_OUT) && !e.writing) {
+            e.writing = true;
+            e.descriptor.async_wait(asio::posix::stream_descriptor::wait_write,
+                                    [self = shared_from_this(), s, g = e.generation](const asio::error_code& ec) {
+                                        self->on_ready(s, g, CURL_CSELECT_OUT, ec);
+                                    });
+        }
+    }
+
+    void on_ready(curl_socket_t s, std::uint64_t generation, int direction, const asio::error_code& ec) {
+        if (closed_) return;
+        auto it = sockets_.find(s);
+        if (it == sockets_.end() || it->second->generation != generation) return;  // released since
+        auto& e = *it->second;
+        (direction == CURL_CSELECT_IN ? e.reading : e.writing) = false;
+        if (ec == asio::error::operation_aborted) return;
+        const int wanted = direction == CURL_CSELECT_IN ? CURL_POLL_IN : CURL_POLL_OUT;
+        if (!(e.what & wanted)) return;  // libcurl no longer waits for this direction
+        act(s, ec ? CURL_CSELECT_ERR : direction);
+        // The socket may be gone, or another with its number, since.
+        it = sockets_.find(s);
+        if (!closed_ && it != sockets_.end() && it->second->generation == generation) watch(s, *it->second);
+    }
+
+    void on_timer(long ms) noexcept {
+        const std::uint64_t g = ++timer_generation_;
+        if (ms < 0) {
+            cancel_quietly(timer_);
+            return;
+        }
+        // Never libcurl from here, even for 0 ms: the wait completes on the
+        // executor. "At once" is posted, which spares the timer's kernel
+        // timer an update per call.
+        try {
+            if (ms == 0) {
+                asio::post(ex_, [self = shared_from_this(), g] {
+                    if (self->closed_ || self->timer_generation_ != g) return;
+                    self->act(CURL_SOCKET_TIMEOUT, 0);
+                });
+                return;
+            }
+            timer_.expires_after(std::chrono::milliseconds{ms});
+            timer_.async_wait([self = shared_from_this(), g](const asio::error_code& ec) {
+                if (ec || self->closed_ || self->timer_generation_ != g) return;
+                self->act(CURL_SOCKET_TIMEOUT, 0);
+            });
+        } catch (...) {
+        }
+    }
+
+    void act(curl_socket_t s, int events) {
+        ++runs_;
+        int running = 0;
+        ++in_libcurl_;
+        const CURLMcode rc = curl_multi_socket_action(multi_, s, events, &running);
+        --in_libcurl_;
+        if (rc != CURLM_OK) {
+            // "The state of all transfers is uncertain": each in flight ends.
+            for (auto& t : slots_)
+                if (t && t->active) finish(*t, transfer_end::multi_error, CURLE_FAILED_INIT);
+            return;
+        }
+        collect();
+    }
+
+    // The transfers libcurl finished. Each message is copied before
+    // finish() removes its handle (which frees it).
+    void collect() {
+        int queued = 0;
+        while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
+            if (msg->msg != CURLMSG_DONE) continue;
+            CURL* e = msg->easy_handle;
+            const CURLcode code = msg->data.result;
+            void* p = nullptr;
+            curl_easy_getinfo(e, CURLINFO_PRIVATE, &p);
+            if (p) finish(*static_cast<async_transfer*>(p), transfer_end::finished, code);
+        }
+    }
+
+    asio::any_io_executor ex_;
+    client_options options_;
+    limits limits_;
+    CURLM* multi_ = nullptr;
+    asio::steady_timer timer_;
+    std::uint64_t timer_generation_ = 0;
+    std::unordered_map<curl_socket_t, std::unique_ptr<socket_entry>> sockets_;
+    std::uint64_t socket_generation_ = 0;
+    std::uint64_t wait_generation_ = 0;  ///< of the transfers' timer waits
+    std::uint64_t runs_ = 0;             ///< calls of curl_multi_socket_action so far
+    std::vector<std::unique_ptr<async_transfer>> slots_;
+    std::vector<std::uint64_t> generations_;  ///< per slot index, outliving the slot
+    std::vector<std::uint32_t> idle_;         ///< pooled transfers ready for a call
+    std::vector<std::uint32_t> holes_;        ///< indexes whose transfer was freed
+    std::vector<response> spare_responses_;
+    std::size_t in_flight_ = 0;
+    std::size_t pooled_ = 0;
+    int in_libcurl_ = 0;
+    bool closed_ = false;
+};
+
+inline void async_transfer::stop_request::operator()() const noexcept {
+    // Any thread: only a post, which keeps the multi alive until it runs.
+    try {
+        asio::post(owner->ex_, [self = owner->shared_from_this(), i = index, g = generation] {
+            self->cancel(i, g, asio_multi::cancelled_by_token);
+        });
+    } catch (...) {
+    }
+}
+
+}  // namespace resil::curl::detail

@@ -1,0 +1,554 @@
+// resil::curl::async_client on one io_context thread, against Debian's nginx
+// (access log read back) and the fault server: many calls in flight,
+// cancellation (slot, stop token, a second transfer of one call), the same
+// never-sent vs ambiguous judgement and keys as the blocking client, the
+// millisecond read limit, HTTP/2 multiplexing, and the client or the
+// io_context going away with calls in flight. These tests need nginx and
+// libnginx-mod-http-echo; without them they fail, they do not skip.
+#include <resil/curl.hpp>
+#include <resil/curl/async_client.hpp>
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "catch.hpp"
+#include "support/fault_server.hpp"
+#include "support/nginx_server.hpp"
+#include "support/timing.hpp"
+#include "support/tls_files.hpp"
+
+using namespace std::chrono_literals;
+using resil::curl::async_client;
+using resil::curl::async_options;
+using resil::curl::client;
+using resil::curl::client_options;
+using resil::curl::request;
+using resil::curl::response;
+using resil::curl::transport_status;
+using resil_test::action;
+using resil_test::slack;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+// Logged by nginx for every request of a location that names it: the URI,
+// the status (499: the client closed the connection first) and the
+// connection's serial number.
+constexpr const char* log_format = R"(log_format calls '$request_uri $status $connection';)";
+constexpr const char* logged = "access_log access.log calls;";
+
+struct log_line {
+    std::string uri;
+    int status = 0;
+    long connection = 0;
+};
+
+// The access log's lines, waiting up to `wait` for at least `expected` (nginx
+// writes a line once the request is finalised, just after the reply).
+std::vector<log_line> access_log(const resil_test::nginx_server& nginx, std::size_t expected,
+                                 std::chrono::milliseconds wait = 3s) {
+    const auto until = steady::now() + wait;
+    std::vector<log_line> lines;
+    for (;;) {
+        lines.clear();
+        std::ifstream in(nginx.directory() + "/access.log");
+        log_line l;
+        while (in >> l.uri >> l.status >> l.connection) lines.push_back(l);
+        if (lines.size() >= expected || steady::now() > until) return lines;
+        std::this_thread::sleep_for(5ms);
+    }
+}
+
+// Runs `io` until `done` or the time runs out (a hung test fails, never hangs).
+template <class Done>
+void run_until(asio::io_context& io, Done done, std::chrono::milliseconds limit = 10s) {
+    const auto until = steady::now() + limit;
+    while (!done() && steady::now() < until) {
+        io.run_for(20ms);
+        if (io.stopped()) io.restart();
+    }
+    REQUIRE(done());
+}
+
+// What `f` threw, as text ("" when it threw nothing).
+template <class F>
+std::string thrown_by(F f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("curl async: 1,000 concurrent GETs on one thread complete; nginx sees exactly those") {
+    resil_test::nginx_server nginx{std::string("location /ok { ") + logged + R"( return 200 "ok\n"; })", log_format};
+    asio::io_context io;
+    // 64 connections at most: the rest queue inside libcurl (nginx here takes 256).
+    async_client http(io, {}, {.max_host_connections = 64});
+    constexpr int calls = 1000;
+    std::vector<request> requests;
+    std::vector<resil::context> contexts(calls);
+    requests.reserve(calls);
+    for (int i = 0; i < calls; ++i) requests.push_back(request::get(nginx.url("/ok?i=" + std::to_string(i))));
+    std::vector<std::optional<response>> results(calls);
+    int completed = 0;
+    std::size_t most_in_flight = 0;
+    for (int i = 0; i < calls; ++i)
+        http.async_perform(requests[static_cast<std::size_t>(i)], contexts[static_cast<std::size_t>(i)],
+                           [&, i](response r) {
+                               REQUIRE_FALSE(results[static_cast<std::size_t>(i)]);  // never twice
+                               results[static_cast<std::size_t>(i)] = std::move(r);
+                               ++completed;
+                           });
+    most_in_flight = http.in_flight();
+    CHECK(most_in_flight == calls);
+    CHECK(completed == 0);  // never completed inside async_perform
+    run_until(io, [&] { return completed == calls; }, 20s);
+    for (const auto& r : results) {
+        REQUIRE(r);
+        CHECK(r->ok());
+        CHECK(r->body() == "ok\n");
+    }
+    CHECK(http.in_flight() == 0);
+    // Pooled transfers are kept up to max_idle_transfers (256 by default).
+    CHECK(http.pooled_transfers() <= 256);
+    const auto lines = access_log(nginx, calls);
+    REQUIRE(lines.size() == calls);
+    std::set<std::string> seen;
+    std::set<long> connections;
+    for (const auto& l : lines) {
+        CHECK(l.status == 200);
+        seen.insert(l.uri);
+        connections.insert(l.connection);
+    }
+    CHECK(seen.size() == calls);  // each exactly once: 1,000 lines, 1,000 distinct URIs
+    CHECK(connections.size() <= 64);
+}
+
+TEST_CASE("curl async: a cancelled call returns within 50 ms and nginx sees the connection closed") {
+    // nginx notices a client that leaves while it waits for an upstream (and
+    // logs 499), not during echo_sleep (it logs the 200 it sends afterwards).
+    resil_test::fault_server upstream;
+    upstream.on("/hang", {action::hang()});
+    resil_test::nginx_server nginx{std::string("location /slow { ") + logged + " proxy_pass " + upstream.url("/hang") +
+                                       "; }",
+                                   log_format};
+    asio::io_context io;
+    async_client http(io);
+    const auto req = request::get(nginx.url("/slow"));
+    resil::context ctx;
+    asio::cancellation_signal signal;
+    std::optional<response> result;
+    steady::time_point cancelled_at{};
+    steady::time_point completed_at{};
+    http.async_perform(req, ctx, asio::bind_cancellation_slot(signal.slot(), [&](response r) {
+                           completed_at = steady::now();
+                           result = std::move(r);
+                       }));
+    asio::steady_timer later(io, 100ms);
+    later.async_wait([&](const asio::error_code&) {
+        cancelled_at = steady::now();
+        signal.emit(asio::cancellation_type::terminal);
+    });
+    run_until(io, [&] { return result.has_value(); });
+    CHECK(completed_at - cancelled_at < 50ms + slack);
+    CHECK(result->transport() == transport_status::cancelled);
+    CHECK(result->may_have_reached_server());  // the GET was sent
+    CHECK(result->error_message().find("cancellation slot") != std::string::npos);
+    CHECK(http.in_flight() == 0);
+    const auto lines = access_log(nginx, 1);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].status == 499);  // nginx: the client closed the connection
+}
+
+TEST_CASE("curl async: the stop token cancels from another thread, at once") {
+    resil_test::fault_server server;
+    server.on("/hang", {action::hang()});
+    asio::io_context io;
+    async_client http(io);
+    std::stop_source stop;
+    resil::context ctx({.stop = stop.get_token()});
+    const auto req = request::get(server.url("/hang"));
+    std::optional<response> result;
+    steady::time_point completed_at{};
+    http.async_perform(req, ctx, [&](response r) {
+        completed_at = steady::now();
+        result = std::move(r);
+    });
+    steady::time_point stopped_at{};
+    std::thread other([&] {
+        std::this_thread::sleep_for(100ms);
+        stopped_at = steady::now();
+        stop.request_stop();
+    });
+    run_until(io, [&] { return result.has_value(); });
+    other.join();
+    CHECK(completed_at - stopped_at < 50ms + slack);
+    CHECK(result->transport() == transport_status::cancelled);
+    CHECK(result->may_have_reached_server());
+    CHECK(result->error_message() == "cancelled through the stop token");
+
+    // Fired before the call: nothing is sent, as with the blocking client.
+    const auto before = server.requests().size();
+    std::optional<response> second;
+    http.async_perform(req, ctx, [&](response r) { second = std::move(r); });
+    run_until(io, [&] { return second.has_value(); });
+    CHECK(second->transport() == transport_status::cancelled);
+    CHECK_FALSE(second->may_have_reached_server());
+    CHECK(server.requests().size() == before);
+}
+
+TEST_CASE("curl async: never sent vs ambiguous, keys and limits, judged as by the blocking client") {
+    resil_test::fault_server server;
+    server.on("/hang", {action::hang()});
+    server.on("/pay", {action::respond(201, "paid")});
+    server.on("/drop", {action::close_after_request()});
+    const auto refused = "http://127.0.0.1:" + std::to_string(resil_test::refused_port()) + "/x";
+    asio::io_context io;
+    async_client http(io);
+    client blocking;
+
+    struct scenario {
+        request req;
+        resil::timeouts limits;
+    };
+    std::vector<scenario> scenarios;
+    scenarios.push_back({request::post(refused, "{}"), {}});
+    scenarios.push_back({request::post(server.url("/hang"), "{}"), {.read = 80ms}});
+    scenarios.push_back({request::get(server.url("/hang")), {.total = 80ms}});
+    scenarios.push_back({request::post(server.url("/pay"), "{}"), {}});
+    scenarios.push_back({request::post(server.url("/drop"), "{}"), {}});
+    for (auto& s : scenarios) {
+        resil::context sync_ctx;
+        sync_ctx.set_timeouts(s.limits);
+        const response expected = blocking.perform(s.req, sync_ctx);
+        resil::context ctx;
+        ctx.set_timeouts(s.limits);
+        std::optional<response> got;
+        http.async_perform(s.req, ctx, [&](response r) { got = std::move(r); });
+        run_until(io, [&] { return got.has_value(); });
+        INFO(s.req.method() << " " << s.req.url() << ": " << got->error_message());
+        CHECK(got->transport() == expected.transport());
+        CHECK(got->may_have_reached_server() == expected.may_have_reached_server());
+        CHECK(got->status() == expected.status());
+        CHECK(got->carried_idempotency_key() == expected.carried_idempotency_key());
+        CHECK(got->repeatable() == expected.repeatable());
+        CHECK(ctx.safe_to_repeat() == sync_ctx.safe_to_repeat());
+        CHECK(ctx.has_idempotency_key() == sync_ctx.has_idempotency_key());
+    }
+    // Each POST that reached the server carried its context's key.
+    for (const auto& r : server.requests()) {
+        if (r.method != "POST") continue;
+        bool has_key = false;
+        for (const auto& [name, value] : r.headers)
+            if (resil_test::iequals_ascii(name, "Idempotency-Key") && value.size() == 38) has_key = true;
+        CHECK(has_key);
+    }
+    // A blank key and a negative timeout are refused before anything starts.
+    resil::context ctx;
+    auto blank = request::post(server.url("/pay"), "{}").add_header("Idempotency-Key", " ");
+    CHECK_THROWS_AS(http.async_perform(blank, ctx, [](response) {}), std::invalid_argument);
+    ctx.set_timeouts({.read = -1ms});
+    const auto get = request::get(server.url("/pay"));
+    CHECK(thrown_by([&] { http.async_perform(get, ctx, [](response) {}); })
+              .starts_with("resil::curl::async_client: the context's read timeout is negative"));
+}
+
+TEST_CASE("curl async: the read limit in milliseconds, on a drip-fed body") {
+    resil_test::fault_server server;
+    // Bytes 30 ms apart never trip a 150 ms limit; a 400 ms silence trips it.
+    server.on("/drip", {action::drip("abcdefgh", 30ms)});
+    server.on("/stall", {action::stream({{0ms, "first"}, {400ms, "late"}})});
+    asio::io_context io;
+    async_client http(io);
+    resil::context ctx;
+    ctx.set_timeouts({.read = 150ms});
+    const auto drip = request::get(server.url("/drip"));
+    std::optional<response> ok;
+    http.async_perform(drip, ctx, [&](response r) { ok = std::move(r); });
+    run_until(io, [&] { return ok.has_value(); });
+    CHECK(ok->ok());
+    CHECK(ok->body() == "abcdefgh");
+
+    const auto stall = request::get(server.url("/stall"));
+    std::optional<response> cut;
+    const auto t0 = steady::now();
+    http.async_perform(stall, ctx, [&](response r) { cut = std::move(r); });
+    run_until(io, [&] { return cut.has_value(); });
+    const auto took = resil_test::since(t0);
+    CHECK(cut->transport() == transport_status::read_timeout);
+    CHECK(took >= 150ms);
+    CHECK(took < 150ms + slack);
+}
+
+TEST_CASE("curl async: concurrent calls to one HTTP/2 host share one connection") {
+    resil_test::tls_files pki;
+    resil_test::nginx_server nginx{"ssl_certificate " + pki.path("server.pem") + ";\nssl_certificate_key " +
+                                       pki.path("server.key") + ";\nlocation /h2 { " + logged +
+                                       R"( return 200 "two\n"; })",
+                                   log_format, "ssl http2"};
+    const auto url = [&](int i) { return "https://127.0.0.1:" + std::to_string(nginx.port()) + "/h2?i=" + std::to_string(i); };
+    asio::io_context io;
+    // All 20 start before any connection exists: each waits for the first
+    // one's TLS handshake and ALPN, then multiplexes on it.
+    async_client http(io, {.tls = {.ca_file = pki.path("ca.pem")}, .http_version = resil::curl::http_version::http2_tls});
+    constexpr int calls = 20;
+    std::vector<request> requests;
+    for (int i = 0; i < calls; ++i) requests.push_back(request::get(url(i)));
+    std::vector<resil::context> contexts(calls);
+    std::vector<response> results;
+    for (int i = 0; i < calls; ++i)
+        http.async_perform(requests[static_cast<std::size_t>(i)], contexts[static_cast<std::size_t>(i)],
+                           [&](response r) { results.push_back(std::move(r)); });
+    run_until(io, [&] { return results.size() == calls; });
+    int fresh = 0;
+    for (const auto& r : results) {
+        INFO(r.error_message());
+        CHECK(r.ok());
+        CHECK(r.http_version() == 20);
+        if (!r.timings().reused_connection) ++fresh;
+    }
+    CHECK(fresh == 1);
+    const auto lines = access_log(nginx, calls);
+    REQUIRE(lines.size() == calls);
+    std::set<long> connections;
+    for (const auto& l : lines) connections.insert(l.connection);
+    CHECK(connections.size() == 1);
+}
+
+TEST_CASE("curl async: two transfers of one call in flight; the first answer cancels the other") {
+    resil_test::fault_server upstream;
+    upstream.on("/hang", {action::hang()});
+    resil_test::nginx_server nginx{std::string("location /fast { ") + logged + R"( return 200 "fast\n"; } )" +
+                                       "location /slow { " + logged + " proxy_pass " + upstream.url("/hang") + "; }",
+                                   log_format};
+    asio::io_context io;
+    async_client http(io);
+    const auto fast = request::get(nginx.url("/fast"));
+    const auto slow = request::get(nginx.url("/slow"));
+    std::optional<std::variant<response, response>> winner;
+    steady::time_point done_at{};
+    const auto t0 = steady::now();
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            using namespace asio::experimental::awaitable_operators;
+            resil::context first;
+            resil::context second;
+            winner = co_await (http.async_perform(slow, first, asio::use_awaitable) ||
+                               http.async_perform(fast, second, asio::use_awaitable));
+            done_at = steady::now();
+        },
+        asio::detached);
+    run_until(io, [&] { return winner.has_value() && http.in_flight() == 0; });
+    INFO(std::visit([](const response& r) { return std::string(r.error_message()); }, *winner));
+    REQUIRE(winner->index() == 1);
+    CHECK(std::get<1>(*winner).body() == "fast\n");
+    CHECK(done_at - t0 < 500ms);
+    const auto lines = access_log(nginx, 2);
+    REQUIRE(lines.size() == 2);
+    std::map<std::string, int> status;
+    for (const auto& l : lines) status[l.uri] = l.status;
+    CHECK(status["/fast"] == 200);
+    CHECK(status["/slow"] == 499);  // the loser's transfer was removed at once
+}
+
+TEST_CASE("curl async: destroying the client completes each call in flight once, as cancelled") {
+    resil_test::fault_server server;
+    server.on("/hang", {action::hang()});
+    asio::io_context io;
+    auto http = std::make_unique<async_client>(io);
+    const auto req = request::get(server.url("/hang"));
+    std::vector<resil::context> contexts(5);
+    std::vector<response> results;
+    for (auto& ctx : contexts) http->async_perform(req, ctx, [&](response r) { results.push_back(std::move(r)); });
+    asio::steady_timer later(io, 50ms);
+    later.async_wait([&](const asio::error_code&) { http.reset(); });
+    run_until(io, [&] { return !http && results.size() == 5; });
+    io.restart();
+    io.run_for(50ms);  // nothing more arrives
+    REQUIRE(results.size() == 5);
+    for (const auto& r : results) {
+        CHECK(r.transport() == transport_status::cancelled);
+        CHECK(r.error_message() == "the asynchronous client was destroyed while the call was in flight");
+    }
+}
+
+TEST_CASE("curl async: a stopped io_context leaks no handle and resumes no coroutine") {
+    resil_test::fault_server server;
+    server.on("/hang", {action::hang()});
+    bool frame_destroyed = false;
+    bool resumed = false;
+    {
+        asio::io_context io;
+        auto http = std::make_unique<async_client>(io);
+        const auto req = request::get(server.url("/hang"));
+        struct on_exit {
+            bool* flag;
+            ~on_exit() { *flag = true; }
+        };
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                on_exit guard{&frame_destroyed};
+                resil::context ctx;
+                co_await http->async_perform(req, ctx, asio::use_awaitable);
+                resumed = true;
+            },
+            asio::detached);
+        io.run_for(100ms);
+        CHECK(http->in_flight() == 1);
+        io.stop();
+        http.reset();  // the completion is posted to a stopped io_context
+        CHECK_FALSE(frame_destroyed);
+    }  // the io_context destroys the posted completion, and the frame with it
+    CHECK(frame_destroyed);
+    CHECK_FALSE(resumed);
+}
+
+TEST_CASE("curl async: calls beyond max_in_flight complete at once, unsent; options are validated") {
+    resil_test::fault_server server;
+    server.on("/hang", {action::hang()});
+    asio::io_context io;
+    async_client http(io, {}, {.max_in_flight = 2});
+    const auto req = request::get(server.url("/hang"));
+    std::vector<resil::context> contexts(3);
+    std::vector<response> results;
+    for (auto& ctx : contexts) http.async_perform(req, ctx, [&](response r) { results.push_back(std::move(r)); });
+    run_until(io, [&] { return results.size() == 1; });
+    CHECK(results[0].transport() == transport_status::other_error);
+    CHECK_FALSE(results[0].may_have_reached_server());
+    CHECK(http.in_flight() == 2);
+
+    CHECK(thrown_by([&] { async_client(io, {}, {.max_in_flight = 0}); })
+              .find("`max_in_flight` must be in [1, 1000000], got 0") != std::string::npos);
+    CHECK(thrown_by([&] { async_client(io, {}, {.max_concurrent_streams = 0}); })
+              .find("`max_concurrent_streams` must be in") != std::string::npos);
+}
+
+TEST_CASE("curl async: a streamed body reaches the sink chunk by chunk; first-byte and idle limits in ms") {
+    resil_test::fault_server server;
+    server.on("/chunks", {action::stream({{0ms, "data: one\n\n"}, {30ms, "data: two\n\n"}, {30ms, "data: three\n\n"}})});
+    server.on("/late", {action::stream({{300ms, "data: late\n\n"}})});
+    server.on("/stall", {action::stream({{0ms, "data: one\n\n"}, {400ms, "data: two\n\n"}})});
+    asio::io_context io;
+    async_client http(io);
+    std::string got;
+    int chunks = 0;
+    auto sink = [&](std::string_view chunk) {
+        got += chunk;
+        ++chunks;
+        return resil::curl::stream_action::next;
+    };
+    const auto streamed = [&](const request& req, resil::curl::stream_options limits) {
+        resil::context ctx;
+        std::optional<response> out;
+        std::exception_ptr thrown;
+        http.async_stream(req, ctx, sink, limits, [&](std::exception_ptr e, response r) {
+            thrown = e;
+            out = std::move(r);
+        });
+        run_until(io, [&] { return out.has_value(); });
+        CHECK_FALSE(thrown);
+        return std::move(*out);
+    };
+    const auto chunked = request::get(server.url("/chunks"));
+    const auto whole = streamed(chunked, {.first_byte = 200ms, .idle = 200ms});
+    CHECK(whole.ok());
+    CHECK(whole.body().empty());  // the sink has it
+    CHECK(got == "data: one\n\ndata: two\n\ndata: three\n\n");
+    CHECK(chunks == 3);
+    CHECK(whole.delivered_bytes() == got.size());
+
+    got.clear();
+    const auto late = request::get(server.url("/late"));
+    auto t0 = steady::now();
+    const auto no_first_byte = streamed(late, {.first_byte = 100ms});
+    CHECK(no_first_byte.transport() == transport_status::first_byte_timeout);
+    CHECK(resil_test::since(t0) < 100ms + slack);
+    CHECK(got.empty());
+
+    const auto stall = request::get(server.url("/stall"));
+    t0 = steady::now();
+    const auto idle = streamed(stall, {.idle = 100ms});
+    CHECK(idle.transport() == transport_status::stream_interrupted);
+    CHECK(idle.interrupted_by() == transport_status::read_timeout);
+    CHECK(resil_test::since(t0) >= 100ms);
+    CHECK(resil_test::since(t0) < 100ms + slack);
+    CHECK(got == "data: one\n\n");
+}
+
+TEST_CASE("curl async: a sink that throws ends its own call only; the exception reaches the caller") {
+    resil_test::fault_server server;
+    server.on("/chunks", {action::stream({{0ms, "one"}, {20ms, "two"}})});
+    server.on("/ok", {action::respond(200, "fine")});
+    asio::io_context io;
+    async_client http(io);
+    const auto chunked = request::get(server.url("/chunks"));
+    const auto ok = request::get(server.url("/ok"));
+    auto throwing = [](std::string_view) -> resil::curl::stream_action { throw std::runtime_error("sink broke"); };
+    std::string caught;
+    std::optional<response> streamed;
+    std::vector<response> others;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            resil::context ctx;
+            try {
+                co_await http.async_stream(chunked, ctx, throwing, {}, asio::use_awaitable);
+            } catch (const std::runtime_error& e) {
+                caught = e.what();
+            }
+            // The multi handle still works: more calls, on the same pooled transfers.
+            for (int i = 0; i < 3; ++i) {
+                resil::context next;
+                others.push_back(co_await http.async_perform(ok, next, asio::use_awaitable));
+            }
+        },
+        asio::detached);
+    run_until(io, [&] { return others.size() == 3; });
+    CHECK(caught == "sink broke");
+    for (const auto& r : others) {
+        CHECK(r.ok());
+        CHECK(r.body() == "fine");
+    }
+    CHECK(http.in_flight() == 0);
+    // Without a coroutine the exception is the handler's first argument.
+    resil::context ctx;
+    std::exception_ptr thrown;
+    std::optional<response> r;
+    http.async_stream(chunked, ctx, throwing, {}, [&](std::exception_ptr e, response out) {
+        thrown = e;
+        r = std::move(out);
+    });
+    run_until(io, [&] { return r.has_value(); });
+    REQUIRE(thrown);
+    // The sink refused what it was handed: interrupted, never retried (streaming.hpp).
+    CHECK(r->transport() == transport_status::stream_interrupted);
+    CHECK(r->interrupted_by() == transport_status::cancelled);
+    CHECK(r->error_message().find("the stream's sink threw") != std::string::npos);
+}
