@@ -313,6 +313,15 @@ TEST_CASE("redis limiter: options are validated in one place, in the house form"
     bad.expected_pods = 0;
     CHECK(message(bad) == "`expected_pods` must be in [1, 100000], got 0");
     bad = o;
+    bad.max_wait = -1ms;
+    CHECK(message(bad) == "`max_wait` must be in [0s, 24h], got -1ms");
+    bad = o;
+    bad.max_wait = std::chrono::milliseconds::max();  // now() + max_wait would overflow
+    CHECK(message(bad).find("`max_wait` must be in [0s, 24h], got ") == 0);
+    bad = o;
+    bad.max_wait = 24h;
+    CHECK_FALSE(bad.validate());
+    bad = o;
     bad.host = "";
     CHECK(message(bad) == "`host` must be a host name or address of 1 to 255 characters, got \"\" (0 characters)");
     bad = o;
@@ -420,6 +429,17 @@ TEST_CASE("redis limiter: as a pipeline policy, like token_bucket: rate_limited 
     const auto t1 = std::chrono::steady_clock::now();
     CHECK(tight(call, resil::always_success).reason() == resil::reason::rate_limited);
     CHECK(resil_test::since(t1) < 30ms + resil_test::slack);
+    // The longest max_wait (a day) without a call deadline: the patience
+    // is a day from now, no overflow; the permit exists in 100 ms.
+    o.max_wait = 24h;
+    o.key = "pipeline-pacing-day";
+    rate_limiter patient{o};
+    const auto day = resil::pipeline(std::ref(patient));
+    CHECK(day(call, resil::always_success).ok());
+    const auto t2 = std::chrono::steady_clock::now();
+    CHECK(day(call, resil::always_success).ok());
+    CHECK(resil_test::since(t2) >= 50ms);
+    CHECK(resil_test::since(t2) < 100ms + resil_test::slack);
 }
 
 TEST_CASE("redis limiter: try_acquire_for keeps a quota per key (tenants), each namespaced; a bad key is a clear error") {

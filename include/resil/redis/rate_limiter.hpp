@@ -235,7 +235,7 @@ public:
                           "resil::redis::rate_limiter: the pipeline's clock must be resil::steady_clock (Redis runs in real time)");
         rate_limit_result r;
         if (options_.max_wait > std::chrono::milliseconds::zero()) {
-            const auto patience = steady_clock{}.now() + duration{options_.max_wait};
+            const auto patience = resil::detail::saturating_add(steady_clock{}.now(), duration{options_.max_wait});
             const auto call_deadline = ctx.deadline_instant();
             r = acquire(resil::deadline::at(call_deadline < patience ? call_deadline : patience), 1, ctx.stop_token());
         } else {
