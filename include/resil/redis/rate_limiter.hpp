@@ -433,8 +433,10 @@ private:
         // A reservation: the permits exist wait_us after the script ran,
         // which was before the reply came; sleeping from the reply errs late,
         // never past the deadline.
+        // (read_answer bounds wait_us by the lookahead, itself bounded by
+        // the deadline; the sum saturates all the same.)
         const auto replied = steady_clock{}.now();
-        auto wake = replied + std::chrono::microseconds{a.wait_us};
+        auto wake = resil::detail::saturating_add(replied, duration{std::chrono::microseconds{a.wait_us}});
         if (wake > until) wake = until;
         if (!resil::sleep_until(steady_clock{}, wake, stop))
             return {rate_limit_status::cancelled, {}, {}, decided_by::redis};  // the reservation is forfeited
@@ -597,7 +599,7 @@ private:
                 else mark_down(std::move(error));
                 return false;
             }
-            auto r = detail::read_answer(reply.get(), n, want);
+            auto r = detail::read_answer(reply.get(), n, want, look_us);
             if (r.kind == detail::reply_kind::noscript) {
                 bump(count().script_loads);
                 if (!conn->load_script(reply_timeout, error)) {

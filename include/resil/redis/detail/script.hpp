@@ -96,11 +96,14 @@ struct reading {
     std::string error{};
 };
 
-/// Reads a reply to EVALSHA of gcra_script for `want` permits at most:
-/// exactly three integers, 0 ≤ taken ≤ want, wait ≥ 0, remaining ≥ 0;
-/// anything else is bad_shape with a description. Never trusts the reply's
-/// shape (a proxy, another script under the same name, a version skew).
-[[nodiscard]] inline reading read_answer(const redisReply* r, std::int64_t need, std::int64_t want) {
+/// Reads a reply to EVALSHA of gcra_script for `want` permits at most,
+/// asked with a lookahead of `look_us`: exactly three integers, 0 ≤ taken ≤
+/// want, wait ≥ 0, remaining ≥ 0, and a grant's wait within the lookahead
+/// (a reservation the caller did not ask for would make it sleep); anything
+/// else is bad_shape with a description. Never trusts the reply's shape (a
+/// proxy, another script under the same name, a version skew).
+[[nodiscard]] inline reading read_answer(const redisReply* r, std::int64_t need, std::int64_t want,
+                                         std::int64_t look_us) {
     reading out;
     if (r == nullptr) {
         out.error = "no reply";
@@ -127,10 +130,12 @@ struct reading {
     }
     out.answer = {r->element[0]->integer, r->element[1]->integer, r->element[2]->integer};
     const auto& a = out.answer;
-    if (a.taken < 0 || a.taken > want || (a.taken > 0 && a.taken < need) || a.wait_us < 0 || a.remaining < 0) {
+    if (a.taken < 0 || a.taken > want || (a.taken > 0 && a.taken < need) || a.wait_us < 0 || a.remaining < 0 ||
+        (a.taken > 0 && a.wait_us > look_us)) {
         out.error = "the script's answer is out of range: {" + std::to_string(a.taken) + ", " +
                     std::to_string(a.wait_us) + ", " + std::to_string(a.remaining) + "} for " +
-                    std::to_string(need) + " to " + std::to_string(want) + " permits";
+                    std::to_string(need) + " to " + std::to_string(want) + " permits within " +
+                    std::to_string(look_us) + " us";
         return out;
     }
     out.kind = reply_kind::answer;
