@@ -7,9 +7,11 @@
 // now ≤ lookahead, where T = 1/rate is one permit's refill time and τ = B·T;
 // a grant moves TAT there, a rejection writes nothing. Time is in
 // microseconds since 2023-11-14 22:13:20 UTC (Unix 1.7e9 s) as a Lua double:
-// integers stay exact until the year 2308, and fractions of a microsecond
-// (T = 1e6 / rate is not always whole) keep about 1e-8 µs of precision.
-// Rates dividing 1e6 (1, 2, 50, 1000, …) are exact, like the local bucket's.
+// integers stay exact until the year 2308. T = 1e6 / rate is not always
+// whole: then each grant rounds the TAT to the double's step, 2^-6 µs near
+// today's TIME (≈ 1e14 µs; 2^-5 from 2028), so up to 0.008 µs per grant
+// accumulates while grants follow each other without a pause. Rates
+// dividing 1e6 (1, 2, 50, 1000, …) are exact, like the local bucket's.
 //
 // KEYS[1] the quota's key. ARGV: T (µs), τ (µs), n (the permits needed),
 // want (≥ n: the permits to take when there is room, for a lease), lookahead
