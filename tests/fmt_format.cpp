@@ -87,6 +87,11 @@ TEST_CASE("fmt: every event formats as one line") {
     CHECK(fmt::format("{}", events::call_finished{reason::circuit_open, 0, true}) ==
           "call finished: circuit_open after 0 attempts, answered by the fallback");
     CHECK(fmt::format("{}", events::deadline_exceeded{1}) == "deadline exceeded after 1 attempt");
+    CHECK(fmt::format("{}", events::quota_store_failed{false, false}) == "quota store failed: rejected (fail closed)");
+    CHECK(fmt::format("{}", events::quota_store_failed{true, true}) ==
+          "quota store failed: admitted by the local bucket (fail open)");
+    CHECK(fmt::format("{}", events::quota_store_failed{true, false}) ==
+          "quota store failed: rejected by the local bucket (fail open)");
 }
 
 TEST_CASE("fmt: durations in lines are rounded to three significant digits") {
@@ -223,9 +228,13 @@ TEST_CASE("fmt: the log listener without a name, and as a breaker's hook") {
     const auto sink = [&lines](std::string_view line) { lines.emplace_back(line); };
     STATIC_REQUIRE(resil::listens_to<resil::log_listener<decltype(sink)>, events::call_finished>);
     STATIC_REQUIRE_FALSE(resil::listens_to<resil::log_listener<decltype(sink)>, int>);
+    STATIC_REQUIRE(resil::listens_to<resil::log_listener<decltype(sink)>, events::quota_store_failed>);
     resil::log_listener plain{sink};
     plain(events::fallback_used{reason::rate_limited});
     CHECK(lines == std::vector<std::string>{"fallback used for rate_limited"});
+    lines.clear();
+    plain(events::quota_store_failed{false, false});
+    CHECK(lines == std::vector<std::string>{"quota store failed: rejected (fail closed)"});
 
     lines.clear();
     manual_clock clock;

@@ -205,6 +205,32 @@ TEST_CASE("events: one listener sees attempts, retries and the fallback, each on
                                            "call retries_exhausted after 2 (fallback)"});
 }
 
+namespace {
+// A policy in front of a shared quota's store that could not decide and
+// admitted the call (as resil::redis::rate_limiter failing open does).
+struct store_down_policy {
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        ctx.emit(resil::events::quota_store_failed{true, true});
+        return next(ctx);
+    }
+};
+}  // namespace
+
+TEST_CASE("events: a listener of quota_store_failed alone is a listener") {
+    manual_clock clock;
+    std::vector<resil::events::quota_store_failed> seen;
+    struct store_listener {
+        std::vector<resil::events::quota_store_failed>* seen;
+        void operator()(const resil::events::quota_store_failed& e) const { seen->push_back(e); }
+    };
+    auto pipe = resil::pipeline(clock, store_down_policy{}).with_listener(store_listener{&seen});
+    CHECK(pipe([] { return 1; }, resil::always_success).ok());
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].fail_open);
+    CHECK(seen[0].admitted);
+}
+
 #ifndef RESIL_TEST_TSAN
 TEST_CASE("pipeline: a call allocates nothing") {
     resil::retry_budget budget;

@@ -313,6 +313,15 @@ TEST_CASE("redis limiter: options are validated in one place, in the house form"
     bad.expected_pods = 0;
     CHECK(message(bad) == "`expected_pods` must be in [1, 100000], got 0");
     bad = o;
+    bad.max_wait = -1ms;
+    CHECK(message(bad) == "`max_wait` must be in [0s, 24h], got -1ms");
+    bad = o;
+    bad.max_wait = std::chrono::milliseconds::max();  // now() + max_wait would overflow
+    CHECK(message(bad).find("`max_wait` must be in [0s, 24h], got ") == 0);
+    bad = o;
+    bad.max_wait = 24h;
+    CHECK_FALSE(bad.validate());
+    bad = o;
     bad.host = "";
     CHECK(message(bad) == "`host` must be a host name or address of 1 to 255 characters, got \"\" (0 characters)");
     bad = o;
@@ -341,10 +350,10 @@ resil::redis::detail::reply_ptr parse_resp(const std::string& bytes) {
 TEST_CASE("redis limiter: a script answer of the wrong shape is a clear error, never a crash") {
     using resil::redis::detail::read_answer;
     using resil::redis::detail::reply_kind;
-    CHECK(read_answer(parse_resp("*3\r\n:1\r\n:0\r\n:99\r\n").get(), 1, 1).kind == reply_kind::answer);
-    CHECK(read_answer(nullptr, 1, 1).error == "no reply");
+    CHECK(read_answer(parse_resp("*3\r\n:1\r\n:0\r\n:99\r\n").get(), 1, 1, 0).kind == reply_kind::answer);
+    CHECK(read_answer(nullptr, 1, 1, 0).error == "no reply");
     auto check_bad = [](const std::string& resp, const std::string& says) {
-        const auto r = read_answer(parse_resp(resp).get(), 1, 1);
+        const auto r = read_answer(parse_resp(resp).get(), 1, 1, 0);
         CAPTURE(resp, r.error);
         CHECK(r.kind == reply_kind::bad_shape);
         CHECK(r.error.find(says) != std::string::npos);
@@ -355,9 +364,19 @@ TEST_CASE("redis limiter: a script answer of the wrong shape is a clear error, n
     check_bad("*3\r\n:1\r\n*0\r\n:0\r\n", "element 1 is not an integer");
     check_bad("*3\r\n:5\r\n:0\r\n:0\r\n", "out of range: {5, 0, 0} for 1 to 1 permits");
     check_bad("*3\r\n:0\r\n:-4\r\n:0\r\n", "out of range");
-    const auto noscript = read_answer(parse_resp("-NOSCRIPT No matching script.\r\n").get(), 1, 1);
+    // A grant with a wait nobody asked for (try_acquire asks with lookahead
+    // 0) would make the caller sleep: refused, whatever its size.
+    check_bad("*3\r\n:1\r\n:5000\r\n:0\r\n", "out of range: {1, 5000, 0} for 1 to 1 permits within 0 us");
+    check_bad("*3\r\n:1\r\n:9223372036854775807\r\n:0\r\n", "within 0 us");
+    CHECK(read_answer(parse_resp("*3\r\n:1\r\n:9223372036854775807\r\n:0\r\n").get(), 1, 1, 5000).kind ==
+          reply_kind::bad_shape);
+    // A reservation within the lookahead asked for is an answer.
+    CHECK(read_answer(parse_resp("*3\r\n:1\r\n:5000\r\n:0\r\n").get(), 1, 1, 5000).kind == reply_kind::answer);
+    // A rejection's wait is not bounded by the lookahead (it is how long until the permits exist).
+    CHECK(read_answer(parse_resp("*3\r\n:0\r\n:5000\r\n:0\r\n").get(), 1, 1, 0).kind == reply_kind::answer);
+    const auto noscript = read_answer(parse_resp("-NOSCRIPT No matching script.\r\n").get(), 1, 1, 0);
     CHECK(noscript.kind == reply_kind::noscript);
-    const auto err = read_answer(parse_resp("-WRONGTYPE Operation against a key\r\n").get(), 1, 1);
+    const auto err = read_answer(parse_resp("-WRONGTYPE Operation against a key\r\n").get(), 1, 1, 0);
     CHECK(err.kind == reply_kind::error);
     CHECK(err.error == "WRONGTYPE Operation against a key");
 }
@@ -420,6 +439,17 @@ TEST_CASE("redis limiter: as a pipeline policy, like token_bucket: rate_limited 
     const auto t1 = std::chrono::steady_clock::now();
     CHECK(tight(call, resil::always_success).reason() == resil::reason::rate_limited);
     CHECK(resil_test::since(t1) < 30ms + resil_test::slack);
+    // The longest max_wait (a day) without a call deadline: the patience
+    // is a day from now, no overflow; the permit exists in 100 ms.
+    o.max_wait = 24h;
+    o.key = "pipeline-pacing-day";
+    rate_limiter patient{o};
+    const auto day = resil::pipeline(std::ref(patient));
+    CHECK(day(call, resil::always_success).ok());
+    const auto t2 = std::chrono::steady_clock::now();
+    CHECK(day(call, resil::always_success).ok());
+    CHECK(resil_test::since(t2) >= 50ms);
+    CHECK(resil_test::since(t2) < 100ms + resil_test::slack);
 }
 
 TEST_CASE("redis limiter: try_acquire_for keeps a quota per key (tenants), each namespaced; a bad key is a clear error") {

@@ -59,7 +59,8 @@ inline constexpr bool is_event =
     std::is_same_v<E, events::retry_scheduled> || std::is_same_v<E, events::retries_exhausted> ||
     std::is_same_v<E, events::budget_refused> || std::is_same_v<E, events::breaker_state_changed> ||
     std::is_same_v<E, events::rejected> || std::is_same_v<E, events::fallback_used> ||
-    std::is_same_v<E, events::call_finished> || std::is_same_v<E, events::deadline_exceeded>;
+    std::is_same_v<E, events::call_finished> || std::is_same_v<E, events::deadline_exceeded> ||
+    std::is_same_v<E, events::quota_store_failed>;
 
 }  // namespace detail
 
@@ -252,6 +253,17 @@ struct fmt::formatter<resil::events::deadline_exceeded> : resil::detail::spec_fr
     auto format(const resil::events::deadline_exceeded& e, FormatContext& ctx) const {
         return fmt::format_to(ctx.out(), "deadline exceeded after {} {}", e.attempts,
                               resil::detail::attempts_word(e.attempts));
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::quota_store_failed> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::quota_store_failed& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "quota store failed: {}",
+                              !e.fail_open ? "rejected (fail closed)"
+                              : e.admitted ? "admitted by the local bucket (fail open)"
+                                           : "rejected by the local bucket (fail open)");
     }
 };
 

@@ -117,7 +117,8 @@ inline constexpr bool handles_any_event =
                        std::is_invocable<L&, const events::call_finished&>,
                        std::is_invocable<L&, const events::deadline_exceeded&>,
                        std::is_invocable<L&, const events::limit_changed&>,
-                       std::is_invocable<L&, const events::pace_changed&>>;
+                       std::is_invocable<L&, const events::pace_changed&>,
+                       std::is_invocable<L&, const events::quota_store_failed&>>;
 
 /// The classifier used when the caller gives none.
 struct default_classifier {

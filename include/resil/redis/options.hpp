@@ -89,7 +89,7 @@ struct rate_limiter_options {
     std::chrono::milliseconds lease_ttl{1000};  ///< in [1 ms, 1 h]
 
     /// In a pipeline only: how long a call may wait for its permit (never
-    /// past the call's deadline), at least zero. Default zero.
+    /// past the call's deadline), in [0, 24 h]. Default zero.
     std::chrono::milliseconds max_wait{0};
 
     static constexpr double min_rate = 1e-3;
@@ -105,6 +105,7 @@ struct rate_limiter_options {
     static constexpr int max_pods = 100'000;
     static constexpr std::int64_t max_lease = 1'000'000;
     static constexpr std::chrono::milliseconds max_lease_ttl{3'600'000};
+    static constexpr std::chrono::milliseconds max_max_wait{86'400'000};
 
     /// The first field outside its range, in the house form
     /// ("`rate` must be in [0.001, 1e6], got 0").
@@ -174,7 +175,7 @@ inline validation_result rate_limiter_options::validate() const {
     if (lease > burst)
         return check_that(false, "lease", {"at most burst (", resil::detail::format_option_value(burst), ")"}, lease);
     if (auto bad = check_in_range("lease_ttl", lease_ttl, min_timeout, max_lease_ttl)) return bad;
-    return resil::detail::check_at_least("max_wait", max_wait, std::chrono::milliseconds{0});
+    return check_in_range("max_wait", max_wait, std::chrono::milliseconds{0}, max_max_wait);
 }
 
 }  // namespace resil::redis

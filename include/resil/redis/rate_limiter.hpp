@@ -19,7 +19,10 @@
 // the same rate and burst grant the same requests.
 //
 // Every round trip is bounded by connect_timeout and reply_timeout, each
-// clamped to what is left of the caller's deadline. When Redis cannot decide
+// clamped to what is left of the caller's deadline, recomputed before each
+// command: a decision returns within the deadline (plus one poll() wake-up).
+// A deadline that leaves no time is rate_limit_status::no_time, not a
+// failure of Redis. When Redis cannot decide
 // (refused, timed out, an error reply), the decision goes to the failure
 // policy — fail open through a local bucket of rate / expected_pods, or fail
 // closed with reason::quota_unavailable — and Redis is left alone for a
@@ -73,6 +76,7 @@ enum class rate_limit_status : std::uint8_t {
     exceeds_burst,  ///< more permits than the quota can ever hold (or, failing open, than the local bucket can)
     cancelled,      ///< acquire() only: the stop token fired
     unavailable,    ///< Redis could not decide and the limiter fails closed
+    no_time,        ///< the caller's deadline left no time to ask Redis (or to get a connection): nothing was decided
 };
 
 [[nodiscard]] constexpr std::string_view to_string(rate_limit_status s) noexcept {
@@ -82,13 +86,14 @@ enum class rate_limit_status : std::uint8_t {
         case rate_limit_status::exceeds_burst: return "exceeds_burst";
         case rate_limit_status::cancelled: return "cancelled";
         case rate_limit_status::unavailable: return "unavailable";
+        case rate_limit_status::no_time: return "no_time";
     }
     return "unknown";
 }
 
 /// Who decided.
 enum class decided_by : std::uint8_t {
-    none,      ///< nobody needed to (n = 0, bad weight, cancelled)
+    none,      ///< nobody needed to or could (n = 0, bad weight, cancelled, no time left)
     redis,     ///< the shared quota, in Redis
     lease,     ///< permits leased from Redis earlier, spent locally
     fallback,  ///< Redis could not decide: the failure policy did
@@ -134,6 +139,7 @@ struct rate_limiter_metrics {
     std::uint64_t connects = 0;          ///< connections opened (the first ones included)
     std::uint64_t script_loads = 0;      ///< SCRIPT LOAD after NOSCRIPT (cache flushed, failover)
     std::uint64_t error_replies = 0;     ///< error or malformed answers from Redis
+    std::uint64_t no_time = 0;           ///< decisions the caller's deadline left no time for (not failures)
 };
 
 namespace detail {
@@ -225,7 +231,9 @@ public:
     /// deadline. Rejected calls get reason::rate_limited and the wait as
     /// retry_after (events::rejected), as with token_bucket; failing closed,
     /// reason::quota_unavailable. Every decision Redis could not make also
-    /// emits events::quota_store_failed. With options().max_wait > 0 the call
+    /// emits events::quota_store_failed. A deadline that leaves no time to
+    /// ask is reason::deadline_exceeded (not a failure of Redis: no
+    /// quota_store_failed, not in store_failures). With options().max_wait > 0 the call
     /// first waits up to that long (never past its deadline).
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
@@ -235,7 +243,7 @@ public:
                           "resil::redis::rate_limiter: the pipeline's clock must be resil::steady_clock (Redis runs in real time)");
         rate_limit_result r;
         if (options_.max_wait > std::chrono::milliseconds::zero()) {
-            const auto patience = steady_clock{}.now() + duration{options_.max_wait};
+            const auto patience = resil::detail::saturating_add(steady_clock{}.now(), duration{options_.max_wait});
             const auto call_deadline = ctx.deadline_instant();
             r = acquire(resil::deadline::at(call_deadline < patience ? call_deadline : patience), 1, ctx.stop_token());
         } else {
@@ -252,6 +260,9 @@ public:
             case rate_limit_status::unavailable:
                 ctx.emit(events::rejected{reason::quota_unavailable, std::nullopt});
                 return result_type::rejected(reason::quota_unavailable);
+            case rate_limit_status::no_time:  // as a deadline_policy with no time left for an attempt
+                ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
+                return result_type::rejected(reason::deadline_exceeded);
             case rate_limit_status::rejected:
             case rate_limit_status::exceeds_burst: break;
         }
@@ -288,6 +299,7 @@ public:
             m.connects += get(c.connects);
             m.script_loads += get(c.script_loads);
             m.error_replies += get(c.error_replies);
+            m.no_time += get(c.no_time);
         }
         return m;
     }
@@ -300,7 +312,7 @@ private:
     struct counters {
         std::atomic<std::uint64_t> granted{0}, rejected{0}, round_trips{0}, lease_grants{0}, store_failures{0},
             fail_open_admitted{0}, fail_open_rejected{0}, fail_closed_rejected{0}, connects{0}, script_loads{0},
-            error_replies{0};
+            error_replies{0}, no_time{0};
     };
     // Each thread counts in its own stripe: no cache line written by every
     // decision of every thread (lease grants take ~100 ns).
@@ -413,13 +425,18 @@ private:
             look_us = left < max_lookahead_us ? left : max_lookahead_us;
         }
         detail::script_answer a;
-        const bool answered = ask(redis_key, n, want, look_us, until, now_override, a);
+        const asked how = ask(redis_key, n, want, look_us, until, now_override, a);
+        const bool answered = how == asked::answered;
         if (refill) {
             if (answered && a.taken > n)
                 lease_.store((now_ms() + static_cast<std::uint64_t>(options_.lease_ttl.count())) << lease_bits |
                                  static_cast<std::uint64_t>(a.taken - n),
                              std::memory_order_relaxed);
             refilling_.store(false, std::memory_order_release);
+        }
+        if (how == asked::no_time) {
+            bump(count().no_time);
+            return {rate_limit_status::no_time, {}, {}, decided_by::none};
         }
         if (!answered) return fail(n, until, waiting, stop);
         if (a.taken == 0) {
@@ -433,8 +450,10 @@ private:
         // A reservation: the permits exist wait_us after the script ran,
         // which was before the reply came; sleeping from the reply errs late,
         // never past the deadline.
+        // (read_answer bounds wait_us by the lookahead, itself bounded by
+        // the deadline; the sum saturates all the same.)
         const auto replied = steady_clock{}.now();
-        auto wake = replied + std::chrono::microseconds{a.wait_us};
+        auto wake = resil::detail::saturating_add(replied, duration{std::chrono::microseconds{a.wait_us}});
         if (wake > until) wake = until;
         if (!resil::sleep_until(steady_clock{}, wake, stop))
             return {rate_limit_status::cancelled, {}, {}, decided_by::redis};  // the reservation is forfeited
@@ -486,14 +505,39 @@ private:
         return std::chrono::nanoseconds{static_cast<std::int64_t>(half + (half ? z % (half + 1) : 0))};
     }
 
-    void mark_down(std::string error) const {
+    // Only the failure that starts an outage (moves retry_at_ns_ from 0) and
+    // each failed probe raise the streak: the calls that were in flight when
+    // Redis stalled fail together, and counting each of them would push the
+    // backoff to its maximum after one short stall.
+    void mark_down(bool probe, std::string error) const {
         failures_.fetch_add(1, std::memory_order_acq_rel);
-        const auto streak = streak_.fetch_add(1, std::memory_order_relaxed) + 1;
-        retry_at_ns_.store(steady_ns() + next_backoff(streak).count(), std::memory_order_release);
+        auto at = retry_at_ns_.load(std::memory_order_acquire);
+        if (at == 0) {
+            if (retry_at_ns_.compare_exchange_strong(at, steady_ns() + next_backoff(1).count(),
+                                                     std::memory_order_acq_rel))
+                streak_.store(1, std::memory_order_relaxed);
+        } else if (probe) {
+            const auto streak = streak_.fetch_add(1, std::memory_order_relaxed) + 1;
+            retry_at_ns_.store(steady_ns() + next_backoff(streak).count(), std::memory_order_release);
+        }
         remember(std::move(error));
     }
 
+    // A reply (or connect) that timed out only because the caller's deadline
+    // cut its wait below the option: not proof that Redis is slow, so the
+    // first is forgiven. A second before any answer is a failure: a frozen
+    // Redis must not cost every short-deadline caller a new connection and
+    // its whole deadline.
+    void mark_cut_short(bool probe, std::string error) const {
+        if (probe || retry_at_ns_.load(std::memory_order_acquire) != 0 ||
+            cut_short_.fetch_add(1, std::memory_order_relaxed) != 0)
+            mark_down(probe, std::move(error));
+        else
+            remember(std::move(error));
+    }
+
     void mark_up() const noexcept {
+        if (cut_short_.load(std::memory_order_relaxed) != 0) cut_short_.store(0, std::memory_order_relaxed);
         if (retry_at_ns_.load(std::memory_order_relaxed) != 0) {
             streak_.store(0, std::memory_order_relaxed);
             retry_at_ns_.store(0, std::memory_order_release);
@@ -506,25 +550,50 @@ private:
     }
 
     // May this call talk to Redis? Yes when it is up; when it is down, only
-    // the first caller after the backoff (which pushes the next probe away).
-    bool may_ask() const noexcept {
+    // the first caller after the backoff (which pushes the next probe away),
+    // and `probe` says it is that caller.
+    bool may_ask(bool& probe) const noexcept {
         auto at = retry_at_ns_.load(std::memory_order_acquire);
         if (at == 0) return true;
         const auto now = steady_ns();
         if (now < at) return false;
         const auto next = now + next_backoff(streak_.load(std::memory_order_relaxed) + 1).count();
-        return retry_at_ns_.compare_exchange_strong(at, next, std::memory_order_acq_rel);
+        probe = retry_at_ns_.compare_exchange_strong(at, next, std::memory_order_acq_rel);
+        return probe;
     }
 
+    // How a call to ask() ended.
+    enum class asked : std::uint8_t {
+        answered,  ///< Redis decided (`out`)
+        failed,    ///< Redis could not decide: the failure policy applies
+        no_time,   ///< the caller's deadline left no time to ask (nothing is wrong with Redis)
+    };
+
     // One EVALSHA (plus a SCRIPT LOAD after NOSCRIPT, plus one reconnect when
-    // an idle connection turns out closed). False: Redis did not decide.
-    bool ask(std::string_view redis_key, std::int64_t n, std::int64_t want, std::int64_t look_us, time_point until,
-             std::int64_t now_override, detail::script_answer& out) const {
-        if (!may_ask()) return false;
-        auto conn = checkout(until);
+    // an idle connection turns out closed). Every command waits until
+    // min(now + its timeout, end), recomputed before it: the decision ends
+    // by `until` (plus the slack of one poll() and the code around it).
+    asked ask(std::string_view redis_key, std::int64_t n, std::int64_t want, std::int64_t look_us, time_point until,
+              std::int64_t now_override, detail::script_answer& out) const {
+        const auto start = steady_clock{}.now();
+        if (until <= start) return asked::no_time;
+        bool probe = false;
+        if (!may_ask(probe)) return asked::failed;
+        // The whole decision, retries included, fits in one connect and two
+        // replies (a reconnect, SCRIPT LOAD, EVALSHA), as well as in the
+        // caller's deadline.
+        const duration reply_cap = options_.reply_timeout;
+        const auto budget_end = start + duration{options_.connect_timeout} + 2 * reply_cap;
+        const bool until_bounds = until <= budget_end;
+        const auto end = until_bounds ? until : budget_end;
+        // Every connection busy: wait for one (each round trip is bounded),
+        // never past the deadline or one reply timeout.
+        const auto give_up_at = std::min(end, start + reply_cap);
+        auto conn = pool_.checkout(give_up_at);
         if (!conn) {
-            remember("every connection to Redis was in use until the deadline");
-            return false;
+            if (give_up_at == until) return asked::no_time;
+            remember("every connection to Redis stayed in use for reply_timeout");
+            return asked::failed;
         }
         const auto epoch = failures_.load(std::memory_order_acquire);
         const auto forks = resil::detail::fork_epoch.load(std::memory_order_relaxed);
@@ -544,48 +613,51 @@ private:
                                       text(want, want_text),
                                       text(look_us, look_text),
                                       now_override == no_override ? 0 : text(now_override, now_text)};
-        // The whole decision, retries included, fits in one connect and two
-        // replies (a reconnect, SCRIPT LOAD, EVALSHA), as well as in the
-        // caller's deadline.
-        const auto budget_end = steady_clock{}.now() + duration{options_.connect_timeout} +
-                                2 * duration{options_.reply_timeout};
-        const auto end = until < budget_end ? until : budget_end;
+        // Out of time: the caller's (no failure of Redis's), or the budget's.
+        const auto out_of_time = [&] {
+            if (until_bounds) return asked::no_time;
+            mark_down(probe, "Redis did not decide within connect_timeout + 2 × reply_timeout");
+            return asked::failed;
+        };
+        // A failed command: a timeout the caller's deadline cut short, or
+        // anything else (refused, closed, timed out in full, an error).
+        const auto failed = [&](bool cut_short, std::string error) {
+            if (cut_short && conn->timed_out()) mark_cut_short(probe, std::move(error));
+            else mark_down(probe, std::move(error));
+            return asked::failed;
+        };
         for (int tries = 0; tries < 3; ++tries) {
-            const auto now = steady_clock{}.now();
-            if (end <= now) {
-                if (until <= now) {
-                    remember("no time left before the deadline for a round trip to Redis");
-                } else {
-                    mark_down("Redis did not decide within connect_timeout + 2 × reply_timeout");
-                }
-                return false;
-            }
-            const auto left = std::chrono::duration_cast<std::chrono::microseconds>(end - now);
-            const std::chrono::microseconds reply_cap = options_.reply_timeout;
-            // Cut short by the caller's deadline (not Redis's fault: no backoff).
-            const bool deadline_bound = until - now < duration{reply_cap};
-            const auto reply_timeout = left < reply_cap ? left : reply_cap;
+            auto now = steady_clock{}.now();
+            if (end <= now) return out_of_time();
             std::string error;
             const bool was_open = conn->open();
             if (!was_open) {
-                const std::chrono::microseconds connect_cap = options_.connect_timeout;
+                // hiredis waits for the connect in whole milliseconds, rounded up.
+                const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(end - now);
+                if (left_ms < std::chrono::milliseconds{1}) return out_of_time();
+                const bool cut = until_bounds && left_ms < options_.connect_timeout;
                 bump(count().connects);
-                if (!conn->connect(options_.host, options_.port, left < connect_cap ? left : connect_cap,
-                                   reply_timeout, error)) {
-                    if (deadline_bound || until - now < duration{connect_cap}) remember(std::move(error));
-                    else mark_down(std::move(error));
-                    return false;
-                }
+                if (!conn->connect(options_.host, options_.port, cut ? left_ms : options_.connect_timeout,
+                                   options_.reply_timeout, error))
+                    return failed(cut, std::move(error));
                 conn.epoch() = epoch;
                 conn.fork() = forks;
-            } else if (!conn->set_reply_timeout(reply_timeout, error)) {
-                mark_down(std::move(error));
-                return false;
+                now = steady_clock{}.now();
+                if (end <= now) {
+                    conn->close();  // no SHA1 yet
+                    return out_of_time();
+                }
+                const bool load_cut = until_bounds && until < now + reply_cap;
+                if (!conn->load_script(load_cut ? until : std::min(end, now + reply_cap), error))
+                    return failed(load_cut, std::move(error));
+                now = steady_clock{}.now();
+                if (end <= now) return out_of_time();
             }
+            const bool cut = until_bounds && until < now + reply_cap;
             const char* argv[10] = {"EVALSHA", conn->sha().data(), "1", redis_key.data(), token_text_, tolerance_text_,
                                     n_text, want_text, look_text, now_text};
             const int argc = now_override == no_override ? 9 : 10;
-            auto reply = conn->command(argc, argv, lens, error);
+            auto reply = conn->command(argc, argv, lens, cut ? until : std::min(end, now + reply_cap), error);
             if (!reply) {
                 // A connection that sat idle may have been closed by the
                 // server: one fresh connection, then it counts as a failure.
@@ -593,43 +665,30 @@ private:
                 // (Should the first have run after all, the quota is charged
                 // twice: errs on the side of the limit.)
                 if (was_open && tries == 0 && !conn->timed_out()) continue;
-                if (deadline_bound) remember(std::move(error));
-                else mark_down(std::move(error));
-                return false;
+                return failed(cut, std::move(error));
             }
-            auto r = detail::read_answer(reply.get(), n, want);
+            auto r = detail::read_answer(reply.get(), n, want, look_us);
             if (r.kind == detail::reply_kind::noscript) {
                 bump(count().script_loads);
-                if (!conn->load_script(reply_timeout, error)) {
-                    mark_down(std::move(error));
-                    return false;
-                }
+                now = steady_clock{}.now();
+                if (end <= now) return out_of_time();
+                const bool load_cut = until_bounds && until < now + reply_cap;
+                if (!conn->load_script(load_cut ? until : std::min(end, now + reply_cap), error))
+                    return failed(load_cut, std::move(error));
                 continue;
             }
             if (r.kind != detail::reply_kind::answer) {
                 bump(count().error_replies);
                 remember(std::move(r.error));
-                return false;
+                return asked::failed;
             }
             bump(count().round_trips);
             mark_up();
             out = r.answer;
-            return true;
+            return asked::answered;
         }
         remember("the script could not be run after reloading it");
-        return false;
-    }
-
-    detail::pool::lease checkout(time_point until) const {
-        auto l = pool_.try_checkout();
-        // Every connection busy: wait for one (each round trip is bounded),
-        // never past the deadline or one reply timeout.
-        const auto give_up_at = std::min(until, steady_clock{}.now() + duration{options_.reply_timeout});
-        while (!l && steady_clock{}.now() < give_up_at) {
-            std::this_thread::yield();
-            l = pool_.try_checkout();
-        }
-        return l;
+        return asked::failed;
     }
 
     rate_limiter_options options_;
@@ -648,6 +707,8 @@ private:
     // latest one) and failures in a row (the backoff's exponent).
     mutable std::atomic<std::uint64_t> failures_{0};
     mutable std::atomic<std::uint64_t> streak_{0};
+    // Timeouts cut short by callers' deadlines since the last answer.
+    mutable std::atomic<std::uint32_t> cut_short_{0};
     resil::detail::stripes<counters> counters_;
     mutable std::mutex error_mutex_;
     mutable std::string last_error_;

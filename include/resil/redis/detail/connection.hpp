@@ -11,17 +11,21 @@
 // flag, starting at a slot picked by the thread, so threads rarely collide.
 //
 // Every round trip is bounded: redisConnectWithTimeout bounds the connect,
-// redisSetTimeout (SO_RCVTIMEO/SO_SNDTIMEO) each read and write; both are
-// set to min(the option, what is left of the caller's deadline). hiredis
-// forgets the reply timeout on reconnect, and once a context has seen an
-// error it cannot be used again (a late reply would answer the next
-// command): a failed connection is freed and opened anew.
+// and each reply is awaited with poll() until an instant the limiter
+// computes from what is left of the decision (SO_RCVTIMEO would bound each
+// read, not the reply, and is rounded up to scheduler ticks). Once a context
+// has seen an error it cannot be used again (a late reply would answer the
+// next command): a failed connection is freed and opened anew.
 #pragma once
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -34,6 +38,7 @@
 #include <thread>
 #include <utility>
 
+#include "../../clock.hpp"
 #include "script.hpp"
 
 namespace resil::redis::detail {
@@ -66,38 +71,48 @@ public:
     void close() noexcept {
         if (ctx_) redisFree(ctx_);
         ctx_ = nullptr;
-        timeout_us_ = -1;
         sha_[0] = '\0';
     }
 
-    /// Connects within `timeout` and loads the script (SCRIPT LOAD, bounded
-    /// by `reply_timeout`). False with `error` set on failure.
+    /// Connects within `timeout` (hiredis rounds it up to whole
+    /// milliseconds); writes are bounded by `send_timeout` (SO_SNDTIMEO).
+    /// False with `error` set on failure; timed_out() tells a timeout from a
+    /// refusal. The script is loaded by load_script().
     bool connect(const std::string& host, int port, std::chrono::microseconds timeout,
-                 std::chrono::microseconds reply_timeout, std::string& error) {
+                 std::chrono::microseconds send_timeout, std::string& error) {
         close();
+        timed_out_ = false;
         ctx_ = redisConnectWithTimeout(host.c_str(), port, to_timeval(timeout));
         if (ctx_ == nullptr) {
             error = "cannot allocate a hiredis context";
             return false;
         }
         if (ctx_->err) {
+            timed_out_ = std::strstr(ctx_->errstr, "timed out") != nullptr;
             error = "connect to " + host + ":" + std::to_string(port) + " failed: " + ctx_->errstr;
             close();
             return false;
         }
-        return load_script(reply_timeout, error);
+        if (redisSetTimeout(ctx_, to_timeval(send_timeout)) != REDIS_OK) {
+            error = std::string("setting the send timeout failed: ") + ctx_->errstr;
+            close();
+            return false;
+        }
+        return true;
     }
 
-    /// SCRIPT LOAD: keeps the SHA1 the server names the script by.
-    bool load_script(std::chrono::microseconds reply_timeout, std::string& error) {
-        if (!set_reply_timeout(reply_timeout, error)) return false;
+    /// SCRIPT LOAD, its reply awaited until `end`: keeps the SHA1 the
+    /// server names the script by. An error reply closes the connection too
+    /// (the next use connects and loads again).
+    bool load_script(time_point end, std::string& error) {
         const char* argv[] = {"SCRIPT", "LOAD", gcra_script.data()};
         const std::size_t lens[] = {6, 4, gcra_script.size()};
-        reply_ptr r{static_cast<redisReply*>(redisCommandArgv(ctx_, 3, argv, lens))};
-        if (!r) return broken(error);
+        reply_ptr r = command(3, argv, lens, end, error);
+        if (!r) return false;
         if (r->type != REDIS_REPLY_STRING || r->len != 40) {
             error = "SCRIPT LOAD answered " +
                     (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string("no SHA1"));
+            close();
             return false;
         }
         std::memcpy(sha_, r->str, 40);
@@ -105,28 +120,42 @@ public:
         return true;
     }
 
-    /// Sets the reply timeout (a system call, so only when it changes).
-    bool set_reply_timeout(std::chrono::microseconds t, std::string& error) {
-        // Whole milliseconds above 1 ms, so that the deadline's ever-changing
-        // remainder does not cost a setsockopt per call.
-        if (t > std::chrono::milliseconds{1}) t = std::chrono::duration_cast<std::chrono::milliseconds>(t);
-        if (t.count() == timeout_us_) return true;
-        if (redisSetTimeout(ctx_, to_timeval(t)) != REDIS_OK) {
-            error = std::string("setting the reply timeout failed: ") + ctx_->errstr;
-            close();
-            return false;
-        }
-        timeout_us_ = t.count();
-        return true;
-    }
-
-    /// Runs one command; null (and the connection closed, `error` set) when
-    /// the connection broke or timed out.
-    reply_ptr command(int argc, const char** argv, const std::size_t* lens, std::string& error) {
+    /// Runs one command and waits for its reply until `end` at most (poll()
+    /// on the socket with the time left, in microseconds: no per-syscall
+    /// timeout that restarts with every partial read, no rounding up to
+    /// scheduler ticks). Null (and the connection closed, `error` set) when
+    /// the connection broke or the reply did not come in time.
+    reply_ptr command(int argc, const char** argv, const std::size_t* lens, time_point end, std::string& error) {
         timed_out_ = false;
-        reply_ptr r{static_cast<redisReply*>(redisCommandArgv(ctx_, argc, argv, lens))};
-        if (!r) broken(error);
-        return r;
+        if (redisAppendCommandArgv(ctx_, argc, argv, lens) != REDIS_OK) {
+            broken(error);
+            return {};
+        }
+        int done = 0;
+        do {
+            if (redisBufferWrite(ctx_, &done) != REDIS_OK) {
+                broken(error);
+                return {};
+            }
+        } while (!done);
+        for (;;) {
+            void* raw = nullptr;
+            if (redisGetReplyFromReader(ctx_, &raw) != REDIS_OK) {
+                broken(error);
+                return {};
+            }
+            if (raw != nullptr) return reply_ptr{static_cast<redisReply*>(raw)};
+            if (!readable_before(end)) {
+                timed_out_ = true;
+                error = "no reply from Redis within the timeout";
+                close();
+                return {};
+            }
+            if (redisBufferRead(ctx_) != REDIS_OK) {
+                broken(error);
+                return {};
+            }
+        }
     }
 
     [[nodiscard]] std::string_view sha() const noexcept { return {sha_, 40}; }
@@ -134,6 +163,23 @@ public:
     [[nodiscard]] bool timed_out() const noexcept { return timed_out_; }
 
 private:
+    // Waits until the socket has something to read (data, EOF or an error)
+    // or `end` passes.
+    bool readable_before(time_point end) const noexcept {
+        for (;;) {
+            const auto left = end - std::chrono::steady_clock::now();
+            if (left <= std::chrono::nanoseconds::zero()) return false;
+            const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+            timespec ts{};
+            ts.tv_sec = static_cast<decltype(ts.tv_sec)>(ns / 1'000'000'000);
+            ts.tv_nsec = static_cast<decltype(ts.tv_nsec)>(ns % 1'000'000'000);
+            pollfd p{ctx_->fd, POLLIN, 0};
+            const int r = ::ppoll(&p, 1, &ts, nullptr);
+            if (r > 0) return true;
+            if (r < 0 && errno != EINTR) return true;  // let the read report it
+        }
+    }
+
     bool broken(std::string& error) {
         error = ctx_ && ctx_->errstr[0] ? std::string(ctx_->errstr) : std::string("connection lost");
         timed_out_ = ctx_ && ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
@@ -143,7 +189,6 @@ private:
     }
 
     redisContext* ctx_ = nullptr;
-    std::int64_t timeout_us_ = -1;
     char sha_[41] = {};
     bool timed_out_ = false;
 };
@@ -168,16 +213,17 @@ public:
     class lease {
     public:
         lease() = default;
-        lease(lease&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+        lease(lease&& o) noexcept : s_(std::exchange(o.s_, nullptr)), p_(o.p_) {}
         lease& operator=(lease&& o) noexcept {
             if (this != &o) {
-                if (s_) s_->busy.store(false, std::memory_order_release);
+                if (s_) p_->give_back(*s_);
                 s_ = std::exchange(o.s_, nullptr);
+                p_ = o.p_;
             }
             return *this;
         }
         ~lease() {
-            if (s_) s_->busy.store(false, std::memory_order_release);
+            if (s_) p_->give_back(*s_);
         }
         explicit operator bool() const noexcept { return s_ != nullptr; }
         connection& operator*() const noexcept { return s_->conn; }
@@ -188,6 +234,7 @@ public:
     private:
         friend class pool;
         slot* s_ = nullptr;
+        pool* p_ = nullptr;
     };
 
     /// A free connection, or an empty lease when every one is in use.
@@ -200,15 +247,44 @@ public:
             if (!s.busy.load(std::memory_order_relaxed) && !s.busy.exchange(true, std::memory_order_acquire)) {
                 lease l;
                 l.s_ = &s;
+                l.p_ = this;
                 return l;
             }
         }
         return {};
     }
 
+    /// A free connection, waiting (asleep, not spinning) until `end` for
+    /// one to be given back; empty when none was.
+    [[nodiscard]] lease checkout(time_point end) {
+        if (auto l = try_checkout()) return l;
+        // Registered before looking again: a connection given back after
+        // that look sees the waiter and wakes it (both seq_cst).
+        waiters_.fetch_add(1, std::memory_order_seq_cst);
+        lease l;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            for (;;) {
+                l = try_checkout();
+                if (l || std::chrono::steady_clock::now() >= end) break;
+                freed_.wait_until(lock, end);
+            }
+        }
+        waiters_.fetch_sub(1, std::memory_order_relaxed);
+        return l;
+    }
+
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
 
 private:
+    void give_back(slot& s) noexcept {
+        s.busy.store(false, std::memory_order_seq_cst);
+        if (waiters_.load(std::memory_order_seq_cst) != 0) {
+            { std::lock_guard<std::mutex> lock(mutex_); }  // a waiter between its look and its wait gets the notify
+            freed_.notify_one();
+        }
+    }
+
     // A thread's first slot: spreads threads over the pool.
     std::size_t home() const noexcept {
         return std::hash<std::thread::id>{}(std::this_thread::get_id()) % size_;
@@ -216,6 +292,9 @@ private:
 
     std::size_t size_;
     std::unique_ptr<slot[]> slots_;
+    std::atomic<int> waiters_{0};
+    std::mutex mutex_;
+    std::condition_variable freed_;
 };
 
 }  // namespace resil::redis::detail

@@ -7,9 +7,11 @@
 // now ≤ lookahead, where T = 1/rate is one permit's refill time and τ = B·T;
 // a grant moves TAT there, a rejection writes nothing. Time is in
 // microseconds since 2023-11-14 22:13:20 UTC (Unix 1.7e9 s) as a Lua double:
-// integers stay exact until the year 2308, and fractions of a microsecond
-// (T = 1e6 / rate is not always whole) keep about 1e-8 µs of precision.
-// Rates dividing 1e6 (1, 2, 50, 1000, …) are exact, like the local bucket's.
+// integers stay exact until the year 2308. T = 1e6 / rate is not always
+// whole: then each grant rounds the TAT to the double's step, 2^-6 µs near
+// today's TIME (≈ 1e14 µs; 2^-5 from 2028), so up to 0.008 µs per grant
+// accumulates while grants follow each other without a pause. Rates
+// dividing 1e6 (1, 2, 50, 1000, …) are exact, like the local bucket's.
 //
 // KEYS[1] the quota's key. ARGV: T (µs), τ (µs), n (the permits needed),
 // want (≥ n: the permits to take when there is room, for a lease), lookahead
@@ -96,11 +98,14 @@ struct reading {
     std::string error{};
 };
 
-/// Reads a reply to EVALSHA of gcra_script for `want` permits at most:
-/// exactly three integers, 0 ≤ taken ≤ want, wait ≥ 0, remaining ≥ 0;
-/// anything else is bad_shape with a description. Never trusts the reply's
-/// shape (a proxy, another script under the same name, a version skew).
-[[nodiscard]] inline reading read_answer(const redisReply* r, std::int64_t need, std::int64_t want) {
+/// Reads a reply to EVALSHA of gcra_script for `want` permits at most,
+/// asked with a lookahead of `look_us`: exactly three integers, 0 ≤ taken ≤
+/// want, wait ≥ 0, remaining ≥ 0, and a grant's wait within the lookahead
+/// (a reservation the caller did not ask for would make it sleep); anything
+/// else is bad_shape with a description. Never trusts the reply's shape (a
+/// proxy, another script under the same name, a version skew).
+[[nodiscard]] inline reading read_answer(const redisReply* r, std::int64_t need, std::int64_t want,
+                                         std::int64_t look_us) {
     reading out;
     if (r == nullptr) {
         out.error = "no reply";
@@ -127,10 +132,12 @@ struct reading {
     }
     out.answer = {r->element[0]->integer, r->element[1]->integer, r->element[2]->integer};
     const auto& a = out.answer;
-    if (a.taken < 0 || a.taken > want || (a.taken > 0 && a.taken < need) || a.wait_us < 0 || a.remaining < 0) {
+    if (a.taken < 0 || a.taken > want || (a.taken > 0 && a.taken < need) || a.wait_us < 0 || a.remaining < 0 ||
+        (a.taken > 0 && a.wait_us > look_us)) {
         out.error = "the script's answer is out of range: {" + std::to_string(a.taken) + ", " +
                     std::to_string(a.wait_us) + ", " + std::to_string(a.remaining) + "} for " +
-                    std::to_string(need) + " to " + std::to_string(want) + " permits";
+                    std::to_string(need) + " to " + std::to_string(want) + " permits within " +
+                    std::to_string(look_us) + " us";
         return out;
     }
     out.kind = reply_kind::answer;
