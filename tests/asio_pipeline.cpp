@@ -214,6 +214,43 @@ std::vector<std::string> fallback_shed_and_unsafe() {
     return w.lines;
 }
 
+// A policy of one's own, written for both pipelines: the decision in one
+// place, each driver a few lines (as in docs/async.md).
+struct enough_time_left {
+    resil::duration minimum;
+
+    template <class Context>
+    bool admits(Context& ctx) const {
+        if (ctx.recent_remaining() >= minimum) return true;
+        ctx.emit(resil::events::rejected{resil::reason::deadline_exceeded, std::nullopt});
+        return false;
+    }
+
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        if (!admits(ctx)) return decltype(next(ctx))::rejected(resil::reason::deadline_exceeded);
+        return next(ctx);
+    }
+
+    template <class Context, class Next>
+    auto async_execute(Context& ctx, Next next) const -> decltype(next(ctx)) {
+        using result = resil::asio::outcome_of_t<Next, Context>;
+        if (!admits(ctx)) co_return result::rejected(resil::reason::deadline_exceeded);
+        co_return co_await next(ctx);
+    }
+};
+
+template <bool Async>
+std::vector<std::string> custom_policy() {
+    world w;
+    w.script = {{503, 150ms}};
+    auto pipe = w.make<Async>(resil::deadline_policy{400ms},
+                              resil::retry_policy{{.max_attempts = 3, .backoff = resil::full_jitter{50ms, 200ms}}},
+                              enough_time_left{100ms});
+    w.call<Async>(pipe);
+    return w.lines;
+}
+
 void show(const std::vector<std::string>& lines) {
     for (const auto& l : lines) std::printf("  %s\n", l.c_str());
 }
@@ -268,4 +305,8 @@ TEST_CASE("asio pipeline: rate limiting, waiting for a token included, emits the
 TEST_CASE("asio pipeline: fallback, shedding and an unsafe retry emit the blocking pipeline's events") {
     same_events(fallback_shed_and_unsafe<false>, fallback_shed_and_unsafe<true>,
                 {"fallback_used unsafe_to_retry", "rejected shed", "outcome shed"});
+}
+
+TEST_CASE("asio pipeline: a policy of one's own runs in both pipelines, with the same events") {
+    same_events(custom_policy<false>, custom_policy<true>, {"attempt_finished 2 retryable", "call_finished"});
 }

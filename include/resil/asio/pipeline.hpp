@@ -152,13 +152,15 @@ struct call_cancellation {
 /// slot is cleared before the completion).
 template <class V, class Handler>
 struct guarded_state {
-    guarded_state(const ::asio::any_io_executor& ex, Handler h, std::stop_source* s)
-        : handler(std::move(h)), timer(ex), stop(s) {}
+    guarded_state(const ::asio::any_io_executor& ex, Handler h, std::stop_source* call, std::stop_source* attempt)
+        : handler(std::move(h)), timer(ex), call_stop(call), attempt_stop(attempt) {}
 
     void cut_short(cut_by by) {
         if (done || cut != cut_by::none) return;
         cut = by;
-        stop->request_stop();  // the callable's stop callbacks run here, on the executor
+        // The callable's stop callbacks run here, on the executor. The
+        // deadline stops this attempt only; the caller stops the call.
+        (by == cut_by::caller ? call_stop : attempt_stop)->request_stop();
         inner.emit(::asio::cancellation_type::all);
     }
 
@@ -166,7 +168,8 @@ struct guarded_state {
     ::asio::cancellation_signal inner;
     ::asio::steady_timer timer;
     ::asio::cancellation_slot outer;
-    std::stop_source* stop;
+    std::stop_source* call_stop;
+    std::stop_source* attempt_stop;
     cut_by cut = cut_by::none;
     bool done = false;
 };
@@ -175,9 +178,10 @@ template <class V>
 struct guarded_initiation {
     template <class Handler, class Clock>
     void operator()(Handler handler, ::asio::any_io_executor ex, ::asio::awaitable<std::optional<V>> attempt,
-                    std::stop_source* stop, time_point deadline, Clock clock) const {
+                    std::stop_source* call_stop, std::stop_source* attempt_stop, time_point deadline,
+                    Clock clock) const {
         using state_type = guarded_state<V, Handler>;
-        auto state = std::make_shared<state_type>(ex, std::move(handler), stop);
+        auto state = std::make_shared<state_type>(ex, std::move(handler), call_stop, attempt_stop);
         auto outer = ::asio::get_associated_cancellation_slot(state->handler);
         if (outer.is_connected()) {
             state->outer = outer;
@@ -212,10 +216,12 @@ struct guarded_initiation {
 /// deadline (time_point::max(): none) both reach.
 template <class V, class Clock>
 ::asio::awaitable<guarded_result<V>> run_guarded(::asio::any_io_executor ex,
-                                                 ::asio::awaitable<std::optional<V>> attempt, std::stop_source* stop,
+                                                 ::asio::awaitable<std::optional<V>> attempt,
+                                                 std::stop_source* call_stop, std::stop_source* attempt_stop,
                                                  time_point deadline, const Clock& clock) {
     return ::asio::async_initiate<const ::asio::use_awaitable_t<>&, void(guarded_result<V>)>(
-        guarded_initiation<V>{}, ::asio::use_awaitable, std::move(ex), std::move(attempt), stop, deadline, clock);
+        guarded_initiation<V>{}, ::asio::use_awaitable, std::move(ex), std::move(attempt), call_stop, attempt_stop,
+        deadline, clock);
 }
 
 /// The attempt's awaitable as one whose result is default-constructible (a
@@ -390,13 +396,25 @@ private:
         std::optional<T> value;
         detail::cut_by cut = detail::cut_by::none;
         if (guarded) {
-            auto& source = cancel.bridge(ctx);
+            // The call's stop source (the caller's cancellation) and this
+            // attempt's, which the deadline fires: a deadline cuts the
+            // attempt short without making the call look cancelled.
+            auto& call_source = cancel.bridge(ctx);
+            std::stop_source attempt_source;
+            std::stop_callback<detail::call_cancellation::forward_stop> chained(
+                call_source.get_token(), detail::call_cancellation::forward_stop{&attempt_source});
+            struct restore {
+                Ctx& ctx;
+                std::stop_token call;
+                ~restore() { ctx.set_stop_token(std::move(call)); }
+            } guard{ctx, call_source.get_token()};
+            ctx.set_stop_token(attempt_source.get_token());
             basic_context<Clock>& user_ctx = ctx;
             const auto deadline =
                 waiter_traits<Clock>::virtual_time ? time_point::max() : ctx.deadline_instant();
             auto r = co_await detail::run_guarded<T>(co_await ::asio::this_coro::executor,
                                                      detail::as_optional<T>(detail::start_attempt(fn, user_ctx)),
-                                                     &source, deadline, ctx.clock());
+                                                     &call_source, &attempt_source, deadline, ctx.clock());
             error = std::move(r.error);
             value = std::move(r.value);
             cut = r.cut;

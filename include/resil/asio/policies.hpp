@@ -53,6 +53,12 @@ template <class>
 inline constexpr bool always_false = false;
 }  // namespace detail
 
+/// The resil::outcome<T> that `next(ctx)` completes with, in a policy's
+/// async_execute: `using result = resil::asio::outcome_of_t<Next, Context>;`
+/// then `co_return result::rejected(reason::shed);` refuses the call.
+template <class Next, class Context>
+using outcome_of_t = detail::next_outcome_t<Next, Context>;
+
 /// How the asynchronous pipeline runs policy P: `static auto run(const P&,
 /// Context&, Next) -> decltype(next(ctx))`, a coroutine. The primary template
 /// calls P's member async_execute; resil's policies are specialised below.
