@@ -9,6 +9,7 @@
 // and writing a policy of your own for it.
 #pragma once
 
+#include "asio/config.hpp"  // first: before any Asio header
 #include "asio/pipeline.hpp"
 #include "asio/policies.hpp"
 #include "asio/waiter.hpp"

@@ -36,6 +36,8 @@
 // itself and cleanly).
 #pragma once
 
+#include "config.hpp"  // first: before any Asio header
+
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -243,6 +245,7 @@ template <clock Clock, class Listener, class... Policies>
 class basic_pipeline {
     using listener_type = std::remove_reference_t<decltype(resil::detail::unwrap(std::declval<const Listener&>()))>;
     using pctx_type = resil::detail::pipeline_context<Clock, listener_type>;
+    static constexpr std::size_t layer_count = sizeof...(Policies);
 
 public:
     using clock_type = Clock;
@@ -260,7 +263,7 @@ public:
     /// coroutine: `auto out = co_await pipe(fn, classify);`.
     template <class F, class Classifier = resil::detail::default_classifier>
     ::asio::awaitable<outcome_for<F>> operator()(F fn, Classifier classify = {}) const {
-        return run_call(nullptr, std::move(fn), std::move(classify));
+        return drive<0, F, Classifier>({}, nullptr, std::move(fn), std::move(classify));
     }
 
     /// Runs `fn` with a context the caller prepared (stop token, upstream
@@ -268,7 +271,7 @@ public:
     /// `ctx` must outlive the call and holds its final state afterwards.
     template <class F, class Classifier = resil::detail::default_classifier>
     ::asio::awaitable<outcome_for<F>> execute(basic_context<Clock>& ctx, F fn, Classifier classify = {}) const {
-        return run_call(&ctx, std::move(fn), std::move(classify));
+        return drive<0, F, Classifier>({}, &ctx, std::move(fn), std::move(classify));
     }
 
     /// The I-th policy as given (a reference_wrapper stays one).
@@ -299,163 +302,309 @@ public:
         co_await ::asio::this_coro::throw_if_cancelled(false);  // a cancelled call ends with an outcome
         if (options) {
             basic_context<Clock> ctx{std::move(*options)};
-            co_return co_await run_call(&ctx, std::move(fn), std::move(classify));
+            co_return co_await execute(ctx, std::move(fn), std::move(classify));
         }
-        co_return co_await run_call(nullptr, std::move(fn), std::move(classify));
+        co_return co_await (*this)(std::move(fn), std::move(classify));
     }
 
 private:
+    template <std::size_t I>
+    using policy_t = std::remove_cvref_t<std::unwrap_reference_t<std::tuple_element_t<I, std::tuple<Policies...>>>>;
+    template <std::size_t I>
+    const policy_t<I>& policy_at() const noexcept {
+        return resil::detail::unwrap(std::get<I>(policies_));
+    }
+
+    // Per layer and call: what a layer keeps between its way in and its way
+    // out (nothing for a policy of the user's, which keeps its own frame).
+    template <class P, class Out, bool Nested = async_layer<P>::nested>
+    struct layer_state {
+        using type = typename async_layer<P>::template state<pctx_type, Out>;
+    };
+    template <class P, class Out>
+    struct layer_state<P, Out, true> {
+        struct type {};
+    };
+    template <class Out>
+    using states_t = std::tuple<typename layer_state<std::remove_cvref_t<std::unwrap_reference_t<Policies>>, Out>::type...>;
+
+    // What the layers of one call share: the context, the callable, its
+    // classifier and the call's cancellation (all in the call's frame).
     template <class F, class Classifier>
-    ::asio::awaitable<outcome_for<F>> run_call(basic_context<Clock>* given, F fn, Classifier classify) const {
-        using value_type = value_type_for<F>;
-        static_assert(resil::detail::check_classifier<Classifier, detail::callable_result_t<F, basic_context<Clock>>>());
-        if (given) {
-            // As resil::basic_pipeline::execute: a context without a deadline
-            // takes the pipeline's clock, and starts afresh.
-            if (given->deadline_instant() == time_point::max()) given->set_clock(clock_);
-            given->forget_now();
-            given->set_attempt(0);
+    struct call_env {
+        pctx_type* ctx = nullptr;
+        F* fn = nullptr;
+        Classifier* classify = nullptr;
+        detail::call_cancellation* cancel = nullptr;
+    };
+
+    // Calls f(integral_constant<I>) for the runtime index i in [K, layer_count).
+    template <std::size_t K, class R, class Fn>
+    static R dispatch(std::size_t i, Fn&& f) {
+        R r{};
+        if constexpr (K < layer_count) {
+            [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+                (void)((i == K + Is ? (r = f(std::integral_constant<std::size_t, K + Is>{}), true) : false) || ...);
+            }(std::make_index_sequence<layer_count - K>{});
         }
-        pctx_type pctx{given ? std::move(*given) : basic_context<Clock>{clock_}, resil::detail::unwrap(listener_)};
-        detail::call_cancellation cancel;
-        // Whatever happens, the caller gets its context back, with its own
-        // stop token.
+        return r;
+    }
+
+    template <std::size_t I, class Out, class F, class Classifier>
+    layer_in enter_layer(pctx_type& ctx, states_t<Out>& states, std::optional<Out>& out, time_point& until,
+                         std::optional<::asio::awaitable<Out>>& nested, const call_env<F, Classifier>& env) const {
+        using layer = async_layer<policy_t<I>>;
+        if constexpr (layer::nested) {
+            // The user's policy around the layers inside it, which run as a
+            // coroutine of their own.
+            nested.emplace(layer::run(policy_at<I>(), ctx, [this, inner = env](pctx_type& c) mutable {
+                inner.ctx = &c;
+                return this->template drive<I + 1, F, Classifier>(inner, nullptr, std::nullopt, std::nullopt);
+            }));
+            return layer_in::stop;
+        } else {
+            return layer::enter(policy_at<I>(), ctx, std::get<I>(states), out, until);
+        }
+    }
+
+    template <std::size_t I, class Out>
+    layer_in waited_layer(pctx_type& ctx, states_t<Out>& states, std::optional<Out>& out, bool reached) const {
+        using layer = async_layer<policy_t<I>>;
+        if constexpr (requires { layer::waited(policy_at<I>(), ctx, std::get<I>(states), out, reached); })
+            return layer::waited(policy_at<I>(), ctx, std::get<I>(states), out, reached);
+        else
+            return layer_in::proceed;
+    }
+
+    template <std::size_t I, class Out>
+    layer_out leave_layer(pctx_type& ctx, states_t<Out>& states, std::optional<Out>& out, duration& wait) const {
+        using layer = async_layer<policy_t<I>>;
+        if constexpr (layer::nested)
+            return layer_out::proceed;  // left within its own coroutine
+        else
+            return layer::leave(policy_at<I>(), ctx, std::get<I>(states), out, wait);
+    }
+
+    template <std::size_t I, class Out>
+    bool retried_layer(pctx_type& ctx, states_t<Out>& states, std::optional<Out>& out, bool waited_all) const {
+        using layer = async_layer<policy_t<I>>;
+        if constexpr (requires { layer::retried(policy_at<I>(), ctx, std::get<I>(states), out, waited_all); })
+            return layer::retried(policy_at<I>(), ctx, std::get<I>(states), out, waited_all);
+        else
+            return false;
+    }
+
+    // Runs layers [K, layer_count) and the attempt in one coroutine: in
+    // through each layer's enter, the attempt, out through each leave, and
+    // in again from a retry's layer after its wait. K == 0 is the call
+    // itself, which owns the context, the callable and the classifier; a
+    // policy of the user's runs the layers inside it with K > 0.
+    template <std::size_t K, class F, class Classifier>
+    ::asio::awaitable<outcome_for<F>> drive(call_env<F, Classifier> env, basic_context<Clock>* given,
+                                            std::optional<F> own_fn, std::optional<Classifier> own_classify) const {
+        using value_type = value_type_for<F>;
+        using Out = outcome<value_type>;
+        std::optional<pctx_type> own_ctx;
+        detail::call_cancellation own_cancel;
+        // Whatever happens, the caller gets its context back, with its own stop token.
         struct write_back {
             basic_context<Clock>* to;
-            pctx_type& from;
-            detail::call_cancellation& cancel;
+            pctx_type* from;
+            detail::call_cancellation* cancel;
             ~write_back() {
-                cancel.restore(from);
+                if (!from) return;
+                cancel->restore(*from);
                 if (!to) return;
-                *to = std::move(static_cast<basic_context<Clock>&>(from));
+                *to = std::move(static_cast<basic_context<Clock>&>(*from));
                 to->forget_now();
             }
-        } restore{given, pctx, cancel};
-
-        if (pctx.stop_requested()) {
-            pctx.emit(events::rejected{reason::cancelled, std::nullopt});
-            pctx.emit(events::call_finished{reason::cancelled, 0, false, false});
-            co_return outcome<value_type>::rejected(reason::cancelled);
+        } restore{given, nullptr, &own_cancel};
+        if constexpr (K == 0) {
+            static_assert(
+                resil::detail::check_classifier<Classifier, detail::callable_result_t<F, basic_context<Clock>>>());
+            if (given) {
+                // As resil::basic_pipeline::execute: a context without a
+                // deadline takes the pipeline's clock, and starts afresh.
+                if (given->deadline_instant() == time_point::max()) given->set_clock(clock_);
+                given->forget_now();
+                given->set_attempt(0);
+            }
+            own_ctx.emplace(given ? std::move(*given) : basic_context<Clock>{clock_}, resil::detail::unwrap(listener_));
+            restore.from = &*own_ctx;
+            env = {&*own_ctx, &*own_fn, &*own_classify, &own_cancel};
+            if (own_ctx->stop_requested()) {
+                own_ctx->emit(events::rejected{reason::cancelled, std::nullopt});
+                own_ctx->emit(events::call_finished{reason::cancelled, 0, false, false});
+                co_return Out::rejected(reason::cancelled);
+            }
         }
-        auto innermost = [this, &fn, &classify, &cancel](pctx_type& c) {
-            return this->attempt<value_type>(c, fn, classify, cancel);
-        };
-        constexpr bool timed = resil::detail::context_times<pctx_type, events::call_finished>();
+        pctx_type& ctx = *env.ctx;
+        constexpr bool timed = K == 0 && resil::detail::context_times<pctx_type, events::call_finished>();
         [[maybe_unused]] time_point started{};
-        if constexpr (timed) started = pctx.recent_now();
+        if constexpr (timed) started = ctx.recent_now();
         const auto elapsed = [&]() -> duration {
-            if constexpr (timed) return pctx.clock().now() - started;
+            if constexpr (timed) return ctx.clock().now() - started;
             else return duration::zero();
         };
         try {
-            auto out = co_await run<0>(pctx, innermost);
-            pctx.emit(events::call_finished{out.ok() ? out.fallback_reason() : out.reason(), pctx.attempts_run(),
-                                            out.from_fallback(), false, elapsed()});
-            co_return out;
+            states_t<Out> states;
+            std::optional<Out> out;
+            std::size_t i = K;
+            for (;;) {
+                // In: each layer's enter, until one stops the call or all let it through.
+                while (!out && i < layer_count) {
+                    time_point until{};
+                    std::optional<::asio::awaitable<Out>> nested;
+                    auto in = dispatch<K, layer_in>(i, [&](auto I) {
+                        return this->enter_layer<decltype(I)::value>(ctx, states, out, until, nested, env);
+                    });
+                    if (in == layer_in::wait) {
+                        const bool reached = co_await wait_until(ctx.clock(), until, ctx.stop_token());
+                        in = dispatch<K, layer_in>(
+                            i, [&](auto I) { return this->waited_layer<decltype(I)::value>(ctx, states, out, reached); });
+                    }
+                    if (nested) {
+                        out.emplace(co_await std::move(*nested));
+                        break;  // the user's policy has run its whole course
+                    }
+                    if (in == layer_in::stop) break;
+                    ++i;
+                }
+                if (!out) {
+                    // The attempt. Guarded (a child coroutine whose
+                    // cancellation the call owns) when something may cut it
+                    // short: the caller's cancellation, or a deadline on a
+                    // real clock. Otherwise awaited directly: nothing to
+                    // allocate.
+                    const auto attempt_started = begin_attempt(ctx);
+                    const ::asio::cancellation_state state = co_await ::asio::this_coro::cancellation_state;
+                    bool guarded = state.slot().is_connected();
+                    if constexpr (!waiter_traits<Clock>::virtual_time)
+                        guarded = guarded || ctx.deadline_instant() != time_point::max();
+                    std::exception_ptr error;
+                    std::optional<value_type> value;
+                    detail::cut_by cut = detail::cut_by::none;
+                    basic_context<Clock>& user_ctx = ctx;
+                    if (guarded) {
+                        // In a coroutine of its own: its frame is made only when needed.
+                        auto r = co_await guarded_attempt<value_type>(ctx, *env.fn, *env.cancel);
+                        error = std::move(r.error);
+                        value = std::move(r.value);
+                        cut = r.cut;
+                        if (error && cut == detail::cut_by::none && !resil::detail::judges_exceptions<Classifier>)
+                            std::rethrow_exception(error);  // unjudged exceptions propagate, as in the blocking pipeline
+                    } else {
+                        try {
+                            if constexpr (std::is_void_v<detail::callable_result_t<F, basic_context<Clock>>>) {
+                                co_await detail::start_attempt(*env.fn, user_ctx);
+                                value.emplace();
+                            } else {
+                                value.emplace(co_await detail::start_attempt(*env.fn, user_ctx));
+                            }
+                        } catch (...) {
+                            if constexpr (resil::detail::judges_exceptions<Classifier>)
+                                error = std::current_exception();
+                            else
+                                throw;
+                        }
+                    }
+                    out.emplace(end_attempt<value_type>(ctx, attempt_started, *env.classify, std::move(error), value,
+                                                        cut));
+                }
+                // Out: each entered layer's leave, innermost first; a retry
+                // may wait and send the call in again from the layer after it.
+                bool again = false;
+                while (i > K) {
+                    --i;
+                    duration wait{};
+                    const auto step = dispatch<K, layer_out>(
+                        i, [&](auto I) { return this->leave_layer<decltype(I)::value>(ctx, states, out, wait); });
+                    if (step == layer_out::wait) {
+                        const bool waited_all = co_await wait_for(ctx.clock(), wait, ctx.stop_token());
+                        if (dispatch<K, bool>(i, [&](auto I) {
+                                return this->retried_layer<decltype(I)::value>(ctx, states, out, waited_all);
+                            })) {
+                            ++i;
+                            again = true;
+                            break;
+                        }
+                    }
+                }
+                if (!again) break;
+            }
+            if constexpr (K == 0)
+                ctx.emit(events::call_finished{out->ok() ? out->fallback_reason() : out->reason(), ctx.attempts_run(),
+                                               out->from_fallback(), false, elapsed()});
+            co_return std::move(*out);
         } catch (...) {
-            pctx.emit(events::call_finished{reason::failed, pctx.attempts_run(), false, true, elapsed()});
+            if constexpr (K == 0) ctx.emit(events::call_finished{reason::failed, ctx.attempts_run(), false, true, elapsed()});
             throw;
         }
     }
 
-    // Not a coroutine: each policy's run() is the one frame of its layer.
-    template <std::size_t I, class Ctx, class Innermost>
-    auto run(Ctx& ctx, Innermost& innermost) const {
-        if constexpr (I == sizeof...(Policies)) {
-            return innermost(ctx);
-        } else {
-            using policy_type = std::remove_cvref_t<decltype(resil::detail::unwrap(std::get<I>(policies_)))>;
-            return async_policy<policy_type>::run(resil::detail::unwrap(std::get<I>(policies_)), ctx,
-                                                  [this, &innermost](Ctx& c) { return this->run<I + 1>(c, innermost); });
-        }
+    // The callable's attempt as a child coroutine whose cancellation the
+    // call owns. The call's stop source (the caller's cancellation) and this
+    // attempt's, which the deadline fires: a deadline cuts the attempt short
+    // without making the call look cancelled.
+    template <class V, class F>
+    static ::asio::awaitable<detail::guarded_result<V>> guarded_attempt(pctx_type& ctx, F& fn,
+                                                                       detail::call_cancellation& cancel) {
+        auto& call_source = cancel.bridge(ctx);
+        std::stop_source attempt_source;
+        std::stop_callback<detail::call_cancellation::forward_stop> chained(
+            call_source.get_token(), detail::call_cancellation::forward_stop{&attempt_source});
+        struct restore_stop {
+            pctx_type& ctx;
+            std::stop_token call;
+            ~restore_stop() { ctx.set_stop_token(std::move(call)); }
+        } restore_call_token{ctx, call_source.get_token()};
+        ctx.set_stop_token(attempt_source.get_token());
+        const auto deadline = waiter_traits<Clock>::virtual_time ? time_point::max() : ctx.deadline_instant();
+        basic_context<Clock>& user_ctx = ctx;
+        co_return co_await detail::run_guarded<V>(co_await ::asio::this_coro::executor,
+                                                  detail::as_optional<V>(detail::start_attempt(fn, user_ctx)),
+                                                  &call_source, &attempt_source, deadline, ctx.clock());
     }
 
     // One attempt, as resil::basic_pipeline's: events, timing, classification.
-    template <class T, class Ctx, class F, class Classifier>
-    static ::asio::awaitable<outcome<T>> attempt(Ctx& ctx, F& fn, Classifier& classify,
-                                                 detail::call_cancellation& cancel) {
+    // Its waiting is in drive(), so that a call is one coroutine frame.
+    template <class Ctx>
+    static time_point begin_attempt(Ctx& ctx) {
         constexpr bool timed = resil::detail::context_times<Ctx, events::attempt_finished>();
         if (ctx.attempt() == 0) ctx.set_attempt(1);  // no retry policy: the one attempt is the first
         ctx.count_attempt();
         ctx.emit(events::attempt_started{ctx.attempt()});
-        [[maybe_unused]] time_point started{};
+        time_point started{};
         if constexpr (timed) started = ctx.recent_now();
         ctx.forget_now();
+        return started;
+    }
 
-        // Guarded (a child coroutine whose cancellation the call owns) when
-        // something may cut the attempt short: the caller's cancellation, or
-        // a deadline on a real clock. Otherwise awaited directly: nothing to
-        // allocate.
-        const ::asio::cancellation_state state = co_await ::asio::this_coro::cancellation_state;
-        bool guarded = state.slot().is_connected();
-        if constexpr (!waiter_traits<Clock>::virtual_time)
-            guarded = guarded || ctx.deadline_instant() != time_point::max();
-
+    template <class T, class Ctx, class Classifier>
+    static outcome<T> end_attempt(Ctx& ctx, time_point started, Classifier& classify, std::exception_ptr error,
+                                  std::optional<T>& value, detail::cut_by cut) {
         std::optional<outcome<T>> out;
-        std::exception_ptr error;
-        std::optional<T> value;
-        detail::cut_by cut = detail::cut_by::none;
-        if (guarded) {
-            // The call's stop source (the caller's cancellation) and this
-            // attempt's, which the deadline fires: a deadline cuts the
-            // attempt short without making the call look cancelled.
-            auto& call_source = cancel.bridge(ctx);
-            std::stop_source attempt_source;
-            std::stop_callback<detail::call_cancellation::forward_stop> chained(
-                call_source.get_token(), detail::call_cancellation::forward_stop{&attempt_source});
-            struct restore {
-                Ctx& ctx;
-                std::stop_token call;
-                ~restore() { ctx.set_stop_token(std::move(call)); }
-            } guard{ctx, call_source.get_token()};
-            ctx.set_stop_token(attempt_source.get_token());
-            basic_context<Clock>& user_ctx = ctx;
-            const auto deadline =
-                waiter_traits<Clock>::virtual_time ? time_point::max() : ctx.deadline_instant();
-            auto r = co_await detail::run_guarded<T>(co_await ::asio::this_coro::executor,
-                                                     detail::as_optional<T>(detail::start_attempt(fn, user_ctx)),
-                                                     &call_source, &attempt_source, deadline, ctx.clock());
-            error = std::move(r.error);
-            value = std::move(r.value);
-            cut = r.cut;
-            if (error && cut == detail::cut_by::none && !resil::detail::judges_exceptions<Classifier>)
-                std::rethrow_exception(error);  // unjudged exceptions propagate, as in the blocking pipeline
-        } else {
-            try {
-                basic_context<Clock>& user_ctx = ctx;
-                if constexpr (std::is_same_v<T, unit> &&
-                              std::is_void_v<detail::callable_result_t<F, basic_context<Clock>>>) {
-                    co_await detail::start_attempt(fn, user_ctx);
-                    value.emplace();
-                } else {
-                    value.emplace(co_await detail::start_attempt(fn, user_ctx));
-                }
-            } catch (...) {
-                if constexpr (resil::detail::judges_exceptions<Classifier>)
-                    error = std::current_exception();
-                else
-                    throw;
-            }
-        }
         if (error) {
             if (cut != detail::cut_by::none) {
                 // Cut short by us: a failure that may have reached the server.
                 out.emplace(outcome<T>::from_exception(error, classification(verdict::ambiguous)));
                 if (cut == detail::cut_by::caller) out->fail(reason::cancelled);
             } else if constexpr (resil::detail::judges_exceptions<Classifier>) {
-                out.emplace(outcome<T>::from_exception(error, classification(std::invoke(classify, std::as_const(error)))));
+                out.emplace(
+                    outcome<T>::from_exception(error, classification(std::invoke(classify, std::as_const(error)))));
+            } else {
+                std::rethrow_exception(error);  // not reached: unjudged exceptions propagate before
             }
         } else {
             out.emplace(judge<T>(classify, *value));
         }
         ctx.forget_now();
-
         ctx.set_last_hint(server_hint{out->retry_after(), out->dont_retry()});
-        if constexpr (timed)
+        if constexpr (resil::detail::context_times<Ctx, events::attempt_finished>())
             ctx.emit(events::attempt_finished{ctx.attempt(), out->verdict(), ctx.now() - started});
         else
             ctx.emit(events::attempt_finished{ctx.attempt(), out->verdict(), duration::zero()});
-        co_return std::move(*out);
+        return std::move(*out);
     }
 
     template <class T, class Classifier>

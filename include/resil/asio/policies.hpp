@@ -3,9 +3,14 @@
 // Each one runs the decision core its blocking execute() runs (retry's loop,
 // the breaker's enter/leave, the bucket's reservation, ...), with the same
 // options, the same shared state and the same events; only the waiting
-// differs: `co_await` on the rest of the pipeline, and a timer
-// (resil/asio/waiter.hpp) instead of a sleep. So one breaker, bucket, budget
-// or limit serves blocking and asynchronous callers at once.
+// differs: a timer (resil/asio/waiter.hpp) instead of a sleep. So one
+// breaker, bucket, budget or limit serves blocking and asynchronous callers
+// at once.
+//
+// resil's own policies are layers (async_layer<P> below): synchronous steps
+// on the way in (enter) and out (leave) of the rest of the pipeline, and
+// waits the pipeline's one coroutine awaits for them. A whole call through
+// any number of them is one coroutine frame, not one per policy.
 //
 // A policy of your own joins by having a member
 //
@@ -17,10 +22,14 @@
 //       co_return out;
 //   }
 //
-// (async_policy<P> below finds it), or, for a type you cannot change, by a
-// specialisation of resil::asio::async_policy<P> with the same static run().
+// next(ctx) runs the policies inside it and the callable (in a coroutine of
+// their own), and completes with their outcome; to refuse the call, return
+// resil::asio::outcome_of_t<Next, Context>::rejected(reason) instead.
 #pragma once
 
+#include "config.hpp"  // first: before any Asio header
+
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -59,11 +68,26 @@ inline constexpr bool always_false = false;
 template <class Next, class Context>
 using outcome_of_t = detail::next_outcome_t<Next, Context>;
 
-/// How the asynchronous pipeline runs policy P: `static auto run(const P&,
-/// Context&, Next) -> decltype(next(ctx))`, a coroutine. The primary template
-/// calls P's member async_execute; resil's policies are specialised below.
+/// What a layer says on the way in: go on inward, stop (the outcome is
+/// set: a rejection), or wait until an instant first (then waited()).
+enum class layer_in : unsigned char { proceed, stop, wait };
+/// What a layer says on the way out: go on outward, or wait (retry's
+/// backoff) and then ask retried() whether to run the inner layers again.
+enum class layer_out : unsigned char { proceed, wait };
+
+/// How the asynchronous pipeline runs policy P. The primary template is a
+/// policy of the user's: its member async_execute, run as a coroutine around
+/// the rest of the pipeline. resil's policies are specialised as layers:
+///
+///   template <class Ctx, class Out> struct state;       // per call, default-constructible
+///   static layer_in enter(const P&, Ctx&, State&, std::optional<Out>& out, time_point& until);
+///   static layer_in waited(const P&, Ctx&, State&, std::optional<Out>& out, bool reached);   // if it waits
+///   static layer_out leave(const P&, Ctx&, State&, std::optional<Out>& out, duration& wait);
+///   static bool retried(const P&, Ctx&, State&, std::optional<Out>& out, bool waited_all);    // if it retries
 template <class P>
-struct async_policy {
+struct async_layer {
+    static constexpr bool nested = true;
+
     template <class Context, class Next>
     static auto run(const P& policy, Context& ctx, Next next) -> decltype(next(ctx)) {
         if constexpr (requires { policy.async_execute(ctx, std::move(next)); }) {
@@ -73,111 +97,229 @@ struct async_policy {
                           "resil::asio: this policy has no asynchronous form. Give it a member "
                           "`template <class Context, class Next> auto async_execute(Context& ctx, Next next) const "
                           "-> decltype(next(ctx)) { auto out = co_await next(ctx); co_return out; }` (see "
-                          "resil/asio/policies.hpp), or specialise resil::asio::async_policy<P>");
+                          "resil/asio/policies.hpp)");
         }
     }
 };
 
 template <>
-struct async_policy<retry_policy> {
-    template <class Context, class Next>
-    static auto run(const retry_policy& policy, Context& ctx, Next next) -> decltype(next(ctx)) {
-        using result = detail::next_outcome_t<Next, Context>;
-        policy.begin(ctx);
-        auto first = co_await next(ctx);
-        if (first.ok() || !first.attempted()) co_return first;
-        // The loop execute() runs, waiting on a timer instead of the clock's sleep.
-        retry_policy::loop<result> loop{std::move(first)};
-        for (;;) {
-            const auto wait = loop.judge(ctx, policy);
-            if (!wait) co_return loop.take();
-            const bool slept = co_await wait_for(ctx.clock(), *wait, ctx.stop_token());
-            if (!loop.waited(ctx, slept)) co_return loop.take();
-            if (loop.next_attempt(co_await next(ctx))) co_return loop.take();
+struct async_layer<retry_policy> {
+    static constexpr bool nested = false;
+    template <class Ctx, class Out>
+    struct state {
+        std::optional<retry_policy::loop<Out>> loop;  // from the first failed attempt on
+    };
+
+    template <class Ctx, class S, class Out>
+    static layer_in enter(const retry_policy& policy, Ctx& ctx, S& s, std::optional<Out>&, time_point&) {
+        if (!s.loop) policy.begin(ctx);  // again after a wait: waited() numbered the attempt
+        return layer_in::proceed;
+    }
+    template <class Ctx, class S, class Out>
+    static layer_out leave(const retry_policy& policy, Ctx& ctx, S& s, std::optional<Out>& out, duration& wait) {
+        if (!s.loop) {
+            if (out->ok() || !out->attempted()) return layer_out::proceed;  // an inner rejection, as is
+            s.loop.emplace(std::move(*out));
+        } else if (s.loop->next_attempt(std::move(*out))) {
+            return finish(s, out);
         }
+        const auto d = s.loop->judge(ctx, policy);
+        if (!d) return finish(s, out);
+        out.reset();
+        wait = *d;
+        return layer_out::wait;
+    }
+    template <class Ctx, class S, class Out>
+    static bool retried(const retry_policy&, Ctx& ctx, S& s, std::optional<Out>& out, bool waited_all) {
+        if (s.loop->waited(ctx, waited_all)) return true;
+        finish(s, out);
+        return false;
+    }
+
+private:
+    template <class S, class Out>
+    static layer_out finish(S& s, std::optional<Out>& out) {
+        out.reset();
+        out.emplace(s.loop->take());
+        s.loop.reset();
+        return layer_out::proceed;
     }
 };
 
 template <class Clock>
-struct async_policy<basic_circuit_breaker<Clock>> {
-    template <class Context, class Next>
-    static auto run(const basic_circuit_breaker<Clock>& breaker, Context& ctx, Next next) -> decltype(next(ctx)) {
-        using result = detail::next_outcome_t<Next, Context>;
-        auto call = breaker.enter(ctx);
-        if (!call) co_return result::rejected(reason::circuit_open, call.retry_after());
-        auto out = co_await next(ctx);  // if it throws, the admission gives a probe back
-        breaker.leave(ctx, call, out);
-        co_return out;
+struct async_layer<basic_circuit_breaker<Clock>> {
+    static constexpr bool nested = false;
+    using breaker = basic_circuit_breaker<Clock>;
+    template <class Ctx, class Out>
+    struct state {
+        std::optional<typename breaker::admission> call;  // a probe's is given back if the call unwinds
+    };
+
+    template <class Ctx, class S, class Out>
+    static layer_in enter(const breaker& b, Ctx& ctx, S& s, std::optional<Out>& out, time_point&) {
+        s.call.emplace(b.enter(ctx));
+        if (*s.call) return layer_in::proceed;
+        out.emplace(Out::rejected(reason::circuit_open, s.call->retry_after()));
+        s.call.reset();
+        return layer_in::stop;
+    }
+    template <class Ctx, class S, class Out>
+    static layer_out leave(const breaker& b, Ctx& ctx, S& s, std::optional<Out>& out, duration&) {
+        b.leave(ctx, *s.call, *out);
+        s.call.reset();
+        return layer_out::proceed;
     }
 };
 
 template <class Clock>
-struct async_policy<basic_token_bucket<Clock>> {
-    template <class Context, class Next>
-    static auto run(const basic_token_bucket<Clock>& bucket, Context& ctx, Next next) -> decltype(next(ctx)) {
-        using result = detail::next_outcome_t<Next, Context>;
-        auto step = bucket.enter(ctx);
-        if (step.waits() &&
-            !bucket.waited(ctx, step, co_await wait_until(bucket.clock(), step.until(), ctx.stop_token())))
-            co_return result::rejected(reason::cancelled);
-        if (!step) co_return result::rejected(step.reason(), step.retry_after());
-        co_return co_await next(ctx);
+struct async_layer<basic_token_bucket<Clock>> {
+    static constexpr bool nested = false;
+    using bucket = basic_token_bucket<Clock>;
+    template <class Ctx, class Out>
+    struct state {
+        std::optional<typename bucket::admission> step;
+    };
+
+    template <class Ctx, class S, class Out>
+    static layer_in enter(const bucket& b, Ctx& ctx, S& s, std::optional<Out>& out, time_point& until) {
+        s.step.emplace(b.enter(ctx));
+        if (s.step->waits()) {
+            until = s.step->until();
+            return layer_in::wait;  // on the bucket's clock, which is the context's time line
+        }
+        return admitted(s, out);
+    }
+    template <class Ctx, class S, class Out>
+    static layer_in waited(const bucket& b, Ctx& ctx, S& s, std::optional<Out>& out, bool reached) {
+        if (!b.waited(ctx, *s.step, reached)) {
+            s.step.reset();
+            out.emplace(Out::rejected(reason::cancelled));
+            return layer_in::stop;
+        }
+        return admitted(s, out);
+    }
+    template <class Ctx, class S, class Out>
+    static layer_out leave(const bucket&, Ctx&, S&, std::optional<Out>&, duration&) {
+        return layer_out::proceed;
+    }
+
+private:
+    template <class S, class Out>
+    static layer_in admitted(S& s, std::optional<Out>& out) {
+        const bool ok = static_cast<bool>(*s.step);
+        if (!ok) out.emplace(Out::rejected(s.step->reason(), s.step->retry_after()));
+        s.step.reset();
+        return ok ? layer_in::proceed : layer_in::stop;
     }
 };
 
 template <>
-struct async_policy<concurrency_limit> {
-    template <class Context, class Next>
-    static auto run(const concurrency_limit& limit, Context& ctx, Next next) -> decltype(next(ctx)) {
-        using result = detail::next_outcome_t<Next, Context>;
-        const auto held = limit.enter(ctx);  // held across the rest, however it ends
-        if (!held) co_return result::rejected(reason::shed);
-        co_return co_await next(ctx);
+struct async_layer<concurrency_limit> {
+    static constexpr bool nested = false;
+    template <class Ctx, class Out>
+    struct state {
+        concurrency_limit::permit held;  // released however the call ends
+    };
+
+    template <class Ctx, class S, class Out>
+    static layer_in enter(const concurrency_limit& limit, Ctx& ctx, S& s, std::optional<Out>& out, time_point&) {
+        s.held = limit.enter(ctx);
+        if (s.held) return layer_in::proceed;
+        out.emplace(Out::rejected(reason::shed));
+        return layer_in::stop;
+    }
+    template <class Ctx, class S, class Out>
+    static layer_out leave(const concurrency_limit&, Ctx&, S& s, std::optional<Out>&, duration&) {
+        s.held.release();
+        return layer_out::proceed;
+    }
+};
+
+namespace detail {
+// Puts back what a layer changed in the context, however the call ends.
+template <class Ctx>
+struct restore_deadline {
+    restore_deadline(Ctx& c, time_point t) : ctx(&c), outer(t) {}
+    restore_deadline(const restore_deadline&) = delete;
+    restore_deadline& operator=(const restore_deadline&) = delete;
+    ~restore_deadline() { ctx->set_deadline_instant(outer); }
+    Ctx* ctx;
+    time_point outer;
+};
+template <class Ctx>
+struct restore_timeouts {
+    restore_timeouts(Ctx& c, const resil::timeouts& t) : ctx(&c), outer(t) {}
+    restore_timeouts(const restore_timeouts&) = delete;
+    restore_timeouts& operator=(const restore_timeouts&) = delete;
+    ~restore_timeouts() { ctx->set_timeouts(outer); }
+    Ctx* ctx;
+    resil::timeouts outer;
+};
+}  // namespace detail
+
+template <>
+struct async_layer<deadline_policy> {
+    static constexpr bool nested = false;
+    template <class Ctx, class Out>
+    struct state {
+        std::optional<detail::restore_deadline<Ctx>> outer;  // so that one inside a retry bounds each attempt
+    };
+
+    template <class Ctx, class S, class Out>
+    static layer_in enter(const deadline_policy& policy, Ctx& ctx, S& s, std::optional<Out>& out, time_point&) {
+        s.outer.emplace(ctx, ctx.deadline_instant());
+        if (policy.enter(ctx)) return layer_in::proceed;
+        s.outer.reset();
+        out.emplace(Out::rejected(reason::deadline_exceeded));
+        return layer_in::stop;
+    }
+    template <class Ctx, class S, class Out>
+    static layer_out leave(const deadline_policy& policy, Ctx& ctx, S& s, std::optional<Out>& out, duration&) {
+        policy.leave(ctx, *out);
+        s.outer.reset();
+        return layer_out::proceed;
     }
 };
 
 template <>
-struct async_policy<deadline_policy> {
-    template <class Context, class Next>
-    static auto run(const deadline_policy& policy, Context& ctx, Next next) -> decltype(next(ctx)) {
-        using result = detail::next_outcome_t<Next, Context>;
-        // Restores the outer deadline on every way out (a deadline_policy
-        // inside a retry bounds each attempt only).
-        struct restore {
-            Context& ctx;
-            time_point outer;
-            ~restore() { ctx.set_deadline_instant(outer); }
-        } guard{ctx, ctx.deadline_instant()};
-        if (!policy.enter(ctx)) co_return result::rejected(reason::deadline_exceeded);
-        auto out = co_await next(ctx);
-        policy.leave(ctx, out);
-        co_return out;
-    }
-};
+struct async_layer<timeout_policy> {
+    static constexpr bool nested = false;
+    template <class Ctx, class Out>
+    struct state {
+        std::optional<detail::restore_timeouts<Ctx>> outer;
+    };
 
-template <>
-struct async_policy<timeout_policy> {
-    template <class Context, class Next>
-    static auto run(const timeout_policy& policy, Context& ctx, Next next) -> decltype(next(ctx)) {
-        using result = detail::next_outcome_t<Next, Context>;
-        if (!policy.admits(ctx)) co_return result::rejected(reason::deadline_exceeded);
-        struct restore {
-            Context& ctx;
-            resil::timeouts outer;
-            ~restore() { ctx.set_timeouts(outer); }
-        } guard{ctx, ctx.timeouts()};
-        ctx.set_timeouts(guard.outer.tightened_by(policy.timeouts()));
-        co_return co_await next(ctx);
+    template <class Ctx, class S, class Out>
+    static layer_in enter(const timeout_policy& policy, Ctx& ctx, S& s, std::optional<Out>& out, time_point&) {
+        if (!policy.admits(ctx)) {
+            out.emplace(Out::rejected(reason::deadline_exceeded));
+            return layer_in::stop;
+        }
+        s.outer.emplace(ctx, ctx.timeouts());
+        ctx.set_timeouts(s.outer->outer.tightened_by(policy.timeouts()));
+        return layer_in::proceed;
+    }
+    template <class Ctx, class S, class Out>
+    static layer_out leave(const timeout_policy&, Ctx&, S& s, std::optional<Out>&, duration&) {
+        s.outer.reset();
+        return layer_out::proceed;
     }
 };
 
 template <class Fallback>
-struct async_policy<fallback_policy<Fallback>> {
-    template <class Context, class Next>
-    static auto run(const fallback_policy<Fallback>& policy, Context& ctx, Next next) -> decltype(next(ctx)) {
-        auto out = co_await next(ctx);
-        policy.recover(ctx, out);
-        co_return out;
+struct async_layer<fallback_policy<Fallback>> {
+    static constexpr bool nested = false;
+    template <class Ctx, class Out>
+    struct state {};
+
+    template <class Ctx, class S, class Out>
+    static layer_in enter(const fallback_policy<Fallback>&, Ctx&, S&, std::optional<Out>&, time_point&) {
+        return layer_in::proceed;
+    }
+    template <class Ctx, class S, class Out>
+    static layer_out leave(const fallback_policy<Fallback>& policy, Ctx& ctx, S&, std::optional<Out>& out, duration&) {
+        policy.recover(ctx, *out);
+        return layer_out::proceed;
     }
 };
 

@@ -14,6 +14,8 @@
 // asynchronous pipeline makes the same readings as the blocking one.
 #pragma once
 
+#include "config.hpp"  // first: before any Asio header
+
 #include <chrono>
 #include <memory>
 #include <stop_token>
