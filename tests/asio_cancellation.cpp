@@ -299,3 +299,46 @@ TEST_CASE("asio pipeline: a callable taking a completion token, and one returnin
     REQUIRE(done);
     CHECK(done->ok());
 }
+
+TEST_CASE("asio cancellation: the caller's stop token, fired from another thread, ends a wait and an attempt") {
+    for (int where = 0; where < 2; ++where) {
+        auto pipe = resil::asio::pipeline(resil::retry_policy{{.max_attempts = 3}});
+        std::stop_source caller;
+        std::atomic<bool> stopped{false};
+        std::optional<resil::outcome<int>> out;
+        resil::context ctx{resil::call_options{.stop = caller.get_token()}};
+        {
+            ::asio::io_context io;
+            ::asio::co_spawn(
+                io,
+                [&]() -> ::asio::awaitable<void> {
+                    if (where == 0)  // waiting between attempts (Retry-After 5 s)
+                        out.emplace(co_await pipe.execute(
+                            ctx, []() -> ::asio::awaitable<int> { co_return 429; }, classify_status));
+                    else  // in flight: the callable watches the stop token
+                        out.emplace(co_await pipe.execute(ctx, slow_dependency{&stopped}, classify_status));
+                },
+                ::asio::detached);
+            std::thread canceller([&caller] {
+                std::this_thread::sleep_for(soon);
+                caller.request_stop();
+            });
+            std::thread runner([&io] { io.run(); });
+            if (where == 1) {
+                // The fake dependency waits on a timer: stop it once its stop token fired.
+                while (!stopped.load()) std::this_thread::sleep_for(1ms);
+                io.stop();
+            }
+            canceller.join();
+            runner.join();
+        }  // a call stopped in flight gives the context back as its frames go
+        if (where == 0) {
+            REQUIRE(out);
+            CHECK(out->reason() == resil::reason::cancelled);
+        } else {
+            CHECK(stopped.load());
+        }
+        // The caller's context keeps the caller's own token.
+        CHECK(ctx.stop_token() == caller.get_token());
+    }
+}

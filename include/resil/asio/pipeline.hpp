@@ -240,6 +240,11 @@ template <class V, class A>
 
 }  // namespace detail
 
+namespace detail {
+template <class Pipeline>
+struct call_initiation;
+}  // namespace detail
+
 /// An asynchronous pipeline; made by resil::asio::pipeline(...).
 template <clock Clock, class Listener, class... Policies>
 class basic_pipeline {
@@ -292,6 +297,10 @@ public:
             [&](const auto&... p) { return basic_pipeline<Clock, L, Policies...>(clock_, std::move(listener), p...); },
             policies_);
     }
+
+private:
+    template <class>
+    friend struct detail::call_initiation;
 
     /// The coroutine async_call() spawns: a call whose cancellation is the
     /// completion handler's slot, of any type (terminal, partial, total).
