@@ -8,11 +8,13 @@
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -110,4 +112,47 @@ TEST_CASE("asio shared state: a breaker opened by blocking callers rejects async
     CHECK(out->reason() == resil::reason::circuit_open);
     CHECK(out->retry_after().has_value());
     CHECK(ran == 0);
+}
+
+TEST_CASE("asio shared state: waiting for a token holds no thread: other work runs meanwhile") {
+    // One token every 50 ms; the second call waits for it on a timer.
+    resil::token_bucket bucket{{.rate = 20, .burst = 1, .max_wait = 1s}};
+    auto async = resil::asio::pipeline(std::ref(bucket));
+    ::asio::io_context io;
+    int other_work = 0;
+    std::vector<resil::outcome<int>> outs;
+    std::chrono::steady_clock::duration waited{};
+    int ticks_during_wait = 0;
+    ::asio::co_spawn(
+        io,
+        [&]() -> ::asio::awaitable<void> {
+            auto answer = []() -> ::asio::awaitable<int> { co_return 200; };
+            outs.push_back(co_await async(answer, judge));
+            const auto t0 = std::chrono::steady_clock::now();
+            const int ticks_before = other_work;
+            outs.push_back(co_await async(answer, judge));
+            waited = std::chrono::steady_clock::now() - t0;
+            ticks_during_wait = other_work - ticks_before;
+        },
+        ::asio::detached);
+    // Meanwhile, on the same single thread: ticks every millisecond.
+    ::asio::co_spawn(
+        io,
+        [&]() -> ::asio::awaitable<void> {
+            ::asio::steady_timer tick{co_await ::asio::this_coro::executor};
+            for (int i = 0; i < 20; ++i) {
+                tick.expires_after(1ms);
+                co_await tick.async_wait(::asio::use_awaitable);
+                ++other_work;
+            }
+        },
+        ::asio::detached);
+    io.run();
+    REQUIRE(outs.size() == 2);
+    CHECK(outs[0].ok());
+    CHECK(outs[1].ok());
+    CHECK(waited >= 40ms);  // the token exists 50 ms after the first (less what the first call took)
+    CHECK(waited < 2s);
+    CHECK(other_work == 20);
+    CHECK(ticks_during_wait >= 10);  // the one thread ran other work while the call waited
 }
