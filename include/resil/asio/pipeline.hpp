@@ -438,7 +438,10 @@ private:
                 given->forget_now();
                 given->set_attempt(0);
             }
-            own_ctx.emplace(given ? std::move(*given) : basic_context<Clock>{clock_}, resil::detail::unwrap(listener_));
+            if (given)
+                own_ctx.emplace(std::move(*given), resil::detail::unwrap(listener_));
+            else
+                own_ctx.emplace(clock_, resil::detail::unwrap(listener_));  // built in place, as the blocking pipeline's
             restore.from = &*own_ctx;
             env = {&*own_ctx, &*own_fn, &*own_classify, &own_cancel};
             if (own_ctx->stop_requested()) {
@@ -592,27 +595,38 @@ private:
     template <class T, class Ctx, class Classifier>
     static outcome<T> end_attempt(Ctx& ctx, time_point started, Classifier& classify, std::exception_ptr error,
                                   std::optional<T>& value, detail::cut_by cut) {
-        std::optional<outcome<T>> out;
-        if (error) {
-            if (cut != detail::cut_by::none) {
-                // Cut short by us: a failure that may have reached the server.
-                out.emplace(outcome<T>::from_exception(error, classification(verdict::ambiguous)));
-                if (cut == detail::cut_by::caller) out->fail(reason::cancelled);
-            } else if constexpr (resil::detail::judges_exceptions<Classifier>) {
-                out.emplace(
-                    outcome<T>::from_exception(error, classification(std::invoke(classify, std::as_const(error)))));
-            } else {
-                std::rethrow_exception(error);  // not reached: unjudged exceptions propagate before
-            }
-        } else {
-            out.emplace(judge<T>(classify, *value));
+        if (!error) [[likely]] {
+            auto out = judge<T>(classify, *value);
+            attempt_finished(ctx, started, out);
+            return out;
         }
+        return failed_attempt<T>(ctx, started, classify, std::move(error), cut);
+    }
+
+    template <class Ctx, class Out>
+    static void attempt_finished(Ctx& ctx, time_point started, const Out& out) {
         ctx.forget_now();
-        ctx.set_last_hint(server_hint{out->retry_after(), out->dont_retry()});
+        ctx.set_last_hint(server_hint{out.retry_after(), out.dont_retry()});
         if constexpr (resil::detail::context_times<Ctx, events::attempt_finished>())
-            ctx.emit(events::attempt_finished{ctx.attempt(), out->verdict(), ctx.now() - started});
+            ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), ctx.now() - started});
         else
-            ctx.emit(events::attempt_finished{ctx.attempt(), out->verdict(), duration::zero()});
+            ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), duration::zero()});
+    }
+
+    template <class T, class Ctx, class Classifier>
+    static outcome<T> failed_attempt(Ctx& ctx, time_point started, Classifier& classify, std::exception_ptr error,
+                                     detail::cut_by cut) {
+        std::optional<outcome<T>> out;
+        if (cut != detail::cut_by::none) {
+            // Cut short by us: a failure that may have reached the server.
+            out.emplace(outcome<T>::from_exception(error, classification(verdict::ambiguous)));
+            if (cut == detail::cut_by::caller) out->fail(reason::cancelled);
+        } else if constexpr (resil::detail::judges_exceptions<Classifier>) {
+            out.emplace(outcome<T>::from_exception(error, classification(std::invoke(classify, std::as_const(error)))));
+        } else {
+            std::rethrow_exception(error);  // not reached: unjudged exceptions propagate before
+        }
+        attempt_finished(ctx, started, *out);
         return std::move(*out);
     }
 
