@@ -251,6 +251,26 @@ std::vector<std::string> custom_policy() {
     return w.lines;
 }
 
+// The user's policy outermost: the layers inside it (a retry among them) run
+// in a coroutine of their own.
+template <bool Async>
+std::vector<std::string> custom_policy_outside() {
+    world w;
+    w.script = {{503, 10ms}, {503, 10ms}, {200, 10ms}, {503, 300ms}};
+    resil::basic_circuit_breaker<manual_clock> breaker{
+        {.mode = resil::breaker_mode::consecutive_failures, .consecutive_failures = 2, .open_for = 1s,
+         .half_open_probes = 1},
+        w.clock};
+    auto pipe = w.make<Async>(enough_time_left{100ms}, resil::deadline_policy{400ms},
+                              resil::retry_policy{{.max_attempts = 3, .backoff = resil::full_jitter{20ms, 40ms}}},
+                              std::ref(breaker));
+    w.call<Async>(pipe);  // 503, 503: the breaker opens; the third attempt is refused
+    w.clock.advance(2s);
+    w.call<Async>(pipe);  // a probe that succeeds
+    w.call<Async>(pipe);  // 300 ms: past the deadline's reach for a retry
+    return w.lines;
+}
+
 void show(const std::vector<std::string>& lines) {
     for (const auto& l : lines) std::printf("  %s\n", l.c_str());
 }
@@ -309,4 +329,9 @@ TEST_CASE("asio pipeline: fallback, shedding and an unsafe retry emit the blocki
 
 TEST_CASE("asio pipeline: a policy of one's own runs in both pipelines, with the same events") {
     same_events(custom_policy<false>, custom_policy<true>, {"attempt_finished 2 retryable", "call_finished"});
+}
+
+TEST_CASE("asio pipeline: a policy of one's own outermost, with a retry and a breaker inside it") {
+    same_events(custom_policy_outside<false>, custom_policy_outside<true>,
+                {"breaker closed->open", "rejected circuit_open", "breaker half_open->closed", "call_finished"});
 }
