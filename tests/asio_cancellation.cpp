@@ -342,3 +342,22 @@ TEST_CASE("asio cancellation: the caller's stop token, fired from another thread
         CHECK(ctx.stop_token() == caller.get_token());
     }
 }
+
+TEST_CASE("asio cancellation: an upstream deadline passed to async_call cuts the attempt in flight") {
+    ::asio::io_context io;
+    auto pipe = resil::asio::pipeline(resil::retry_policy{});
+    std::atomic<bool> stopped{false};
+    completion_log log;
+    resil::asio::async_call(pipe, io.get_executor(),
+                            resil::call_options{.deadline = resil::deadline::after(50ms), .idempotent = true},
+                            slow_dependency{&stopped}, classify_status, log.handler());
+    const auto t0 = std::chrono::steady_clock::now();
+    io.run();
+    const auto took = std::chrono::steady_clock::now() - t0;
+    REQUIRE(log.completions == 1);
+    CHECK(!log.error);
+    CHECK(log.out->reason() == resil::reason::deadline_exceeded);
+    CHECK(took >= 45ms);
+    CHECK(took < bounded);
+    CHECK(stopped.load());
+}
