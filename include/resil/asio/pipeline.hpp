@@ -376,17 +376,6 @@ private:
         }
     }
 
-    // A layer's wait until `until`: on the clock it names (a token bucket's
-    // own), else on the context's.
-    template <std::size_t I>
-    ::asio::awaitable<bool> wait_layer(pctx_type& ctx, time_point until) const {
-        using layer = async_layer<policy_t<I>>;
-        if constexpr (requires { layer::clock_of(policy_at<I>()); })
-            return wait_until(layer::clock_of(policy_at<I>()), until, ctx.stop_token());
-        else
-            return wait_until(ctx.clock(), until, ctx.stop_token());
-    }
-
     template <std::size_t I, class Out>
     layer_in waited_layer(pctx_type& ctx, states_t<Out>& states, std::optional<Out>& out, bool reached) const {
         using layer = async_layer<policy_t<I>>;
@@ -482,9 +471,7 @@ private:
                         return this->enter_layer<decltype(I)::value>(ctx, states, out, until, nested, env);
                     });
                     if (in == layer_in::wait) {
-                        auto waiting = dispatch<K, ::asio::awaitable<bool>>(
-                            i, [&](auto I) { return this->wait_layer<decltype(I)::value>(ctx, until); });
-                        const bool reached = co_await std::move(waiting);
+                        const bool reached = co_await wait_until(ctx.clock(), until, ctx.stop_token());
                         in = dispatch<K, layer_in>(
                             i, [&](auto I) { return this->waited_layer<decltype(I)::value>(ctx, states, out, reached); });
                     }

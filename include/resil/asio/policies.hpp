@@ -82,7 +82,6 @@ enum class layer_out : unsigned char { proceed, wait };
 ///   template <class Ctx, class Out> struct state;       // per call, default-constructible
 ///   static layer_in enter(const P&, Ctx&, State&, std::optional<Out>& out, time_point& until);
 ///   static layer_in waited(const P&, Ctx&, State&, std::optional<Out>& out, bool reached);   // if it waits
-///   static const Clock& clock_of(const P&);   // the clock it waits on, if not the context's
 ///   static layer_out leave(const P&, Ctx&, State&, std::optional<Out>& out, duration& wait);
 ///   static bool retried(const P&, Ctx&, State&, std::optional<Out>& out, bool waited_all);    // if it retries
 template <class P>
@@ -186,13 +185,10 @@ struct async_layer<basic_token_bucket<Clock>> {
         s.step.emplace(b.enter(ctx));
         if (s.step->waits()) {
             until = s.step->until();
-            return layer_in::wait;  // on clock_of(b)
+            return layer_in::wait;  // on the bucket's clock, which is the context's time line
         }
         return admitted(s, out);
     }
-    /// The clock the wait is on: the bucket's, as its blocking execute() sleeps on.
-    static const Clock& clock_of(const bucket& b) noexcept { return b.clock(); }
-
     template <class Ctx, class S, class Out>
     static layer_in waited(const bucket& b, Ctx& ctx, S& s, std::optional<Out>& out, bool reached) {
         if (!b.waited(ctx, *s.step, reached)) {
