@@ -236,77 +236,106 @@ public:
     /// another time line the breaker reads its own clock, as when used alone.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
+        using result_type = decltype(next(ctx));
+        auto call = enter(ctx);
+        if (!call) return result_type::rejected(reason::circuit_open, call.retry_after());
+        auto out = next(ctx);  // if it throws, the admission's permit gives a probe back
+        leave(ctx, call, out);
+        return out;
+    }
+
+    /// A call as enter() admitted (or rejected) it: what leave() needs to
+    /// count its result. Move-only; one dropped without leave() gives a
+    /// probe's slot back, as a permit does.
+    class admission {
+    public:
+        /// True when the call may go ahead.
+        explicit operator bool() const noexcept { return admitted_; }
+        /// For a rejection: the permit's retry_after().
+        [[nodiscard]] std::optional<duration> retry_after() const noexcept { return permit_.retry_after(); }
+
+    private:
+        friend class basic_circuit_breaker;
+        permit permit_;                    // taken unless admitted on the fast path
+        std::optional<time_point> started_;  // the attempt's reading, when the breaker uses it
+        std::uint64_t word_ = 0;           // fast path: the closed state admitted in
+        bool fast_ = false;
+        bool shared_ = false;
+        bool admitted_ = false;
+    };
+
+    /// The policy's first half, for drivers that cannot run the rest of the
+    /// pipeline as a plain call (resil/asio): admits or rejects the call
+    /// (emitting breaker_state_changed and rejected). execute() is enter(),
+    /// the rest of the pipeline, leave().
+    template <class Context>
+    admission enter(Context& ctx) const {
+        admission a;
+        a.shared_ = shares_readings(ctx);
         const auto s = state_.load(std::memory_order_relaxed);
-        if (plain_time_window_ && (s & state_mask) == closed_state) [[likely]]
-            return execute_closed(ctx, next, s);
-        return execute_general(ctx, next);
+        // The common case, kept lean: a closed breaker counting in a time
+        // window without a slow-call rule admits without a permit (there is
+        // nothing to give back), and counts the result at one reading.
+        if (plain_time_window_ && (s & state_mask) == closed_state) [[likely]] {
+            a.fast_ = true;
+            a.admitted_ = true;
+            a.word_ = s;
+            if (a.shared_) a.started_ = ctx.recent_now();
+            return a;
+        }
+        // Taken only where a reading is needed anyway: a count or run of
+        // failures needs none for a success.
+        if (a.shared_ && (timed_ || options_.mode == breaker_mode::time_window)) a.started_ = ctx.recent_now();
+        std::optional<events::breaker_state_changed> changed;
+        a.permit_ = acquire(&changed, a.started_);
+        if (changed) {
+            ctx.emit(*changed);
+            ctx.forget_now();  // a listener (or on_state_change) may have taken a while
+        }
+        if (!a.permit_) {
+            ctx.emit(events::rejected{reason::circuit_open, a.permit_.retry_after()});
+            return a;
+        }
+        a.admitted_ = true;
+        return a;
+    }
+
+    /// The policy's second half: counts the outcome of a call enter()
+    /// admitted (an inner rejection, nothing attempted, gives the permit back
+    /// uncounted) and emits breaker_state_changed when it changes the state.
+    template <class Context, class Outcome>
+    void leave(Context& ctx, admission& a, const Outcome& out) const {
+        if (!a.admitted_) return;
+        a.admitted_ = false;  // counted once
+        std::optional<events::breaker_state_changed> changed;
+        if (a.fast_) {
+            if (!out.attempted()) return;
+            const auto generation = generation_of(a.word_);
+            if (!options_.failure_verdicts.contains(out.verdict())) [[likely]] {
+                record_plain_closed(generation, false,
+                                    a.shared_ ? success_time(ctx, *a.started_, generation) : clock_.now(), nullptr);
+                return;
+            }
+            record_plain_closed(generation, true, a.shared_ ? ctx.recent_now() : clock_.now(), &changed);
+        } else if (out.attempted()) {
+            std::optional<time_point> at;
+            if (a.shared_) {
+                if (a.started_ && !timed_ && !a.permit_.probe() && !options_.failure_verdicts.contains(out.verdict()))
+                    at = success_time(ctx, *a.started_, a.permit_.generation_);  // a success in the closed window
+                else if (a.started_ || options_.failure_verdicts.contains(out.verdict()))
+                    at = ctx.recent_now();  // fresh (the pipeline dropped the start's), and shared with retry
+            }
+            record_result(a.permit_, out.verdict(), std::nullopt, &changed, at);
+        } else {
+            release_probe(a.permit_);
+        }
+        if (changed) {
+            ctx.emit(*changed);
+            ctx.forget_now();  // a listener (or on_state_change) may have taken a while
+        }
     }
 
 private:
-    // The common case, kept lean: a closed breaker counting in a time window
-    // without a slow-call rule admits without a permit (there is nothing to
-    // give back), and counts the result at one reading.
-    template <class Context, class Next>
-    auto execute_closed(Context& ctx, Next& next, std::uint64_t s) const {
-        const bool shared = shares_readings(ctx);
-        const time_point started = shared ? ctx.recent_now() : time_point{};
-        auto out = next(ctx);
-        if (out.attempted()) {
-            const bool failed = options_.failure_verdicts.contains(out.verdict());
-            if (!failed) [[likely]] {
-                record_plain_closed(generation_of(s), false,
-                                    shared ? success_time(ctx, started, generation_of(s)) : clock_.now(), nullptr);
-            } else {
-                transition_note changed;
-                record_plain_closed(generation_of(s), true, shared ? ctx.recent_now() : clock_.now(), &changed);
-                if (changed) {
-                    ctx.emit(*changed);
-                    ctx.forget_now();  // a listener (or on_state_change) may have taken a while
-                }
-            }
-        }
-        return out;
-    }
-
-    template <class Context, class Next>
-    auto execute_general(Context& ctx, Next& next) const {
-        using result_type = decltype(next(ctx));
-        const bool shared = shares_readings(ctx);
-        // Taken only where a reading is needed anyway: a count or run of
-        // failures needs none for a success.
-        std::optional<time_point> started;
-        if (shared && (timed_ || options_.mode == breaker_mode::time_window)) started = ctx.recent_now();
-        std::optional<events::breaker_state_changed> changed;
-        permit p = acquire(&changed, started);
-        if (changed) {
-            ctx.emit(*changed);
-            changed.reset();
-            ctx.forget_now();  // a listener (or on_state_change) may have taken a while
-        }
-        if (!p) {
-            const auto wait = p.retry_after();
-            ctx.emit(events::rejected{reason::circuit_open, wait});
-            return result_type::rejected(reason::circuit_open, wait);
-        }
-        auto out = next(ctx);  // if it throws, the permit's destructor gives a probe back
-        if (out.attempted()) {
-            std::optional<time_point> at;
-            if (shared) {
-                if (started && !timed_ && !p.probe() && !options_.failure_verdicts.contains(out.verdict()))
-                    at = success_time(ctx, *started, p.generation_);  // a success in the closed window
-                else if (started || options_.failure_verdicts.contains(out.verdict()))
-                    at = ctx.recent_now();  // fresh (the pipeline dropped the start's), and shared with retry
-            }
-            record_result(p, out.verdict(), std::nullopt, &changed, at);
-        } else
-            release_probe(p);
-        if (changed) {
-            ctx.emit(*changed);
-            ctx.forget_now();
-        }
-        return out;
-    }
-
     using transition_note = std::optional<events::breaker_state_changed>;
 
     template <class Context>

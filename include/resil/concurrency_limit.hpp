@@ -159,12 +159,19 @@ public:
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
         using result_type = decltype(next(ctx));
-        const auto held = try_acquire();
-        if (!held) {
-            ctx.emit(events::rejected{reason::shed, std::nullopt});
-            return result_type::rejected(reason::shed);
-        }
+        const auto held = enter(ctx);
+        if (!held) return result_type::rejected(reason::shed);
         return std::forward<Next>(next)(ctx);
+    }
+
+    /// The policy's admission, for drivers that cannot run the rest of the
+    /// pipeline as a plain call (resil/asio): a permit to hold around it, or
+    /// an empty one after emitting events::rejected (reason::shed).
+    template <class Context>
+    [[nodiscard]] permit enter(Context& ctx) const {
+        auto held = try_acquire();
+        if (!held) ctx.emit(events::rejected{reason::shed, std::nullopt});
+        return held;
     }
 
 private:

@@ -154,6 +154,9 @@ public:
 
     [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_; }
     [[nodiscard]] bool stop_requested() const noexcept { return stop_.stop_requested(); }
+    /// Replaces the stop token (a driver that bridges another cancellation
+    /// mechanism to it, such as resil/asio, hands the callable its own).
+    void set_stop_token(std::stop_token t) noexcept { stop_ = std::move(t); }
 
     /// The per-attempt timeouts as configured (unclamped); no limits by default.
     [[nodiscard]] const resil::timeouts& timeouts() const noexcept { return timeouts_; }

@@ -73,34 +73,50 @@ public:
             time_point outer;
             ~restore() { ctx.set_deadline_instant(outer); }
         } guard{ctx, ctx.deadline_instant()};
+        if (!enter(ctx)) return result::rejected(reason::deadline_exceeded);
+        return run_rest(ctx, next);
+    }
+
+    /// The policy's first half, for drivers that cannot run the rest of the
+    /// pipeline as a plain call (resil/asio): tightens the deadline; false
+    /// (after emitting deadline_exceeded and rejected) when none is left.
+    /// The driver restores the deadline it found (ctx.deadline_instant()
+    /// before) on every way out.
+    template <class Context>
+    bool enter(Context& ctx) const {
         const auto now = ctx.recent_now();
         ctx.tighten_deadline(detail::saturating_add(now, options_.budget));
         if (ctx.remaining(now) == duration::zero()) {
             ctx.emit(events::deadline_exceeded{0});
             ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
-            return result::rejected(reason::deadline_exceeded);
+            return false;
         }
-        return run_rest(ctx, next);
+        return true;
     }
 
-private:
-    // Apart from the rejection above, so that the one outcome returned is
-    // built in the caller's place, not moved out.
-    template <class Context, class Next>
-    static auto run_rest(Context& ctx, Next& next) {
-        auto out = next(ctx);
-        // A failure that came from running out of time says so, whatever
-        // inner policies called it. Less than timeouts::min_attempt_time left
-        // counts as none: per-attempt timeouts are whole milliseconds rounded
-        // down, so a transfer cut at its limit may end just before the
-        // deadline itself. A permanent failure stays what it is: the
-        // dependency answered.
+    /// The policy's second half: a failure that came from running out of
+    /// time says so, whatever inner policies called it. Less than
+    /// timeouts::min_attempt_time left counts as none: per-attempt timeouts
+    /// are whole milliseconds rounded down, so a transfer cut at its limit
+    /// may end just before the deadline itself. A permanent failure stays
+    /// what it is: the dependency answered.
+    template <class Context, class Outcome>
+    void leave(Context& ctx, Outcome& out) const {
         if (!out.ok() && out.attempted() && out.verdict() != verdict::permanent && out.reason() != reason::cancelled &&
             out.reason() != reason::deadline_exceeded &&
             !resil::timeouts::enough_for_attempt(ctx.recent_remaining())) {
             ctx.emit(events::deadline_exceeded{ctx.attempt()});
             out.fail(reason::deadline_exceeded);
         }
+    }
+
+private:
+    // Apart from the rejection above, so that the one outcome returned is
+    // built in the caller's place, not moved out.
+    template <class Context, class Next>
+    auto run_rest(Context& ctx, Next& next) const {
+        auto out = next(ctx);
+        leave(ctx, out);
         return out;
     }
 

@@ -82,18 +82,25 @@ public:
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
         auto out = next(ctx);
-        if (out.ok()) return out;
+        recover(ctx, out);
+        return out;
+    }
+
+    /// The policy itself, for drivers that cannot run the rest of the
+    /// pipeline as a plain call (resil/asio): turns a failed outcome the
+    /// fallback handles into its value, counted and emitted as fallback_used.
+    template <class Context, class Outcome>
+    void recover(Context& ctx, Outcome& out) const {
+        if (out.ok()) return;
         const auto why = out.reason();
-        if (!options_.handles.contains(why)) return out;  // declined: not this fallback's failure
+        if (!options_.handles.contains(why)) return;  // declined: not this fallback's failure
         counters_->by_reason[static_cast<std::size_t>(why)].fetch_add(1, std::memory_order_relaxed);
         ctx.emit(events::fallback_used{why});
-        using outcome_type = decltype(out);
-        if constexpr (std::is_invocable_v<const Fallback&, const outcome_type&>)
+        if constexpr (std::is_invocable_v<const Fallback&, const Outcome&>)
             finish(out, [&] { return fallback_(std::as_const(out)); });
         else
             finish(out, [&] { return fallback_(); });
         ctx.forget_now();  // plan B took time: a reading from before it is stale
-        return out;
     }
 
 private:

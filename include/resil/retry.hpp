@@ -156,8 +156,7 @@ public:
 #endif
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        if (options_.budget) options_.budget->deposit(ctx.recent_now());
-        ctx.set_attempt(1);
+        begin(ctx);
         auto out = next(ctx);
         // The common case stays small enough to inline; the retry loop lives
         // out of line. One object returned on every path: it is built in the
@@ -167,55 +166,114 @@ public:
         return out;
     }
 
-private:
-    // Outcomes are moved with emplace or move-assigned (an outcome's assignment
-// destroys and rebuilds its value): T need not be assignable.
-    template <class Context, class Next, class Outcome>
-    Outcome retry_after_failure(Context& ctx, Next& next, Outcome first) const {
-        if (!first.attempted()) return first;  // an inner rejection before any attempt
-        duration previous{};
-        std::optional<Outcome> out{std::move(first)};  // the attempt being judged
-        std::optional<Outcome> last;                    // the failed attempt before a wait
-        for (std::uint32_t attempt = 1;; ++attempt) {
-            if (attempt > 1) {
-                ctx.set_attempt(attempt);
-                auto again = next(ctx);
-                if (again.ok()) return again;
-                if (!again.attempted()) {
-                    // An inner policy refused this attempt: the caller still
-                    // gets the last response there was, with the refusal as
-                    // the reason.
-                    last->fail(again.reason());
-                    return std::move(*last);
-                }
-                out.reset();
-                out.emplace(std::move(again));
-            }
+    /// What a driver does before the first attempt: deposit in the budget,
+    /// number the attempt. (execute() and the asynchronous pipeline in
+    /// resil/asio both start a call here.)
+    template <class Context>
+    void begin(Context& ctx) const {
+        if (options_.budget) options_.budget->deposit(ctx.recent_now());
+        ctx.set_attempt(1);
+    }
+
+    /// One call's retry loop between attempts, without the waiting: judge()
+    /// says whether to wait and retry, waited() takes the wait's result, and
+    /// next_attempt() takes the next attempt's outcome. execute() drives it
+    /// with the clock's sleep; resil/asio drives the same loop with a timer,
+    /// so both make the same decisions and emit the same events.
+    /// Outcomes are moved with emplace or move-assigned (an outcome's
+    /// assignment destroys and rebuilds its value): T need not be assignable.
+    template <class Outcome>
+    class loop {
+    public:
+        /// `first`: the first attempt's failed outcome.
+        explicit loop(Outcome first) { out_.emplace(std::move(first)); }
+
+        /// Judges the attempt just failed: the wait before retrying it, or
+        /// nothing when the call ends now (then take() is its outcome).
+        /// Emits budget_refused, retry_scheduled, retries_exhausted and
+        /// deadline_exceeded as the blocking policy does.
+        template <class Context>
+        std::optional<duration> judge(Context& ctx, const retry_policy& policy) {
             if (ctx.stop_requested()) {
-                out->fail(reason::cancelled);
-                return std::move(*out);
+                out_->fail(reason::cancelled);
+                return std::nullopt;
             }
-            const failed_attempt f{attempt, classification(out->verdict(), server_hint{out->retry_after(), out->dont_retry()}),
-                                   ctx.safe_to_repeat(), previous, ctx.recent_remaining()};
-            auto d = decide(f, ctx.jitter());
-            if (d.retry && options_.budget && !options_.budget->try_withdraw(ctx.recent_now())) {
-                ctx.emit(events::budget_refused{attempt});
+            const failed_attempt f{attempt_,
+                                   classification(out_->verdict(), server_hint{out_->retry_after(), out_->dont_retry()}),
+                                   ctx.safe_to_repeat(), previous_, ctx.recent_remaining()};
+            auto d = policy.decide(f, ctx.jitter());
+            const auto& o = policy.options_;
+            if (d.retry && o.budget && !o.budget->try_withdraw(ctx.recent_now())) {
+                ctx.emit(events::budget_refused{attempt_});
                 d = {false, {}, reason::budget_exhausted, false};
             }
             if (!d.retry) {
-                give_up(ctx, *out, d.reason, attempt);
-                return std::move(*out);
+                policy.give_up(ctx, *out_, d.reason, attempt_);
+                return std::nullopt;
             }
-            ctx.emit(events::retry_scheduled{attempt, d.delay, out->verdict(), d.from_retry_after});
-            const bool slept = ctx.clock().sleep_for(d.delay, ctx.stop_token());
+            ctx.emit(events::retry_scheduled{attempt_, d.delay, out_->verdict(), d.from_retry_after});
+            delay_ = d.delay;
+            return d.delay;
+        }
+
+        /// After the wait judge() asked for: `slept` false when it was cut
+        /// short (cancelled). True when the next attempt is to run; its
+        /// number is then set in the context.
+        template <class Context>
+        bool waited(Context& ctx, bool slept) {
             ctx.forget_now();  // the next attempt starts later than any reading kept
             if (!slept) {
-                out->fail(reason::cancelled);
-                return std::move(*out);
+                out_->fail(reason::cancelled);
+                return false;
             }
-            previous = d.delay;
-            last.reset();
-            last.emplace(std::move(*out));
+            previous_ = delay_;
+            last_.reset();
+            last_.emplace(std::move(*out_));
+            ctx.set_attempt(++attempt_);
+            return true;
+        }
+
+        /// The next attempt's outcome; true when the call ends with it (a
+        /// success, or an inner refusal: then the caller still gets the last
+        /// response there was, with the refusal as the reason).
+        bool next_attempt(Outcome again) {
+            if (again.ok()) {
+                out_.reset();
+                out_.emplace(std::move(again));
+                return true;
+            }
+            if (!again.attempted()) {
+                last_->fail(again.reason());
+                out_.reset();
+                out_.emplace(std::move(*last_));
+                return true;
+            }
+            out_.reset();
+            out_.emplace(std::move(again));
+            return false;
+        }
+
+        /// The call's outcome once it ends.
+        Outcome take() { return std::move(*out_); }
+
+    private:
+        std::optional<Outcome> out_;   // the attempt being judged
+        std::optional<Outcome> last_;  // the failed attempt before a wait
+        duration previous_{};
+        duration delay_{};
+        std::uint32_t attempt_ = 1;
+    };
+
+private:
+    template <class Context, class Next, class Outcome>
+    Outcome retry_after_failure(Context& ctx, Next& next, Outcome first) const {
+        if (!first.attempted()) return first;  // an inner rejection before any attempt
+        loop<Outcome> l{std::move(first)};
+        for (;;) {
+            const auto wait = l.judge(ctx, *this);
+            if (!wait) return l.take();
+            if (!l.waited(ctx, ctx.clock().sleep_for(*wait, ctx.stop_token()))) return l.take();
+            if (l.next_attempt(next(ctx))) return l.take();
         }
     }
 

@@ -39,15 +39,7 @@ public:
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
         using result = decltype(next(ctx));
-        // The attempt's reading, shared with the policies around (without a
-        // deadline, none is taken).
-        if (!resil::timeouts::enough_for_attempt(ctx.recent_remaining())) {
-            // Attempts before this one ran; this one never starts.
-            const auto made = ctx.attempt() > 0 ? ctx.attempt() - 1 : 0;
-            ctx.emit(events::deadline_exceeded{made});
-            ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
-            return result::rejected(reason::deadline_exceeded);
-        }
+        if (!admits(ctx)) return result::rejected(reason::deadline_exceeded);
         // Restores the outer timeouts on every way out, exceptions included.
         struct restore {
             Context& ctx;
@@ -56,6 +48,25 @@ public:
         } guard{ctx, ctx.timeouts()};
         ctx.set_timeouts(guard.outer.tightened_by(timeouts_));
         return next(ctx);
+    }
+
+    /// The policy's check, for drivers that cannot run the rest of the
+    /// pipeline as a plain call (resil/asio): false (after emitting
+    /// deadline_exceeded and rejected) when too little is left for an
+    /// attempt. Then the driver sets ctx.timeouts().tightened_by(timeouts())
+    /// around the rest, and restores what it found.
+    template <class Context>
+    bool admits(Context& ctx) const {
+        // The attempt's reading, shared with the policies around (without a
+        // deadline, none is taken).
+        if (!resil::timeouts::enough_for_attempt(ctx.recent_remaining())) {
+            // Attempts before this one ran; this one never starts.
+            const auto made = ctx.attempt() > 0 ? ctx.attempt() - 1 : 0;
+            ctx.emit(events::deadline_exceeded{made});
+            ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
+            return false;
+        }
+        return true;
     }
 
 private:

@@ -220,6 +220,41 @@ public:
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
         using result_type = decltype(next(ctx));
+        auto step = enter(ctx);
+        if (step.waits() && !waited(ctx, step, resil::sleep_until(clock_, step.until(), ctx.stop_token())))
+            return result_type::rejected(reason::cancelled);
+        if (!step) return result_type::rejected(step.reason(), step.retry_after());
+        return std::forward<Next>(next)(ctx);
+    }
+
+    /// What enter() decided: go ahead, wait until an instant and then go
+    /// ahead (the token is reserved), or a rejection.
+    class admission {
+    public:
+        /// True when the call may go ahead (after the wait, if waits()).
+        explicit operator bool() const noexcept { return reason_ == reason::none; }
+        /// True when the token exists only at until(): wait, then call waited().
+        [[nodiscard]] bool waits() const noexcept { return waits_; }
+        [[nodiscard]] time_point until() const noexcept { return until_; }
+        /// For a rejection: why (rate_limited, cancelled) and the wait for a token.
+        [[nodiscard]] resil::reason reason() const noexcept { return reason_; }
+        [[nodiscard]] std::optional<duration> retry_after() const noexcept { return retry_after_; }
+
+    private:
+        friend class basic_token_bucket;
+        detail::gcra::reservation reservation_{};
+        time_point until_{};
+        std::optional<duration> retry_after_{};
+        resil::reason reason_ = reason::none;
+        bool waits_ = false;
+    };
+
+    /// The policy's first half, for drivers that cannot block (resil/asio):
+    /// takes the call's token, or reserves it and says until when to wait
+    /// (options().max_wait > 0), or rejects (emitting events::rejected).
+    /// execute() is enter(), the wait on the clock, waited(), the rest.
+    template <class Context>
+    admission enter(Context& ctx) const {
         if constexpr (requires { typename Context::clock_type; })
             static_assert(std::is_same_v<typename Context::clock_type, Clock>,
                           "resil::basic_token_bucket: the pipeline's clock type must be the bucket's clock type");
@@ -227,24 +262,36 @@ public:
         // (one clock read per attempt); the bucket's own clock otherwise: a
         // context built by the caller may carry another time line.
         const auto now = shares_readings(ctx) ? ctx.recent_now() : clock_.now();
+        admission a;
         token_bucket_result r;
         if (options_.max_wait > duration::zero()) {
             const auto patience = detail::saturating_add(now, options_.max_wait);
             const auto call_deadline = ctx.deadline_instant();
-            r = acquire_until(now, call_deadline < patience ? call_deadline : patience, 1, ctx.stop_token());
-            ctx.forget_now();  // it may have waited
+            r = reserve(now, call_deadline < patience ? call_deadline : patience, 1, ctx.stop_token(),
+                        a.reservation_);
+            if (r && a.reservation_.pending) {
+                a.waits_ = true;
+                a.until_ = detail::saturating_add(origin_, duration{a.reservation_.ready_ns});
+                return a;
+            }
         } else {
             r = try_acquire(now, 1);
         }
-        if (!r) {
-            if (r.status == token_bucket_status::cancelled) {
-                ctx.emit(events::rejected{reason::cancelled, std::nullopt});
-                return result_type::rejected(reason::cancelled);
-            }
-            ctx.emit(events::rejected{reason::rate_limited, r.wait});
-            return result_type::rejected(reason::rate_limited, r.wait);
-        }
-        return std::forward<Next>(next)(ctx);
+        if (!r) reject(ctx, a, r);
+        return a;
+    }
+
+    /// After the wait enter() asked for: `slept` false when it was cut short
+    /// (the reservation goes back, as acquire() does, and the call is
+    /// rejected with reason::cancelled). True when the call goes ahead.
+    template <class Context>
+    bool waited(Context& ctx, admission& a, bool slept) const {
+        ctx.forget_now();  // it waited
+        a.waits_ = false;
+        if (slept) return true;
+        cancel(a.reservation_);
+        reject(ctx, a, {token_bucket_status::cancelled, {}, {}});
+        return false;
     }
 
 private:
@@ -294,6 +341,25 @@ private:
 
     token_bucket_result acquire_until(time_point now, time_point until, std::int64_t n,
                                       const std::stop_token& stop) const {
+        detail::gcra::reservation held{};
+        const auto r = reserve(now, until, n, stop, held);
+        if (!r || !held.pending) return r;
+        // Sleep until the instant the tokens exist, not for `wait` from the
+        // entry reading: time lost between that reading and the sleep (a
+        // preemption) must not be added, and a reading ahead of the clock
+        // (another CPU's, a bogus one) must not wake the caller early.
+        if (!resil::sleep_until(clock_, detail::saturating_add(origin_, duration{held.ready_ns}), stop)) {
+            cancel(held);
+            return {token_bucket_status::cancelled, {}, {}};
+        }
+        return {token_bucket_status::granted, duration{held.wait_ns}, {}};
+    }
+
+    // acquire_until without the sleep: grants at once (held.pending false),
+    // rejects, or reserves tokens that exist only at origin_ + held.ready_ns
+    // (held.pending true: the caller waits, then keeps them or cancel()s).
+    token_bucket_result reserve(time_point now, time_point until, std::int64_t n, const std::stop_token& stop,
+                                detail::gcra::reservation& held) const {
         if (stop.stop_requested()) return {token_bucket_status::cancelled, {}, {}};
         if (auto early = screen(n)) return *early;
         const auto elapsed = elapsed_ns(now);
@@ -312,21 +378,29 @@ private:
         const auto ready_ns = detail::gcra::first_ns_at(params_, d.ready_at);
         const auto wait_ns = ready_ns - elapsed;
         if (wait_ns <= 0) return {};
-        const duration wait{wait_ns};
-        // Sleep until the instant the tokens exist, not for `wait` from the
-        // entry reading: time lost between that reading and the sleep (a
-        // preemption) must not be added, and a reading ahead of the clock
-        // (another CPU's, a bogus one) must not wake the caller early.
-        if (!resil::sleep_until(clock_, detail::saturating_add(origin_, duration{ready_ns}), stop)) {
-            // Undo the reservation only while it is still the last change:
-            // then restoring the old word is exactly "it never happened". Once
-            // others built on it (or the bucket refilled past it), subtracting
-            // it could hand out tokens a real bucket would not have.
-            auto expected = d.new_tat;
-            tat_.compare_exchange_strong(expected, tat, std::memory_order_relaxed);
-            return {token_bucket_status::cancelled, {}, {}};
+        held = {tat, d.new_tat, ready_ns, wait_ns, true};
+        return {};
+    }
+
+    // Undo a reservation only while it is still the last change: then
+    // restoring the old word is exactly "it never happened". Once others
+    // built on it (or the bucket refilled past it), subtracting it could hand
+    // out tokens a real bucket would not have.
+    void cancel(const detail::gcra::reservation& held) const noexcept {
+        auto expected = held.new_tat;
+        tat_.compare_exchange_strong(expected, held.old_tat, std::memory_order_relaxed);
+    }
+
+    template <class Context>
+    static void reject(Context& ctx, admission& a, const token_bucket_result& r) {
+        if (r.status == token_bucket_status::cancelled) {
+            ctx.emit(events::rejected{reason::cancelled, std::nullopt});
+            a.reason_ = reason::cancelled;
+            return;
         }
-        return {token_bucket_status::granted, wait, {}};
+        ctx.emit(events::rejected{reason::rate_limited, r.wait});
+        a.reason_ = reason::rate_limited;
+        a.retry_after_ = r.wait;
     }
 
     token_bucket_options options_;

@@ -189,6 +189,17 @@ struct decision {
     std::int64_t ready_at = 0;  ///< units at which the n tokens exist (≤ now when available now)
 };
 
+/// Tokens granted ahead of time (a lookahead): the word replaced and the one
+/// stored (to undo it while it is still the last change), and when the tokens
+/// exist, in ns since the bucket's origin and from the reading it was made at.
+struct reservation {
+    std::int64_t old_tat = 0;
+    std::int64_t new_tat = 0;
+    std::int64_t ready_ns = 0;
+    std::int64_t wait_ns = 0;
+    bool pending = false;  ///< the tokens do not exist yet: the holder waits
+};
+
 /// Decides on n tokens (1 ≤ n ≤ burst) at `now` units given `tat`. A positive
 /// `lookahead` (units) also grants tokens that will exist within it: a
 /// reservation, whose holder waits until `ready_at`.

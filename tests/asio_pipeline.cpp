@@ -1,0 +1,337 @@
+// resil/asio/pipeline.hpp: the asynchronous pipeline drives the same decision
+// cores as the blocking one, so given the same scripted results on the manual
+// clock both emit the same events, in the same order, at the same instants.
+#include <resil/asio.hpp>
+#include <resil/resil.hpp>
+#include <resil/testing/manual_clock.hpp>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+
+using namespace std::chrono_literals;
+using resil::testing::manual_clock;
+namespace events = resil::events;
+
+namespace {
+
+std::string ms(resil::duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
+}
+
+// One line per event, with every field that policies decide.
+struct recorder {
+    std::vector<std::string>* lines;
+    manual_clock clock;
+    void add(std::string s) const { lines->push_back(ms(clock.now().time_since_epoch()) + " " + std::move(s)); }
+    void operator()(const events::attempt_started& e) const { add("attempt_started " + std::to_string(e.attempt)); }
+    void operator()(const events::attempt_finished& e) const {
+        add("attempt_finished " + std::to_string(e.attempt) + " " + std::string(resil::to_string(e.verdict)));
+    }
+    void operator()(const events::retry_scheduled& e) const {
+        add("retry_scheduled " + std::to_string(e.attempt) + " " + ms(e.delay) + (e.from_retry_after ? " server" : ""));
+    }
+    void operator()(const events::retries_exhausted& e) const { add("retries_exhausted " + std::to_string(e.attempts)); }
+    void operator()(const events::budget_refused& e) const { add("budget_refused " + std::to_string(e.attempt)); }
+    void operator()(const events::breaker_state_changed& e) const {
+        add("breaker " + std::string(resil::to_string(e.from)) + "->" + std::string(resil::to_string(e.to)) + " #" +
+            std::to_string(e.generation) + " calls " + std::to_string(e.calls_in_window));
+    }
+    void operator()(const events::rejected& e) const {
+        add("rejected " + std::string(resil::to_string(e.reason)) + (e.retry_after ? " " + ms(*e.retry_after) : ""));
+    }
+    void operator()(const events::fallback_used& e) const {
+        add("fallback_used " + std::string(resil::to_string(e.reason)));
+    }
+    void operator()(const events::call_finished& e) const {
+        add("call_finished " + std::string(resil::to_string(e.reason)) + " attempts " + std::to_string(e.attempts) +
+            (e.from_fallback ? " fallback" : ""));
+    }
+    void operator()(const events::deadline_exceeded& e) const {
+        add("deadline_exceeded " + std::to_string(e.attempts));
+    }
+};
+
+struct step {
+    int status;
+    resil::duration took;
+};
+
+resil::classification classify_status(int status) {
+    if (status == 429) return {resil::verdict::retryable, resil::server_hint{2s, false}};
+    if (status >= 500) return resil::verdict::retryable;
+    if (status == 408) return resil::verdict::ambiguous;
+    if (status >= 400) return resil::verdict::permanent;
+    return resil::verdict::success;
+}
+
+// A scenario's world: one clock, fixed jitter, a scripted dependency and the
+// events seen. Built twice, once per pipeline kind.
+struct world {
+    manual_clock clock;
+    resil::jitter_engine jitter{42};
+    std::vector<std::string> lines;
+    std::vector<step> script;
+    std::size_t next = 0;
+
+    recorder listener() { return recorder{&lines, clock}; }
+
+    resil::basic_context<manual_clock> context() {
+        return resil::basic_context<manual_clock>{
+            resil::basic_call_options<manual_clock>{.deadline = resil::basic_deadline{clock}, .jitter = &jitter}};
+    }
+
+    int respond() {
+        const auto s = script.at(next++ % script.size());
+        clock.advance(s.took);
+        return s.status;
+    }
+
+    template <class Pipe>
+    void call_sync(const Pipe& pipe) {
+        auto ctx = context();
+        auto out = pipe.execute(ctx, [this](resil::basic_context<manual_clock>&) { return respond(); }, classify_status);
+        lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+    }
+
+    template <class Pipe>
+    void call_async(const Pipe& pipe) {
+        ::asio::io_context io;
+        bool done = false;
+        ::asio::co_spawn(
+            io,
+            [&]() -> ::asio::awaitable<void> {
+                auto ctx = context();
+                auto out = co_await pipe.execute(
+                    ctx,
+                    [this](resil::basic_context<manual_clock>&) -> ::asio::awaitable<int> { co_return respond(); },
+                    classify_status);
+                lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+                done = true;
+            },
+            ::asio::detached);
+        io.run();
+        REQUIRE(done);
+    }
+
+    template <bool Async, class... Policies>
+    auto make(Policies... policies) {
+        if constexpr (Async)
+            return resil::asio::pipeline(clock, std::move(policies)...).with_listener(listener());
+        else
+            return resil::pipeline(clock, std::move(policies)...).with_listener(listener());
+    }
+
+    template <bool Async, class Pipe>
+    void call(const Pipe& pipe) {
+        if constexpr (Async)
+            call_async(pipe);
+        else
+            call_sync(pipe);
+    }
+};
+
+template <bool Async>
+std::vector<std::string> retries_then_success() {
+    world w;
+    w.script = {{503, 20ms}, {429, 5ms}, {200, 30ms}};
+    auto pipe = w.make<Async>(resil::deadline_policy{10s}, resil::retry_policy{{.max_attempts = 3}},
+                              resil::timeout_policy{{.total = 1s}});
+    w.call<Async>(pipe);
+    return w.lines;
+}
+
+template <bool Async>
+std::vector<std::string> breaker_opening() {
+    world w;
+    w.script = {{503, 10ms}};
+    resil::basic_circuit_breaker<manual_clock> breaker{
+        {.mode = resil::breaker_mode::consecutive_failures, .consecutive_failures = 3, .open_for = 1s,
+         .half_open_probes = 1},
+        w.clock};
+    auto pipe = w.make<Async>(resil::retry_policy{{.max_attempts = 2, .backoff = resil::full_jitter{10ms, 50ms}}},
+                              std::ref(breaker));
+    for (int i = 0; i < 3; ++i) w.call<Async>(pipe);
+    w.clock.advance(2s);
+    w.script = {{200, 10ms}};
+    w.next = 0;
+    w.call<Async>(pipe);  // the probe closes it
+    return w.lines;
+}
+
+template <bool Async>
+std::vector<std::string> budget_exhausted() {
+    world w;
+    w.script = {{503, 1ms}};
+    resil::retry_budget budget{{.ratio = 0.0, .min_per_second = 0}};
+    auto pipe = w.make<Async>(resil::retry_policy{{.max_attempts = 3, .budget = &budget}});
+    w.call<Async>(pipe);
+    return w.lines;
+}
+
+template <bool Async>
+std::vector<std::string> deadline_hit() {
+    world w;
+    w.script = {{504, 120ms}};
+    auto pipe = w.make<Async>(resil::deadline_policy{250ms},
+                              resil::retry_policy{{.max_attempts = 5, .backoff = resil::full_jitter{5ms, 10ms}}},
+                              resil::timeout_policy{{.total = 150ms}});
+    w.call<Async>(pipe);
+    return w.lines;
+}
+
+template <bool Async>
+std::vector<std::string> rate_limited() {
+    world w;
+    w.script = {{200, 1ms}};
+    resil::basic_token_bucket<manual_clock> bucket{{.rate = 1, .burst = 2}, w.clock};
+    resil::basic_token_bucket<manual_clock> patient{{.rate = 10, .burst = 1, .max_wait = 500ms}, w.clock};
+    auto pipe = w.make<Async>(std::ref(bucket), std::ref(patient));
+    for (int i = 0; i < 4; ++i) w.call<Async>(pipe);  // two pass (the second waits 100 ms for `patient`), two do not
+    return w.lines;
+}
+
+template <bool Async>
+std::vector<std::string> fallback_shed_and_unsafe() {
+    world w;
+    w.script = {{408, 30ms}, {200, 1ms}};
+    resil::concurrency_limit limit{{.max_in_flight = 1}};
+    resil::fallback_policy plan_b{[] { return 299; }, {.handles = {resil::reason::unsafe_to_retry}}};
+    auto pipe = w.make<Async>(plan_b, resil::retry_policy{}, std::ref(limit));
+    w.call<Async>(pipe);  // ambiguous, not idempotent: plan B
+    w.call<Async>(pipe);
+    {
+        auto held = limit.try_acquire();  // the one place is taken: shed
+        w.call<Async>(pipe);
+    }
+    return w.lines;
+}
+
+// A policy of one's own, written for both pipelines: the decision in one
+// place, each driver a few lines (as in docs/async.md).
+struct enough_time_left {
+    resil::duration minimum;
+
+    template <class Context>
+    bool admits(Context& ctx) const {
+        if (ctx.recent_remaining() >= minimum) return true;
+        ctx.emit(resil::events::rejected{resil::reason::deadline_exceeded, std::nullopt});
+        return false;
+    }
+
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        if (!admits(ctx)) return decltype(next(ctx))::rejected(resil::reason::deadline_exceeded);
+        return next(ctx);
+    }
+
+    template <class Context, class Next>
+    auto async_execute(Context& ctx, Next next) const -> decltype(next(ctx)) {
+        using result = resil::asio::outcome_of_t<Next, Context>;
+        if (!admits(ctx)) co_return result::rejected(resil::reason::deadline_exceeded);
+        co_return co_await next(ctx);
+    }
+};
+
+template <bool Async>
+std::vector<std::string> custom_policy() {
+    world w;
+    w.script = {{503, 150ms}};
+    auto pipe = w.make<Async>(resil::deadline_policy{400ms},
+                              resil::retry_policy{{.max_attempts = 3, .backoff = resil::full_jitter{50ms, 200ms}}},
+                              enough_time_left{100ms});
+    w.call<Async>(pipe);
+    return w.lines;
+}
+
+// The user's policy outermost: the layers inside it (a retry among them) run
+// in a coroutine of their own.
+template <bool Async>
+std::vector<std::string> custom_policy_outside() {
+    world w;
+    w.script = {{503, 10ms}, {503, 10ms}, {200, 10ms}, {503, 300ms}};
+    resil::basic_circuit_breaker<manual_clock> breaker{
+        {.mode = resil::breaker_mode::consecutive_failures, .consecutive_failures = 2, .open_for = 1s,
+         .half_open_probes = 1},
+        w.clock};
+    auto pipe = w.make<Async>(enough_time_left{100ms}, resil::deadline_policy{400ms},
+                              resil::retry_policy{{.max_attempts = 3, .backoff = resil::full_jitter{20ms, 40ms}}},
+                              std::ref(breaker));
+    w.call<Async>(pipe);  // 503, 503: the breaker opens; the third attempt is refused
+    w.clock.advance(2s);
+    w.call<Async>(pipe);  // a probe that succeeds
+    w.call<Async>(pipe);  // 300 ms: past the deadline's reach for a retry
+    return w.lines;
+}
+
+void show(const std::vector<std::string>& lines) {
+    for (const auto& l : lines) std::printf("  %s\n", l.c_str());
+}
+
+template <class Scenario>
+void same_events(Scenario blocking, Scenario async, std::initializer_list<const char*> must_contain) {
+    const auto a = blocking();
+    const auto b = async();
+    if (a != b) {
+        std::puts("blocking:");
+        show(a);
+        std::puts("async:");
+        show(b);
+    }
+    REQUIRE(a.size() > 2);
+    CHECK(a == b);
+    for (const char* needle : must_contain) {
+        bool found = false;
+        for (const auto& l : b) found = found || l.find(needle) != std::string::npos;
+        INFO(needle);
+        CHECK(found);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("asio pipeline: retries then success emit the blocking pipeline's events") {
+    same_events(retries_then_success<false>, retries_then_success<true>,
+                {"retry_scheduled 1", "retry_scheduled 2 2000ms server", "attempt_finished 3 success",
+                 "outcome none"});
+}
+
+TEST_CASE("asio pipeline: a breaker opening, rejecting and closing emits the blocking pipeline's events") {
+    same_events(breaker_opening<false>, breaker_opening<true>,
+                {"breaker closed->open #1", "rejected circuit_open", "breaker open->half_open", "breaker half_open->closed",
+                 "outcome circuit_open"});
+}
+
+TEST_CASE("asio pipeline: an exhausted retry budget emits the blocking pipeline's events") {
+    same_events(budget_exhausted<false>, budget_exhausted<true>,
+                {"budget_refused 1", "outcome budget_exhausted"});
+}
+
+TEST_CASE("asio pipeline: a deadline hit emits the blocking pipeline's events") {
+    same_events(deadline_hit<false>, deadline_hit<true>, {"deadline_exceeded", "outcome deadline_exceeded"});
+}
+
+TEST_CASE("asio pipeline: rate limiting, waiting for a token included, emits the blocking pipeline's events") {
+    same_events(rate_limited<false>, rate_limited<true>, {"rejected rate_limited", "outcome rate_limited"});
+}
+
+TEST_CASE("asio pipeline: fallback, shedding and an unsafe retry emit the blocking pipeline's events") {
+    same_events(fallback_shed_and_unsafe<false>, fallback_shed_and_unsafe<true>,
+                {"fallback_used unsafe_to_retry", "rejected shed", "outcome shed"});
+}
+
+TEST_CASE("asio pipeline: a policy of one's own runs in both pipelines, with the same events") {
+    same_events(custom_policy<false>, custom_policy<true>, {"attempt_finished 2 retryable", "call_finished"});
+}
+
+TEST_CASE("asio pipeline: a policy of one's own outermost, with a retry and a breaker inside it") {
+    same_events(custom_policy_outside<false>, custom_policy_outside<true>,
+                {"breaker closed->open", "rejected circuit_open", "breaker half_open->closed", "call_finished"});
+}
