@@ -10,11 +10,12 @@
 //
 // This header is the decision core: whether a call may be hedged, how long to
 // wait before each next copy, whether the shared throttle grants it, and the
-// latencies the delay is learnt from. It reads no clock and starts nothing;
-// the drivers that run copies side by side (the asynchronous pipeline, the
-// blocking libcurl client's hedged mode) ask it.
+// latencies the delay is learnt from. It reads no clock and starts nothing:
+// the code that runs copies side by side (e.g. two async_perform calls of
+// resil::curl::async_client, raced) asks it; resil's pipelines do not start
+// copies by themselves.
 //
-// The rules every driver follows:
+// The rules a driver follows:
 //  - only an operation that may be repeated is hedged: idempotent, or
 //    carrying an idempotency key (every copy then sends the same key); any
 //    other call runs once, unhedged (may_hedge);
