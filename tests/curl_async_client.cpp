@@ -552,3 +552,33 @@ TEST_CASE("curl async: a sink that throws ends its own call only; the exception 
     CHECK(r->interrupted_by() == transport_status::cancelled);
     CHECK(r->error_message().find("the stream's sink threw") != std::string::npos);
 }
+
+TEST_CASE("curl async: a sink that destroys the client ends its call once, as cancelled, without touching freed handles") {
+    resil_test::fault_server server;
+    server.on("/chunks", {action::stream({{0ms, "one"}, {20ms, "two"}, {20ms, "three"}})});
+    asio::io_context io;
+    auto http = std::make_unique<async_client>(io);
+    const auto req = request::get(server.url("/chunks"));
+    resil::context ctx;
+    int chunks = 0;
+    int completions = 0;
+    std::optional<response> out;
+    auto sink = [&](std::string_view) {
+        if (++chunks == 2) http.reset();  // inside libcurl's write callback
+        return resil::curl::stream_action::next;
+    };
+    http->async_stream(req, ctx, sink, {}, [&](std::exception_ptr, response r) {
+        ++completions;
+        out = std::move(r);
+    });
+    run_until(io, [&] { return out.has_value(); });
+    io.restart();
+    io.run_for(50ms);  // nothing more arrives, nothing touches freed handles
+    CHECK_FALSE(http);
+    CHECK(chunks == 2);
+    CHECK(completions == 1);
+    REQUIRE(out);
+    CHECK(out->transport() == transport_status::stream_interrupted);  // bytes had reached the sink
+    CHECK(out->interrupted_by() == transport_status::cancelled);
+    CHECK(out->error_message() == "the asynchronous client was destroyed while the call was in flight");
+}

@@ -346,6 +346,13 @@ public:
     /// then frees every libcurl and Asio object. Idempotent.
     void shutdown() noexcept {
         if (closed_) return;
+        // From a callback inside libcurl (a sink, on_head): libcurl refuses
+        // removals and cleanup there, and still uses the easy handles. The
+        // caller of libcurl (act(), holding `self`) shuts down on return.
+        if (in_libcurl_ != 0) {
+            close_pending_ = true;
+            return;
+        }
         for (auto& t : slots_)
             if (t && t->active) finish(*t, transfer_end::cancelled, CURLE_ABORTED_BY_CALLBACK, client_gone);
         closed_ = true;
@@ -711,9 +718,10 @@ private:
             // "The state of all transfers is uncertain": each in flight ends.
             for (auto& t : slots_)
                 if (t && t->active) finish(*t, transfer_end::multi_error, CURLE_FAILED_INIT);
-            return;
+        } else {
+            collect();
         }
-        collect();
+        if (close_pending_ && in_libcurl_ == 0) shutdown();  // the client went from inside libcurl
     }
 
     // The transfers libcurl finished. Each message is copied before
@@ -749,6 +757,7 @@ private:
     std::size_t pooled_ = 0;
     int in_libcurl_ = 0;
     bool closed_ = false;
+    bool close_pending_ = false;  ///< shutdown() was asked for inside libcurl
 };
 
 inline void async_transfer::stop_request::operator()() const noexcept {
