@@ -610,12 +610,27 @@ private:
     void opened(curl_socket_t s) noexcept {
         forget(s);  // a number reused behind our back: its old entry is stale
         try {
-            auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
-            entry->descriptor.assign(s);
-            entry->opened_here = true;
-            sockets_.emplace(s, std::move(entry));
+            auto& entry = adopt(s);
+            entry.opened_here = true;
         } catch (...) {  // registered later, when libcurl first watches it
         }
+    }
+
+    // The entry is in the map before its descriptor owns `s`: a throw (no
+    // memory) can then never leave a descriptor whose destructor closes
+    // libcurl's socket.
+    socket_entry& adopt(curl_socket_t s) {
+        auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
+        auto& e = *entry;
+        const auto [pos, inserted] = sockets_.try_emplace(s, std::move(entry));
+        if (!inserted) return *pos->second;  // already known (callers forget stale entries first)
+        try {
+            e.descriptor.assign(s);
+        } catch (...) {  // not assigned: the entry closes nothing
+            sockets_.erase(pos);
+            throw;
+        }
+        return e;
     }
 
     void on_socket(curl_socket_t s, int what) noexcept {
@@ -630,9 +645,8 @@ private:
         }
         try {
             if (it == sockets_.end()) {
-                auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
-                entry->descriptor.assign(s);
-                it = sockets_.emplace(s, std::move(entry)).first;
+                adopt(s);
+                it = sockets_.find(s);
             }
             it->second->what = what;
             watch(s, *it->second);
