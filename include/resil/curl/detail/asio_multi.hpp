@@ -315,17 +315,24 @@ public:
         // A stop request may come from any thread: it only posts (std::stop_callback runs it at once when the stop
         // came first).
         if (stop.stop_possible()) t->on_stop.emplace(stop, async_transfer::stop_request{this, t->index, generation});
-        if (slot.is_connected()) {
-            t->cancel_slot = slot;
-            slot.template emplace<cancel_request>(this, t->index, generation);
-        }
-        // Nothing has happened yet: the first look comes within a second, or
-        // at the end of the attempt, or within a limit after the first byte
-        // or send (on_touched).
-        if (t->active && (t->ends_at != time_point::max() || t->touch_horizon != duration::zero())) {
-            duration first_look = std::chrono::seconds{1};
-            if (t->ends_at != time_point::max()) first_look = std::min<duration>(first_look, t->ends_at - t->started);
-            arm(*t, first_look);
+        // From here the call is registered and its completion is finish()'s:
+        // a throw (no memory) ends it there, never also reaches the caller.
+        try {
+            if (slot.is_connected()) {
+                t->cancel_slot = slot;
+                slot.template emplace<cancel_request>(this, t->index, generation);
+            }
+            // Nothing has happened yet: the first look comes within a second, or
+            // at the end of the attempt, or within a limit after the first byte
+            // or send (on_touched).
+            if (t->active && (t->ends_at != time_point::max() || t->touch_horizon != duration::zero())) {
+                duration first_look = std::chrono::seconds{1};
+                if (t->ends_at != time_point::max())
+                    first_look = std::min<duration>(first_look, t->ends_at - t->started);
+                arm(*t, first_look);
+            }
+        } catch (...) {
+            finish(*t, transfer_end::multi_error, CURLE_OUT_OF_MEMORY, no_memory_to_watch);
         }
     }
 
@@ -369,6 +376,8 @@ public:
         "the asynchronous client was destroyed while the call was in flight";
     static constexpr std::string_view cancelled_by_slot = "cancelled through the operation's cancellation slot";
     static constexpr std::string_view cancelled_by_token = "cancelled through the stop token";
+    static constexpr std::string_view no_memory_to_watch =
+        "no memory to watch the call (cancellation slot or timer); it was ended before anything was sent";
 
 private:
     struct socket_entry {
