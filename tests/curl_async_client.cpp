@@ -582,3 +582,23 @@ TEST_CASE("curl async: a sink that destroys the client ends its call once, as ca
     CHECK(out->interrupted_by() == transport_status::cancelled);
     CHECK(out->error_message() == "the asynchronous client was destroyed while the call was in flight");
 }
+
+TEST_CASE("curl async: responses given back keep small body buffers only") {
+    resil_test::fault_server server;
+    server.on("/big", {action::respond(200, std::string(std::size_t{2} << 20, 'x'))});
+    asio::io_context io;
+    async_client http(io);
+    const auto req = request::get(server.url("/big"));
+    std::vector<response> results;
+    for (int i = 0; i < 3; ++i) {
+        resil::context ctx;
+        http.async_perform(req, ctx, [&](response r) { results.push_back(std::move(r)); });
+    }
+    run_until(io, [&] { return results.size() == 3; });
+    for (auto& r : results) {
+        REQUIRE(r.ok());
+        REQUIRE(r.body().size() == std::size_t{2} << 20);
+        http.recycle(std::move(r));
+    }
+    CHECK(http.spare_body_bytes() <= 3 * (std::size_t{64} << 10));
+}

@@ -221,10 +221,21 @@ public:
     void give_back(response&& r) {
         if (spare_responses_.size() >= limits_.max_idle_transfers) return;
         response_access::clear(r);
+        // A spare keeps a small body buffer only: idle memory stays within
+        // max_idle_transfers × spare_body_capacity, not × max_body_bytes.
         auto& body = response_access::body(r);
-        if (body.capacity() > options_.max_body_bytes) std::string().swap(body);
+        if (body.capacity() > spare_body_capacity) std::string().swap(body);
         spare_responses_.push_back(std::move(r));
     }
+
+    /// Bytes of body buffer the spare responses keep.
+    [[nodiscard]] std::size_t spare_body_bytes() const noexcept {
+        std::size_t n = 0;
+        for (const auto& r : spare_responses_) n += r.body().capacity();
+        return n;
+    }
+
+    static constexpr std::size_t spare_body_capacity = std::size_t{64} << 10;
 
     /// Starts one transfer for a call whose prelude went ahead (`plan`), or
     /// completes it at once with `r` when it did not. Called on the
