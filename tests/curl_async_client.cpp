@@ -602,3 +602,35 @@ TEST_CASE("curl async: responses given back keep small body buffers only") {
     }
     CHECK(http.spare_body_bytes() <= 3 * (std::size_t{64} << 10));
 }
+
+TEST_CASE("curl async: after a 421 the next attempt opens a new connection, on whichever pooled transfer") {
+    resil_test::fault_server server;
+    server.on("/slow", {action::respond_after(150ms, 200, "slow")});
+    server.on("/misdirected", {action::respond(421, "elsewhere")});
+    server.on("/ok", {action::respond(200, "fine")});
+    asio::io_context io;
+    async_client http(io);
+    std::vector<response> results;
+    const auto call = [&](const char* path) {
+        resil::context ctx;
+        http.async_perform(request::get(server.url(path)), ctx, [&](response r) { results.push_back(std::move(r)); });
+    };
+    // Two pooled transfers: the 421 ends first, so the next call gets the
+    // other one (the last given back).
+    call("/slow");
+    call("/misdirected");
+    run_until(io, [&] { return results.size() == 2; });
+    REQUIRE(results[0].status() == 421);
+    REQUIRE(results[1].status() == 200);
+    REQUIRE(http.pooled_transfers() == 2);
+    const auto before = server.connections();
+    call("/ok");
+    run_until(io, [&] { return results.size() == 3; });
+    CHECK(results[2].status() == 200);
+    CHECK(server.connections() == before + 1);
+    // The flag is spent: the call after that reuses a connection.
+    call("/ok");
+    run_until(io, [&] { return results.size() == 4; });
+    CHECK(results[3].status() == 200);
+    CHECK(server.connections() == before + 1);
+}

@@ -263,6 +263,9 @@ public:
         t->out = std::move(r);
         const resil::timeouts& t_limits = plan->limits.timeouts;
         forget_stream(*t);
+        // After a 408/421 the next attempt opens a new connection, whichever
+        // pooled transfer it gets (the flag is the client's, not one easy's).
+        t->fresh_connection_next = fresh_connection_next_;
         if (!transfer_begin::prepare(*t, req, t_limits, plan->key, options_, t->out)) return fail_start(*t, c);
         const std::stop_token& stop = ctx.stop_token();
         if (stop.stop_requested()) {
@@ -319,6 +322,7 @@ public:
             return fail_start(*t, c);
         }
         t->in_multi = true;
+        fresh_connection_next_ = false;
         t->active = true;
         t->completion = c;
         ++in_flight_;
@@ -523,6 +527,7 @@ private:
         try {
             transfer_result::read(t, r, end, code, options_);
             if (!why.empty()) response_access::error(r) = why;
+            if (t.fresh_connection_next) fresh_connection_next_ = true;
         } catch (...) {  // no memory for an error text: the status says what happened
         }
         response_access::timings(r).total = std::chrono::duration_cast<duration>(t.now() - t.started);
@@ -792,6 +797,7 @@ private:
     int in_libcurl_ = 0;
     bool closed_ = false;
     bool close_pending_ = false;  ///< shutdown() was asked for inside libcurl
+    bool fresh_connection_next_ = false;  ///< a 408/421 answered: the next attempt opens a new connection
 };
 
 inline void async_transfer::stop_request::operator()() const noexcept {
