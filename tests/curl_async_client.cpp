@@ -634,3 +634,33 @@ TEST_CASE("curl async: after a 421 the next attempt opens a new connection, on w
     CHECK(results[3].status() == 200);
     CHECK(server.connections() == before + 1);
 }
+
+TEST_CASE("curl async: async_perform from inside a sink is refused at once, unsent; the streamed call goes on") {
+    resil_test::fault_server server;
+    server.on("/chunks", {action::stream({{0ms, "one"}, {20ms, "two"}})});
+    server.on("/ok", {action::respond(200, "fine")});
+    asio::io_context io;
+    async_client http(io);
+    const auto chunked = request::get(server.url("/chunks"));
+    const auto ok = request::get(server.url("/ok"));
+    resil::context outer;
+    resil::context inner;
+    std::optional<response> nested;
+    std::optional<response> streamed;
+    std::string got;
+    auto sink = [&](std::string_view chunk) {
+        got += chunk;
+        if (!nested && got.size() == 3)
+            http.async_perform(ok, inner, [&](response r) { nested = std::move(r); });
+        return resil::curl::stream_action::next;
+    };
+    http.async_stream(chunked, outer, sink, {}, [&](std::exception_ptr, response r) { streamed = std::move(r); });
+    run_until(io, [&] { return streamed.has_value() && nested.has_value(); });
+    CHECK(nested->transport() == transport_status::other_error);
+    CHECK(nested->error_message() == "async_perform called from inside a libcurl callback (a sink); nothing was sent");
+    CHECK_FALSE(nested->may_have_reached_server());
+    CHECK(streamed->ok());
+    CHECK(got == "onetwo");
+    CHECK(server.requests().size() == 1);  // only the streamed call reached the server
+    CHECK(http.in_flight() == 0);
+}
