@@ -664,3 +664,45 @@ TEST_CASE("curl async: async_perform from inside a sink is refused at once, unse
     CHECK(server.requests().size() == 1);  // only the streamed call reached the server
     CHECK(http.in_flight() == 0);
 }
+
+TEST_CASE("curl async: an unkeyed POST on a reused connection the server drops is sent once, judged as by the blocking client") {
+    client_options unkeyed;
+    unkeyed.idempotency_key = resil::curl::key_header_format::none;
+    // A connection kept alive by the first answer, then closed by the server
+    // once it has read the POST (a stale connection, seen from the client).
+    const auto run = [&](auto&& perform) {
+        resil_test::fault_server server;
+        server.on("/warm", {action::respond(200, "warm")});
+        server.on("/stale", {action::close_after_request()});
+        const auto warm = perform(request::get(server.url("/warm")));
+        REQUIRE(warm.ok());
+        auto out = perform(request::post(server.url("/stale"), "{}"));
+        const auto seen = server.requests();
+        REQUIRE(seen.size() >= 2);
+        CHECK(seen[1].connection == seen[0].connection);  // the POST went on the reused connection
+        std::size_t posts = 0;
+        for (const auto& r : seen) posts += r.method == "POST" ? 1 : 0;
+        CHECK(posts == 1);  // never resent by libcurl on a new connection
+        return out;
+    };
+    client blocking(unkeyed);
+    resil::context sync_ctx;
+    const response expected = run([&](const request& req) { return blocking.perform(req, sync_ctx); });
+    asio::io_context io;
+    async_client http(io, unkeyed);
+    resil::context ctx;
+    const response got = run([&](const request& req) {
+        std::optional<response> r;
+        http.async_perform(req, ctx, [&](response out) { r = std::move(out); });
+        run_until(io, [&] { return r.has_value(); });
+        return std::move(*r);
+    });
+    INFO(got.error_message());
+    CHECK(got.transport() == expected.transport());
+    CHECK(got.may_have_reached_server() == expected.may_have_reached_server());
+    CHECK(got.may_have_reached_server());
+    CHECK_FALSE(got.carried_idempotency_key());
+    CHECK(got.repeatable() == expected.repeatable());
+    CHECK(ctx.safe_to_repeat() == sync_ctx.safe_to_repeat());
+    CHECK_FALSE(ctx.safe_to_repeat());
+}
