@@ -552,3 +552,157 @@ TEST_CASE("curl async: a sink that throws ends its own call only; the exception 
     CHECK(r->interrupted_by() == transport_status::cancelled);
     CHECK(r->error_message().find("the stream's sink threw") != std::string::npos);
 }
+
+TEST_CASE("curl async: a sink that destroys the client ends its call once, as cancelled, without touching freed handles") {
+    resil_test::fault_server server;
+    server.on("/chunks", {action::stream({{0ms, "one"}, {20ms, "two"}, {20ms, "three"}})});
+    asio::io_context io;
+    auto http = std::make_unique<async_client>(io);
+    const auto req = request::get(server.url("/chunks"));
+    resil::context ctx;
+    int chunks = 0;
+    int completions = 0;
+    std::optional<response> out;
+    auto sink = [&](std::string_view) {
+        if (++chunks == 2) http.reset();  // inside libcurl's write callback
+        return resil::curl::stream_action::next;
+    };
+    http->async_stream(req, ctx, sink, {}, [&](std::exception_ptr, response r) {
+        ++completions;
+        out = std::move(r);
+    });
+    run_until(io, [&] { return out.has_value(); });
+    io.restart();
+    io.run_for(50ms);  // nothing more arrives, nothing touches freed handles
+    CHECK_FALSE(http);
+    CHECK(chunks == 2);
+    CHECK(completions == 1);
+    REQUIRE(out);
+    CHECK(out->transport() == transport_status::stream_interrupted);  // bytes had reached the sink
+    CHECK(out->interrupted_by() == transport_status::cancelled);
+    CHECK(out->error_message() == "the asynchronous client was destroyed while the call was in flight");
+}
+
+TEST_CASE("curl async: responses given back keep small body buffers only") {
+    resil_test::fault_server server;
+    server.on("/big", {action::respond(200, std::string(std::size_t{2} << 20, 'x'))});
+    asio::io_context io;
+    async_client http(io);
+    const auto req = request::get(server.url("/big"));
+    std::vector<response> results;
+    for (int i = 0; i < 3; ++i) {
+        resil::context ctx;
+        http.async_perform(req, ctx, [&](response r) { results.push_back(std::move(r)); });
+    }
+    run_until(io, [&] { return results.size() == 3; });
+    for (auto& r : results) {
+        REQUIRE(r.ok());
+        REQUIRE(r.body().size() == std::size_t{2} << 20);
+        http.recycle(std::move(r));
+    }
+    CHECK(http.spare_body_bytes() <= 3 * (std::size_t{64} << 10));
+}
+
+TEST_CASE("curl async: after a 421 the next attempt opens a new connection, on whichever pooled transfer") {
+    resil_test::fault_server server;
+    server.on("/slow", {action::respond_after(150ms, 200, "slow")});
+    server.on("/misdirected", {action::respond(421, "elsewhere")});
+    server.on("/ok", {action::respond(200, "fine")});
+    asio::io_context io;
+    async_client http(io);
+    std::vector<response> results;
+    const auto call = [&](const char* path) {
+        resil::context ctx;
+        http.async_perform(request::get(server.url(path)), ctx, [&](response r) { results.push_back(std::move(r)); });
+    };
+    // Two pooled transfers: the 421 ends first, so the next call gets the
+    // other one (the last given back).
+    call("/slow");
+    call("/misdirected");
+    run_until(io, [&] { return results.size() == 2; });
+    REQUIRE(results[0].status() == 421);
+    REQUIRE(results[1].status() == 200);
+    REQUIRE(http.pooled_transfers() == 2);
+    const auto before = server.connections();
+    call("/ok");
+    run_until(io, [&] { return results.size() == 3; });
+    CHECK(results[2].status() == 200);
+    CHECK(server.connections() == before + 1);
+    // The flag is spent: the call after that reuses a connection.
+    call("/ok");
+    run_until(io, [&] { return results.size() == 4; });
+    CHECK(results[3].status() == 200);
+    CHECK(server.connections() == before + 1);
+}
+
+TEST_CASE("curl async: async_perform from inside a sink is refused at once, unsent; the streamed call goes on") {
+    resil_test::fault_server server;
+    server.on("/chunks", {action::stream({{0ms, "one"}, {20ms, "two"}})});
+    server.on("/ok", {action::respond(200, "fine")});
+    asio::io_context io;
+    async_client http(io);
+    const auto chunked = request::get(server.url("/chunks"));
+    const auto ok = request::get(server.url("/ok"));
+    resil::context outer;
+    resil::context inner;
+    std::optional<response> nested;
+    std::optional<response> streamed;
+    std::string got;
+    auto sink = [&](std::string_view chunk) {
+        got += chunk;
+        if (!nested && got.size() == 3)
+            http.async_perform(ok, inner, [&](response r) { nested = std::move(r); });
+        return resil::curl::stream_action::next;
+    };
+    http.async_stream(chunked, outer, sink, {}, [&](std::exception_ptr, response r) { streamed = std::move(r); });
+    run_until(io, [&] { return streamed.has_value() && nested.has_value(); });
+    CHECK(nested->transport() == transport_status::other_error);
+    CHECK(nested->error_message() == "async_perform called from inside a libcurl callback (a sink); nothing was sent");
+    CHECK_FALSE(nested->may_have_reached_server());
+    CHECK(streamed->ok());
+    CHECK(got == "onetwo");
+    CHECK(server.requests().size() == 1);  // only the streamed call reached the server
+    CHECK(http.in_flight() == 0);
+}
+
+TEST_CASE("curl async: an unkeyed POST on a reused connection the server drops is sent once, judged as by the blocking client") {
+    client_options unkeyed;
+    unkeyed.idempotency_key = resil::curl::key_header_format::none;
+    // A connection kept alive by the first answer, then closed by the server
+    // once it has read the POST (a stale connection, seen from the client).
+    const auto run = [&](auto&& perform) {
+        resil_test::fault_server server;
+        server.on("/warm", {action::respond(200, "warm")});
+        server.on("/stale", {action::close_after_request()});
+        const auto warm = perform(request::get(server.url("/warm")));
+        REQUIRE(warm.ok());
+        auto out = perform(request::post(server.url("/stale"), "{}"));
+        const auto seen = server.requests();
+        REQUIRE(seen.size() >= 2);
+        CHECK(seen[1].connection == seen[0].connection);  // the POST went on the reused connection
+        std::size_t posts = 0;
+        for (const auto& r : seen) posts += r.method == "POST" ? 1 : 0;
+        CHECK(posts == 1);  // never resent by libcurl on a new connection
+        return out;
+    };
+    client blocking(unkeyed);
+    resil::context sync_ctx;
+    const response expected = run([&](const request& req) { return blocking.perform(req, sync_ctx); });
+    asio::io_context io;
+    async_client http(io, unkeyed);
+    resil::context ctx;
+    const response got = run([&](const request& req) {
+        std::optional<response> r;
+        http.async_perform(req, ctx, [&](response out) { r = std::move(out); });
+        run_until(io, [&] { return r.has_value(); });
+        return std::move(*r);
+    });
+    INFO(got.error_message());
+    CHECK(got.transport() == expected.transport());
+    CHECK(got.may_have_reached_server() == expected.may_have_reached_server());
+    CHECK(got.may_have_reached_server());
+    CHECK_FALSE(got.carried_idempotency_key());
+    CHECK(got.repeatable() == expected.repeatable());
+    CHECK(ctx.safe_to_repeat() == sync_ctx.safe_to_repeat());
+    CHECK_FALSE(ctx.safe_to_repeat());
+}

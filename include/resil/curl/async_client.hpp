@@ -209,9 +209,14 @@ public:
             detail::stream_call{detail::sink_ref::to(sink), limits});
     }
 
+    /// Bytes of body buffer kept by responses given back (recycle): at most
+    /// async_options::max_idle_transfers × 64 KiB.
+    [[nodiscard]] std::size_t spare_body_bytes() const { return require().spare_body_bytes(); }
+
     /// Gives a response's buffers back once its contents are no longer
     /// needed: a later call builds its response in them. Up to
-    /// async_options::max_idle_transfers are kept.
+    /// async_options::max_idle_transfers are kept, each with a body buffer
+    /// of at most 64 KiB (a larger one is freed).
     void recycle(response&& r) {
         if (core_) core_->give_back(std::move(r));
     }

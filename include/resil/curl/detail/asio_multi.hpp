@@ -221,10 +221,21 @@ public:
     void give_back(response&& r) {
         if (spare_responses_.size() >= limits_.max_idle_transfers) return;
         response_access::clear(r);
+        // A spare keeps a small body buffer only: idle memory stays within
+        // max_idle_transfers × spare_body_capacity, not × max_body_bytes.
         auto& body = response_access::body(r);
-        if (body.capacity() > options_.max_body_bytes) std::string().swap(body);
+        if (body.capacity() > spare_body_capacity) std::string().swap(body);
         spare_responses_.push_back(std::move(r));
     }
+
+    /// Bytes of body buffer the spare responses keep.
+    [[nodiscard]] std::size_t spare_body_bytes() const noexcept {
+        std::size_t n = 0;
+        for (const auto& r : spare_responses_) n += r.body().capacity();
+        return n;
+    }
+
+    static constexpr std::size_t spare_body_capacity = std::size_t{64} << 10;
 
     /// Starts one transfer for a call whose prelude went ahead (`plan`), or
     /// completes it at once with `r` when it did not. Called on the
@@ -252,6 +263,9 @@ public:
         t->out = std::move(r);
         const resil::timeouts& t_limits = plan->limits.timeouts;
         forget_stream(*t);
+        // After a 408/421 the next attempt opens a new connection, whichever
+        // pooled transfer it gets (the flag is the client's, not one easy's).
+        t->fresh_connection_next = fresh_connection_next_;
         if (!transfer_begin::prepare(*t, req, t_limits, plan->key, options_, t->out)) return fail_start(*t, c);
         const std::stop_token& stop = ctx.stop_token();
         if (stop.stop_requested()) {
@@ -308,6 +322,7 @@ public:
             return fail_start(*t, c);
         }
         t->in_multi = true;
+        fresh_connection_next_ = false;
         t->active = true;
         t->completion = c;
         ++in_flight_;
@@ -315,17 +330,24 @@ public:
         // A stop request may come from any thread: it only posts (std::stop_callback runs it at once when the stop
         // came first).
         if (stop.stop_possible()) t->on_stop.emplace(stop, async_transfer::stop_request{this, t->index, generation});
-        if (slot.is_connected()) {
-            t->cancel_slot = slot;
-            slot.template emplace<cancel_request>(this, t->index, generation);
-        }
-        // Nothing has happened yet: the first look comes within a second, or
-        // at the end of the attempt, or within a limit after the first byte
-        // or send (on_touched).
-        if (t->active && (t->ends_at != time_point::max() || t->touch_horizon != duration::zero())) {
-            duration first_look = std::chrono::seconds{1};
-            if (t->ends_at != time_point::max()) first_look = std::min<duration>(first_look, t->ends_at - t->started);
-            arm(*t, first_look);
+        // From here the call is registered and its completion is finish()'s:
+        // a throw (no memory) ends it there, never also reaches the caller.
+        try {
+            if (slot.is_connected()) {
+                t->cancel_slot = slot;
+                slot.template emplace<cancel_request>(this, t->index, generation);
+            }
+            // Nothing has happened yet: the first look comes within a second, or
+            // at the end of the attempt, or within a limit after the first byte
+            // or send (on_touched).
+            if (t->active && (t->ends_at != time_point::max() || t->touch_horizon != duration::zero())) {
+                duration first_look = std::chrono::seconds{1};
+                if (t->ends_at != time_point::max())
+                    first_look = std::min<duration>(first_look, t->ends_at - t->started);
+                arm(*t, first_look);
+            }
+        } catch (...) {
+            finish(*t, transfer_end::multi_error, CURLE_OUT_OF_MEMORY, no_memory_to_watch);
         }
     }
 
@@ -346,6 +368,13 @@ public:
     /// then frees every libcurl and Asio object. Idempotent.
     void shutdown() noexcept {
         if (closed_) return;
+        // From a callback inside libcurl (a sink, on_head): libcurl refuses
+        // removals and cleanup there, and still uses the easy handles. The
+        // caller of libcurl (act(), holding `self`) shuts down on return.
+        if (in_libcurl_ != 0) {
+            close_pending_ = true;
+            return;
+        }
         for (auto& t : slots_)
             if (t && t->active) finish(*t, transfer_end::cancelled, CURLE_ABORTED_BY_CALLBACK, client_gone);
         closed_ = true;
@@ -362,6 +391,8 @@ public:
         "the asynchronous client was destroyed while the call was in flight";
     static constexpr std::string_view cancelled_by_slot = "cancelled through the operation's cancellation slot";
     static constexpr std::string_view cancelled_by_token = "cancelled through the stop token";
+    static constexpr std::string_view no_memory_to_watch =
+        "no memory to watch the call (cancellation slot or timer); it was ended before anything was sent";
 
 private:
     struct socket_entry {
@@ -496,6 +527,7 @@ private:
         try {
             transfer_result::read(t, r, end, code, options_);
             if (!why.empty()) response_access::error(r) = why;
+            if (t.fresh_connection_next) fresh_connection_next_ = true;
         } catch (...) {  // no memory for an error text: the status says what happened
         }
         response_access::timings(r).total = std::chrono::duration_cast<duration>(t.now() - t.started);
@@ -603,12 +635,27 @@ private:
     void opened(curl_socket_t s) noexcept {
         forget(s);  // a number reused behind our back: its old entry is stale
         try {
-            auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
-            entry->descriptor.assign(s);
-            entry->opened_here = true;
-            sockets_.emplace(s, std::move(entry));
+            auto& entry = adopt(s);
+            entry.opened_here = true;
         } catch (...) {  // registered later, when libcurl first watches it
         }
+    }
+
+    // The entry is in the map before its descriptor owns `s`: a throw (no
+    // memory) can then never leave a descriptor whose destructor closes
+    // libcurl's socket.
+    socket_entry& adopt(curl_socket_t s) {
+        auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
+        auto& e = *entry;
+        const auto [pos, inserted] = sockets_.try_emplace(s, std::move(entry));
+        if (!inserted) return *pos->second;  // already known (callers forget stale entries first)
+        try {
+            e.descriptor.assign(s);
+        } catch (...) {  // not assigned: the entry closes nothing
+            sockets_.erase(pos);
+            throw;
+        }
+        return e;
     }
 
     void on_socket(curl_socket_t s, int what) noexcept {
@@ -623,9 +670,8 @@ private:
         }
         try {
             if (it == sockets_.end()) {
-                auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
-                entry->descriptor.assign(s);
-                it = sockets_.emplace(s, std::move(entry)).first;
+                adopt(s);
+                it = sockets_.find(s);
             }
             it->second->what = what;
             watch(s, *it->second);
@@ -711,9 +757,10 @@ private:
             // "The state of all transfers is uncertain": each in flight ends.
             for (auto& t : slots_)
                 if (t && t->active) finish(*t, transfer_end::multi_error, CURLE_FAILED_INIT);
-            return;
+        } else {
+            collect();
         }
-        collect();
+        if (close_pending_ && in_libcurl_ == 0) shutdown();  // the client went from inside libcurl
     }
 
     // The transfers libcurl finished. Each message is copied before
@@ -749,6 +796,8 @@ private:
     std::size_t pooled_ = 0;
     int in_libcurl_ = 0;
     bool closed_ = false;
+    bool close_pending_ = false;  ///< shutdown() was asked for inside libcurl
+    bool fresh_connection_next_ = false;  ///< a 408/421 answered: the next attempt opens a new connection
 };
 
 inline void async_transfer::stop_request::operator()() const noexcept {
