@@ -2,13 +2,13 @@
 // libcurl's multi interface driven by an Asio executor, with the same
 // per-attempt behaviour as the blocking client (resil/curl/client.hpp).
 //
-//   asio::io_context io;
+//   ::asio::io_context io;
 //   resil::curl::async_client http(io);               // one per executor (thread)
-//   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+//   ::asio::co_spawn(io, [&]() -> ::asio::awaitable<void> {
 //       resil::context ctx;
-//       auto r = co_await http.async_perform(resil::curl::request::get(url), ctx, asio::use_awaitable);
+//       auto r = co_await http.async_perform(resil::curl::request::get(url), ctx, ::asio::use_awaitable);
 //       ...                                            // as http.perform(req, ctx) would return
-//   }, asio::detached);
+//   }, ::asio::detached);
 //   io.run();
 //
 // One attempt per call, as client::perform: the same prelude (the context
@@ -39,7 +39,7 @@
 // (the transfer leaves the multi handle; over HTTP/1.1 its connection is
 // closed, over HTTP/2 only its stream), with may_have_reached() telling
 // whether the request may have been sent:
-//  - the operation's cancellation slot (asio::bind_cancellation_slot,
+//  - the operation's cancellation slot (::asio::bind_cancellation_slot,
 //    parallel_group, awaitable operators): terminal and partial
 //    cancellation; total is ignored (a sent request cannot be undone);
 //  - ctx.stop_token(), from any thread.
@@ -140,14 +140,14 @@ struct async_options {
 
 class async_client {
 public:
-    using executor_type = asio::any_io_executor;
+    using executor_type = ::asio::any_io_executor;
 
     /// Throws std::invalid_argument for invalid options
     /// (client_options::validate, async_options::validate),
     /// std::runtime_error when libcurl cannot be initialised.
     explicit async_client(executor_type ex, client_options options = {}, async_options limits = {})
         : core_(make_core(std::move(ex), std::move(options), limits)) {}
-    explicit async_client(asio::io_context& io, client_options options = {}, async_options limits = {})
+    explicit async_client(::asio::io_context& io, client_options options = {}, async_options limits = {})
         : async_client(io.get_executor(), std::move(options), limits) {}
 
     async_client(async_client&&) noexcept = default;
@@ -181,7 +181,7 @@ public:
         auto& core = require();
         response r = core.take_response();
         auto plan = detail::attempt_prelude::prepare(req, ctx, core.options(), r, "resil::curl::async_client");
-        return asio::async_initiate<CompletionToken, void(response)>(
+        return ::asio::async_initiate<CompletionToken, void(response)>(
             initiate<Clock>{core_}, token, &req, &ctx, std::move(r), std::move(plan));
     }
 
@@ -204,7 +204,7 @@ public:
         auto plan = detail::attempt_prelude::prepare(req, ctx, core.options(), r, "resil::curl::async_client");
         // A sink that keeps state across calls (sse_stream) starts each anew.
         if constexpr (requires { sink.on_start(); }) sink.on_start();
-        return asio::async_initiate<CompletionToken, void(std::exception_ptr, response)>(
+        return ::asio::async_initiate<CompletionToken, void(std::exception_ptr, response)>(
             initiate_stream<Clock>{core_}, token, &req, &ctx, std::move(r), std::move(plan),
             detail::stream_call{detail::sink_ref::to(sink), limits});
     }

@@ -82,10 +82,10 @@ template <class Handler, class Executor, bool WithError>
 class async_completion_for final : public async_completion {
 public:
     using allocator_type = typename std::allocator_traits<
-        asio::associated_allocator_t<Handler, asio::recycling_allocator<void>>>::template rebind_alloc<async_completion_for>;
+        ::asio::associated_allocator_t<Handler, ::asio::recycling_allocator<void>>>::template rebind_alloc<async_completion_for>;
 
     static async_completion_for* make(Handler&& h, const Executor& fallback) {
-        allocator_type alloc(asio::get_associated_allocator(h, asio::recycling_allocator<void>()));
+        allocator_type alloc(::asio::get_associated_allocator(h, ::asio::recycling_allocator<void>()));
         auto* p = std::allocator_traits<allocator_type>::allocate(alloc, 1);
         try {
             return ::new (static_cast<void*>(p)) async_completion_for(std::move(h), fallback);
@@ -102,31 +102,31 @@ public:
         Handler h(std::move(handler_));
         auto work = std::move(work_);
         destroy();
-        const auto ex = asio::get_associated_executor(h, work.get_executor());
+        const auto ex = ::asio::get_associated_executor(h, work.get_executor());
         if constexpr (WithError) {
-            asio::post(ex, [h = std::move(h), thrown = std::move(thrown), r = std::move(r)]() mutable {
+            ::asio::post(ex, [h = std::move(h), thrown = std::move(thrown), r = std::move(r)]() mutable {
                 std::move(h)(std::move(thrown), std::move(r));
             });
         } else {
             (void)thrown;
-            asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable { std::move(h)(std::move(r)); });
+            ::asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable { std::move(h)(std::move(r)); });
         }
     }
 
 private:
-    using handler_executor = asio::associated_executor_t<Handler, Executor>;
+    using handler_executor = ::asio::associated_executor_t<Handler, Executor>;
 
     async_completion_for(Handler&& h, const Executor& fallback)
-        : handler_(std::move(h)), work_(asio::get_associated_executor(handler_, fallback)) {}
+        : handler_(std::move(h)), work_(::asio::get_associated_executor(handler_, fallback)) {}
 
     void destroy() noexcept {
-        allocator_type alloc(asio::get_associated_allocator(handler_, asio::recycling_allocator<void>()));
+        allocator_type alloc(::asio::get_associated_allocator(handler_, ::asio::recycling_allocator<void>()));
         this->~async_completion_for();
         std::allocator_traits<allocator_type>::deallocate(alloc, this, 1);
     }
 
     Handler handler_;
-    asio::executor_work_guard<handler_executor> work_;
+    ::asio::executor_work_guard<handler_executor> work_;
 };
 
 class asio_multi;
@@ -157,7 +157,7 @@ struct async_transfer : easy_state {
     std::uint64_t timer_generation = 0;
     bool timer_pending = false;  ///< a wait of `timer` is still to complete
     std::uint64_t touched_in_run = 0;  ///< the run of libcurl (asio_multi::runs_) that last stamped bytes_at
-    asio::steady_timer timer;
+    ::asio::steady_timer timer;
 
     struct stop_request {
         asio_multi* owner;
@@ -166,9 +166,9 @@ struct async_transfer : easy_state {
         void operator()() const noexcept;
     };
     std::optional<std::stop_callback<stop_request>> on_stop;
-    asio::cancellation_slot cancel_slot{};
+    ::asio::cancellation_slot cancel_slot{};
 
-    explicit async_transfer(const asio::any_io_executor& ex) : timer(ex) {}
+    explicit async_transfer(const ::asio::any_io_executor& ex) : timer(ex) {}
 
     [[nodiscard]] time_point now() const noexcept { return read_clock(clock); }
 };
@@ -186,7 +186,7 @@ public:
         bool wait_for_multiplexing;
     };
 
-    asio_multi(asio::any_io_executor ex, client_options options, limits l)
+    asio_multi(::asio::any_io_executor ex, client_options options, limits l)
         : ex_(std::move(ex)), options_(std::move(options)), limits_(l), timer_(ex_) {
         ensure_curl_initialised();
         multi_ = curl_multi_init();
@@ -205,7 +205,7 @@ public:
     asio_multi& operator=(const asio_multi&) = delete;
     ~asio_multi() { shutdown(); }
 
-    [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
+    [[nodiscard]] const ::asio::any_io_executor& executor() const noexcept { return ex_; }
     [[nodiscard]] const client_options& options() const noexcept { return options_; }
     [[nodiscard]] std::size_t in_flight() const noexcept { return in_flight_; }
     [[nodiscard]] std::size_t pooled() const noexcept { return pooled_; }
@@ -243,9 +243,9 @@ public:
     template <bool WithError, resil::clock Clock, class Handler>
     void start(Handler&& h, const request& req, basic_context<Clock>& ctx, response&& r,
                const std::optional<attempt_plan>& plan, const stream_call* stream = nullptr) {
-        using completion_type = async_completion_for<std::decay_t<Handler>, asio::any_io_executor, WithError>;
+        using completion_type = async_completion_for<std::decay_t<Handler>, ::asio::any_io_executor, WithError>;
         auto* c = completion_type::make(std::decay_t<Handler>(std::forward<Handler>(h)), ex_);
-        auto slot = asio::get_associated_cancellation_slot(c->handler());
+        auto slot = ::asio::get_associated_cancellation_slot(c->handler());
         if (!plan) return c->complete(std::move(r));
         if (closed_) return c->complete(refuse(std::move(r), transport_status::cancelled, client_gone));
         if (in_flight_ >= limits_.max_in_flight)
@@ -358,7 +358,7 @@ public:
         auto* t = slots_[index].get();
         if (!t || !t->active) return;
         if (in_libcurl_ != 0) {
-            asio::post(ex_, [self = shared_from_this(), index, generation, why] { self->cancel(index, generation, why); });
+            ::asio::post(ex_, [self = shared_from_this(), index, generation, why] { self->cancel(index, generation, why); });
             return;
         }
         finish(*t, transfer_end::cancelled, CURLE_ABORTED_BY_CALLBACK, why);
@@ -396,13 +396,13 @@ public:
 
 private:
     struct socket_entry {
-        asio::posix::stream_descriptor descriptor;
+        ::asio::posix::stream_descriptor descriptor;
         std::uint64_t generation;
         int what = 0;
         bool reading = false;
         bool writing = false;
         bool opened_here = false;  ///< made by on_open_socket: watched until closed, not only until CURL_POLL_REMOVE
-        socket_entry(const asio::any_io_executor& ex, std::uint64_t g) : descriptor(ex), generation(g) {}
+        socket_entry(const ::asio::any_io_executor& ex, std::uint64_t g) : descriptor(ex), generation(g) {}
     };
 
     struct cancel_request {
@@ -410,16 +410,16 @@ private:
         std::uint32_t index;
         std::uint64_t generation;
         cancel_request(asio_multi* o, std::uint32_t i, std::uint64_t g) : owner(o), index(i), generation(g) {}
-        void operator()(asio::cancellation_type type) const {
+        void operator()(::asio::cancellation_type type) const {
             // `total` asks for no observable effect, which a sent request cannot promise.
-            if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
-                asio::cancellation_type::none)
+            if ((type & (::asio::cancellation_type::terminal | ::asio::cancellation_type::partial)) ==
+                ::asio::cancellation_type::none)
                 return;
             // Posted, not done here: ending the call clears the slot, which
             // must not happen inside the signal's emit (it frees this handler).
             // The removal runs on the executor's next turn.
             auto self = owner->shared_from_this();
-            asio::post(owner->ex_, [self, i = index, g = generation] { self->cancel(i, g, cancelled_by_slot); });
+            ::asio::post(owner->ex_, [self, i = index, g = generation] { self->cancel(i, g, cancelled_by_slot); });
         }
     };
     friend struct async_transfer::stop_request;
@@ -435,7 +435,7 @@ private:
 
     // A timer's pending wait ends (operation_aborted); the generation
     // counters ignore a wait that had already expired.
-    static void cancel_quietly(asio::steady_timer& timer) noexcept {
+    static void cancel_quietly(::asio::steady_timer& timer) noexcept {
         try {
             timer.cancel();
         } catch (...) {
@@ -580,7 +580,7 @@ private:
         t.timer_generation = g;
         t.timer.expires_at(at);
         t.timer_pending = true;
-        t.timer.async_wait([self = shared_from_this(), index = t.index, g](const asio::error_code& ec) {
+        t.timer.async_wait([self = shared_from_this(), index = t.index, g](const ::asio::error_code& ec) {
             if (self->closed_ || index >= self->slots_.size()) return;
             auto* s = self->slots_[index].get();
             if (!s || s->timer_generation != g) return;  // replaced by a later wait
@@ -692,27 +692,27 @@ private:
     void watch(curl_socket_t s, socket_entry& e) {
         if ((e.what & CURL_POLL_IN) && !e.reading) {
             e.reading = true;
-            e.descriptor.async_wait(asio::posix::stream_descriptor::wait_read,
-                                    [self = shared_from_this(), s, g = e.generation](const asio::error_code& ec) {
+            e.descriptor.async_wait(::asio::posix::stream_descriptor::wait_read,
+                                    [self = shared_from_this(), s, g = e.generation](const ::asio::error_code& ec) {
                                         self->on_ready(s, g, CURL_CSELECT_IN, ec);
                                     });
         }
         if ((e.what & CURL_POLL_OUT) && !e.writing) {
             e.writing = true;
-            e.descriptor.async_wait(asio::posix::stream_descriptor::wait_write,
-                                    [self = shared_from_this(), s, g = e.generation](const asio::error_code& ec) {
+            e.descriptor.async_wait(::asio::posix::stream_descriptor::wait_write,
+                                    [self = shared_from_this(), s, g = e.generation](const ::asio::error_code& ec) {
                                         self->on_ready(s, g, CURL_CSELECT_OUT, ec);
                                     });
         }
     }
 
-    void on_ready(curl_socket_t s, std::uint64_t generation, int direction, const asio::error_code& ec) {
+    void on_ready(curl_socket_t s, std::uint64_t generation, int direction, const ::asio::error_code& ec) {
         if (closed_) return;
         auto it = sockets_.find(s);
         if (it == sockets_.end() || it->second->generation != generation) return;  // released since
         auto& e = *it->second;
         (direction == CURL_CSELECT_IN ? e.reading : e.writing) = false;
-        if (ec == asio::error::operation_aborted) return;
+        if (ec == ::asio::error::operation_aborted) return;
         const int wanted = direction == CURL_CSELECT_IN ? CURL_POLL_IN : CURL_POLL_OUT;
         if (!(e.what & wanted)) return;  // libcurl no longer waits for this direction
         act(s, ec ? CURL_CSELECT_ERR : direction);
@@ -732,14 +732,14 @@ private:
         // timer an update per call.
         try {
             if (ms == 0) {
-                asio::post(ex_, [self = shared_from_this(), g] {
+                ::asio::post(ex_, [self = shared_from_this(), g] {
                     if (self->closed_ || self->timer_generation_ != g) return;
                     self->act(CURL_SOCKET_TIMEOUT, 0);
                 });
                 return;
             }
             timer_.expires_after(std::chrono::milliseconds{ms});
-            timer_.async_wait([self = shared_from_this(), g](const asio::error_code& ec) {
+            timer_.async_wait([self = shared_from_this(), g](const ::asio::error_code& ec) {
                 if (ec || self->closed_ || self->timer_generation_ != g) return;
                 self->act(CURL_SOCKET_TIMEOUT, 0);
             });
@@ -777,11 +777,11 @@ private:
         }
     }
 
-    asio::any_io_executor ex_;
+    ::asio::any_io_executor ex_;
     client_options options_;
     limits limits_;
     CURLM* multi_ = nullptr;
-    asio::steady_timer timer_;
+    ::asio::steady_timer timer_;
     std::uint64_t timer_generation_ = 0;
     std::unordered_map<curl_socket_t, std::unique_ptr<socket_entry>> sockets_;
     std::uint64_t socket_generation_ = 0;
@@ -803,7 +803,7 @@ private:
 inline void async_transfer::stop_request::operator()() const noexcept {
     // Any thread: only a post, which keeps the multi alive until it runs.
     try {
-        asio::post(owner->ex_, [self = owner->shared_from_this(), i = index, g = generation] {
+        ::asio::post(owner->ex_, [self = owner->shared_from_this(), i = index, g = generation] {
             self->cancel(i, g, asio_multi::cancelled_by_token);
         });
     } catch (...) {
