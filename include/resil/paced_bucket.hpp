@@ -328,18 +328,12 @@ private:
     }
 
     static token_bucket_result rejected(std::int64_t wait_ns) noexcept {
-        const auto ns = wait_ns > 0 ? wait_ns : 1;
-        const auto seconds = (ns + 999'999'999) / 1'000'000'000;
-        return {token_bucket_status::rejected, duration{ns}, std::chrono::seconds{seconds}};
+        return {token_bucket_status::rejected, duration{wait_ns > 0 ? wait_ns : 1},
+                std::chrono::seconds{detail::gcra::retry_after_seconds(wait_ns)}};
     }
 
     std::int64_t elapsed_ns(time_point now) const noexcept {
-        const auto t = now.time_since_epoch().count();
-        const auto origin = origin_.time_since_epoch().count();
-        if (t <= origin) return 0;
-        const auto ns = static_cast<std::uint64_t>(t) - static_cast<std::uint64_t>(origin);
-        constexpr auto top = static_cast<std::uint64_t>(detail::gcra::max_elapsed_ns);
-        return static_cast<std::int64_t>(ns < top ? ns : top);
+        return detail::gcra::elapsed_ns(now.time_since_epoch().count(), origin_.time_since_epoch().count());
     }
 
     paced_bucket_options options_;

@@ -315,28 +315,16 @@ private:
         return std::nullopt;
     }
 
-    // Every rejection's answer: the wait (at least 1 ns) and Retry-After,
-    // the wait in whole seconds rounded up, which is then at least 1 s: one
-    // multiply-shift division by a constant (a wait is below 2^61 ns, so the
-    // rounding addend cannot overflow).
+    // Every rejection's answer: the wait (at least 1 ns) and Retry-After, the
+    // wait in whole seconds rounded up (a wait is below 2^61 ns).
     static token_bucket_result rejected(std::int64_t wait_ns) noexcept {
-        const auto ns = static_cast<std::uint64_t>(wait_ns > 0 ? wait_ns : 1);
-        constexpr std::uint64_t ns_per_s = 1'000'000'000;
-        const auto seconds = (ns + (ns_per_s - 1)) / ns_per_s;
-        return {token_bucket_status::rejected, duration{static_cast<duration::rep>(ns)},
-                std::chrono::seconds{static_cast<std::chrono::seconds::rep>(seconds)}};
+        return {token_bucket_status::rejected, duration{wait_ns > 0 ? wait_ns : 1},
+                std::chrono::seconds{detail::gcra::retry_after_seconds(wait_ns)}};
     }
 
-    // Nanoseconds since the origin, clamped to [0, max_elapsed_ns]: a reading
-    // before the origin is 0, and past it the difference is exact in unsigned
-    // arithmetic (one comparison, no saturating steps).
+    // Nanoseconds since the origin, clamped to [0, max_elapsed_ns].
     std::int64_t elapsed_ns(time_point now) const noexcept {
-        const auto t = now.time_since_epoch().count();
-        const auto origin = origin_.time_since_epoch().count();
-        if (t <= origin) return 0;
-        const auto ns = static_cast<std::uint64_t>(t) - static_cast<std::uint64_t>(origin);
-        constexpr auto top = static_cast<std::uint64_t>(detail::gcra::max_elapsed_ns);
-        return static_cast<std::int64_t>(ns < top ? ns : top);
+        return detail::gcra::elapsed_ns(now.time_since_epoch().count(), origin_.time_since_epoch().count());
     }
 
     token_bucket_result acquire_until(time_point now, time_point until, std::int64_t n,

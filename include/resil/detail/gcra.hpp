@@ -157,6 +157,17 @@ __extension__ using uint128 = unsigned __int128;
     return ns < 0 ? 0 : (ns > max_elapsed_ns ? max_elapsed_ns : ns);
 }
 
+/// Nanoseconds from `origin` to `t` (two readings of one clock, as counts),
+/// clamped to [0, max_elapsed_ns]: a reading before the origin is 0, and past
+/// it the difference is exact in unsigned arithmetic (one comparison, no
+/// saturating steps).
+[[nodiscard]] constexpr std::int64_t elapsed_ns(std::int64_t t, std::int64_t origin) noexcept {
+    if (t <= origin) return 0;
+    const auto ns = static_cast<std::uint64_t>(t) - static_cast<std::uint64_t>(origin);
+    constexpr auto top = static_cast<std::uint64_t>(max_elapsed_ns);
+    return static_cast<std::int64_t>(ns < top ? ns : top);
+}
+
 /// Units at `ns` nanoseconds after the origin (clamped): ⌊ns · f⌋. Monotonic.
 [[nodiscard]] constexpr std::int64_t to_units(const params& p, std::int64_t ns) noexcept {
     return static_cast<std::int64_t>(mul_q32(static_cast<std::uint64_t>(clamp_elapsed(ns)), p.units_per_ns_q32));
@@ -235,10 +246,11 @@ struct reservation {
 /// A rejection's Retry-After: the wait in whole seconds rounded up, at least
 /// 1 s (a wait below 1 ns counts as 1 ns). For waits below 2⁶² ns, which
 /// every limiter's waits are (the rounding addend cannot overflow).
+/// Unsigned: a division by a constant is then one multiply and a shift.
 [[nodiscard]] constexpr std::int64_t retry_after_seconds(std::int64_t wait_ns) noexcept {
-    constexpr std::int64_t ns_per_s = 1'000'000'000;
-    const std::int64_t ns = wait_ns > 0 ? wait_ns : 1;
-    return (ns + (ns_per_s - 1)) / ns_per_s;
+    constexpr std::uint64_t ns_per_s = 1'000'000'000;
+    const auto ns = static_cast<std::uint64_t>(wait_ns > 0 ? wait_ns : 1);
+    return static_cast<std::int64_t>((ns + (ns_per_s - 1)) / ns_per_s);
 }
 
 }  // namespace resil::detail::gcra
