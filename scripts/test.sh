@@ -298,8 +298,12 @@ consumer_find_package() {
 # lookups in the consumer (CMAKE_DISABLE_FIND_PACKAGE_<name>).
 consumer_find_package_components() {
     local prefix="$CONSUMERS/prefix" output
+    # Asio and hiredis are looked up by path (no CMake package): a path where
+    # they are not hides them.
     local no_deps=(-DCMAKE_DISABLE_FIND_PACKAGE_CURL=ON -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON
-        -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON -DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON)
+        -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON -DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON
+        -DRESIL_ASIO_INCLUDE_DIR=/nonexistent -DRESIL_HIREDIS_INCLUDE_DIR=/nonexistent
+        -DRESIL_HIREDIS_LIBRARY=/nonexistent/libhiredis.so)
     install_resil prefix || return 1
     # (a) find_package(resil), no integration's dependency here: the core alone.
     run_consumer find_package:core -Uresil_DIR -DCMAKE_PREFIX_PATH="$prefix" "${no_deps[@]}" || return 1
@@ -326,7 +330,7 @@ consumer_find_package_components() {
     done
     # (c) a component that is not there fails the configure, saying why.
     install_resil prefix-without-fmt -DRESIL_WITH_FMT=OFF || return 1
-    expect_consumer_failure "$prefix" 'resil has no component "asio"' -DRESIL_CONSUMER_COMPONENTS=asio &&
+    expect_consumer_failure "$prefix" 'resil has no component "grpc"' -DRESIL_CONSUMER_COMPONENTS=grpc &&
         expect_consumer_failure "$prefix" 'component "fmt" needs fmt 9 or later, which was not found' \
             -DRESIL_CONSUMER_COMPONENTS="curl;fmt" -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON &&
         expect_consumer_failure "$CONSUMERS/prefix-without-fmt" 'component "fmt" is not installed with this resil' \

@@ -17,6 +17,12 @@
 #if RESIL_CONSUMER_HAVE_PROMETHEUS
 #include <resil/prometheus.hpp>
 #endif
+#if RESIL_CONSUMER_HAVE_ASIO
+#include <asio/version.hpp>
+#endif
+#if RESIL_CONSUMER_HAVE_REDIS
+#include <hiredis/hiredis.h>
+#endif
 
 #include <chrono>
 #include <iostream>
@@ -61,6 +67,16 @@ int main() {
     const resil::metrics dependency{"consumer"};
     const resil::prometheus::collectable collected{dependency};
     line += "; resil::prometheus -> prometheus-cpp, " + std::to_string(collected.Collect().size()) + " families";
+#endif
+#if RESIL_CONSUMER_HAVE_ASIO
+    line += "; resil::asio -> Asio " + std::to_string(ASIO_VERSION);
+#endif
+#if RESIL_CONSUMER_HAVE_REDIS
+    // Linked, not only found: a reader is made and freed by libhiredis.
+    redisReader* reader = redisReaderCreate();
+    if (reader == nullptr) return 1;
+    redisReaderFree(reader);
+    line += "; resil::redis -> hiredis " + std::to_string(HIREDIS_MAJOR) + "." + std::to_string(HIREDIS_MINOR);
 #endif
     std::cout << line << '\n';
     return survives_only_without_resils_warnings(7) == 7 ? 0 : 1;
