@@ -58,7 +58,23 @@ constexpr int threads = 8;
 // GETs per second of each kind's rounds.
 std::map<std::string, std::vector<double>> rates;
 
-void record(benchmark::State& state, const std::string& kind, steady::duration elapsed, std::uint64_t before) {
+// The timed part every kind shares: one batch outside the measurement (it
+// connects), then a batch per iteration until one fails; req/s and
+// allocations recorded for the side-by-side table.
+template <class RunBatch, class Failed>
+void time_batches(benchmark::State& state, const std::string& kind, RunBatch run_batch, const Failed& failed,
+                  const char* failure) {
+    run_batch();
+    const auto before = resil_bench::allocations.load();
+    const auto t0 = steady::now();
+    for (auto _ : state) {
+        run_batch();
+        if (failed()) {
+            state.SkipWithError(failure);
+            break;
+        }
+    }
+    const auto elapsed = steady::now() - t0;
     const double rate =
         static_cast<double>(state.iterations()) * batch / std::chrono::duration<double>(elapsed).count();
     state.counters["req/s"] = rate;
@@ -113,17 +129,7 @@ void raw_multi(benchmark::State& state, const std::string& kind) {
             if (done < batch) curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
         }
     };
-    run_batch();  // connects outside the measurement, as the others do
-    const auto before = resil_bench::allocations.load();
-    const auto t0 = steady::now();
-    for (auto _ : state) {
-        run_batch();
-        if (failed) {
-            state.SkipWithError("raw multi: a request failed");
-            break;
-        }
-    }
-    record(state, kind, steady::now() - t0, before);
+    time_batches(state, kind, run_batch, [&] { return bool(failed); }, "raw multi: a request failed");
     for (CURL* e : easies) curl_easy_cleanup(e);
     curl_multi_cleanup(multi);
 }
@@ -168,17 +174,7 @@ void resil_async(benchmark::State& state, const std::string& kind) {
             io.run_one();
         }
     };
-    run_batch();
-    const auto before = resil_bench::allocations.load();
-    const auto t0 = steady::now();
-    for (auto _ : state) {
-        run_batch();
-        if (failed) {
-            state.SkipWithError("resil async client: a request failed");
-            break;
-        }
-    }
-    record(state, kind, steady::now() - t0, before);
+    time_batches(state, kind, run_batch, [&] { return bool(failed); }, "resil async client: a request failed");
 }
 
 void resil_blocking_threads(benchmark::State& state, const std::string& kind) {
@@ -223,17 +219,7 @@ void resil_blocking_threads(benchmark::State& state, const std::string& kind) {
         cv.notify_all();
         cv.wait(lock, [&] { return finished == threads; });
     };
-    run_batch();
-    const auto before = resil_bench::allocations.load();
-    const auto t0 = steady::now();
-    for (auto _ : state) {
-        run_batch();
-        if (failed) {
-            state.SkipWithError("resil blocking clients: a request failed");
-            break;
-        }
-    }
-    record(state, kind, steady::now() - t0, before);
+    time_batches(state, kind, run_batch, [&] { return bool(failed); }, "resil blocking clients: a request failed");
     {
         std::lock_guard lock(m);
         stop = true;
