@@ -120,6 +120,16 @@ inline constexpr bool handles_any_event =
                        std::is_invocable<L&, const events::pace_changed&>,
                        std::is_invocable<L&, const events::quota_store_failed&>>;
 
+/// Refuses, at compile time, a listener that would hear nothing: what both
+/// pipelines' with_listener check.
+template <class L>
+constexpr void require_listener() noexcept {
+    using called = std::remove_reference_t<decltype(unwrap(std::declval<const L&>()))>;
+    static_assert(handles_any_event<called>,
+                  "resil: this listener handles no event as the pipeline calls it. A listener given by value "
+                  "is called as const: make its operator() const, or pass std::ref(listener).");
+}
+
 /// The classifier used when the caller gives none.
 struct default_classifier {
     template <class R>
@@ -344,10 +354,7 @@ public:
     /// The same pipeline, telling `listener` about every event.
     template <class L>
     [[nodiscard]] auto with_listener(L listener) const {
-        using called = std::remove_reference_t<decltype(detail::unwrap(std::as_const(listener)))>;
-        static_assert(detail::handles_any_event<called>,
-                      "resil: this listener handles no event as the pipeline calls it. A listener given by value "
-                      "is called as const: make its operator() const, or pass std::ref(listener).");
+        detail::require_listener<L>();
         return std::apply(
             [&](const auto&... p) { return basic_pipeline<Clock, L, Policies...>(clock_, std::move(listener), p...); },
             policies_);

@@ -289,10 +289,7 @@ public:
     /// The same pipeline, telling `listener` about every event.
     template <class L>
     [[nodiscard]] auto with_listener(L listener) const {
-        using called = std::remove_reference_t<decltype(resil::detail::unwrap(std::as_const(listener)))>;
-        static_assert(resil::detail::handles_any_event<called>,
-                      "resil: this listener handles no event as the pipeline calls it. A listener given by value "
-                      "is called as const: make its operator() const, or pass std::ref(listener).");
+        resil::detail::require_listener<L>();
         return std::apply(
             [&](const auto&... p) { return basic_pipeline<Clock, L, Policies...>(clock_, std::move(listener), p...); },
             policies_);
