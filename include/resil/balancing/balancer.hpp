@@ -1,0 +1,875 @@
+// resil/balancing/balancer.hpp — client-side balancing over a set of
+// replicas: which endpoint the next call goes to, with passive health
+// (outlier ejection), panic mode and failover between priority groups.
+//
+//   resil::balancer lb{{{.address = "http://10.0.0.1:8080"}, {.address = "http://10.0.0.2:8080"}},
+//                      {.policy = resil::balancing_policy::peak_ewma}};
+//   if (auto lease = lb.pick(clock.now())) {
+//       auto r = client.get(lease.address() + "/v1/items");
+//       lease.finish(clock.now(), r.status() >= 500 ? resil::endpoint_result::failure
+//                                                   : resil::endpoint_result::success);
+//   }                                               // a lease dropped unfinished records nothing
+//   lb.replace(new_list);                           // after a DNS or discovery change
+//
+// Policies (balancing_policy):
+//   round_robin         each endpoint in turn; weights by a smooth (EDF) schedule
+//   random              uniform, or weighted by the weights
+//   least_outstanding   the fewest calls in flight per unit of weight (a scan)
+//   power_of_two_choices  two random endpoints (weighted draws), the one with
+//                       fewer calls in flight per unit of weight
+//   peak_ewma           two random endpoints, the lower cost = latency EWMA ×
+//                       (calls in flight + 1) / weight (Finagle, Linkerd): the
+//                       EWMA jumps to a slower sample at once (peak) and decays
+//                       towards faster ones over `decay_time`; an endpoint not
+//                       measured yet costs 0 while idle (so it gets measured)
+//                       and `unmeasured_penalty` while busy.
+//
+// Passive health (Envoy's outlier detection defaults): `consecutive_failures`
+// (5) failures in a row — 5xx answers and connect failures, reported as
+// endpoint_result::failure — eject an endpoint for base_ejection_time (30 s) ×
+// the times it was ejected, at most max_ejection_time (300 s). At most
+// max_ejection_share (10 %) of the set is ejected at once, and at least one
+// endpoint may always be ejected unless the set has one endpoint: one is
+// always kept. An ejected endpoint comes back exactly when its time is up.
+// When fewer than panic_threshold (50 %) of a group are usable, the group is
+// balanced over all its endpoints (better than overloading the few left).
+//
+// Thread-safe, and picks take no lock: the set is an immutable snapshot
+// behind one atomic pointer, replaced by replace() (writers serialize on a
+// mutex among themselves only). Each endpoint's counters (calls in flight,
+// latency, failures, ejection) live in an object the snapshots share, so an
+// endpoint kept by a replacement keeps its state, and a call finishing on an
+// old snapshot releases the count the new one sees. A pick holds its
+// snapshot through a per-thread-stripe reader count (two epochs, as in
+// userspace RCU); a replaced snapshot is freed by a later replace() once no
+// lease of its epoch is left. A pick writes its thread's stripe and the
+// chosen endpoint's in-flight count; round-robin's cursor is per stripe.
+// Nothing is allocated per pick.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <queue>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../clock.hpp"
+#include "../detail/stripes.hpp"
+#include "../detail/thread_jitter.hpp"
+#include "../jitter.hpp"
+#include "../validation.hpp"
+#include "endpoint.hpp"
+
+namespace resil {
+
+/// How a balancer chooses among the usable endpoints (banner above).
+enum class balancing_policy : std::uint8_t { round_robin, random, least_outstanding, power_of_two_choices, peak_ewma };
+
+[[nodiscard]] constexpr std::string_view to_string(balancing_policy p) noexcept {
+    switch (p) {
+        case balancing_policy::round_robin: return "round_robin";
+        case balancing_policy::random: return "random";
+        case balancing_policy::least_outstanding: return "least_outstanding";
+        case balancing_policy::power_of_two_choices: return "power_of_two_choices";
+        case balancing_policy::peak_ewma: return "peak_ewma";
+    }
+    return "unknown";
+}
+
+/// What a call on an endpoint came to, for passive health.
+enum class endpoint_result : std::uint8_t {
+    success,  ///< an answer (a 4xx too: the endpoint answered); ends a run of failures
+    failure,  ///< a 5xx or a connect failure: counts towards ejection
+};
+
+/// Passive health: Envoy's consecutive-5xx outlier detection and its defaults.
+struct outlier_detection_options {
+    /// Failures in a row that eject an endpoint; 0 turns ejection off.
+    std::uint32_t consecutive_failures = 5;
+    /// The first ejection's length; the n-th lasts n times as long ...
+    duration base_ejection_time = std::chrono::seconds{30};
+    /// ... but never longer than this.
+    duration max_ejection_time = std::chrono::seconds{300};
+    /// The largest share of the set ejected at once (at least one endpoint
+    /// may be, unless the set has only one).
+    double max_ejection_share = 0.1;
+
+    static constexpr std::uint32_t max_consecutive_failures = 1000;
+    static constexpr duration max_ejection_limit = std::chrono::hours{24};
+
+    [[nodiscard]] validation_result validate() const {
+        if (auto bad = detail::check_in_range("consecutive_failures", consecutive_failures, std::uint32_t{0},
+                                              max_consecutive_failures))
+            return bad;
+        if (auto bad = detail::check_in_range("base_ejection_time", base_ejection_time, duration{std::chrono::milliseconds{1}},
+                                              max_ejection_limit))
+            return bad;
+        if (auto bad = detail::check_in_range("max_ejection_time", max_ejection_time, base_ejection_time,
+                                              max_ejection_limit))
+            return bad;
+        return detail::check_that(max_ejection_share >= 0.0 && max_ejection_share <= 1.0, "max_ejection_share",
+                                  "in [0, 1]", max_ejection_share);
+    }
+    friend bool operator==(const outlier_detection_options&, const outlier_detection_options&) = default;
+};
+
+namespace events {
+
+/// Passive health took an endpoint out of the set.
+struct endpoint_ejected {
+    std::string_view address;    ///< valid during the call only
+    std::uint32_t times_ejected = 0;  ///< 1 the first time
+    duration ejected_for{};
+    time_point at{};
+};
+
+/// An ejected endpoint's time was up: it is picked again.
+struct endpoint_returned {
+    std::string_view address;  ///< valid during the call only
+    time_point at{};
+};
+
+}  // namespace events
+
+struct balancer_options {
+    balancing_policy policy = balancing_policy::power_of_two_choices;
+    /// peak_ewma: how fast the latency average forgets (Finagle's and Linkerd's 10 s).
+    duration decay_time = std::chrono::seconds{10};
+    /// peak_ewma: the latency an endpoint not measured yet is taken to have
+    /// while it has calls in flight (Finagle uses a huge penalty; 1 s here
+    /// keeps the arithmetic finite while still sending elsewhere first).
+    duration unmeasured_penalty = std::chrono::seconds{1};
+    outlier_detection_options outlier{};
+    /// Below this share of usable endpoints, a group is balanced over all of
+    /// them (Envoy's healthy_panic_threshold, 50 %); 0 turns panic mode off.
+    double panic_threshold = 0.5;
+    /// A priority group takes the calls while at least this share of it is
+    /// usable; below, the next group does (Envoy's overprovisioning factor
+    /// 1.4 makes this about 0.71). When no group reaches it, the group with
+    /// the largest usable share does.
+    double failover_threshold = 0.7;
+    /// Told of ejections and returns, on the thread that caused them; must not throw.
+    std::function<void(const events::endpoint_ejected&)> on_ejected{};
+    std::function<void(const events::endpoint_returned&)> on_returned{};
+
+    static constexpr duration min_decay_time = std::chrono::milliseconds{1};
+    static constexpr duration max_decay_time = std::chrono::hours{1};
+
+    [[nodiscard]] validation_result validate() const {
+        if (auto bad = detail::check_that(static_cast<std::uint8_t>(policy) <= 4, "policy",
+                                          "one of round_robin, random, least_outstanding, power_of_two_choices, peak_ewma",
+                                          static_cast<std::uint32_t>(policy)))
+            return bad;
+        if (auto bad = detail::check_in_range("decay_time", decay_time, min_decay_time, max_decay_time)) return bad;
+        if (auto bad = detail::check_in_range("unmeasured_penalty", unmeasured_penalty, duration::zero(),
+                                              duration{std::chrono::minutes{10}}))
+            return bad;
+        if (auto bad = outlier.validate()) return bad->within("outlier");
+        if (auto bad = detail::check_that(panic_threshold >= 0.0 && panic_threshold <= 1.0, "panic_threshold",
+                                          "in [0, 1]", panic_threshold))
+            return bad;
+        return detail::check_that(failover_threshold >= 0.0 && failover_threshold <= 1.0, "failover_threshold",
+                                  "in [0, 1]", failover_threshold);
+    }
+};
+
+/// Counts since construction.
+struct balancer_metrics {
+    std::uint64_t ejections = 0;
+    std::uint64_t returns = 0;
+    std::uint64_t panic_picks = 0;     ///< picks made over a whole group in panic mode
+    std::uint64_t failover_picks = 0;  ///< picks from a group other than the first
+    std::uint64_t no_endpoint = 0;     ///< picks that found no endpoint
+    std::uint64_t replacements = 0;
+};
+
+/// One endpoint as the balancer sees it now.
+struct endpoint_status {
+    resil::endpoint endpoint;
+    std::uint32_t outstanding = 0;
+    duration latency_ewma{};  ///< 0 until measured
+    bool ejected = false;
+    std::uint32_t times_ejected = 0;
+};
+
+/// Endpoints a call has tried already, so a retry prefers another (Envoy's
+/// previous-hosts rule). Fixed size, no allocation: past `capacity`
+/// endpoints the oldest are forgotten.
+class tried_endpoints {
+public:
+    static constexpr std::size_t capacity = 8;
+    void add(const void* id) noexcept {
+        ids_[next_ % capacity] = id;
+        ++next_;
+    }
+    [[nodiscard]] bool contains(const void* id) const noexcept {
+        const std::size_t n = std::min<std::size_t>(next_, capacity);
+        for (std::size_t i = 0; i < n; ++i)
+            if (ids_[i] == id) return true;
+        return false;
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return std::min<std::size_t>(next_, capacity); }
+    void clear() noexcept { next_ = 0; }
+
+private:
+    const void* ids_[capacity] = {};
+    std::size_t next_ = 0;
+};
+
+namespace detail {
+
+/// An endpoint's mutable state, shared by every snapshot listing the
+/// endpoint. Its own cache lines: picks of other endpoints never touch it.
+struct alignas(stripe_alignment) endpoint_state {
+    std::atomic<std::uint32_t> outstanding{0};
+    std::atomic<std::uint32_t> consecutive_failures{0};
+    std::atomic<std::uint32_t> times_ejected{0};
+    /// Nanoseconds since the clock's epoch; 0: not ejected.
+    std::atomic<std::int64_t> ejected_until{0};
+    /// Peak EWMA of the latency in ns (0: not measured), and when it was last updated.
+    std::atomic<double> ewma_ns{0.0};
+    std::atomic<std::int64_t> ewma_at{0};
+
+    [[nodiscard]] bool ejected_at(std::int64_t now_ns) const noexcept {
+        const auto until = ejected_until.load(std::memory_order_acquire);
+        return until != 0 && now_ns < until;
+    }
+};
+
+/// One immutable version of the endpoint set.
+struct balancer_snapshot {
+    std::vector<endpoint> endpoints;  ///< sorted by priority (stable)
+    std::vector<std::shared_ptr<endpoint_state>> states;
+    std::vector<endpoint_state*> state_of;  ///< states[i].get(), read on every pick
+    std::vector<std::uint32_t> weight;
+    /// Group g is endpoints [group_begin[g], group_begin[g + 1]).
+    std::vector<std::uint32_t> group_begin;
+    /// Per group: the weights summed up to and including each endpoint (weighted draws).
+    std::vector<std::uint64_t> cumulative;
+    std::vector<std::uint64_t> group_weight;
+    std::vector<bool> group_uniform;
+    /// Round-robin: the smooth weighted schedule of each group, and where each starts.
+    std::vector<std::uint32_t> schedule;
+    std::vector<std::uint32_t> schedule_begin;
+    stripes<std::atomic<std::uint64_t>> cursors;
+
+    [[nodiscard]] std::size_t groups() const noexcept { return group_begin.empty() ? 0 : group_begin.size() - 1; }
+};
+
+/// A smooth weighted round-robin order of `weights` (earliest deadline
+/// first: endpoint i's k-th turn is due at (k - 1/2) / w_i, ties to the lower
+/// index), each weight divided by their gcd, so the length is their sum, at
+/// most `limit` (weights are scaled down to fit, each keeping a turn).
+[[nodiscard]] inline std::vector<std::uint32_t> smooth_schedule(std::span<const std::uint32_t> weights,
+                                                                std::size_t limit = 65536) {
+    std::vector<std::uint64_t> w(weights.begin(), weights.end());
+    std::uint64_t g = 0;
+    for (auto x : w) g = std::gcd(g, x);
+    std::uint64_t sum = 0;
+    for (auto& x : w) sum += (x /= std::max<std::uint64_t>(g, 1));
+    if (sum > limit) {
+        const auto total = sum;
+        sum = 0;
+        for (auto& x : w) sum += (x = std::max<std::uint64_t>(1, x * limit / total));
+    }
+    // Due times compared as (2k - 1) * sum / (2 w), kept exact as fractions
+    // by cross-multiplying: (2k_a - 1) * w_b vs (2k_b - 1) * w_a.
+    struct turn {
+        std::uint64_t twice_k_minus_1;
+        std::uint64_t weight;
+        std::uint32_t index;
+        bool operator>(const turn& o) const noexcept {
+            const auto a = twice_k_minus_1 * o.weight, b = o.twice_k_minus_1 * weight;
+            return a != b ? a > b : index > o.index;
+        }
+    };
+    std::priority_queue<turn, std::vector<turn>, std::greater<>> queue;
+    for (std::uint32_t i = 0; i < w.size(); ++i) queue.push({1, w[i], i});
+    std::vector<std::uint32_t> order;
+    order.reserve(sum);
+    while (order.size() < sum) {
+        auto t = queue.top();
+        queue.pop();
+        order.push_back(t.index);
+        t.twice_k_minus_1 += 2;
+        queue.push(t);
+    }
+    return order;
+}
+
+[[nodiscard]] constexpr std::int64_t ns_of(time_point t) noexcept { return t.time_since_epoch().count(); }
+
+/// A uniform index below n (n < 2^32) from 64 random bits.
+[[nodiscard]] constexpr std::uint32_t below(std::uint64_t bits, std::uint32_t n) noexcept {
+    return static_cast<std::uint32_t>(((bits >> 32) * n) >> 32);
+}
+
+}  // namespace detail
+
+class balancer;
+
+/// The right to send one call to one endpoint. Ends the endpoint's in-flight
+/// count when finished or destroyed; finish() also records the latency and
+/// the result. Movable, not copyable; an empty lease (no endpoint was
+/// available) converts to false.
+class endpoint_lease {
+public:
+    endpoint_lease() = default;
+    endpoint_lease(endpoint_lease&& o) noexcept { take(o); }
+    endpoint_lease& operator=(endpoint_lease&& o) noexcept {
+        if (this != &o) {
+            release();
+            take(o);
+        }
+        return *this;
+    }
+    endpoint_lease(const endpoint_lease&) = delete;
+    endpoint_lease& operator=(const endpoint_lease&) = delete;
+    ~endpoint_lease() { release(); }
+
+    [[nodiscard]] explicit operator bool() const noexcept { return snapshot_ != nullptr; }
+
+    /// The endpoint (valid while the lease is held).
+    [[nodiscard]] const resil::endpoint& target() const noexcept { return snapshot_->endpoints[index_]; }
+    [[nodiscard]] const std::string& address() const noexcept { return target().address; }
+    /// Its position in the set the pick saw (sorted by priority).
+    [[nodiscard]] std::size_t index() const noexcept { return index_; }
+    /// Identifies the endpoint across replacements, for tried_endpoints.
+    [[nodiscard]] const void* id() const noexcept { return snapshot_->state_of[index_]; }
+    /// When the pick was made.
+    [[nodiscard]] time_point started() const noexcept { return started_; }
+
+    /// Records the call: latency `now - started()` and its result; then
+    /// releases the lease. Does nothing on an empty lease.
+    inline void finish(time_point now, endpoint_result result) noexcept;
+
+    /// Releases the lease without recording anything (a cancelled call).
+    void release() noexcept;
+
+private:
+    friend class balancer;
+    void take(endpoint_lease& o) noexcept {
+        owner_ = std::exchange(o.owner_, nullptr);
+        snapshot_ = std::exchange(o.snapshot_, nullptr);
+        index_ = o.index_;
+        reader_ = o.reader_;
+        started_ = o.started_;
+    }
+    const balancer* owner_ = nullptr;
+    detail::balancer_snapshot* snapshot_ = nullptr;
+    std::uint32_t index_ = 0;
+    std::uint32_t reader_ = 0;  ///< the reader-count cell this lease holds
+    time_point started_{};
+};
+
+/// The balancer (banner above). One per replicated dependency, shared by
+/// every thread calling it; not copyable.
+class balancer {
+public:
+    /// Throws std::invalid_argument on an empty list, an invalid endpoint or
+    /// invalid options: "resil::balancer: `endpoints` must be non-empty, got 0".
+    explicit balancer(std::span<const endpoint> endpoints, balancer_options options = {})
+        : options_(checked(endpoints, std::move(options))) {
+        current_.store(build(endpoints).release(), std::memory_order_seq_cst);
+    }
+    balancer(std::initializer_list<endpoint> endpoints, balancer_options options = {})
+        : balancer(std::span<const endpoint>(endpoints.begin(), endpoints.size()), std::move(options)) {}
+    explicit balancer(const std::vector<endpoint>& endpoints, balancer_options options = {})
+        : balancer(std::span<const endpoint>(endpoints), std::move(options)) {}
+
+    balancer(const balancer&) = delete;
+    balancer& operator=(const balancer&) = delete;
+
+    /// Every lease must be released first.
+    ~balancer() {
+        delete current_.load(std::memory_order_acquire);
+        for (auto& r : retired_) delete r.snapshot;
+    }
+
+    /// Replaces the set without blocking picks. Endpoints whose address is
+    /// in the old set keep their state (in-flight count, latency, ejection).
+    /// An empty list is accepted (picks then find no endpoint); an invalid
+    /// one throws std::invalid_argument and changes nothing.
+    void replace(std::span<const endpoint> endpoints) {
+        throw_if_invalid("resil::balancer", validate_endpoints(endpoints));
+        std::lock_guard lock(writer_);
+        auto fresh = build(endpoints);
+        auto* old = current_.exchange(fresh.release(), std::memory_order_seq_cst);
+        retired_.push_back({old, epoch_.load(std::memory_order_seq_cst)});
+        replacements_.fetch_add(1, std::memory_order_relaxed);
+        health_changes_.fetch_add(1, std::memory_order_seq_cst);
+        reclaim_locked();
+    }
+    void replace(const std::vector<endpoint>& endpoints) { replace(std::span<const endpoint>(endpoints)); }
+    void replace(std::initializer_list<endpoint> endpoints) {
+        replace(std::span<const endpoint>(endpoints.begin(), endpoints.size()));
+    }
+
+    /// Frees replaced snapshots no lease holds any more (replace() does it too).
+    void reclaim() {
+        std::lock_guard lock(writer_);
+        reclaim_locked();
+    }
+
+    /// Chooses an endpoint at `now`, preferring ones not in `tried`; an empty
+    /// lease when the set is empty. Draws from `rng`.
+    [[nodiscard]] endpoint_lease pick(time_point now, jitter_engine& rng, const tried_endpoints* tried = nullptr) const;
+    /// The same, drawing from this thread's jitter engine.
+    [[nodiscard]] endpoint_lease pick(time_point now, const tried_endpoints* tried = nullptr) const {
+        return pick(now, detail::thread_jitter(), tried);
+    }
+
+    [[nodiscard]] const balancer_options& options() const noexcept { return options_; }
+
+    [[nodiscard]] balancer_metrics metrics() const noexcept {
+        balancer_metrics m;
+        m.ejections = ejections_.load(std::memory_order_relaxed);
+        m.returns = returns_.load(std::memory_order_relaxed);
+        m.panic_picks = panic_picks_.total();
+        m.failover_picks = failover_picks_.total();
+        m.no_endpoint = no_endpoint_.load(std::memory_order_relaxed);
+        m.replacements = replacements_.load(std::memory_order_relaxed);
+        return m;
+    }
+
+    /// Every endpoint of the current set at `now` (allocates; for status pages and tests).
+    [[nodiscard]] std::vector<endpoint_status> status(time_point now) const {
+        std::vector<endpoint_status> out;
+        const auto guard = enter();
+        const auto* s = guard.snapshot;
+        for (std::size_t i = 0; i < s->endpoints.size(); ++i) {
+            const auto& st = *s->state_of[i];
+            out.push_back({s->endpoints[i], st.outstanding.load(std::memory_order_relaxed),
+                           duration{static_cast<std::int64_t>(st.ewma_ns.load(std::memory_order_relaxed))},
+                           st.ejected_at(detail::ns_of(now)), st.times_ejected.load(std::memory_order_relaxed)});
+        }
+        leave(guard.reader);
+        return out;
+    }
+
+    /// Endpoints in the current set.
+    [[nodiscard]] std::size_t size() const noexcept {
+        const auto guard = enter();
+        const auto n = guard.snapshot->endpoints.size();
+        leave(guard.reader);
+        return n;
+    }
+
+private:
+    friend class endpoint_lease;
+
+    struct retired_snapshot {
+        detail::balancer_snapshot* snapshot;
+        std::uint64_t epoch;
+    };
+    struct reader_guard {
+        detail::balancer_snapshot* snapshot;
+        std::uint32_t reader;
+    };
+    /// Reader counts, per stripe and epoch parity: cell (stripe * 2 + parity).
+    struct reader_cells {
+        std::atomic<std::int64_t> by_parity[2]{};
+    };
+
+    static balancer_options checked(std::span<const endpoint> endpoints, balancer_options options) {
+        if (endpoints.empty())
+            throw_if_invalid("resil::balancer",
+                             detail::check_that(false, "endpoints", "non-empty", std::size_t{0}));
+        throw_if_invalid("resil::balancer", validate_endpoints(endpoints));
+        throw_if_invalid("resil::balancer", options.validate());
+        return options;
+    }
+
+    /// Protects the current snapshot until leave(): counts this thread in the
+    /// current epoch, then reads the pointer. A writer frees a snapshot it
+    /// replaced only after two epoch changes, each made when no reader of the
+    /// epoch before was left (seq_cst orders the count against the pointer).
+    [[nodiscard]] reader_guard enter() const noexcept {
+        const auto stripe = static_cast<std::uint32_t>(detail::this_thread_stripe() & (readers_.size() - 1));
+        const auto parity = static_cast<std::uint32_t>(epoch_.load(std::memory_order_seq_cst) & 1);
+        readers_[stripe].by_parity[parity].fetch_add(1, std::memory_order_seq_cst);
+        return {current_.load(std::memory_order_seq_cst), stripe * 2 + parity};
+    }
+    void leave(std::uint32_t reader) const noexcept {
+        readers_[reader / 2].by_parity[reader % 2].fetch_sub(1, std::memory_order_release);
+    }
+    [[nodiscard]] std::int64_t readers_of(std::uint64_t parity) const noexcept {
+        std::int64_t n = 0;
+        for (std::size_t i = 0; i < readers_.size(); ++i)
+            n += readers_[i].by_parity[parity & 1].load(std::memory_order_seq_cst);
+        return n;
+    }
+    void reclaim_locked() {
+        // Advance the epoch while the readers of the previous one are gone
+        // (at most twice: enough to free everything retired before now).
+        for (int step = 0; step < 2; ++step) {
+            const auto e = epoch_.load(std::memory_order_seq_cst);
+            if (readers_of(e + 1) != 0) break;  // parity of e - 1
+            epoch_.store(e + 1, std::memory_order_seq_cst);
+        }
+        const auto e = epoch_.load(std::memory_order_seq_cst);
+        std::erase_if(retired_, [e](const retired_snapshot& r) {
+            if (r.epoch + 2 > e) return false;
+            delete r.snapshot;
+            return true;
+        });
+    }
+
+    [[nodiscard]] std::unique_ptr<detail::balancer_snapshot> build(std::span<const endpoint> endpoints) const;
+
+    /// Recounts the usable endpoints of each group and returns ejected ones
+    /// whose time is up; one thread at a time (the others use the counts as they are).
+    void refresh(detail::balancer_snapshot& s, std::int64_t now_ns) const;
+
+    void record(detail::balancer_snapshot& s, std::uint32_t index, time_point started, time_point now,
+                endpoint_result result) const noexcept;
+    void try_eject(detail::balancer_snapshot& s, std::uint32_t index, std::int64_t now_ns) const noexcept;
+
+    [[nodiscard]] double cost(const detail::endpoint_state& st, std::int64_t now_ns, std::uint32_t weight) const noexcept;
+
+    balancer_options options_;
+    std::atomic<detail::balancer_snapshot*> current_{nullptr};
+    std::atomic<std::uint64_t> epoch_{2};
+    detail::stripes<reader_cells> readers_{};
+    std::mutex writer_;
+    std::vector<retired_snapshot> retired_;
+
+    /// Health of the current set: usable endpoints per group, recounted by
+    /// refresh() when health_changes_ moved or an ejection ended.
+    mutable std::atomic<std::uint64_t> health_changes_{1};
+    mutable std::atomic<std::uint64_t> counted_changes_{0};
+    mutable std::atomic<const detail::balancer_snapshot*> counted_snapshot_{nullptr};
+    mutable std::atomic<std::int64_t> next_return_ns_{std::numeric_limits<std::int64_t>::max()};
+    mutable std::atomic<bool> refreshing_{false};
+    mutable std::unique_ptr<std::atomic<std::uint32_t>[]> usable_{
+        new std::atomic<std::uint32_t>[endpoint::max_priority + 1]{}};
+    mutable std::atomic<std::uint32_t> ejected_count_{0};
+
+    mutable std::atomic<std::uint64_t> ejections_{0}, returns_{0}, no_endpoint_{0};
+    std::atomic<std::uint64_t> replacements_{0};
+    detail::striped_counter panic_picks_{}, failover_picks_{};
+};
+
+// ---- endpoint_lease ----
+
+inline void endpoint_lease::release() noexcept {
+    if (snapshot_ == nullptr) return;
+    snapshot_->state_of[index_]->outstanding.fetch_sub(1, std::memory_order_relaxed);
+    owner_->leave(reader_);
+    snapshot_ = nullptr;
+    owner_ = nullptr;
+}
+
+inline void endpoint_lease::finish(time_point now, endpoint_result result) noexcept {
+    if (snapshot_ == nullptr) return;
+    owner_->record(*snapshot_, index_, started_, now, result);
+    release();
+}
+
+// ---- balancer ----
+
+inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<const endpoint> endpoints) const {
+    auto s = std::make_unique<detail::balancer_snapshot>();
+    s->endpoints.assign(endpoints.begin(), endpoints.end());
+    std::stable_sort(s->endpoints.begin(), s->endpoints.end(),
+                     [](const endpoint& a, const endpoint& b) { return a.priority < b.priority; });
+    const auto* old = current_.load(std::memory_order_acquire);  // writers hold writer_: not freed meanwhile
+    for (const auto& e : s->endpoints) {
+        std::shared_ptr<detail::endpoint_state> kept;
+        if (old != nullptr)
+            for (std::size_t i = 0; i < old->endpoints.size(); ++i)
+                if (old->endpoints[i].address == e.address) kept = old->states[i];
+        s->states.push_back(kept ? kept : std::make_shared<detail::endpoint_state>());
+        s->state_of.push_back(s->states.back().get());
+        s->weight.push_back(static_cast<std::uint32_t>(e.weight));
+    }
+    const auto n = static_cast<std::uint32_t>(s->endpoints.size());
+    for (std::uint32_t i = 0; i < n; ++i)
+        if (i == 0 || s->endpoints[i].priority != s->endpoints[i - 1].priority) s->group_begin.push_back(i);
+    s->group_begin.push_back(n);
+    if (n == 0) s->group_begin.clear();
+    for (std::size_t g = 0; g < s->groups(); ++g) {
+        const auto b = s->group_begin[g], e = s->group_begin[g + 1];
+        std::uint64_t sum = 0;
+        bool uniform = true;
+        for (auto i = b; i < e; ++i) {
+            sum += s->weight[i];
+            s->cumulative.push_back(sum);
+            uniform = uniform && s->weight[i] == s->weight[b];
+        }
+        s->group_weight.push_back(sum);
+        s->group_uniform.push_back(uniform);
+        s->schedule_begin.push_back(static_cast<std::uint32_t>(s->schedule.size()));
+        for (auto i : detail::smooth_schedule(std::span<const std::uint32_t>(s->weight).subspan(b, e - b)))
+            s->schedule.push_back(b + i);
+    }
+    s->schedule_begin.push_back(static_cast<std::uint32_t>(s->schedule.size()));
+    // Each stripe's cursor starts at its own place, so threads do not walk in step.
+    for (std::size_t i = 0; i < s->cursors.size(); ++i)
+        s->cursors[i].store(i * 0x9e3779b97f4a7c15ULL >> 40, std::memory_order_relaxed);
+    return s;
+}
+
+inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns) const {
+    bool expected = false;
+    if (!refreshing_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return;
+    const auto changes = health_changes_.load(std::memory_order_acquire);
+    std::int64_t next_return = std::numeric_limits<std::int64_t>::max();
+    std::uint32_t ejected = 0;
+    for (std::size_t g = 0; g < s.groups(); ++g) {
+        std::uint32_t usable = 0;
+        for (auto i = s.group_begin[g]; i < s.group_begin[g + 1]; ++i) {
+            auto& st = *s.state_of[i];
+            auto until = st.ejected_until.load(std::memory_order_acquire);
+            if (until != 0 && until <= now_ns &&
+                st.ejected_until.compare_exchange_strong(until, 0, std::memory_order_acq_rel)) {
+                st.consecutive_failures.store(0, std::memory_order_relaxed);
+                returns_.fetch_add(1, std::memory_order_relaxed);
+                if (options_.on_returned)
+                    options_.on_returned({s.endpoints[i].address, time_point{duration{now_ns}}});
+                until = 0;
+            }
+            if (until == 0) {
+                ++usable;
+            } else {
+                ++ejected;
+                next_return = std::min(next_return, until);
+            }
+        }
+        usable_[g].store(usable, std::memory_order_relaxed);
+    }
+    ejected_count_.store(ejected, std::memory_order_relaxed);
+    next_return_ns_.store(next_return, std::memory_order_relaxed);
+    counted_snapshot_.store(&s, std::memory_order_relaxed);
+    counted_changes_.store(changes, std::memory_order_release);
+    refreshing_.store(false, std::memory_order_release);
+}
+
+inline double balancer::cost(const detail::endpoint_state& st, std::int64_t now_ns, std::uint32_t weight) const noexcept {
+    const auto out = static_cast<double>(st.outstanding.load(std::memory_order_relaxed));
+    double latency = st.ewma_ns.load(std::memory_order_relaxed);
+    if (latency <= 0.0) {
+        if (out == 0.0) return 0.0;
+        latency = static_cast<double>(options_.unmeasured_penalty.count());
+    } else {
+        // Decayed towards 0 since the last sample (read only: nothing written),
+        // so an endpoint left alone after a slow spell is tried again.
+        const auto idle = now_ns - st.ewma_at.load(std::memory_order_relaxed);
+        if (idle > 0) latency *= std::exp(-static_cast<double>(idle) / static_cast<double>(options_.decay_time.count()));
+    }
+    return latency * (out + 1.0) / static_cast<double>(weight);
+}
+
+inline void balancer::record(detail::balancer_snapshot& s, std::uint32_t index, time_point started, time_point now,
+                             endpoint_result result) const noexcept {
+    auto& st = *s.state_of[index];
+    const auto now_ns = detail::ns_of(now);
+    if (options_.policy == balancing_policy::peak_ewma) {
+        // Two finishes racing on one endpoint may lose one sample: the
+        // average is a heuristic, and a lock here would cost every call.
+        const auto rtt = static_cast<double>(std::max<std::int64_t>(0, (now - started).count()));
+        const double prev = st.ewma_ns.load(std::memory_order_relaxed);
+        const auto at = st.ewma_at.load(std::memory_order_relaxed);
+        double next = rtt;
+        if (prev > 0.0 && rtt < prev) {
+            const auto td = static_cast<double>(std::max<std::int64_t>(0, now_ns - at));
+            const double w = std::exp(-td / static_cast<double>(options_.decay_time.count()));
+            next = prev * w + rtt * (1.0 - w);
+        }
+        st.ewma_ns.store(next, std::memory_order_relaxed);
+        st.ewma_at.store(now_ns, std::memory_order_relaxed);
+    }
+    if (result == endpoint_result::success) {
+        if (st.consecutive_failures.load(std::memory_order_relaxed) != 0)
+            st.consecutive_failures.store(0, std::memory_order_relaxed);
+        return;
+    }
+    const auto threshold = options_.outlier.consecutive_failures;
+    if (threshold == 0) return;
+    if (st.consecutive_failures.fetch_add(1, std::memory_order_acq_rel) + 1 >= threshold) try_eject(s, index, now_ns);
+}
+
+inline void balancer::try_eject(detail::balancer_snapshot& s, std::uint32_t index, std::int64_t now_ns) const noexcept {
+    auto& st = *s.state_of[index];
+    if (st.ejected_until.load(std::memory_order_acquire) != 0) return;  // already out (a late failure)
+    // The ejection count must be fresh for the cap: refresh first (returns expired ejections).
+    refresh(s, now_ns);
+    const auto n = s.endpoints.size();
+    const auto share_cap = static_cast<std::size_t>(options_.outlier.max_ejection_share * static_cast<double>(n));
+    const auto cap = std::min(n - 1, std::max<std::size_t>(1, share_cap));
+    // Claim a slot under the cap, then the endpoint.
+    auto count = ejected_count_.load(std::memory_order_acquire);
+    do {
+        if (count >= cap) return;
+    } while (!ejected_count_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
+    const auto times = st.times_ejected.load(std::memory_order_relaxed) + 1;
+    const auto base = options_.outlier.base_ejection_time.count();
+    const auto longest = options_.outlier.max_ejection_time.count();
+    const auto length = times > static_cast<std::uint64_t>(longest / base) ? longest : std::min(longest, base * times);
+    std::int64_t idle = 0;
+    if (!st.ejected_until.compare_exchange_strong(idle, now_ns + length, std::memory_order_acq_rel)) {
+        ejected_count_.fetch_sub(1, std::memory_order_acq_rel);
+        return;
+    }
+    st.times_ejected.store(times, std::memory_order_relaxed);
+    st.consecutive_failures.store(0, std::memory_order_relaxed);
+    ejections_.fetch_add(1, std::memory_order_relaxed);
+    health_changes_.fetch_add(1, std::memory_order_acq_rel);
+    if (options_.on_ejected) options_.on_ejected({s.endpoints[index].address, times, duration{length}, time_point{duration{now_ns}}});
+}
+
+inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const tried_endpoints* tried) const {
+    const auto guard = enter();
+    auto& s = *guard.snapshot;
+    const auto now_ns = detail::ns_of(now);
+    if (s.endpoints.empty()) {
+        leave(guard.reader);
+        no_endpoint_.fetch_add(1, std::memory_order_relaxed);
+        return {};
+    }
+    if (counted_changes_.load(std::memory_order_acquire) != health_changes_.load(std::memory_order_acquire) ||
+        now_ns >= next_return_ns_.load(std::memory_order_relaxed) ||
+        counted_snapshot_.load(std::memory_order_relaxed) != &s) [[unlikely]]
+        refresh(s, now_ns);
+
+    // The group: the first with enough usable endpoints, else the one with the largest usable share.
+    std::size_t group = 0;
+    if (s.groups() > 1) {
+        double best_share = -1.0;
+        std::size_t best = 0;
+        for (std::size_t g = 0; g < s.groups(); ++g) {
+            const auto size = s.group_begin[g + 1] - s.group_begin[g];
+            const double share = static_cast<double>(usable_[g].load(std::memory_order_relaxed)) / size;
+            if (share >= options_.failover_threshold) {
+                best = g;
+                break;
+            }
+            if (share > best_share) {
+                best_share = share;
+                best = g;
+            }
+        }
+        group = best;
+        if (group != 0) failover_picks_.add();
+    }
+    const auto b = s.group_begin[group], e = s.group_begin[group + 1];
+    const auto size = e - b;
+    const bool panic = static_cast<double>(usable_[group].load(std::memory_order_relaxed)) <
+                       options_.panic_threshold * static_cast<double>(size);
+    if (panic) panic_picks_.add();
+
+    // Whether endpoint i may be picked: 2 = usable and untried, 1 = usable but tried, 0 = not usable.
+    auto rank = [&](std::uint32_t i) noexcept -> int {
+        if (!panic && s.state_of[i]->ejected_at(now_ns)) return 0;
+        return tried != nullptr && tried->contains(s.state_of[i]) ? 1 : 2;
+    };
+    auto draw = [&]() noexcept -> std::uint32_t {
+        if (s.group_uniform[group]) return b + detail::below(rng(), size);
+        const auto total = s.group_weight[group];
+        const auto target = static_cast<std::uint64_t>(unit_interval(rng) * static_cast<double>(total));
+        const auto first = s.cumulative.begin() + b, last = s.cumulative.begin() + e;
+        const auto at = std::upper_bound(first, last, target);
+        return b + static_cast<std::uint32_t>(std::min<std::ptrdiff_t>(at - first, size - 1));
+    };
+    // The best-ranked endpoint by `better` over a scan from a random start.
+    auto scan = [&](auto&& better) noexcept -> std::uint32_t {
+        const auto start = detail::below(rng(), size);
+        std::uint32_t chosen = e;
+        int chosen_rank = 0;
+        for (std::uint32_t k = 0; k < size; ++k) {
+            const auto i = b + (start + k) % size;
+            const int r = rank(i);
+            if (r == 0) continue;
+            if (r > chosen_rank || (r == chosen_rank && better(i, chosen))) {
+                chosen = i;
+                chosen_rank = r;
+            }
+        }
+        return chosen;
+    };
+    auto fewer_outstanding = [&](std::uint32_t a, std::uint32_t c) noexcept {
+        // (out_a + 1) / w_a < (out_c + 1) / w_c, in integers.
+        const std::uint64_t oa = s.state_of[a]->outstanding.load(std::memory_order_relaxed) + 1ULL;
+        const std::uint64_t oc = s.state_of[c]->outstanding.load(std::memory_order_relaxed) + 1ULL;
+        return oa * s.weight[c] < oc * s.weight[a];
+    };
+    auto cheaper = [&](std::uint32_t a, std::uint32_t c) noexcept {
+        return cost(*s.state_of[a], now_ns, s.weight[a]) < cost(*s.state_of[c], now_ns, s.weight[c]);
+    };
+    auto never = [](std::uint32_t, std::uint32_t) noexcept { return false; };
+    // Two distinct draws, compared by `better`. A draw that is not usable and
+    // untried is drawn again a few times; then a scan decides (the first),
+    // or the next such endpoint after the first is taken (the second).
+    auto two_choices = [&](auto&& better) noexcept -> std::uint32_t {
+        std::uint32_t first = e;
+        for (int tries = 0; tries < 8 && first == e; ++tries)
+            if (const auto i = draw(); rank(i) == 2) first = i;
+        if (first == e) return scan(better);
+        if (size == 1) return first;
+        std::uint32_t second = e;
+        for (int tries = 0; tries < 8 && second == e; ++tries) {
+            const auto i = s.group_uniform[group] ? b + (first - b + 1 + detail::below(rng(), size - 1)) % size : draw();
+            if (i != first && rank(i) == 2) second = i;
+        }
+        for (std::uint32_t k = 1; k < size && second == e; ++k)
+            if (const auto i = b + (first - b + k) % size; rank(i) == 2) second = i;
+        if (second == e) return first;
+        return better(second, first) ? second : first;
+    };
+
+    std::uint32_t chosen = e;
+    switch (options_.policy) {
+        case balancing_policy::round_robin: {
+            const auto sb = s.schedule_begin[group];
+            const auto len = s.schedule_begin[group + 1] - sb;
+            const auto c = s.cursors.local().fetch_add(1, std::memory_order_relaxed);
+            int chosen_rank = 0;
+            for (std::uint32_t k = 0; k < len && chosen_rank < 2; ++k) {
+                const auto i = s.schedule[sb + static_cast<std::uint32_t>((c + k) % len)];
+                const int r = rank(i);
+                if (r > chosen_rank) {
+                    chosen = i;
+                    chosen_rank = r;
+                }
+            }
+            break;
+        }
+        case balancing_policy::random:
+            for (int tries = 0; tries < 8 && chosen == e; ++tries)
+                if (const auto i = draw(); rank(i) == 2) chosen = i;
+            if (chosen == e) chosen = scan(never);
+            break;
+        case balancing_policy::least_outstanding: chosen = scan(fewer_outstanding); break;
+        case balancing_policy::power_of_two_choices: chosen = two_choices(fewer_outstanding); break;
+        case balancing_policy::peak_ewma: chosen = two_choices(cheaper); break;
+    }
+    if (chosen == e) {  // everything ejected and panic mode off
+        leave(guard.reader);
+        no_endpoint_.fetch_add(1, std::memory_order_relaxed);
+        return {};
+    }
+    s.state_of[chosen]->outstanding.fetch_add(1, std::memory_order_relaxed);
+    endpoint_lease lease;
+    lease.owner_ = this;
+    lease.snapshot_ = guard.snapshot;
+    lease.index_ = chosen;
+    lease.reader_ = guard.reader;
+    lease.started_ = now;
+    return lease;
+}
+
+}  // namespace resil

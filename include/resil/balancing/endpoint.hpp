@@ -1,0 +1,126 @@
+// resil/balancing/endpoint.hpp — one replica a balancer may send a call to,
+// and the check of a list of them.
+//
+//   std::vector<resil::endpoint> replicas{{.address = "http://10.0.0.1:8080"},
+//                                         {.address = "10.0.0.2:8080", .weight = 3},
+//                                         {.address = "https://backup.example.com", .priority = 1}};
+//   if (auto bad = resil::validate_endpoints(replicas)) log(bad->message());
+//
+// An address is a base URL (http:// or https://, a host, an optional port and
+// path) or a bare host:port (for request::connect_to). Weights are relative
+// shares; priority 0 is the primary group, 1 the first failover group, and so on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "../validation.hpp"
+
+namespace resil {
+
+struct endpoint {
+    /// "http://host:port/base", "https://host", or "host:port".
+    std::string address;
+    /// Relative share of the calls, in [1, max_weight].
+    std::int32_t weight = 1;
+    /// Free-form locality label (e.g. "eu-west-1a"), reported back, not used to pick.
+    std::string zone{};
+    /// 0: the primary group; a higher number is used only while every lower
+    /// group has too few healthy endpoints (balancer_options::failover_threshold).
+    std::uint32_t priority = 0;
+
+    static constexpr std::int32_t max_weight = 10000;
+    static constexpr std::uint32_t max_priority = 7;
+    /// Endpoints per set: the limit keeps a weighted round-robin schedule and
+    /// a scan of the set small.
+    static constexpr std::size_t max_endpoints = 4096;
+
+    friend bool operator==(const endpoint&, const endpoint&) = default;
+};
+
+namespace detail {
+
+[[nodiscard]] constexpr bool is_port(std::string_view text) noexcept {
+    if (text.empty() || text.size() > 5) return false;
+    std::uint32_t port = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9') return false;
+        port = port * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    return port >= 1 && port <= 65535;
+}
+
+/// A host as a URL or connect_to names it: a name or IPv4 address
+/// (letters, digits, '-', '.', '_'), or an IPv6 address in brackets.
+[[nodiscard]] constexpr bool is_host(std::string_view text) noexcept {
+    if (text.empty()) return false;
+    if (text.front() == '[') {
+        if (text.size() < 3 || text.back() != ']') return false;
+        for (char c : text.substr(1, text.size() - 2))
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.'))
+                return false;
+        return true;
+    }
+    for (char c : text)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '.' ||
+              c == '_'))
+            return false;
+    return true;
+}
+
+/// host[:port], the port required when `port_required`.
+[[nodiscard]] constexpr bool is_authority(std::string_view text, bool port_required) noexcept {
+    const auto bracket = text.rfind(']');
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos || (bracket != std::string_view::npos && colon < bracket))
+        return !port_required && is_host(text);
+    return is_host(text.substr(0, colon)) && is_port(text.substr(colon + 1));
+}
+
+/// Whether `address` is an http(s) base URL or a host:port.
+[[nodiscard]] constexpr bool is_endpoint_address(std::string_view address) noexcept {
+    for (char c : address)
+        if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) return false;
+    std::string_view rest;
+    if (address.starts_with("http://")) rest = address.substr(7);
+    else if (address.starts_with("https://")) rest = address.substr(8);
+    else return is_authority(address, true);
+    const auto slash = rest.find_first_of("/?#");
+    return is_authority(rest.substr(0, slash), false);
+}
+
+[[nodiscard]] RESIL_DETAIL_COLD inline invalid_option bad_endpoint_field(std::size_t index, std::string_view field,
+                                                                         std::string_view what, std::string_view got) {
+    const auto i = std::to_string(index);
+    return invalid_option{concat({"endpoints[", i, "].", field}), concat({"must be ", what, ", got \"", got, "\""})};
+}
+
+}  // namespace detail
+
+/// The first invalid endpoint of a list, in the house form:
+/// "`endpoints[1].weight` must be in [1, 10000], got 0",
+/// "`endpoints[2].address` must be unique, got \"10.0.0.1:80\"".
+/// An empty list is valid here (a set may become empty at run time); a
+/// balancer refuses one at construction.
+[[nodiscard]] inline validation_result validate_endpoints(std::span<const endpoint> endpoints) {
+    if (endpoints.size() > endpoint::max_endpoints)
+        return detail::check_in_range("endpoints.size", endpoints.size(), std::size_t{0}, endpoint::max_endpoints);
+    for (std::size_t i = 0; i < endpoints.size(); ++i) {
+        const auto& e = endpoints[i];
+        if (!detail::is_endpoint_address(e.address))
+            return detail::bad_endpoint_field(i, "address", "an http:// or https:// URL or a host:port", e.address);
+        for (std::size_t j = 0; j < i; ++j)
+            if (endpoints[j].address == e.address)
+                return detail::bad_endpoint_field(i, "address", "unique", e.address);
+        if (auto bad = detail::check_in_range("weight", e.weight, std::int32_t{1}, endpoint::max_weight))
+            return bad->within(detail::concat({"endpoints[", std::to_string(i), "]"}));
+        if (auto bad = detail::check_in_range("priority", e.priority, std::uint32_t{0}, endpoint::max_priority))
+            return bad->within(detail::concat({"endpoints[", std::to_string(i), "]"}));
+    }
+    return std::nullopt;
+}
+
+}  // namespace resil

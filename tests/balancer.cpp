@@ -1,0 +1,230 @@
+#include <resil/balancer.hpp>
+#include <resil/testing/manual_clock.hpp>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+
+using namespace std::chrono_literals;
+using resil::balancer;
+using resil::balancer_options;
+using resil::balancing_policy;
+using resil::endpoint;
+using resil::endpoint_result;
+using resil::testing::manual_clock;
+
+namespace {
+std::string first_invalid(const std::vector<endpoint>& list) {
+    const auto bad = resil::validate_endpoints(list);
+    return bad ? bad->message() : std::string{};
+}
+std::string options_invalid(const balancer_options& o) {
+    const auto bad = o.validate();
+    return bad ? bad->message() : std::string{};
+}
+std::vector<endpoint> three() { return {{.address = "http://a:80"}, {.address = "http://b:80"}, {.address = "http://c:80"}}; }
+}  // namespace
+
+TEST_CASE("endpoints: addresses, duplicates, weights and priorities are checked in the house form") {
+    CHECK(first_invalid(three()).empty());
+    CHECK(first_invalid({{.address = "10.0.0.1:8080"}, {.address = "https://x.example.com/base"}, {.address = "[::1]:90"}})
+              .empty());
+    CHECK(first_invalid({{.address = "http://a:80"}, {.address = "http://a:80"}}) ==
+          "`endpoints[1].address` must be unique, got \"http://a:80\"");
+    CHECK(first_invalid({{.address = "ftp://a"}}) ==
+          "`endpoints[0].address` must be an http:// or https:// URL or a host:port, got \"ftp://a\"");
+    CHECK(first_invalid({{.address = "a b:80"}}).starts_with("`endpoints[0].address` must be"));
+    CHECK(first_invalid({{.address = "host"}}).starts_with("`endpoints[0].address` must be"));  // no port
+    CHECK(first_invalid({{.address = "host:70000"}}).starts_with("`endpoints[0].address` must be"));
+    CHECK(first_invalid({{.address = "http://:80"}}).starts_with("`endpoints[0].address` must be"));
+    CHECK(first_invalid({{.address = ""}}) ==
+          "`endpoints[0].address` must be an http:// or https:// URL or a host:port, got \"\"");
+    CHECK(first_invalid({{.address = "a:1"}, {.address = "b:1", .weight = 0}}) ==
+          "`endpoints[1].weight` must be in [1, 10000], got 0");
+    CHECK(first_invalid({{.address = "a:1", .weight = -3}}) == "`endpoints[0].weight` must be in [1, 10000], got -3");
+    CHECK(first_invalid({{.address = "a:1", .priority = 8}}) == "`endpoints[0].priority` must be in [0, 7], got 8");
+
+    CHECK_THROWS_WITH(balancer(std::vector<endpoint>{}), "resil::balancer: `endpoints` must be non-empty, got 0");
+    CHECK_THROWS_WITH(balancer({{.address = "a:1"}, {.address = "a:1"}}),
+                      "resil::balancer: `endpoints[1].address` must be unique, got \"a:1\"");
+}
+
+TEST_CASE("balancer options: each field's bounds are named") {
+    CHECK(options_invalid(balancer_options{}).empty());
+    CHECK(options_invalid({.decay_time = 0s}) == "`decay_time` must be in [1ms, 1h], got 0s");
+    CHECK(options_invalid({.panic_threshold = 1.5}) == "`panic_threshold` must be in [0, 1], got 1.5");
+    CHECK(options_invalid({.failover_threshold = -0.1}) == "`failover_threshold` must be in [0, 1], got -0.1");
+    CHECK(options_invalid({.outlier = {.base_ejection_time = 0s}}) ==
+          "`outlier.base_ejection_time` must be in [1ms, 24h], got 0s");
+    CHECK(options_invalid({.outlier = {.max_ejection_time = 10s}}) ==
+          "`outlier.max_ejection_time` must be in [30s, 24h], got 10s");
+    CHECK(options_invalid({.outlier = {.max_ejection_share = 2.0}}) ==
+          "`outlier.max_ejection_share` must be in [0, 1], got 2");
+    CHECK_THROWS_WITH(balancer(three(), {.panic_threshold = 2.0}),
+                      "resil::balancer: `panic_threshold` must be in [0, 1], got 2");
+}
+
+TEST_CASE("round-robin: each endpoint in turn; weights by a smooth schedule") {
+    manual_clock clock;
+    balancer lb{three(), {.policy = balancing_policy::round_robin}};
+    std::vector<std::string> seen;
+    for (int i = 0; i < 6; ++i) seen.push_back(lb.pick(clock.now()).address());
+    // Three consecutive picks visit all three, in a fixed cycle.
+    for (int i = 0; i < 3; ++i) CHECK(seen[static_cast<std::size_t>(i)] == seen[static_cast<std::size_t>(i + 3)]);
+    CHECK(seen[0] != seen[1]);
+    CHECK(seen[1] != seen[2]);
+    CHECK(seen[0] != seen[2]);
+
+    CHECK(resil::detail::smooth_schedule(std::vector<std::uint32_t>{5, 1, 1}) ==
+          std::vector<std::uint32_t>{0, 0, 0, 1, 2, 0, 0});
+    CHECK(resil::detail::smooth_schedule(std::vector<std::uint32_t>{2, 4, 6}) == std::vector<std::uint32_t>{2, 1, 0, 2, 1, 2});
+    balancer weighted{{{.address = "a:1", .weight = 2}, {.address = "b:1", .weight = 1}},
+                      {.policy = balancing_policy::round_robin}};
+    std::map<std::string, int> counts;
+    for (int i = 0; i < 300; ++i) ++counts[weighted.pick(clock.now()).address()];
+    CHECK(counts["a:1"] == 200);
+    CHECK(counts["b:1"] == 100);
+}
+
+TEST_CASE("random: uniform, or by weight") {
+    manual_clock clock;
+    resil::jitter_engine rng{7};
+    balancer lb{{{.address = "a:1", .weight = 3}, {.address = "b:1", .weight = 1}}, {.policy = balancing_policy::random}};
+    std::map<std::string, int> counts;
+    for (int i = 0; i < 40000; ++i) ++counts[lb.pick(clock.now(), rng).address()];
+    CHECK(counts["a:1"] > 29000);
+    CHECK(counts["a:1"] < 31000);
+    CHECK(counts["a:1"] + counts["b:1"] == 40000);
+}
+
+TEST_CASE("least outstanding and P2C prefer endpoints with fewer calls in flight; a lease ends its count") {
+    manual_clock clock;
+    for (auto policy : {balancing_policy::least_outstanding, balancing_policy::power_of_two_choices}) {
+        balancer lb{{{.address = "a:1"}, {.address = "b:1"}}, {.policy = policy}};
+        auto first = lb.pick(clock.now());
+        REQUIRE(first);
+        // With one call in flight on `first`, the other endpoint is preferred.
+        for (int i = 0; i < 20; ++i) {
+            auto next = lb.pick(clock.now());
+            CHECK(next.address() != first.address());
+        }
+        auto second = lb.pick(clock.now());
+        CHECK(second.address() != first.address());
+        CHECK(lb.status(clock.now())[0].outstanding + lb.status(clock.now())[1].outstanding == 2);
+        second.finish(clock.now(), endpoint_result::success);
+        first.release();
+        CHECK(lb.status(clock.now())[0].outstanding == 0);
+        CHECK(lb.status(clock.now())[1].outstanding == 0);
+        CHECK_FALSE(first);
+    }
+    // Weighted: (outstanding + 1) / weight.
+    balancer lb{{{.address = "a:1", .weight = 3}, {.address = "b:1", .weight = 1}},
+                {.policy = balancing_policy::least_outstanding}};
+    std::vector<resil::endpoint_lease> held;
+    std::map<std::string, int> counts;
+    for (int i = 0; i < 8; ++i) {
+        held.push_back(lb.pick(clock.now()));
+        ++counts[held.back().address()];
+    }
+    CHECK(counts["a:1"] == 6);
+    CHECK(counts["b:1"] == 2);
+}
+
+TEST_CASE("peak EWMA: the slower endpoint loses, a slow sample counts at once, a fast one decays in") {
+    manual_clock clock;
+    balancer lb{{{.address = "fast:1"}, {.address = "slow:1"}}, {.policy = balancing_policy::peak_ewma}};
+    // Measure both once: fast 10 ms, slow 100 ms.
+    for (auto [name, latency] : {std::pair{"fast:1", 10ms}, std::pair{"slow:1", 100ms}}) {
+        for (;;) {
+            auto l = lb.pick(clock.now());
+            if (l.address() != name) continue;
+            l.finish(clock.now() + latency, endpoint_result::success);
+            break;
+        }
+    }
+    auto status = lb.status(clock.now());
+    CHECK(status[0].latency_ewma == 10ms);
+    CHECK(status[1].latency_ewma == 100ms);
+    int fast = 0;
+    for (int i = 0; i < 100; ++i) fast += lb.pick(clock.now()).address() == "fast:1";
+    CHECK(fast == 100);  // two choices of two: always both compared
+    // The fast one turns slow: a peak is taken at once.
+    {
+        auto l = lb.pick(clock.now());
+        REQUIRE(l.address() == "fast:1");
+        l.finish(clock.now() + 500ms, endpoint_result::success);
+    }
+    CHECK(lb.status(clock.now())[0].latency_ewma == 500ms);
+    CHECK(lb.pick(clock.now()).address() == "slow:1");
+    // Calls in flight raise the cost: ten in flight on `slow` (cost 100 ms × 11) lose to `fast` (500 ms).
+    std::vector<resil::endpoint_lease> held;
+    for (int i = 0; i < 10; ++i) held.push_back(lb.pick(clock.now()));
+    CHECK(lb.status(clock.now())[1].outstanding >= 1);
+    bool went_fast = false;
+    for (int i = 0; i < 10; ++i) went_fast = went_fast || lb.pick(clock.now()).address() == "fast:1";
+    CHECK(went_fast);
+}
+
+TEST_CASE("an unmeasured endpoint is tried while idle and penalised while busy") {
+    manual_clock clock;
+    balancer lb{{{.address = "a:1"}, {.address = "b:1"}}, {.policy = balancing_policy::peak_ewma}};
+    auto l = lb.pick(clock.now());
+    const auto measured = l.address();
+    l.finish(clock.now() + 50ms, endpoint_result::success);
+    // The other one costs 0 while idle: it is picked next and measured.
+    auto other = lb.pick(clock.now());
+    CHECK(other.address() != measured);
+    // While it is busy and unmeasured, it costs the 1 s penalty × 2 > 50 ms.
+    CHECK(lb.pick(clock.now()).address() == measured);
+}
+
+TEST_CASE("replace: kept endpoints keep their state, leases on the old set end their counts, empty sets pick nothing") {
+    manual_clock clock;
+    balancer lb{three(), {.policy = balancing_policy::least_outstanding}};
+    std::vector<resil::endpoint_lease> held;
+    for (int i = 0; i < 3; ++i) held.push_back(lb.pick(clock.now()));
+    lb.replace({{.address = "http://a:80"}, {.address = "http://d:80"}});
+    CHECK(lb.size() == 2);
+    auto status = lb.status(clock.now());
+    CHECK(status[0].endpoint.address == "http://a:80");
+    CHECK(status[0].outstanding == 1);  // the lease on the old set still counts here
+    CHECK(status[1].outstanding == 0);
+    CHECK(lb.pick(clock.now()).address() == "http://d:80");
+    held.clear();
+    CHECK(lb.status(clock.now())[0].outstanding == 0);
+    lb.reclaim();
+
+    lb.replace(std::vector<endpoint>{});
+    CHECK_FALSE(lb.pick(clock.now()));
+    CHECK(lb.metrics().no_endpoint == 1);
+    CHECK_THROWS_WITH(lb.replace({{.address = "x"}}),
+                      "resil::balancer: `endpoints[0].address` must be an http:// or https:// URL or a host:port, got \"x\"");
+    CHECK(lb.metrics().replacements == 2);
+}
+
+TEST_CASE("retries go elsewhere: a pick prefers endpoints the call has not tried") {
+    manual_clock clock;
+    for (auto policy : {balancing_policy::round_robin, balancing_policy::random, balancing_policy::least_outstanding,
+                        balancing_policy::power_of_two_choices, balancing_policy::peak_ewma}) {
+        INFO(resil::to_string(policy));
+        balancer lb{three(), {.policy = policy}};
+        for (int round = 0; round < 20; ++round) {
+            resil::tried_endpoints tried;
+            std::vector<std::string> seen;
+            for (int attempt = 0; attempt < 3; ++attempt) {
+                auto l = lb.pick(clock.now(), &tried);
+                REQUIRE(l);
+                tried.add(l.id());
+                seen.push_back(l.address());
+                l.finish(clock.now() + 1ms, endpoint_result::success);
+            }
+            std::sort(seen.begin(), seen.end());
+            CHECK(std::unique(seen.begin(), seen.end()) == seen.end());
+            // Every endpoint tried: a fourth attempt still gets one.
+            CHECK(lb.pick(clock.now(), &tried));
+        }
+    }
+}
