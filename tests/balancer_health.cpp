@@ -1,0 +1,198 @@
+#include <resil/balancer.hpp>
+#include <resil/testing/manual_clock.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+
+using namespace std::chrono_literals;
+using resil::balancer;
+using resil::balancing_policy;
+using resil::endpoint;
+using resil::endpoint_result;
+using resil::testing::manual_clock;
+
+namespace {
+std::vector<endpoint> replicas(int n, std::uint32_t priority = 0, char first = 'a') {
+    std::vector<endpoint> out;
+    for (int i = 0; i < n; ++i)
+        out.push_back({.address = std::string(1, static_cast<char>(first + i)) + ":80", .priority = priority});
+    return out;
+}
+
+/// A lease on `address`, or an empty one when picks never choose it (ejected).
+resil::endpoint_lease lease_on(const balancer& lb, const std::string& address, resil::time_point now) {
+    for (int i = 0; i < 200; ++i) {
+        auto l = lb.pick(now);
+        if (l && l.address() == address) return l;
+    }
+    return {};
+}
+
+/// Fails `n` calls on `address` at `now`; false when it could not be picked.
+bool fail(const balancer& lb, const std::string& address, resil::time_point now, int n) {
+    for (int i = 0; i < n; ++i) {
+        auto l = lease_on(lb, address, now);
+        if (!l) return false;
+        l.finish(now, endpoint_result::failure);
+    }
+    return true;
+}
+
+bool picked(const balancer& lb, const std::string& address, resil::time_point now) {
+    return static_cast<bool>(lease_on(lb, address, now));
+}
+}  // namespace
+
+TEST_CASE("ejection timeline: out at the 5th consecutive failure, back after 30 s, then 60 s the second time") {
+    manual_clock clock;
+    std::vector<std::string> log;
+    balancer lb{replicas(10),
+                {.policy = balancing_policy::round_robin,
+                 .on_ejected = [&](const resil::events::endpoint_ejected& e) {
+                     log.push_back("ejected " + std::string(e.address) + " #" + std::to_string(e.times_ejected) + " for " +
+                                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(e.ejected_for).count()) + "s");
+                 },
+                 .on_returned = [&](const resil::events::endpoint_returned& e) {
+                     log.push_back("returned " + std::string(e.address));
+                 }}};
+    const std::string x = "c:80";
+    REQUIRE(fail(lb, x, clock.now(), 4));
+    CHECK(picked(lb, x, clock.now()));  // 4 failures: still in
+    // A success ends the run: four more failures still do not eject.
+    lease_on(lb, x, clock.now()).finish(clock.now(), endpoint_result::success);
+    REQUIRE(fail(lb, x, clock.now(), 4));
+    CHECK(log.empty());
+    REQUIRE(fail(lb, x, clock.now(), 1));  // the 5th in a row
+    CHECK(log == std::vector<std::string>{"ejected c:80 #1 for 30s"});
+    CHECK_FALSE(picked(lb, x, clock.now()));
+    CHECK(lb.status(clock.now())[2].ejected);
+    clock.advance(30s - 1ns);
+    CHECK_FALSE(picked(lb, x, clock.now()));
+    clock.advance(1ns);
+    CHECK(picked(lb, x, clock.now()));
+    CHECK(log.back() == "returned c:80");
+
+    // Back with a fresh run: 5 more failures eject it for 2 × 30 s.
+    REQUIRE(fail(lb, x, clock.now(), 5));
+    CHECK(log.back() == "ejected c:80 #2 for 60s");
+    clock.advance(60s - 1ns);
+    CHECK_FALSE(picked(lb, x, clock.now()));
+    clock.advance(1ns);
+    CHECK(picked(lb, x, clock.now()));
+
+    // The n-th ejection lasts n × 30 s, capped at 300 s.
+    for (int n = 3; n <= 12; ++n) {
+        REQUIRE(fail(lb, x, clock.now(), 5));
+        const auto expected = std::min(n * 30, 300);
+        CHECK(log.back() == "ejected c:80 #" + std::to_string(n) + " for " + std::to_string(expected) + "s");
+        clock.advance(std::chrono::seconds{expected});
+    }
+    const auto m = lb.metrics();
+    CHECK(m.ejections == 12);
+    CHECK(m.returns >= 11);
+}
+
+TEST_CASE("the ejection cap: at most 10 % of the set, at least one may be, one is always kept") {
+    manual_clock clock;
+    SECTION("10 endpoints: one at a time") {
+        balancer lb{replicas(10), {.policy = balancing_policy::round_robin}};
+        REQUIRE(fail(lb, "a:80", clock.now(), 5));
+        REQUIRE(fail(lb, "b:80", clock.now(), 10));
+        CHECK_FALSE(picked(lb, "a:80", clock.now()));
+        CHECK(picked(lb, "b:80", clock.now()));  // over the cap: kept despite its failures
+        CHECK(lb.metrics().ejections == 1);
+        clock.advance(30s);
+        // a is back; b's run of failures goes on, and its next failure ejects it.
+        REQUIRE(fail(lb, "b:80", clock.now(), 1));
+        CHECK_FALSE(picked(lb, "b:80", clock.now()));
+        CHECK(picked(lb, "a:80", clock.now()));
+    }
+    SECTION("20 endpoints: two") {
+        balancer lb{replicas(20), {.policy = balancing_policy::round_robin}};
+        for (auto name : {"a:80", "b:80", "c:80"}) REQUIRE(fail(lb, name, clock.now(), 5));
+        CHECK(lb.metrics().ejections == 2);
+        CHECK(picked(lb, "c:80", clock.now()));
+    }
+    SECTION("two endpoints: one may be ejected (10 % rounds down, but at least one)") {
+        balancer lb{replicas(2), {.policy = balancing_policy::round_robin}};
+        REQUIRE(fail(lb, "a:80", clock.now(), 5));
+        REQUIRE(fail(lb, "b:80", clock.now(), 5));
+        CHECK(lb.metrics().ejections == 1);
+        CHECK_FALSE(picked(lb, "a:80", clock.now()));
+    }
+    SECTION("a single endpoint is never ejected") {
+        balancer lb{replicas(1)};
+        REQUIRE(fail(lb, "a:80", clock.now(), 50));
+        CHECK(lb.metrics().ejections == 0);
+        CHECK(picked(lb, "a:80", clock.now()));
+    }
+    SECTION("a share of 100 % still keeps one") {
+        balancer lb{replicas(3), {.policy = balancing_policy::round_robin, .outlier = {.max_ejection_share = 1.0},
+                                  .panic_threshold = 0.0}};
+        for (auto name : {"a:80", "b:80"}) REQUIRE(fail(lb, name, clock.now(), 5));
+        REQUIRE(fail(lb, "c:80", clock.now(), 5));
+        CHECK(lb.metrics().ejections == 2);
+        CHECK(picked(lb, "c:80", clock.now()));
+    }
+    SECTION("ejection off") {
+        balancer lb{replicas(10), {.outlier = {.consecutive_failures = 0}}};
+        REQUIRE(fail(lb, "a:80", clock.now(), 50));
+        CHECK(lb.metrics().ejections == 0);
+    }
+}
+
+TEST_CASE("panic mode: below 50 % usable, a group is balanced over all of its endpoints") {
+    manual_clock clock;
+    for (auto policy : {balancing_policy::round_robin, balancing_policy::random, balancing_policy::least_outstanding,
+                        balancing_policy::power_of_two_choices, balancing_policy::peak_ewma}) {
+        INFO(resil::to_string(policy));
+        balancer lb{replicas(4), {.policy = policy, .outlier = {.max_ejection_share = 1.0}}};
+        REQUIRE(fail(lb, "a:80", clock.now(), 5));
+        REQUIRE(fail(lb, "b:80", clock.now(), 5));
+        // 2 of 4 usable: not panic; the ejected are avoided.
+        std::set<std::string> seen;
+        for (int i = 0; i < 200; ++i) seen.insert(lb.pick(clock.now()).address());
+        CHECK(seen == std::set<std::string>{"c:80", "d:80"});
+        CHECK(lb.metrics().panic_picks == 0);
+        REQUIRE(fail(lb, "c:80", clock.now(), 5));
+        // 1 of 4: panic, every endpoint takes calls again.
+        seen.clear();
+        for (int i = 0; i < 200; ++i) seen.insert(lb.pick(clock.now()).address());
+        CHECK(seen.size() == 4);
+        CHECK(lb.metrics().panic_picks == 200);
+        CHECK(lb.metrics().ejections == 3);
+    }
+    // Panic off: only the last one left.
+    balancer lb{replicas(4), {.policy = balancing_policy::random, .outlier = {.max_ejection_share = 1.0},
+                              .panic_threshold = 0.0}};
+    for (auto name : {"a:80", "b:80", "c:80"}) REQUIRE(fail(lb, name, clock.now(), 5));
+    for (int i = 0; i < 50; ++i) CHECK(lb.pick(clock.now()).address() == "d:80");
+}
+
+TEST_CASE("failover: the secondary group takes calls only while the primary's usable share is below the threshold") {
+    manual_clock clock;
+    auto list = replicas(4, 0, 'a');
+    for (auto& e : replicas(2, 1, 'x')) list.push_back(e);
+    balancer lb{list, {.policy = balancing_policy::round_robin, .outlier = {.max_ejection_share = 0.5},
+                       .failover_threshold = 0.7}};
+    auto seen_now = [&] {
+        std::set<std::string> seen;
+        for (int i = 0; i < 100; ++i) seen.insert(lb.pick(clock.now()).address());
+        return seen;
+    };
+    CHECK(seen_now() == std::set<std::string>{"a:80", "b:80", "c:80", "d:80"});
+    REQUIRE(fail(lb, "a:80", clock.now(), 5));
+    // 3 of 4 = 75 % ≥ 70 %: still the primary.
+    CHECK(seen_now() == std::set<std::string>{"b:80", "c:80", "d:80"});
+    CHECK(lb.metrics().failover_picks == 0);
+    REQUIRE(fail(lb, "b:80", clock.now(), 5));
+    // 2 of 4 = 50 %: the secondary.
+    CHECK(seen_now() == std::set<std::string>{"x:80", "y:80"});
+    CHECK(lb.metrics().failover_picks == 100);
+    // The ejections end: back to the primary.
+    clock.advance(30s);
+    CHECK(seen_now() == std::set<std::string>{"a:80", "b:80", "c:80", "d:80"});
+}
