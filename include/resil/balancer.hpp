@@ -5,4 +5,5 @@
 #pragma once
 
 #include "balancing/balancer.hpp"
+#include "balancing/call.hpp"
 #include "balancing/endpoint.hpp"

@@ -95,10 +95,11 @@ enum class reason : std::uint8_t {
     quota_unavailable,             ///< a shared quota's store (Redis) could not decide and the limiter fails closed
     throttled,                     ///< client-side adaptive throttling rejected the call locally
                                    ///< (the dependency has been refusing work: resil/adaptive_throttle.hpp)
+    no_endpoint,                   ///< a balancer had no endpoint to send the call to (resil/balancer.hpp)
 };
 
 /// The number of reasons, `none` included.
-inline constexpr std::size_t reason_count = 15;
+inline constexpr std::size_t reason_count = 16;
 
 /// The reason's name in snake_case, as used in logs and metric labels.
 [[nodiscard]] constexpr std::string_view to_string(reason r) noexcept {
@@ -118,6 +119,7 @@ inline constexpr std::size_t reason_count = 15;
         case reason::backoff_exceeds_deadline: return "backoff_exceeds_deadline";
         case reason::quota_unavailable: return "quota_unavailable";
         case reason::throttled: return "throttled";
+        case reason::no_endpoint: return "no_endpoint";
     }
     return "unknown";
 }

@@ -59,6 +59,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <span>
 #include <stdexcept>
@@ -67,6 +68,7 @@
 #include <utility>
 #include <vector>
 
+#include "../circuit_breaker.hpp"
 #include "../clock.hpp"
 #include "../detail/stripes.hpp"
 #include "../detail/thread_jitter.hpp"
@@ -162,6 +164,10 @@ struct balancer_options {
     /// 1.4 makes this about 0.71). When no group reaches it, the group with
     /// the largest usable share does.
     double failover_threshold = 0.7;
+    /// A circuit breaker per endpoint, with these options (none by default).
+    /// Endpoints whose breaker is open are picked only when no other is
+    /// left; resil::call_endpoint asks the breaker before each call.
+    std::optional<circuit_breaker_options> endpoint_breaker{};
     /// Told of ejections and returns, on the thread that caused them; must not throw.
     std::function<void(const events::endpoint_ejected&)> on_ejected{};
     std::function<void(const events::endpoint_returned&)> on_returned{};
@@ -182,8 +188,12 @@ struct balancer_options {
         if (auto bad = detail::check_that(panic_threshold >= 0.0 && panic_threshold <= 1.0, "panic_threshold",
                                           "in [0, 1]", panic_threshold))
             return bad;
-        return detail::check_that(failover_threshold >= 0.0 && failover_threshold <= 1.0, "failover_threshold",
-                                  "in [0, 1]", failover_threshold);
+        if (auto bad = detail::check_that(failover_threshold >= 0.0 && failover_threshold <= 1.0,
+                                          "failover_threshold", "in [0, 1]", failover_threshold))
+            return bad;
+        if (endpoint_breaker)
+            if (auto bad = endpoint_breaker->validate()) return bad->within("endpoint_breaker");
+        return std::nullopt;
     }
 };
 
@@ -243,6 +253,8 @@ struct alignas(stripe_alignment) endpoint_state {
     /// Peak EWMA of the latency in ns (0: not measured), and when it was last updated.
     std::atomic<double> ewma_ns{0.0};
     std::atomic<std::int64_t> ewma_at{0};
+    /// With balancer_options::endpoint_breaker only.
+    std::unique_ptr<circuit_breaker> breaker{};
 
     [[nodiscard]] bool ejected_at(std::int64_t now_ns) const noexcept {
         const auto until = ejected_until.load(std::memory_order_acquire);
@@ -350,6 +362,8 @@ public:
     [[nodiscard]] std::size_t index() const noexcept { return index_; }
     /// Identifies the endpoint across replacements, for tried_endpoints.
     [[nodiscard]] const void* id() const noexcept { return snapshot_->state_of[index_]; }
+    /// The endpoint's circuit breaker (balancer_options::endpoint_breaker), or null.
+    [[nodiscard]] circuit_breaker* breaker() const noexcept { return snapshot_->state_of[index_]->breaker.get(); }
     /// When the pick was made.
     [[nodiscard]] time_point started() const noexcept { return started_; }
 
@@ -593,7 +607,11 @@ inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<cons
         if (old != nullptr)
             for (std::size_t i = 0; i < old->endpoints.size(); ++i)
                 if (old->endpoints[i].address == e.address) kept = old->states[i];
-        s->states.push_back(kept ? kept : std::make_shared<detail::endpoint_state>());
+        if (!kept) {
+            kept = std::make_shared<detail::endpoint_state>();
+            if (options_.endpoint_breaker) kept->breaker = std::make_unique<circuit_breaker>(*options_.endpoint_breaker);
+        }
+        s->states.push_back(std::move(kept));
         s->state_of.push_back(s->states.back().get());
         s->weight.push_back(static_cast<std::uint32_t>(e.weight));
     }
@@ -774,8 +792,10 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
 
     // Whether endpoint i may be picked: 2 = usable and untried, 1 = usable but tried, 0 = not usable.
     auto rank = [&](std::uint32_t i) noexcept -> int {
-        if (!panic && s.state_of[i]->ejected_at(now_ns)) return 0;
-        return tried != nullptr && tried->contains(s.state_of[i]) ? 1 : 2;
+        const auto& st = *s.state_of[i];
+        if (!panic && st.ejected_at(now_ns)) return 0;
+        if (tried != nullptr && tried->contains(&st)) return 1;
+        return st.breaker && st.breaker->state() == circuit_state::open ? 1 : 2;
     };
     auto draw = [&]() noexcept -> std::uint32_t {
         if (s.group_uniform[group]) return b + detail::below(rng(), size);
