@@ -7,3 +7,4 @@
 #include "balancing/balancer.hpp"
 #include "balancing/call.hpp"
 #include "balancing/endpoint.hpp"
+#include "balancing/health_check.hpp"

@@ -214,6 +214,7 @@ struct endpoint_status {
     duration latency_ewma{};  ///< 0 until measured
     bool ejected = false;
     std::uint32_t times_ejected = 0;
+    bool failing_checks = false;  ///< active health checks took it out
 };
 
 /// Endpoints a call has tried already, so a retry prefers another (Envoy's
@@ -253,12 +254,18 @@ struct alignas(stripe_alignment) endpoint_state {
     /// Peak EWMA of the latency in ns (0: not measured), and when it was last updated.
     std::atomic<double> ewma_ns{0.0};
     std::atomic<std::int64_t> ewma_at{0};
+    /// Set by active health checks (resil/balancing/health_check.hpp).
+    std::atomic<bool> failing_checks{false};
     /// With balancer_options::endpoint_breaker only.
     std::unique_ptr<circuit_breaker> breaker{};
 
     [[nodiscard]] bool ejected_at(std::int64_t now_ns) const noexcept {
         const auto until = ejected_until.load(std::memory_order_acquire);
         return until != 0 && now_ns < until;
+    }
+    /// Out of the set: ejected, or failing its health checks.
+    [[nodiscard]] bool unusable_at(std::int64_t now_ns) const noexcept {
+        return failing_checks.load(std::memory_order_relaxed) || ejected_at(now_ns);
     }
 };
 
@@ -463,15 +470,40 @@ public:
     /// Every endpoint of the current set at `now` (allocates; for status pages and tests).
     [[nodiscard]] std::vector<endpoint_status> status(time_point now) const {
         std::vector<endpoint_status> out;
-        const auto guard = enter();
-        const auto* s = guard.snapshot;
+        const scoped_reader scope{this, enter()};
+        const auto* s = scope.guard.snapshot;
         for (std::size_t i = 0; i < s->endpoints.size(); ++i) {
             const auto& st = *s->state_of[i];
             out.push_back({s->endpoints[i], st.outstanding.load(std::memory_order_relaxed),
                            duration{static_cast<std::int64_t>(st.ewma_ns.load(std::memory_order_relaxed))},
-                           st.ejected_at(detail::ns_of(now)), st.times_ejected.load(std::memory_order_relaxed)});
+                           st.ejected_at(detail::ns_of(now)), st.times_ejected.load(std::memory_order_relaxed),
+                           st.failing_checks.load(std::memory_order_relaxed)});
+        }
+        return out;
+    }
+
+    /// Active health: takes the endpoint at `address` out of the set
+    /// (healthy = false) or puts it back. Returns false when the current set
+    /// has no such endpoint. Used by resil::health_checker.
+    bool set_checked_health(std::string_view address, bool healthy) const noexcept {
+        const auto guard = enter();
+        const auto* s = guard.snapshot;
+        bool found = false;
+        for (std::size_t i = 0; i < s->endpoints.size() && !found; ++i) {
+            if (s->endpoints[i].address != address) continue;
+            found = true;
+            if (s->state_of[i]->failing_checks.exchange(!healthy, std::memory_order_relaxed) != !healthy)
+                health_changes_.fetch_add(1, std::memory_order_acq_rel);
         }
         leave(guard.reader);
+        return found;
+    }
+
+    /// The addresses of the current set (allocates; for health checkers).
+    [[nodiscard]] std::vector<std::string> addresses() const {
+        const scoped_reader scope{this, enter()};
+        std::vector<std::string> out;
+        for (const auto& e : scope.guard.snapshot->endpoints) out.push_back(e.address);
         return out;
     }
 
@@ -493,6 +525,15 @@ private:
     struct reader_guard {
         detail::balancer_snapshot* snapshot;
         std::uint32_t reader;
+    };
+    /// Leaves on every path out of a scope that may throw (allocations).
+    struct scoped_reader {
+        const balancer* owner;
+        reader_guard guard;
+        scoped_reader(const balancer* b, reader_guard g) noexcept : owner(b), guard(g) {}
+        scoped_reader(const scoped_reader&) = delete;
+        scoped_reader& operator=(const scoped_reader&) = delete;
+        ~scoped_reader() { owner->leave(guard.reader); }
     };
     /// Reader counts, per stripe and epoch parity: cell (stripe * 2 + parity).
     struct reader_cells {
@@ -662,7 +703,7 @@ inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns)
                 until = 0;
             }
             if (until == 0) {
-                ++usable;
+                if (!st.failing_checks.load(std::memory_order_relaxed)) ++usable;
             } else {
                 ++ejected;
                 next_return = std::min(next_return, until);
@@ -793,7 +834,7 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
     // Whether endpoint i may be picked: 2 = usable and untried, 1 = usable but tried, 0 = not usable.
     auto rank = [&](std::uint32_t i) noexcept -> int {
         const auto& st = *s.state_of[i];
-        if (!panic && st.ejected_at(now_ns)) return 0;
+        if (!panic && st.unusable_at(now_ns)) return 0;
         if (tried != nullptr && tried->contains(&st)) return 1;
         return st.breaker && st.breaker->state() == circuit_state::open ? 1 : 2;
     };
