@@ -1,0 +1,78 @@
+// A balancer's pick (and the lease's release) per policy over 4 endpoints,
+// with 1 and 2 threads sharing one balancer, side by side with the same
+// picker behind one std::mutex, and with one clock read. The pick is given
+// a time reading (as a pipeline passes its own), so no clock is read inside.
+//
+// Names follow bench/README.md: <group>/resil and <group>/baseline_<what>,
+// compared within a group.
+#include "bench_support.hpp"
+
+#include <resil/balancer.hpp>
+
+#include <mutex>
+#include <vector>
+
+namespace {
+
+const std::vector<resil::endpoint> replicas{{.address = "10.0.0.1:80"}, {.address = "10.0.0.2:80"},
+                                            {.address = "10.0.0.3:80"}, {.address = "10.0.0.4:80"}};
+
+resil::balancer& shared(resil::balancing_policy p) {
+    static resil::balancer rr{replicas, {.policy = resil::balancing_policy::round_robin}};
+    static resil::balancer random{replicas, {.policy = resil::balancing_policy::random}};
+    static resil::balancer least{replicas, {.policy = resil::balancing_policy::least_outstanding}};
+    static resil::balancer p2c{replicas, {.policy = resil::balancing_policy::power_of_two_choices}};
+    static resil::balancer ewma{replicas, {.policy = resil::balancing_policy::peak_ewma}};
+    switch (p) {
+        case resil::balancing_policy::round_robin: return rr;
+        case resil::balancing_policy::random: return random;
+        case resil::balancing_policy::least_outstanding: return least;
+        case resil::balancing_policy::power_of_two_choices: return p2c;
+        case resil::balancing_policy::peak_ewma: break;
+    }
+    return ewma;
+}
+
+std::mutex picks_mutex;
+
+template <resil::balancing_policy P, bool Locked>
+void pick(benchmark::State& state) {
+    auto& lb = shared(P);
+    const auto now = resil::steady_clock{}.now();
+    const auto before = resil_bench::allocations.load();
+    for (auto _ : state) {
+        if constexpr (Locked) {
+            std::lock_guard lock(picks_mutex);
+            auto lease = lb.pick(now);
+            benchmark::DoNotOptimize(lease);
+        } else {
+            auto lease = lb.pick(now);
+            benchmark::DoNotOptimize(lease);
+        }
+    }
+    resil_bench::report_allocations(state, before);
+}
+
+void clock_read(benchmark::State& state) {
+    const auto before = resil_bench::allocations.load();
+    resil::steady_clock clock;
+    for (auto _ : state) benchmark::DoNotOptimize(clock.now());
+    resil_bench::report_allocations(state, before);
+}
+
+using resil::balancing_policy;
+
+}  // namespace
+
+#define RESIL_BENCH_POLICY(group, policy)                                                                    \
+    BENCHMARK(clock_read)->Name(group "/baseline_clock_read")->Threads(1)->Threads(2);                       \
+    BENCHMARK(pick<policy, true>)->Name(group "/baseline_mutex")->Threads(1)->Threads(2);                    \
+    BENCHMARK(pick<policy, false>)->Name(group "/resil")->Threads(1)->Threads(2)
+
+RESIL_BENCH_POLICY("round_robin", balancing_policy::round_robin);
+RESIL_BENCH_POLICY("random", balancing_policy::random);
+RESIL_BENCH_POLICY("least_outstanding", balancing_policy::least_outstanding);
+RESIL_BENCH_POLICY("p2c", balancing_policy::power_of_two_choices);
+RESIL_BENCH_POLICY("peak_ewma", balancing_policy::peak_ewma);
+
+BENCHMARK_MAIN();
