@@ -196,3 +196,19 @@ TEST_CASE("failover: the secondary group takes calls only while the primary's us
     clock.advance(30s);
     CHECK(seen_now() == std::set<std::string>{"a:80", "b:80", "c:80", "d:80"});
 }
+
+TEST_CASE("a lease's record() returns the ejection its result caused") {
+    manual_clock clock;
+    balancer lb{replicas(10), {.policy = balancing_policy::round_robin}};
+    REQUIRE(fail(lb, "e:80", clock.now(), 4));
+    auto lease = lease_on(lb, "e:80", clock.now());
+    REQUIRE(lease);
+    const auto ejected = lease.record(clock.now(), endpoint_result::failure);
+    REQUIRE(ejected.has_value());
+    CHECK(ejected->address == "e:80");
+    CHECK(ejected->times_ejected == 1);
+    CHECK(ejected->ejected_for == 30s);
+    CHECK(ejected->at == clock.now());
+    lease.release();
+    CHECK_FALSE(lease_on(lb, "e:80", clock.now()).record(clock.now(), endpoint_result::failure).has_value());
+}

@@ -378,6 +378,11 @@ public:
     /// releases the lease. Does nothing on an empty lease.
     inline void finish(time_point now, endpoint_result result) noexcept;
 
+    /// Records the call as finish() does but keeps the lease (release() it
+    /// after): returns the ejection this result caused, if any, e.g. to
+    /// log it with the call (its address is valid until the lease is released).
+    [[nodiscard]] inline std::optional<events::endpoint_ejected> record(time_point now, endpoint_result result) noexcept;
+
     /// Releases the lease without recording anything (a cancelled call).
     void release() noexcept;
 
@@ -590,9 +595,11 @@ private:
     /// whose time is up; one thread at a time (the others use the counts as they are).
     void refresh(detail::balancer_snapshot& s, std::int64_t now_ns) const;
 
-    void record(detail::balancer_snapshot& s, std::uint32_t index, time_point started, time_point now,
-                endpoint_result result) const noexcept;
-    void try_eject(detail::balancer_snapshot& s, std::uint32_t index, std::int64_t now_ns) const noexcept;
+    std::optional<events::endpoint_ejected> record(detail::balancer_snapshot& s, std::uint32_t index,
+                                                   time_point started, time_point now,
+                                                   endpoint_result result) const noexcept;
+    std::optional<events::endpoint_ejected> try_eject(detail::balancer_snapshot& s, std::uint32_t index,
+                                                      std::int64_t now_ns) const noexcept;
 
     [[nodiscard]] double cost(const detail::endpoint_state& st, std::int64_t now_ns, std::uint32_t weight) const noexcept;
 
@@ -631,8 +638,13 @@ inline void endpoint_lease::release() noexcept {
 
 inline void endpoint_lease::finish(time_point now, endpoint_result result) noexcept {
     if (snapshot_ == nullptr) return;
-    owner_->record(*snapshot_, index_, started_, now, result);
+    (void)owner_->record(*snapshot_, index_, started_, now, result);
     release();
+}
+
+inline std::optional<events::endpoint_ejected> endpoint_lease::record(time_point now, endpoint_result result) noexcept {
+    if (snapshot_ == nullptr) return std::nullopt;
+    return owner_->record(*snapshot_, index_, started_, now, result);
 }
 
 // ---- balancer ----
@@ -733,8 +745,9 @@ inline double balancer::cost(const detail::endpoint_state& st, std::int64_t now_
     return latency * (out + 1.0) / static_cast<double>(weight);
 }
 
-inline void balancer::record(detail::balancer_snapshot& s, std::uint32_t index, time_point started, time_point now,
-                             endpoint_result result) const noexcept {
+inline std::optional<events::endpoint_ejected> balancer::record(detail::balancer_snapshot& s, std::uint32_t index,
+                                                                time_point started, time_point now,
+                                                                endpoint_result result) const noexcept {
     auto& st = *s.state_of[index];
     const auto now_ns = detail::ns_of(now);
     if (options_.policy == balancing_policy::peak_ewma) {
@@ -755,16 +768,19 @@ inline void balancer::record(detail::balancer_snapshot& s, std::uint32_t index, 
     if (result == endpoint_result::success) {
         if (st.consecutive_failures.load(std::memory_order_relaxed) != 0)
             st.consecutive_failures.store(0, std::memory_order_relaxed);
-        return;
+        return std::nullopt;
     }
     const auto threshold = options_.outlier.consecutive_failures;
-    if (threshold == 0) return;
-    if (st.consecutive_failures.fetch_add(1, std::memory_order_acq_rel) + 1 >= threshold) try_eject(s, index, now_ns);
+    if (threshold == 0) return std::nullopt;
+    if (st.consecutive_failures.fetch_add(1, std::memory_order_acq_rel) + 1 >= threshold)
+        return try_eject(s, index, now_ns);
+    return std::nullopt;
 }
 
-inline void balancer::try_eject(detail::balancer_snapshot& s, std::uint32_t index, std::int64_t now_ns) const noexcept {
+inline std::optional<events::endpoint_ejected> balancer::try_eject(detail::balancer_snapshot& s, std::uint32_t index,
+                                                                   std::int64_t now_ns) const noexcept {
     auto& st = *s.state_of[index];
-    if (st.ejected_until.load(std::memory_order_acquire) != 0) return;  // already out (a late failure)
+    if (st.ejected_until.load(std::memory_order_acquire) != 0) return std::nullopt;  // already out (a late failure)
     // The ejection count must be fresh for the cap: refresh first (returns expired ejections).
     refresh(s, now_ns);
     const auto n = s.endpoints.size();
@@ -773,7 +789,7 @@ inline void balancer::try_eject(detail::balancer_snapshot& s, std::uint32_t inde
     // Claim a slot under the cap, then the endpoint.
     auto count = ejected_count_.load(std::memory_order_acquire);
     do {
-        if (count >= cap) return;
+        if (count >= cap) return std::nullopt;
     } while (!ejected_count_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
     const auto times = st.times_ejected.load(std::memory_order_relaxed) + 1;
     const auto base = options_.outlier.base_ejection_time.count();
@@ -782,13 +798,15 @@ inline void balancer::try_eject(detail::balancer_snapshot& s, std::uint32_t inde
     std::int64_t idle = 0;
     if (!st.ejected_until.compare_exchange_strong(idle, now_ns + length, std::memory_order_acq_rel)) {
         ejected_count_.fetch_sub(1, std::memory_order_acq_rel);
-        return;
+        return std::nullopt;
     }
     st.times_ejected.store(times, std::memory_order_relaxed);
     st.consecutive_failures.store(0, std::memory_order_relaxed);
     ejections_.fetch_add(1, std::memory_order_relaxed);
     health_changes_.fetch_add(1, std::memory_order_acq_rel);
-    if (options_.on_ejected) options_.on_ejected({s.endpoints[index].address, times, duration{length}, time_point{duration{now_ns}}});
+    const events::endpoint_ejected event{s.endpoints[index].address, times, duration{length}, time_point{duration{now_ns}}};
+    if (options_.on_ejected) options_.on_ejected(event);
+    return event;
 }
 
 inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const tried_endpoints* tried) const {

@@ -18,7 +18,9 @@
 // end a run of failures. With per-endpoint breakers
 // (balancer_options::endpoint_breaker), the picked endpoint's breaker is
 // asked first; an endpoint it refuses is counted as tried and another is
-// picked. The pick reads the pipeline's clock reading (ctx.recent_now()); the
+// picked. Ejections and returns reach balancer_options::on_ejected and
+// on_returned (a pipeline's listener is not told: the callable's context
+// carries no listener). The pick reads the pipeline's clock reading (ctx.recent_now()); the
 // latency is measured with one more reading after the call.
 #pragma once
 
@@ -27,7 +29,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "../events.hpp"
 #include "../outcome.hpp"
 #include "balancer.hpp"
 
@@ -45,7 +46,7 @@ struct adl_classify {
 /// Picks an endpoint of `lb` (avoiding those in `tried`, and adding the one
 /// picked), runs `fn(endpoint)` and records its latency and result. Returns
 /// the result with `classify`'s verdict, or a rejection with
-/// reason::no_endpoint (emitted as events::rejected) when no endpoint is left.
+/// reason::no_endpoint when no endpoint is left.
 /// An exception from `fn` propagates; the endpoint's in-flight count still ends.
 template <class Context, class Fn, class Classifier = detail::adl_classify>
     requires std::invocable<Fn&, const endpoint&>
@@ -73,7 +74,6 @@ auto call_endpoint(const balancer& lb, Context& ctx, tried_endpoints& tried, Fn&
         lease.finish(now, failed ? endpoint_result::failure : endpoint_result::success);
         return result_type::from_value(c, std::move(value));
     }
-    ctx.emit(events::rejected{reason::no_endpoint, std::nullopt});
     return result_type::rejected(reason::no_endpoint);
 }
 
