@@ -139,6 +139,8 @@ public:
     }
 
     [[nodiscard]] const health_check_options& options() const noexcept { return options_; }
+    /// The clock probes are timed and scheduled on.
+    [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
 private:
     struct probe_state {
