@@ -33,7 +33,8 @@ namespace resil::asio {
 template <class Executor, resil::clock Clock = resil::steady_clock>
 class health_check_timer {
 public:
-    /// The checker must outlive the timer's last run (stop() first).
+    /// The checker must outlive the timer's last run (stop() first), and the
+    /// executor's execution context must outlive the timer (its destructor posts the cancel).
     health_check_timer(Executor executor, basic_health_checker<Clock>& checker)
         : state_(std::make_shared<state>(executor, checker)) {}
     health_check_timer(const health_check_timer&) = delete;
