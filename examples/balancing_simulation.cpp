@@ -19,7 +19,8 @@
 // Power of two choices compares two random replicas only and comes close.
 // Peak EWMA ranks the same two by latency × (in flight + 1): here, where the
 // replicas are identical and the queue length says it all, it lands next to
-// P2C; it earns its keep when replicas differ in speed.
+// P2C; it is meant for replicas that differ in speed, which this model does
+// not have.
 //
 // The reference columns are the figures of the same model written in Python
 // (random.Random(7)): with another random generator the figures are not
