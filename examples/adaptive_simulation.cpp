@@ -38,7 +38,10 @@
 #include <optional>
 #include <queue>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "support/svg.hpp"
 
 using namespace std::chrono_literals;
 using resil::duration;
@@ -232,17 +235,11 @@ result simulate(strategy which) {
 // dependency per second, the concurrency limit, the p99 latency of each
 // second's answers.
 void write_svg(const char* path, const std::vector<result>& results) {
-    std::FILE* f = std::fopen(path, "w");
-    if (!f) {
-        std::fprintf(stderr, "cannot write %s\n", path);
-        return;
-    }
     constexpr int width = 900, panel = 200, left = 60, top = 30, gap = 50;
     constexpr int plot_w = width - left - 150;
     const char* colors[] = {"#888888", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"};
-    std::fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
-                    "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-                 width, top + 3 * (panel + gap));
+    example_svg::file svg{path, width, top + 3 * (panel + gap)};
+    if (!svg) return;
     struct axis {
         const char* title;
         double max;
@@ -252,45 +249,42 @@ void write_svg(const char* path, const std::vector<result>& results) {
                            {"p99 latency of the answers (ms)", 300.0}};
     for (int k = 0; k < 3; ++k) {
         const int y0 = top + k * (panel + gap);
-        std::fprintf(f, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s</text>\n", left, y0 - 8, panels[k].title);
+        svg.add("<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s</text>\n", left, y0 - 8, panels[k].title);
         // The capacity drop, shaded.
         const double x60 = left + plot_w * 60.0 / seconds_total, x180 = left + plot_w * 180.0 / seconds_total;
-        std::fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#f3e6e6\"/>\n", x60, y0,
-                     x180 - x60, panel);
-        std::fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", left,
-                     y0, plot_w, panel);
+        svg.add("<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#f3e6e6\"/>\n", x60, y0, x180 - x60,
+                panel);
+        svg.add("<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", left, y0,
+                plot_w, panel);
         for (int tick = 0; tick <= 4; ++tick) {
             const double v = panels[k].max * tick / 4.0;
-            std::fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", left - 4,
-                         y0 + panel - panel * tick / 4.0 + 4, v);
+            svg.add("<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", left - 4,
+                    y0 + panel - panel * tick / 4.0 + 4, v);
         }
         for (int t = 0; t <= seconds_total; t += 60)
-            std::fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d s</text>\n",
-                         left + plot_w * static_cast<double>(t) / seconds_total, y0 + panel + 14, t);
+            svg.add("<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d s</text>\n",
+                    left + plot_w * static_cast<double>(t) / seconds_total, y0 + panel + 14, t);
         for (std::size_t i = 0; i < results.size(); ++i) {
             const auto& r = results[i];
             if (k == 1 && (r.which == strategy::none || r.which == strategy::sre || r.which == strategy::sre_short))
                 continue;  // no concurrency limit to draw
-            std::fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" points=\"", colors[i]);
+            std::vector<std::pair<double, double>> points;
             for (int t = 0; t < seconds_total; ++t) {
                 const auto& x = r.seconds[static_cast<std::size_t>(t)];
                 double v = k == 0   ? x.sent
                            : k == 1 ? x.limit
                                     : static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(x.p99).count());
                 v = std::min(v, panels[k].max);
-                std::fprintf(f, "%.1f,%.1f ", left + plot_w * (t + 0.5) / seconds_total,
-                             y0 + panel - panel * v / panels[k].max);
+                points.emplace_back(left + plot_w * (t + 0.5) / seconds_total, y0 + panel - panel * v / panels[k].max);
             }
-            std::fprintf(f, "\"/>\n");
+            svg.polyline(colors[i], points);
         }
     }
     for (std::size_t i = 0; i < results.size(); ++i)
-        std::fprintf(f, "<text x=\"%d\" y=\"%zu\" fill=\"%s\">%s</text>\n", left + plot_w + 15, top + 20 + 18 * i,
-                     colors[i], name_of(results[i].which));
-    std::fprintf(f, "<text x=\"%d\" y=\"%zu\" fill=\"#b07070\">capacity 40/s</text>\n", left + plot_w + 15,
-                 top + 20 + 18 * results.size() + 10);
-    std::fprintf(f, "</svg>\n");
-    std::fclose(f);
+        svg.add("<text x=\"%d\" y=\"%zu\" fill=\"%s\">%s</text>\n", left + plot_w + 15, top + 20 + 18 * i, colors[i],
+                name_of(results[i].which));
+    svg.add("<text x=\"%d\" y=\"%zu\" fill=\"#b07070\">capacity 40/s</text>\n", left + plot_w + 15,
+            top + 20 + 18 * results.size() + 10);
 }
 
 }  // namespace
