@@ -59,12 +59,13 @@
 // to measure recovery.
 //
 // Lock-free: the in-flight count is one word (a compare-and-swap admits, one
-// subtraction releases, as in resil::concurrency_limit); AIMD's state is one
+// subtraction releases, as in resil::concurrency_limit), which also counts
+// the calls admitted (the same compare-and-swap); AIMD's state is one
 // word (limit, successes in the round, the round's number) changed by
 // compare-and-swap; Gradient2's is two doubles (the estimate, the long RTT),
 // each changed by its own compare-and-swap (the long RTT's warm-up keeps its
-// sum and count in one word). The admitted and shed counters are per-thread
-// stripes, and so are AIMD's successes: each thread counts them in its
+// sum and count in one word). The shed counter is per-thread stripes, and so
+// are AIMD's successes: each thread counts them in its
 // stripe and adds them to the shared word in batches of
 // ⌈(successes the round still needs) / stripes⌉, so a round of L successes
 // writes the shared word about log(L) times per thread instead of L times.
@@ -261,16 +262,17 @@ public:
     [[nodiscard]] permit try_acquire(time_point now) const noexcept {
         const auto state = aimd_.load(std::memory_order_relaxed);
         const auto lim = gradient() ? gradient_limit() : limit_of(state);
-        auto current = in_flight_.load(std::memory_order_relaxed);
+        auto current = admissions_.load(std::memory_order_relaxed);
         do {
-            if (current >= lim) {
+            if ((current & field_mask) >= lim) {
                 counts_.local().shed.fetch_add(1, std::memory_order_relaxed);
                 return permit{};
             }
-        } while (!in_flight_.compare_exchange_weak(current, current + 1, std::memory_order_acquire,
-                                                   std::memory_order_relaxed));
-        counts_.local().admitted.fetch_add(1, std::memory_order_relaxed);
-        return permit{this, now, current + 1, round_of(state)};
+        } while (!admissions_.compare_exchange_weak(current, current + one_admission, std::memory_order_acquire,
+                                                    std::memory_order_relaxed));
+        // The admissions counted wrapped past 2^40: carry it.
+        if ((current >> 24) == admitted_field_max) wraps_.fetch_add(1, std::memory_order_relaxed);
+        return permit{this, now, static_cast<std::uint32_t>(current & field_mask) + 1, round_of(state)};
     }
     /// try_acquire() at the clock's reading (read only by Gradient2).
     [[nodiscard]] permit try_acquire() const noexcept {
@@ -299,7 +301,9 @@ public:
     [[nodiscard]] std::uint32_t limit() const noexcept {
         return gradient() ? gradient_limit() : limit_of(aimd_.load(std::memory_order_relaxed));
     }
-    [[nodiscard]] std::uint32_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint32_t in_flight() const noexcept {
+        return static_cast<std::uint32_t>(admissions_.load(std::memory_order_relaxed) & field_mask);
+    }
     /// Gradient2's long RTT average (zero before the first sample, and for AIMD).
     [[nodiscard]] duration long_rtt() const noexcept {
         const auto w = samples_.load(std::memory_order_relaxed);
@@ -311,10 +315,8 @@ public:
         adaptive_limit_metrics m;
         m.limit = limit();
         m.in_flight = in_flight();
-        for (std::size_t i = 0; i < counts_.size(); ++i) {
-            m.admitted += counts_[i].admitted.load(std::memory_order_relaxed);
-            m.shed += counts_[i].shed.load(std::memory_order_relaxed);
-        }
+        m.admitted = (wraps_.load(std::memory_order_relaxed) << 40) + (admissions_.load(std::memory_order_relaxed) >> 24);
+        for (std::size_t i = 0; i < counts_.size(); ++i) m.shed += counts_[i].shed.load(std::memory_order_relaxed);
         m.increases = increases_.load(std::memory_order_relaxed);
         m.decreases = decreases_.load(std::memory_order_relaxed);
         m.limit_changes = m.increases + m.decreases;
@@ -512,12 +514,17 @@ private:
         return changed(static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(next), s);
     }
 
-    void release_one() const noexcept { in_flight_.fetch_sub(1, std::memory_order_release); }
+    void release_one() const noexcept { admissions_.fetch_sub(1, std::memory_order_release); }
 
-    // Per-thread: calls admitted and shed; AIMD's successes not yet added to
-    // the shared word (the round's epoch << 24 | their count).
+    // The in-flight count and the admissions, one word: calls admitted (40
+    // bits, mod 2^40; wraps_ counts the wraps) << 24 | in flight (24 bits: at
+    // most largest_limit). One compare-and-swap admits and counts.
+    static constexpr std::uint64_t one_admission = (std::uint64_t{1} << 24) + 1;
+    static constexpr std::uint64_t admitted_field_max = (std::uint64_t{1} << 40) - 1;
+
+    // Per-thread: calls shed; AIMD's successes not yet added to the shared
+    // word (the round's epoch << 24 | their count).
     struct stripe_counts {
-        std::atomic<std::uint64_t> admitted{0};
         std::atomic<std::uint64_t> shed{0};
         std::atomic<std::uint64_t> pending{0};
     };
@@ -527,7 +534,8 @@ private:
     [[no_unique_address]] Clock clock_;
     detail::stripes<stripe_counts> counts_;
     // Written by every admission and release.
-    alignas(detail::stripe_alignment) mutable std::atomic<std::uint32_t> in_flight_{0};
+    alignas(detail::stripe_alignment) mutable std::atomic<std::uint64_t> admissions_{0};
+    mutable std::atomic<std::uint64_t> wraps_{0};  // written once per 2^40 admissions (a reading at that moment may miss one)
     // Written by every completion.
     alignas(detail::stripe_alignment) mutable std::atomic<std::uint64_t> aimd_{0};
     mutable std::atomic<double> estimate_{0.0};
