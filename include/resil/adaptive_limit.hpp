@@ -65,16 +65,17 @@
 // compare-and-swap; Gradient2's is two doubles (the estimate, the long RTT),
 // each changed by its own compare-and-swap (the long RTT's warm-up keeps its
 // sum and count in one word). The shed counter is per-thread stripes, and so
-// are AIMD's successes: each thread counts them in its
-// stripe and adds them to the shared word in batches of
-// ⌈(successes the round still needs) / stripes⌉, so a round of L successes
-// writes the shared word about log(L) times per thread instead of L times.
-// A thread alone adds its last success exactly when the round is full (the
-// batches shrink to 1 as the round fills), so the limit moves on the same
-// call as with one shared count; with several threads a rise can wait for up
-// to one batch per other thread, and a batch counted under a limit that has
-// moved since is dropped (it was a round of the old limit). Every change of the limit is counted (metrics()) and returned by
-// complete() as an events::limit_changed, which the pipeline policy emits.
+// are AIMD's successes: each thread counts them in its stripe and adds them
+// to the shared word in batches of ⌈(successes the round still needs) /
+// stripes⌉, so a round of L successes writes the shared word about log(L)
+// times per thread instead of L times. A thread alone adds its last success
+// exactly when the round is full (the batches shrink to 1 as the round
+// fills), so the limit moves on the same call as with one shared count; with
+// several threads a rise can wait for up to one batch per other thread, and
+// a batch counted under a limit that has moved since is dropped (it was a
+// round of the old limit). Every change of the limit is counted (metrics())
+// and returned by complete() as an events::limit_changed, which the pipeline
+// policy emits.
 #pragma once
 
 #include <algorithm>
