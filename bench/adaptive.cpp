@@ -35,8 +35,9 @@ using namespace std::chrono_literals;
 // in flight: 8 permits stay held, so each call (the 9th or 10th in flight of
 // a limit in [10, 18]) is one the limit learns from. Below max: one call in
 // 64 is an overload, so the limit keeps being cut and rising again (every
-// success counts towards the round, or moves Gradient2's estimate: a
-// compare-and-swap each). At max: only successes, the limit stays at 18,
+// success counts towards the round, in the thread's stripe and in batches in
+// the shared word, or moves Gradient2's estimate: a compare-and-swap each).
+// At max: only successes, the limit stays at 18,
 // where a full round (AIMD) or an estimate at max_limit (Gradient2) writes
 // nothing shared.
 template <resil::adaptive_algorithm Algorithm, bool AtMax>

@@ -75,6 +75,19 @@ TEST_CASE("adaptive limit options: one validate(), messages of one form") {
           "resil::adaptive_limit: `queue_size` must be in [1, 200], got 201");
     CHECK(error_of({.algorithm = adaptive_algorithm::gradient2, .queue_size = 1}).empty());
     CHECK_FALSE(error_of({.backoff_ratio = std::numeric_limits<double>::quiet_NaN()}).empty());
+    // min > max, whichever is set: an error, never a limit of 0 or below min_limit.
+    CHECK(error_of({.min_limit = 50, .max_limit = 40}) ==
+          "resil::adaptive_limit: `min_limit` must be in [1, max_limit (40)], got 50");
+    CHECK(error_of({.max_limit = 1'000'001}) == "resil::adaptive_limit: `max_limit` must be in [1, 1000000], got 1000001");
+    CHECK(error_of({.initial_limit = 0}) ==
+          "resil::adaptive_limit: `initial_limit` must be in [min_limit, max_limit] = [1, 200], got 0");
+    CHECK(error_of({.initial_limit = 201}) ==
+          "resil::adaptive_limit: `initial_limit` must be in [min_limit, max_limit] = [1, 200], got 201");
+    CHECK_FALSE(error_of({.algorithm = adaptive_algorithm::gradient2,
+                          .smoothing = std::numeric_limits<double>::quiet_NaN()}).empty());
+    CHECK_FALSE(error_of({.algorithm = adaptive_algorithm::gradient2,
+                          .rtt_tolerance = std::numeric_limits<double>::infinity()}).empty());
+    CHECK(error_of({.initial_limit = 1, .min_limit = 1, .max_limit = 1, .queue_size = 1}).empty());
 }
 
 TEST_CASE("AIMD: +1 per round of successes as large as the limit, exact trajectory") {
@@ -258,6 +271,29 @@ TEST_CASE("Gradient2: rises under steady low latency, falls when latency doubles
     CHECK(cut->to == static_cast<std::uint32_t>(before * 0.9));
 }
 
+TEST_CASE("Gradient2: never a limit of 0, whatever the latency or the overloads") {
+    manual_clock clock;
+    limit_t l{{.algorithm = adaptive_algorithm::gradient2, .initial_limit = 3, .cut_once_per_round = false}, clock};
+    // Every call an overload, cut on each: down to min_limit (1), where a call still gets through.
+    for (int i = 0; i < 100; ++i) {
+        auto p = l.try_acquire(clock.now());
+        REQUIRE(p);
+        l.complete(std::move(p), load_signal::overload, clock.now());
+    }
+    CHECK(l.limit() == 1);
+    // Latencies of no time at all and of years: the estimate stays in [min_limit, max_limit].
+    for (const auto latency : {resil::duration::zero(), resil::duration{std::chrono::hours{24 * 365 * 100}}, 1ns}) {
+        auto p = l.try_acquire(clock.now());
+        REQUIRE(p);
+        clock.advance(latency);
+        l.complete(std::move(p), load_signal::accepted, clock.now());
+        CHECK(l.limit() >= 1);
+        CHECK(l.limit() <= 200);
+    }
+    CHECK(l.long_rtt() > resil::duration::zero());
+    CHECK(l.try_acquire(clock.now()).held());
+}
+
 TEST_CASE("Gradient2: calls failing at once cut once per round, not down to 1") {
     manual_clock clock;
     limit_t l{{.algorithm = adaptive_algorithm::gradient2}, clock};
@@ -387,6 +423,33 @@ TEST_CASE("adaptive limit: threads admit and release with exact totals") {
         CHECK(m.limit <= 4);
         CHECK(m.limit_changes == m.increases + m.decreases);
     }
+}
+
+TEST_CASE("AIMD: successes counted by several threads still fill each round, one change per +1") {
+    manual_clock clock;
+    limit_t l{{.initial_limit = 5, .min_limit = 1, .max_limit = 8}, clock};
+    // Four permits held: every admitted call is the 5th or more in flight, which tests limits up to 10.
+    std::vector<limit_t::permit> held;
+    for (int i = 0; i < 4; ++i) held.push_back(l.try_acquire());
+    constexpr int threads = 4, calls = 2000;
+    std::atomic<std::uint64_t> successes{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&] {
+            for (int i = 0; i < calls; ++i)
+                if (auto p = l.try_acquire(clock.now())) {
+                    successes.fetch_add(1);
+                    l.complete(std::move(p), load_signal::accepted, clock.now());
+                }
+        });
+    for (auto& th : pool) th.join();
+    // Rounds of 5, 6 and 7 successes: 18, and at most one batch per other stripe late each; thousands were counted.
+    REQUIRE(successes.load() > 1000);
+    CHECK(l.limit() == 8);
+    const auto m = l.metrics();
+    CHECK(m.increases == 3);
+    CHECK(m.decreases == 0);
+    CHECK(m.admitted == successes.load() + 4);
 }
 
 TEST_CASE("docs/adaptive.md, In a pipeline: throttle and limit inside the retry, on the manual clock") {

@@ -38,6 +38,13 @@ TEST_CASE("adaptive throttle options: K < 1, a zero window are errors") {
     CHECK(error_of({.window = resil::duration::zero()}) ==
           "resil::adaptive_throttle: `window` must be in [10ms, 24h], got 0s");
     CHECK_FALSE(error_of({.k = std::numeric_limits<double>::quiet_NaN()}).empty());
+    CHECK(error_of({.k = 1001}) == "resil::adaptive_throttle: `k` must be in [1, 1000], got 1001");
+    CHECK_FALSE(error_of({.k = std::numeric_limits<double>::infinity()}).empty());
+    CHECK(error_of({.k = 1.0}).empty());
+    CHECK(error_of({.window = -1s}) == "resil::adaptive_throttle: `window` must be in [10ms, 24h], got -1s");
+    CHECK(error_of({.window = 9ms}) == "resil::adaptive_throttle: `window` must be in [10ms, 24h], got 9ms");
+    CHECK(error_of({.window = std::chrono::hours{25}}) == "resil::adaptive_throttle: `window` must be in [10ms, 24h], got 25h");
+    CHECK(error_of({.window = 10ms}).empty());
 }
 
 TEST_CASE("throttle probability: the SRE formula on known counts") {

@@ -4,6 +4,7 @@
 
 #include <resil/circuit_breaker.hpp>
 #include <resil/deadline_policy.hpp>
+#include <resil/adaptive_limit.hpp>
 #include <resil/fallback.hpp>
 #include <resil/jitter.hpp>
 #include <resil/metrics.hpp>
@@ -92,6 +93,14 @@ TEST_CASE("fmt: every event formats as one line") {
           "quota store failed: admitted by the local bucket (fail open)");
     CHECK(fmt::format("{}", events::quota_store_failed{true, false}) ==
           "quota store failed: rejected by the local bucket (fail open)");
+    CHECK(fmt::format("{}", events::limit_changed{20, 18, resil::load_signal::overload, 3}) ==
+          "concurrency limit 20 -> 18 (overload)");
+    CHECK(fmt::format("{}", events::limit_changed{18, 19, resil::load_signal::accepted, 4}) ==
+          "concurrency limit 18 -> 19 (accepted)");
+    CHECK(fmt::format("{}", events::pace_changed{2.0, 5, duration::zero(), 1}) == "pace 2/s, burst 5");
+    CHECK(fmt::format("{}", events::pace_changed{1.0 / 60, 1, duration::zero(), 2}) == "pace 0.0167/s, burst 1");
+    CHECK(fmt::format("{}", events::pace_changed{2.0, 5, 5s, 3}) == "pace 2/s, burst 5, paused for 5s");
+    CHECK(fmt::format("[{:>9}]", resil::load_signal::overload) == "[ overload]");
 }
 
 TEST_CASE("fmt: durations in lines are rounded to three significant digits") {
@@ -184,6 +193,29 @@ TEST_CASE("fmt: a metrics snapshot formats as one line, reasons only when counte
           "calls 7: 2 ok, 5 failed (retries_exhausted 3, circuit_open 2); attempts 12; retries 6 (1 after "
           "Retry-After); retries exhausted 3; budget refusals 0; deadlines exceeded 0; rejections 2 (circuit_open 2); "
           "fallbacks 5 (retries_exhausted 3, circuit_open 2); breaker opened 2, half-opened 1, closed 1, open 30s");
+    // An adaptive limit's and a paced bucket's changes, only when there are some.
+    s.limit_increases = 4;
+    s.limit_decreases = 1;
+    s.pace_changes = 2;
+    const auto line = fmt::format("{}", s);
+    CHECK(line.ends_with("open 30s; limit raised 4, lowered 1; pace changes 2"));
+}
+
+TEST_CASE("fmt: the log listener writes a line for each change of an adaptive limit") {
+    manual_clock clock;
+    std::vector<std::string> lines;
+    const resil::log_listener log{[&lines](std::string_view line) { lines.emplace_back(line); }, "batch"};
+    STATIC_REQUIRE(resil::listens_to<decltype(log), events::limit_changed>);
+    STATIC_REQUIRE(resil::listens_to<decltype(log), events::pace_changed>);
+    resil::basic_adaptive_limit<manual_clock> limit{{.initial_limit = 2, .min_limit = 1, .max_limit = 10}, clock};
+    const auto pipe = resil::pipeline(clock, std::ref(limit)).with_listener(log);
+    const auto by_status = [](int status) { return status == 503 ? verdict::retryable : verdict::success; };
+    for (const int status : {200, 200, 503}) (void)pipe([status] { return status; }, by_status);
+    std::vector<std::string> changes;
+    for (const auto& l : lines)
+        if (l.find("limit") != std::string::npos) changes.push_back(l);
+    CHECK(changes == std::vector<std::string>{"batch: concurrency limit 2 -> 3 (accepted)",
+                                              "batch: concurrency limit 3 -> 2 (overload)"});
 }
 
 TEST_CASE("fmt: the log listener writes one line per event of a scripted run") {

@@ -54,6 +54,9 @@ void check_counters(const nlohmann::json& j, const resil::metrics_snapshot& s) {
     CHECK(j["breaker_half_opened"] == s.breaker_half_opened);
     CHECK(j["breaker_closed"] == s.breaker_closed);
     CHECK(j["breaker_open_seconds"].get<double>() == Approx(std::chrono::duration<double>(s.time_open).count()));
+    CHECK(j["limit_increases"] == s.limit_increases);
+    CHECK(j["limit_decreases"] == s.limit_decreases);
+    CHECK(j["pace_changes"] == s.pace_changes);
     check_counts(j["failures"], s.failures);
     check_counts(j["rejections"], s.rejections);
     check_counts(j["fallbacks"], s.fallbacks);
@@ -63,7 +66,7 @@ void check_matches(const nlohmann::json& j, const resil::metrics_snapshot& s, co
     CHECK(j["policy"] == name);
     check_counters(j, s);
     // Nothing else: a consumer can rely on this exact set of keys.
-    CHECK(j.size() == 16);
+    CHECK(j.size() == 19);
 }
 
 // The core's hand-written JSON, deprecated: kept for code that calls it.
@@ -92,6 +95,10 @@ TEST_CASE("metrics json: the export parses and holds every counter of the snapsh
     clock.advance(2s);
     CHECK(pipe([] { return 200; }, judge).ok());  // the probe closes it
     m(events::fallback_used{reason::shed});
+    m(events::limit_changed{20, 18, resil::load_signal::overload, 1});
+    m(events::limit_changed{18, 19, resil::load_signal::accepted, 2});
+    m(events::limit_changed{19, 20, resil::load_signal::accepted, 3});
+    m(events::pace_changed{2.0, 5, resil::duration::zero(), 1});
 
     const auto s = m.snapshot();
     CHECK(s.calls == 3);
@@ -105,6 +112,9 @@ TEST_CASE("metrics json: the export parses and holds every counter of the snapsh
     CHECK(j["breaker_closed"] == 1);
     CHECK(j["fallbacks"]["shed"] == 1);
     CHECK(j["attempts"] == 3);
+    CHECK(j["limit_increases"] == 2);
+    CHECK(j["limit_decreases"] == 1);
+    CHECK(j["pace_changes"] == 1);
 }
 
 TEST_CASE("metrics json: the name is escaped, whatever it holds") {
@@ -141,7 +151,7 @@ TEST_CASE("metrics json: a metrics object with its attempt latency histogram; nl
     const auto j = resil::json::to_json(m);
     CHECK(j["policy"] == "inventory");
     check_counters(j, m.snapshot());
-    CHECK(j.size() == 18);  // the 16 keys of the counters, and the two histograms
+    CHECK(j.size() == 21);  // the 19 keys of the counters, and the two histograms
     CHECK(j["call_duration_seconds"]["buckets"].size() == resil::latency_bucket_bounds.size() + 1);
     const auto& h = j["attempt_duration_seconds"];
     CHECK(h["count"] == 2);
@@ -161,7 +171,7 @@ TEST_CASE("metrics json: a metrics object with its attempt latency histogram; nl
 
     const nlohmann::json counters = m.snapshot();
     check_counters(counters, m.snapshot());
-    CHECK(counters.size() == 15);  // no name in a snapshot
+    CHECK(counters.size() == 18);  // no name in a snapshot
     const nlohmann::json histogram = m.latencies().attempt;
     CHECK(histogram == h);
 }

@@ -4,12 +4,14 @@
 // breaker spent open, the attempt latency histogram, and the Prometheus
 // export (one dependency, and several at once) parsed back by a checker of
 // the text format.
+#include <resil/adaptive_limit.hpp>
 #include <resil/circuit_breaker.hpp>
 #include <resil/concurrency_limit.hpp>
 #include <resil/deadline_policy.hpp>
 #include <resil/events.hpp>
 #include <resil/fallback.hpp>
 #include <resil/metrics.hpp>
+#include <resil/paced_bucket.hpp>
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
 #include <resil/retry_budget.hpp>
@@ -757,7 +759,7 @@ TEST_CASE("metrics: prometheus_text writes several dependencies, each family's H
     for (const auto& [name, type] : parsed.types)
         CHECK(type == (name == "resil_attempt_duration_seconds" || name == "resil_call_duration_seconds" ? "histogram"
                                                                                                          : "counter"));
-    CHECK(parsed.types.size() == 15);
+    CHECK(parsed.types.size() == 18);
     CHECK(parsed.value("resil_call_duration_seconds_count", triton) == 7.0);
     CHECK(parsed.value("resil_call_duration_seconds_count", pay) == 1.0);
 
@@ -990,4 +992,45 @@ TEST_CASE("metrics: every counter and histogram, kept in per-thread stripes, is 
     // The exports read the same sums.
     const auto text = resil::prometheus_text({m});
     CHECK(text.find("resil_calls_total{dependency=\"striped\"} " + std::to_string(all) + "\n") != std::string::npos);
+}
+
+TEST_CASE("metrics: every change of an adaptive limit and of a pace is counted, and exported") {
+    manual_clock clock;
+    resil::metrics m{"batch"};
+    resil::basic_adaptive_limit<manual_clock> limit{{.initial_limit = 2, .min_limit = 1, .max_limit = 10}, clock};
+    const auto pipe = resil::pipeline(clock, std::ref(limit)).with_listener(std::ref(m));
+    const auto by_status = [](int status) { return status == 503 ? verdict::retryable : verdict::success; };
+    // Limit 2: two successes (1 in flight each, which tests half the limit) make a round: 2 -> 3.
+    for (int i = 0; i < 2; ++i) CHECK(pipe([] { return 200; }, by_status).ok());
+    // A 503: 3 -> 2; then a round of 2 successes: 2 -> 3, and a round of 3 (at 1 in flight, under half): none.
+    CHECK(pipe([] { return 503; }, by_status).reason() == reason::failed);
+    for (int i = 0; i < 5; ++i) CHECK(pipe([] { return 200; }, by_status).ok());
+    const auto lm = limit.metrics();
+    auto s = m.snapshot();
+    CHECK(s.limit_increases == lm.increases);
+    CHECK(s.limit_decreases == lm.decreases);
+    CHECK(s.limit_increases == 2);
+    CHECK(s.limit_decreases == 1);
+    CHECK(s.pace_changes == 0);
+
+    // A paced bucket's changes: a new pace (20/s), the same pace again (no event), a pause.
+    resil::basic_paced_bucket<manual_clock> pace{{.rate = 10, .burst = 10}, clock};
+    for (const auto& info : {resil::rate_limit_info{.remaining = 200, .reset = duration{10s}},
+                             resil::rate_limit_info{.remaining = 200, .reset = duration{10s}},
+                             resil::rate_limit_info{.remaining = 0, .reset = duration{5s}}})
+        if (const auto change = pace.update(info, clock.now())) m(*change);
+    s = m.snapshot();
+    CHECK(s.pace_changes == 2);
+    // A limit_changed that moves nothing is not a change.
+    m(events::limit_changed{4, 4, resil::load_signal::accepted, 9});
+    CHECK(m.snapshot().limit_increases == 2);
+
+    const auto parsed = parse_prometheus(m.prometheus());
+    CHECK(parsed.errors == std::vector<std::string>{});
+    const std::map<std::string, std::string> batch{{"policy", "batch"}};
+    CHECK(parsed.value("resil_limit_increases_total", batch) == 2.0);
+    CHECK(parsed.value("resil_limit_decreases_total", batch) == 1.0);
+    CHECK(parsed.value("resil_pace_changes_total", batch) == 2.0);
+    const auto several = parse_prometheus(resil::prometheus_text({m}));
+    CHECK(several.value("resil_limit_decreases_total", {{"dependency", "batch"}}) == 1.0);
 }

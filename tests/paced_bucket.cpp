@@ -207,6 +207,41 @@ TEST_CASE("paced bucket: absurd quotas are clamped, never 0 and never a flood; m
     CHECK(b.rate() == Approx(1e-4));
 }
 
+TEST_CASE("paced bucket: quotas beyond any integer, resets in the past or centuries away change nothing or are clamped") {
+    manual_clock clock;
+    bucket_t b{{.rate = 10, .burst = 10}, clock};
+    const auto observe = [&](std::vector<std::pair<std::string, std::string>> fields) {
+        return b.observe(headers{std::move(fields)}.lookup(), clock.now(), wall);
+    };
+    // The IETF fields are Structured Field integers (at most 15 digits): longer ones are malformed, ignored.
+    CHECK_FALSE(observe({{"RateLimit-Remaining", "99999999999999999999999999"}, {"RateLimit-Reset", "10"}}));
+    CHECK_FALSE(observe({{"RateLimit-Remaining", "10"}, {"RateLimit-Reset", "99999999999999999999999999"}}));
+    CHECK(b.rate() == Approx(10.0));
+    // A reset centuries away (delay-seconds and a Go duration): the slowest pace, not 0 and no overflow.
+    CHECK(observe({{"RateLimit-Remaining", "5"}, {"RateLimit-Reset", "9223372036"}}));
+    CHECK(b.rate() == Approx(1e-4));
+    CHECK(b.burst() == 1);
+    bucket_t go{{.rate = 10, .burst = 10}, clock};
+    CHECK(go.observe(headers{{{"x-ratelimit-remaining-requests", "5"}, {"x-ratelimit-reset-requests", "2562047h"}}}.lookup(),
+                     clock.now(), wall));
+    CHECK(go.rate() == Approx(1e-4));
+    // An exhausted quota whose reset is centuries away: a pause of max_pause, and a token after it.
+    const auto pause = observe({{"RateLimit-Remaining", "0"}, {"RateLimit-Reset", "9223372036"}});
+    REQUIRE(pause);
+    CHECK(pause->paused_for == 5min);
+    CHECK_FALSE(b.try_acquire(clock.now()).granted());
+    // An X-RateLimit-Reset in Unix time already past (a skewed clock): no pace from it, no pause.
+    bucket_t c{{.rate = 10, .burst = 10}, clock};
+    CHECK_FALSE(c.observe(headers{{{"X-RateLimit-Remaining", "0"}, {"X-RateLimit-Reset", "1700000000"}}}.lookup(),
+                          clock.now(), wall));
+    CHECK(c.try_acquire(clock.now()).granted());
+    // X-RateLimit counts past any integer saturate: the fastest pace, burst 1e6, never a flood.
+    CHECK(c.observe(headers{{{"X-RateLimit-Remaining", "99999999999999999999999999"}, {"X-RateLimit-Reset", "1"}}}.lookup(),
+                    clock.now(), wall));
+    CHECK(c.rate() == Approx(1e6));
+    CHECK(c.burst() == 1'000'000);
+}
+
 TEST_CASE("paced bucket pipeline policy: waits for its token and follows the response's headers") {
     manual_clock clock;
     bucket_t b{{.rate = 100, .burst = 1, .max_wait = 2s}, clock};

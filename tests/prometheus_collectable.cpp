@@ -61,10 +61,12 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
     payments(events::rejected{reason::circuit_open, 1s});
     payments(events::call_finished{reason::circuit_open, 0, true, false});
     payments(events::fallback_used{reason::circuit_open});
+    payments(events::limit_changed{20, 18, resil::load_signal::overload, 1});
+    payments(events::pace_changed{2.0, 5, resil::duration::zero(), 1});
 
     const auto resil_metrics = resil::prometheus::make_collectable({inventory, payments});
     const auto families = resil_metrics->Collect();
-    CHECK(families.size() == 15);
+    CHECK(families.size() == 18);
 
     const auto* calls = find(families, "resil_calls_total");
     REQUIRE(calls);
@@ -84,6 +86,10 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
     const auto* transitions = find(families, "resil_breaker_transitions_total");
     REQUIRE(transitions);
     CHECK(find(*transitions, {{"dependency", "payments"}, {"to", "half_open"}})->counter.value == 0.0);
+    CHECK(find(*find(families, "resil_limit_decreases_total"), {{"dependency", "payments"}})->counter.value == 1.0);
+    CHECK(find(*find(families, "resil_limit_increases_total"), {{"dependency", "payments"}})->counter.value == 0.0);
+    CHECK(find(*find(families, "resil_pace_changes_total"), {{"dependency", "payments"}})->counter.value == 1.0);
+    CHECK(find(*find(families, "resil_pace_changes_total"), {{"dependency", "inventory"}})->counter.value == 0.0);
 
     const auto* whole_calls = find(families, "resil_call_duration_seconds");
     REQUIRE(whole_calls);

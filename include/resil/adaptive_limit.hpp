@@ -59,13 +59,23 @@
 // to measure recovery.
 //
 // Lock-free: the in-flight count is one word (a compare-and-swap admits, one
-// subtraction releases, as in resil::concurrency_limit); AIMD's state is one
+// subtraction releases, as in resil::concurrency_limit), which also counts
+// the calls admitted (the same compare-and-swap); AIMD's state is one
 // word (limit, successes in the round, the round's number) changed by
 // compare-and-swap; Gradient2's is two doubles (the estimate, the long RTT),
 // each changed by its own compare-and-swap (the long RTT's warm-up keeps its
-// sum and count in one word). The shed counter is per-thread
-// stripes. Every change of the limit is counted (metrics()) and returned by
-// complete() as an events::limit_changed, which the pipeline policy emits.
+// sum and count in one word). The shed counter is per-thread stripes, and so
+// are AIMD's successes: each thread counts them in its stripe and adds them
+// to the shared word in batches of ⌈(successes the round still needs) /
+// stripes⌉, so a round of L successes writes the shared word about log(L)
+// times per thread instead of L times. A thread alone adds its last success
+// exactly when the round is full (the batches shrink to 1 as the round
+// fills), so the limit moves on the same call as with one shared count; with
+// several threads a rise can wait for up to one batch per other thread, and
+// a batch counted under a limit that has moved since is dropped (it was a
+// round of the old limit). Every change of the limit is counted (metrics())
+// and returned by complete() as an events::limit_changed, which the pipeline
+// policy emits.
 #pragma once
 
 #include <algorithm>
@@ -253,16 +263,17 @@ public:
     [[nodiscard]] permit try_acquire(time_point now) const noexcept {
         const auto state = aimd_.load(std::memory_order_relaxed);
         const auto lim = gradient() ? gradient_limit() : limit_of(state);
-        auto current = in_flight_.load(std::memory_order_relaxed);
+        auto current = admissions_.load(std::memory_order_relaxed);
         do {
-            if (current >= lim) {
-                shed_.local().fetch_add(1, std::memory_order_relaxed);
+            if ((current & field_mask) >= lim) {
+                counts_.local().shed.fetch_add(1, std::memory_order_relaxed);
                 return permit{};
             }
-        } while (!in_flight_.compare_exchange_weak(current, current + 1, std::memory_order_acquire,
-                                                   std::memory_order_relaxed));
-        admitted_.fetch_add(1, std::memory_order_relaxed);
-        return permit{this, now, current + 1, round_of(state)};
+        } while (!admissions_.compare_exchange_weak(current, current + one_admission, std::memory_order_acquire,
+                                                    std::memory_order_relaxed));
+        // The admissions counted wrapped past 2^40: carry it.
+        if ((current >> 24) == admitted_field_max) wraps_.fetch_add(1, std::memory_order_relaxed);
+        return permit{this, now, static_cast<std::uint32_t>(current & field_mask) + 1, round_of(state)};
     }
     /// try_acquire() at the clock's reading (read only by Gradient2).
     [[nodiscard]] permit try_acquire() const noexcept {
@@ -291,7 +302,9 @@ public:
     [[nodiscard]] std::uint32_t limit() const noexcept {
         return gradient() ? gradient_limit() : limit_of(aimd_.load(std::memory_order_relaxed));
     }
-    [[nodiscard]] std::uint32_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint32_t in_flight() const noexcept {
+        return static_cast<std::uint32_t>(admissions_.load(std::memory_order_relaxed) & field_mask);
+    }
     /// Gradient2's long RTT average (zero before the first sample, and for AIMD).
     [[nodiscard]] duration long_rtt() const noexcept {
         const auto w = samples_.load(std::memory_order_relaxed);
@@ -303,8 +316,8 @@ public:
         adaptive_limit_metrics m;
         m.limit = limit();
         m.in_flight = in_flight();
-        m.admitted = admitted_.load(std::memory_order_relaxed);
-        for (std::size_t i = 0; i < shed_.size(); ++i) m.shed += shed_[i].load(std::memory_order_relaxed);
+        m.admitted = (wraps_.load(std::memory_order_relaxed) << 40) + (admissions_.load(std::memory_order_relaxed) >> 24);
+        for (std::size_t i = 0; i < counts_.size(); ++i) m.shed += counts_[i].shed.load(std::memory_order_relaxed);
         m.increases = increases_.load(std::memory_order_relaxed);
         m.decreases = decreases_.load(std::memory_order_relaxed);
         m.limit_changes = m.increases + m.decreases;
@@ -353,6 +366,9 @@ private:
     static constexpr std::uint32_t limit_of(std::uint64_t w) noexcept { return static_cast<std::uint32_t>(w & field_mask); }
     static constexpr std::uint64_t successes_of(std::uint64_t w) noexcept { return (w >> 24) & field_mask; }
     static constexpr std::uint32_t round_of(std::uint64_t w) noexcept { return static_cast<std::uint32_t>(w >> 48); }
+    // Which round of successes a word is in: its limit and cut count (both
+    // change when a round ends, by a rise or a cut). 40 bits.
+    static constexpr std::uint64_t epoch_of(std::uint64_t w) noexcept { return (w & field_mask) | (w >> 48) << 24; }
 
     static const adaptive_limit_options& validated(const adaptive_limit_options& o) {
         throw_if_invalid("resil::adaptive_limit", o.validate());
@@ -376,6 +392,14 @@ private:
     std::optional<events::limit_changed> learn_aimd(load_signal s, std::uint32_t in_flight_then,
                                                     std::uint32_t round) const noexcept {
         auto w = aimd_.load(std::memory_order_relaxed);
+        // A success counted towards a round: first in this thread's stripe,
+        // then, once per batch, in the shared word (below).
+        std::uint64_t batch = 0;
+        if (s != load_signal::overload && !options_.increase_per_success) {
+            if (2 * std::uint64_t{in_flight_then} < limit_of(w)) return std::nullopt;  // the limit was not tested
+            batch = count_success(w);
+            if (batch == 0) return std::nullopt;  // kept in this thread's stripe for now
+        }
         std::uint64_t next = 0;
         do {
             const auto lim = limit_of(w);
@@ -383,21 +407,43 @@ private:
                 // One cut per round: a call sent before the last cut was sent under the old limit.
                 if (options_.cut_once_per_round && (round & 0xFFFFu) != round_of(w)) return std::nullopt;
                 next = pack(cut(lim), 0, round_of(w) + 1u);
-            } else {
+            } else if (options_.increase_per_success) {
                 if (2 * std::uint64_t{in_flight_then} < lim) return std::nullopt;  // the limit was not tested
-                if (options_.increase_per_success) {
-                    if (lim >= options_.max_limit) return std::nullopt;  // at max_limit: nothing to write
-                    next = pack(lim + 1, 0, round_of(w));
-                } else {
-                    const auto successes = successes_of(w) + 1;
-                    next = successes >= lim && lim < options_.max_limit
-                               ? pack(lim + 1, 0, round_of(w))
-                               : pack(lim, std::min<std::uint64_t>(successes, lim), round_of(w));
-                    if (next == w) return std::nullopt;  // at max_limit with a full round: nothing to write
-                }
+                if (lim >= options_.max_limit) return std::nullopt;  // at max_limit: nothing to write
+                next = pack(lim + 1, 0, round_of(w));
+            } else {
+                if (epoch_of(w) != batch >> 24) return std::nullopt;  // counted in a round that has ended since
+                const auto successes = successes_of(w) + (batch & field_mask);
+                next = successes >= lim && lim < options_.max_limit
+                           ? pack(lim + 1, 0, round_of(w))
+                           : pack(lim, std::min<std::uint64_t>(successes, lim), round_of(w));
+                if (next == w) return std::nullopt;  // at max_limit with a full round: nothing to write
             }
         } while (!aimd_.compare_exchange_weak(w, next, std::memory_order_relaxed));
         return changed(limit_of(w), limit_of(next), s);
+    }
+
+    // Counts one success of the round `w` is in, in the calling thread's
+    // stripe. Returns 0 while the stripe keeps it, or the batch to add to the
+    // shared word (its round's epoch << 24 | its count; the stripe is then
+    // empty): once the stripe holds ⌈(lim − successes so far) / stripes⌉.
+    // The stripe is changed by compare-and-swap: threads that share one
+    // count each success once.
+    std::uint64_t count_success(std::uint64_t w) const noexcept {
+        const auto lim = limit_of(w);
+        const auto shared = successes_of(w);
+        if (shared >= lim) return epoch_of(w) << 24 | 1;  // a full round at max_limit: nothing to count
+        const auto quota = (lim - shared + counts_.size() - 1) / counts_.size();
+        auto& pending = counts_.local().pending;
+        auto p = pending.load(std::memory_order_relaxed);
+        for (;;) {
+            const auto mine = ((p >> 24) == epoch_of(w) ? (p & field_mask) : 0) + 1;
+            if (mine >= quota) {
+                if (pending.compare_exchange_weak(p, 0, std::memory_order_relaxed)) return epoch_of(w) << 24 | mine;
+            } else if (pending.compare_exchange_weak(p, epoch_of(w) << 24 | mine, std::memory_order_relaxed)) {
+                return 0;
+            }
+        }
     }
 
     std::optional<events::limit_changed> learn_gradient(load_signal s, duration rtt_d, std::uint32_t in_flight_then,
@@ -469,15 +515,28 @@ private:
         return changed(static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(next), s);
     }
 
-    void release_one() const noexcept { in_flight_.fetch_sub(1, std::memory_order_release); }
+    void release_one() const noexcept { admissions_.fetch_sub(1, std::memory_order_release); }
+
+    // The in-flight count and the admissions, one word: calls admitted (40
+    // bits, mod 2^40; wraps_ counts the wraps) << 24 | in flight (24 bits: at
+    // most largest_limit). One compare-and-swap admits and counts.
+    static constexpr std::uint64_t one_admission = (std::uint64_t{1} << 24) + 1;
+    static constexpr std::uint64_t admitted_field_max = (std::uint64_t{1} << 40) - 1;
+
+    // Per-thread: calls shed; AIMD's successes not yet added to the shared
+    // word (the round's epoch << 24 | their count).
+    struct stripe_counts {
+        std::atomic<std::uint64_t> shed{0};
+        std::atomic<std::uint64_t> pending{0};
+    };
 
     // Read by every call, never written after construction.
     adaptive_limit_options options_;
     [[no_unique_address]] Clock clock_;
-    detail::stripes<std::atomic<std::uint64_t>> shed_;
+    detail::stripes<stripe_counts> counts_;
     // Written by every admission and release.
-    alignas(detail::stripe_alignment) mutable std::atomic<std::uint32_t> in_flight_{0};
-    mutable std::atomic<std::uint64_t> admitted_{0};
+    alignas(detail::stripe_alignment) mutable std::atomic<std::uint64_t> admissions_{0};
+    mutable std::atomic<std::uint64_t> wraps_{0};  // written once per 2^40 admissions (a reading at that moment may miss one)
     // Written by every completion.
     alignas(detail::stripe_alignment) mutable std::atomic<std::uint64_t> aimd_{0};
     mutable std::atomic<double> estimate_{0.0};

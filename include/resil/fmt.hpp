@@ -28,6 +28,7 @@
 
 #include "clock.hpp"
 #include "events.hpp"
+#include "load_signal.hpp"
 #include "metrics.hpp"
 #include "outcome.hpp"
 
@@ -60,7 +61,8 @@ inline constexpr bool is_event =
     std::is_same_v<E, events::budget_refused> || std::is_same_v<E, events::breaker_state_changed> ||
     std::is_same_v<E, events::rejected> || std::is_same_v<E, events::fallback_used> ||
     std::is_same_v<E, events::call_finished> || std::is_same_v<E, events::deadline_exceeded> ||
-    std::is_same_v<E, events::quota_store_failed>;
+    std::is_same_v<E, events::quota_store_failed> || std::is_same_v<E, events::limit_changed> ||
+    std::is_same_v<E, events::pace_changed>;
 
 }  // namespace detail
 
@@ -127,6 +129,14 @@ template <>
 struct fmt::formatter<resil::circuit_state> : fmt::formatter<std::string_view> {
     template <class FormatContext>
     auto format(resil::circuit_state s, FormatContext& ctx) const {
+        return fmt::formatter<std::string_view>::format(resil::to_string(s), ctx);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::load_signal> : fmt::formatter<std::string_view> {
+    template <class FormatContext>
+    auto format(resil::load_signal s, FormatContext& ctx) const {
         return fmt::formatter<std::string_view>::format(resil::to_string(s), ctx);
     }
 };
@@ -267,6 +277,25 @@ struct fmt::formatter<resil::events::quota_store_failed> : resil::detail::spec_f
     }
 };
 
+template <>
+struct fmt::formatter<resil::events::limit_changed> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::limit_changed& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "concurrency limit {} -> {} ({})", e.from, e.to, e.cause);
+    }
+};
+
+// "pace 2/s, burst 5" and, for an exhausted quota, ", paused for 5s".
+template <>
+struct fmt::formatter<resil::events::pace_changed> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::pace_changed& e, FormatContext& ctx) const {
+        auto out = fmt::format_to(ctx.out(), "pace {:.3g}/s, burst {}", e.rate, e.burst);
+        if (e.paused_for <= resil::duration::zero()) return out;
+        return fmt::format_to(out, ", paused for {}", resil::detail::readable_duration{e.paused_for});
+    }
+};
+
 // ---------------------------------------------------------------------------
 // A metrics snapshot: one line, counts by reason listed only when non-zero.
 //   calls 7: 2 ok, 5 failed (retries_exhausted 1, circuit_open 1, ...); attempts 12; ...
@@ -301,7 +330,12 @@ struct fmt::formatter<resil::metrics_snapshot> : resil::detail::spec_free_format
         if (s.rejections.total() > 0) out = fmt::format_to(out, " ({})", s.rejections);
         out = fmt::format_to(out, "; fallbacks {}", s.fallbacks.total());
         if (s.fallbacks.total() > 0) out = fmt::format_to(out, " ({})", s.fallbacks);
-        return fmt::format_to(out, "; breaker opened {}, half-opened {}, closed {}, open {}", s.breaker_opened,
-                              s.breaker_half_opened, s.breaker_closed, resil::detail::readable_duration{s.time_open});
+        out = fmt::format_to(out, "; breaker opened {}, half-opened {}, closed {}, open {}", s.breaker_opened,
+                             s.breaker_half_opened, s.breaker_closed, resil::detail::readable_duration{s.time_open});
+        // Only for pipelines with an adaptive limit or a paced bucket.
+        if (s.limit_increases + s.limit_decreases > 0)
+            out = fmt::format_to(out, "; limit raised {}, lowered {}", s.limit_increases, s.limit_decreases);
+        if (s.pace_changes > 0) out = fmt::format_to(out, "; pace changes {}", s.pace_changes);
+        return out;
     }
 };

@@ -18,7 +18,7 @@
 // and one object may serve several pipelines. The counters and histograms
 // that calls write are per-thread stripes (detail/stripes.hpp), which reads
 // (snapshot(), latencies(), the exports) add up: threads sharing one metrics
-// object do not write one cache line on every event. Memory: 640 bytes per
+// object do not write one cache line on every event. Memory: 768 bytes per
 // stripe (default_stripe_count(): this machine's hardware threads, rounded up
 // to a power of two, at most 64), allocated at construction. Each event is counted once where
 // it happens: a rejection by the breaker counts as one rejection however many
@@ -50,6 +50,7 @@
 #include "clock.hpp"
 #include "detail/stripes.hpp"
 #include "events.hpp"
+#include "load_signal.hpp"
 #include "outcome.hpp"
 
 namespace resil {
@@ -175,6 +176,9 @@ struct metrics_snapshot {
     /// Total time the breaker spent open: the open periods that ended, plus,
     /// for snapshot(now), the current one up to `now`.
     duration time_open{};
+    std::uint64_t limit_increases = 0;    ///< an adaptive limit rose (events::limit_changed)
+    std::uint64_t limit_decreases = 0;    ///< an adaptive limit fell
+    std::uint64_t pace_changes = 0;       ///< a paced bucket changed its pace or paused (events::pace_changed)
 
     friend bool operator==(const metrics_snapshot&, const metrics_snapshot&) = default;
 };
@@ -191,7 +195,7 @@ struct counter_family {
     std::uint64_t metrics_snapshot::*count = nullptr;
     reason_counts metrics_snapshot::*by_reason = nullptr;
 };
-inline const std::array<counter_family, 11> counter_families{{
+inline const std::array<counter_family, 14> counter_families{{
     {"resil_calls_total", "Calls that ended.", &metrics_snapshot::calls, nullptr},
     {"resil_successes_total", "Calls that succeeded without a fallback.", &metrics_snapshot::successes, nullptr},
     {"resil_failures_total", "Calls that failed, before any fallback, by reason.", nullptr, &metrics_snapshot::failures},
@@ -206,6 +210,12 @@ inline const std::array<counter_family, 11> counter_families{{
     {"resil_rejections_total", "Calls refused by a policy before an attempt, by reason.", nullptr,
      &metrics_snapshot::rejections},
     {"resil_fallbacks_total", "Fallbacks used, by the reason of the failure.", nullptr, &metrics_snapshot::fallbacks},
+    {"resil_limit_increases_total", "Times an adaptive concurrency limit rose.", &metrics_snapshot::limit_increases,
+     nullptr},
+    {"resil_limit_decreases_total", "Times an adaptive concurrency limit fell.", &metrics_snapshot::limit_decreases,
+     nullptr},
+    {"resil_pace_changes_total", "Times a paced bucket changed its pace or paused for a quota's reset.",
+     &metrics_snapshot::pace_changes, nullptr},
 }};
 inline constexpr std::string_view transitions_family = "resil_breaker_transitions_total";
 inline constexpr std::string_view transitions_help = "Circuit breaker state changes, by the state entered.";
@@ -251,6 +261,10 @@ public:
     void operator()(const events::deadline_exceeded&) noexcept { add(local().deadlines_exceeded); }
     void operator()(const events::rejected& e) noexcept { add(local().rejections[index(e.reason)]); }
     void operator()(const events::fallback_used& e) noexcept { add(local().fallbacks[index(e.reason)]); }
+    void operator()(const events::limit_changed& e) noexcept {
+        if (e.to != e.from) add(e.to > e.from ? local().limit_increases : local().limit_decreases);
+    }
+    void operator()(const events::pace_changed&) noexcept { add(local().pace_changes); }
     void operator()(const events::call_finished& e) noexcept {
         auto& c = local();
         c.call_latency.record(e.elapsed);
@@ -324,7 +338,7 @@ public:
     /// The counters as one JSON object, written by hand. Deprecated: JSON
     /// belongs to the resil::json target, which writes it through nlohmann
     /// (with the latency histogram too): resil::json::to_json(m).dump() from
-    /// <resil/json/metrics.hpp>. Kept, unchanged, for code that calls it today.
+    /// <resil/json/metrics.hpp>. Kept for code that calls it today (the same keys).
     [[deprecated("use resil::json::to_json(m).dump() from <resil/json/metrics.hpp> (target resil::json)")]]
     [[nodiscard]] std::string json() const { return json_text(snapshot(), name_); }
     [[deprecated("use resil::json::to_json(m, now).dump() from <resil/json/metrics.hpp> (target resil::json)")]]
@@ -378,7 +392,11 @@ private:
         field("breaker_opened", s.breaker_opened);
         field("breaker_half_opened", s.breaker_half_opened);
         field("breaker_closed", s.breaker_closed);
-        out += ",\"breaker_open_seconds\":" + seconds(s.time_open) + "}";
+        out += ",\"breaker_open_seconds\":" + seconds(s.time_open);
+        field("limit_increases", s.limit_increases);
+        field("limit_decreases", s.limit_decreases);
+        field("pace_changes", s.pace_changes);
+        out += "}";
         return out;
     }
 
@@ -460,6 +478,9 @@ private:
             s.retries_exhausted += load(c.retries_exhausted);
             s.budget_refusals += load(c.budget_refusals);
             s.deadlines_exceeded += load(c.deadlines_exceeded);
+            s.limit_increases += load(c.limit_increases);
+            s.limit_decreases += load(c.limit_decreases);
+            s.pace_changes += load(c.pace_changes);
             for (std::size_t i = 0; i < reason_count; ++i) {
                 s.failures.by_reason[i] += load(c.failures[i]);
                 s.rejections.by_reason[i] += load(c.rejections[i]);
@@ -546,16 +567,17 @@ private:
         return out;
     }
 
-    // What calls write, one copy per stripe of threads: 86 words (688
-    // bytes).
+    // What calls write, one copy per stripe of threads: 89 words (712
+    // bytes). Limit and pace changes too: Gradient2 may move its limit on
+    // most calls.
     struct call_counters {
         counter calls{0}, successes{0}, attempts{0}, retries{0}, retries_after_hint{0}, retries_exhausted{0},
-            budget_refusals{0}, deadlines_exceeded{0};
+            budget_refusals{0}, deadlines_exceeded{0}, limit_increases{0}, limit_decreases{0}, pace_changes{0};
         std::array<counter, reason_count> failures{}, rejections{}, fallbacks{};
         detail::latency_histogram attempt_latency;
         detail::latency_histogram call_latency;
     };
-    static_assert(sizeof(call_counters) == 86 * sizeof(counter));
+    static_assert(sizeof(call_counters) == 89 * sizeof(counter));
     call_counters& local() noexcept { return stripes_.local(); }
 
     std::string name_;

@@ -44,7 +44,8 @@ Json by_reason(const reason_counts& c) {
 /// reason), attempts, retries, retries_after_server_hint, retries_exhausted,
 /// budget_refusals, deadlines_exceeded, rejections and fallbacks (by reason,
 /// every reason but "none"), breaker_opened, breaker_half_opened,
-/// breaker_closed, breaker_open_seconds (a number of seconds).
+/// breaker_closed, breaker_open_seconds (a number of seconds),
+/// limit_increases, limit_decreases, pace_changes.
 template <class Json = nlohmann::json>
 [[nodiscard]] Json to_json(const metrics_snapshot& s) {
     return {{"calls", s.calls},
@@ -61,7 +62,10 @@ template <class Json = nlohmann::json>
             {"breaker_opened", s.breaker_opened},
             {"breaker_half_opened", s.breaker_half_opened},
             {"breaker_closed", s.breaker_closed},
-            {"breaker_open_seconds", detail::seconds(s.time_open)}};
+            {"breaker_open_seconds", detail::seconds(s.time_open)},
+            {"limit_increases", s.limit_increases},
+            {"limit_decreases", s.limit_decreases},
+            {"pace_changes", s.pace_changes}};
 }
 
 /// The same, with "policy": `name` (the keys metrics::json() wrote).
