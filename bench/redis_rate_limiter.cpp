@@ -2,36 +2,52 @@
 // local redis-server it starts, side by side in interleaved rounds with:
 //
 //   baseline_hiredis_evalsha  bare hiredis: EVALSHA of the same script with
-//                             the same arguments, the reply freed unread
-//   resil_limiter             limiter.try_acquire(): the same round trip plus
-//                             argument formatting, the answer's checks, health
-//                             and metrics
+//                             the same arguments (redisCommandArgv: a blocking
+//                             read, no bound on the wait), the answer's three
+//                             integers read
+//   baseline_hiredis_ppoll    the same, with the reply awaited by ppoll() until
+//                             a deadline (what a bounded wait costs bare
+//                             hiredis: one more syscall and a kernel timer)
+//   resil_limiter             limiter.try_acquire(): the same round trip,
+//                             bounded, plus argument formatting, the answer's
+//                             checks, health and metrics
 //   baseline_fixed_window     the naive limiter: MULTI, INCR, EXPIRE, EXEC
 //                             pipelined in one round trip (Redis's docs pattern)
 //   resil_limiter_lease10     leasing k = 10: one round trip per 10 decisions
 //
 // The quota is large enough that every decision is a grant (leasing only
-// amortises grants). Then, without timing, what each admits around a window
+// amortises grants). Each round runs every kind once, in an order rotated
+// from round to round (none always runs first, after a quiet spell or a
+// busy one); the ratios are the median over the rounds of each round's
+// ratio, so a round's load affects both sides of it. Then, without timing, what each admits around a window
 // edge: the fixed window lets 2× its limit through within milliseconds, GCRA
 // its burst plus what the rate refills.
 #include "bench_support.hpp"
 #include "latency_rounds.hpp"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
+#include <time.h>
 
 #include <resil/redis.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "../tests/support/redis_server.hpp"
 
 namespace {
 
-constexpr int rounds = 3;
+constexpr int rounds = 9;
 resil_bench::round_results results{rounds};
 std::unique_ptr<resil_test::redis_server> redis;
 
@@ -54,17 +70,64 @@ redisContext* connect_raw() {
     return c;
 }
 
-void hiredis_evalsha(benchmark::State& state, std::size_t round) {
-    redisContext* c = connect_raw();
+std::string load_script(redisContext* c) {
     auto* loaded = static_cast<redisReply*>(redisCommand(c, "SCRIPT LOAD %b", resil::redis::detail::gcra_script.data(),
                                                          resil::redis::detail::gcra_script.size()));
-    const std::string sha(loaded->str, loaded->len);
+    if (!loaded || loaded->type != REDIS_REPLY_STRING) throw std::runtime_error("SCRIPT LOAD failed");
+    std::string sha(loaded->str, loaded->len);
     freeReplyObject(loaded);
+    return sha;
+}
+
+// The answer read as the limiter reads it: three integers, a grant.
+bool granted(const redisReply* r) {
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) return false;
+    for (std::size_t i = 0; i < 3; ++i)
+        if (r->element[i]->type != REDIS_REPLY_INTEGER) return false;
+    return r->element[0]->integer > 0;
+}
+
+void hiredis_evalsha(benchmark::State& state, std::size_t round) {
+    redisContext* c = connect_raw();
+    const std::string sha = load_script(c);
     // The same arguments as the limiter's: T = 1 µs, τ = 1e9 µs, n = want = 1, no lookahead.
     const char* argv[] = {"EVALSHA", sha.c_str(), "1", "resil:rl:{bench-raw}", "1", "1000000000", "1", "1", "0"};
     results.time_calls(state, "baseline_hiredis_evalsha", round, "EVALSHA failed", [&] {
         auto* r = static_cast<redisReply*>(redisCommandArgv(c, 9, argv, nullptr));
-        const bool ok = r && r->type == REDIS_REPLY_ARRAY;
+        const bool ok = granted(r);
+        freeReplyObject(r);
+        return ok;
+    });
+    redisFree(c);
+}
+
+// Bare hiredis with the reply awaited until a deadline 1 s away: write, then
+// ppoll() with the time left, then read (the limiter's round trip without
+// the limiter).
+void hiredis_evalsha_ppoll(benchmark::State& state, std::size_t round) {
+    redisContext* c = connect_raw();
+    const std::string sha = load_script(c);
+    const char* argv[] = {"EVALSHA", sha.c_str(), "1", "resil:rl:{bench-raw-ppoll}", "1", "1000000000", "1", "1", "0"};
+    results.time_calls(state, "baseline_hiredis_ppoll", round, "EVALSHA failed", [&] {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds{1};
+        if (redisAppendCommandArgv(c, 9, argv, nullptr) != REDIS_OK) return false;
+        int done = 0;
+        while (!done)
+            if (redisBufferWrite(c, &done) != REDIS_OK) return false;
+        void* reply = nullptr;
+        for (;;) {
+            if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return false;
+            if (reply) break;
+            const auto left =
+                std::chrono::duration_cast<std::chrono::nanoseconds>(end - std::chrono::steady_clock::now()).count();
+            if (left <= 0) return false;
+            timespec ts{left / 1'000'000'000, left % 1'000'000'000};
+            pollfd p{c->fd, POLLIN, 0};
+            if (::ppoll(&p, 1, &ts, nullptr) <= 0) return false;
+            if (redisBufferRead(c) != REDIS_OK) return false;
+        }
+        auto* r = static_cast<redisReply*>(reply);
+        const bool ok = granted(r);
         freeReplyObject(r);
         return ok;
     });
@@ -138,6 +201,33 @@ void window_edge() {
                 limit);
 }
 
+// Each round's ratio of `kind` to `baseline` (decisions per second, and
+// steady), and their median over the rounds with the quartiles: both sides
+// of a ratio ran within the same round, under the same load.
+void print_paired(std::initializer_list<std::pair<const char*, const char*>> pairs) {
+    std::printf("\nPaired: per round, kind / baseline; median over the rounds [25th, 75th percentile]\n");
+    std::printf("  %-52s %26s %26s\n", "", "dec/s ratio", "steady ratio");
+    for (const auto& [kind, baseline] : pairs) {
+        const auto a = results.rounds_of(kind);
+        const auto b = results.rounds_of(baseline);
+        const auto n = std::min(a.size(), b.size());
+        if (n == 0) continue;
+        std::vector<double> total, steady;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (b[i].per_second > 0) total.push_back(a[i].per_second / b[i].per_second);
+            if (b[i].steady_per_second > 0) steady.push_back(a[i].steady_per_second / b[i].steady_per_second);
+        }
+        const auto q = [](std::vector<double> v, double p) {
+            if (v.empty()) return 0.0;
+            std::sort(v.begin(), v.end());
+            return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
+        };
+        const std::string label = std::string(kind) + " / " + baseline;
+        std::printf("  %-52s %7.3f [%6.3f, %6.3f]    %7.3f [%6.3f, %6.3f]\n", label.c_str(), q(total, 0.5),
+                    q(total, 0.25), q(total, 0.75), q(steady, 0.5), q(steady, 0.25), q(steady, 0.75));
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,23 +239,34 @@ int main(int argc, char** argv) {
         std::printf("bench_redis_rate_limiter: %s\n", e.what());
         return 1;
     }
+    using run = std::function<void(benchmark::State&, std::size_t)>;
+    const std::vector<std::pair<const char*, run>> kinds = {
+        {"baseline_hiredis_evalsha", hiredis_evalsha},
+        {"resil_limiter", [](benchmark::State& s, std::size_t r) { limiter(s, r, 0, "resil_limiter"); }},
+        {"baseline_hiredis_ppoll", hiredis_evalsha_ppoll},
+        {"resil_limiter_lease10", [](benchmark::State& s, std::size_t r) { limiter(s, r, 10, "resil_limiter_lease10"); }},
+        {"baseline_fixed_window", fixed_window},
+    };
     for (std::size_t round = 0; round < rounds; ++round) {
         const auto suffix = "/round:" + std::to_string(round + 1);
-        benchmark::RegisterBenchmark(("decide/baseline_hiredis_evalsha" + suffix).c_str(), hiredis_evalsha, round)
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("decide/resil_limiter" + suffix).c_str(), limiter, round, 0, "resil_limiter")
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("decide/baseline_fixed_window" + suffix).c_str(), fixed_window, round)
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("decide/resil_limiter_lease10" + suffix).c_str(), limiter, round, 10,
-                                     "resil_limiter_lease10")
-            ->UseRealTime();
+        for (std::size_t i = 0; i < kinds.size(); ++i) {
+            const auto& kind = kinds[(i + round) % kinds.size()];
+            benchmark::RegisterBenchmark(("decide/" + std::string(kind.first) + suffix).c_str(),
+                                         [fn = kind.second, round](benchmark::State& s) { fn(s, round); })
+                ->UseRealTime();
+        }
     }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     results.print("Decisions on one connection to a local redis-server", "dec/s", "baseline_hiredis_evalsha",
-                  {"baseline_hiredis_evalsha", "resil_limiter", "baseline_fixed_window", "resil_limiter_lease10"});
+                  {"baseline_hiredis_evalsha", "baseline_hiredis_ppoll", "resil_limiter", "baseline_fixed_window",
+                   "resil_limiter_lease10"});
     results.print("Leasing", "dec/s", "resil_limiter", {"resil_limiter", "resil_limiter_lease10"});
+    print_paired({{"resil_limiter", "baseline_hiredis_evalsha"},
+                  {"resil_limiter", "baseline_hiredis_ppoll"},
+                  {"baseline_hiredis_ppoll", "baseline_hiredis_evalsha"},
+                  {"baseline_fixed_window", "baseline_hiredis_evalsha"},
+                  {"resil_limiter_lease10", "resil_limiter"}});
     window_edge();
     redis.reset();
     return 0;
