@@ -87,17 +87,47 @@ bool granted(const redisReply* r) {
     return r->element[0]->integer > 0;
 }
 
+// One EVALSHA through redisCommandArgv: write, then a blocking read.
+bool evalsha_blocking(redisContext* c, const char** argv) {
+    auto* r = static_cast<redisReply*>(redisCommandArgv(c, 9, argv, nullptr));
+    const bool ok = granted(r);
+    freeReplyObject(r);
+    return ok;
+}
+
+// One EVALSHA with its reply awaited until a deadline 1 s away: write, then
+// ppoll() with the time left, then read.
+bool evalsha_ppoll(redisContext* c, const char** argv) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds{1};
+    if (redisAppendCommandArgv(c, 9, argv, nullptr) != REDIS_OK) return false;
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK) return false;
+    void* reply = nullptr;
+    for (;;) {
+        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return false;
+        if (reply) break;
+        const auto left =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(end - std::chrono::steady_clock::now()).count();
+        if (left <= 0) return false;
+        timespec ts{left / 1'000'000'000, left % 1'000'000'000};
+        pollfd p{c->fd, POLLIN, 0};
+        if (::ppoll(&p, 1, &ts, nullptr) <= 0) return false;
+        if (redisBufferRead(c) != REDIS_OK) return false;
+    }
+    auto* r = static_cast<redisReply*>(reply);
+    const bool ok = granted(r);
+    freeReplyObject(r);
+    return ok;
+}
+
 void hiredis_evalsha(benchmark::State& state, std::size_t round) {
     redisContext* c = connect_raw();
     const std::string sha = load_script(c);
     // The same arguments as the limiter's: T = 1 µs, τ = 1e9 µs, n = want = 1, no lookahead.
     const char* argv[] = {"EVALSHA", sha.c_str(), "1", "resil:rl:{bench-raw}", "1", "1000000000", "1", "1", "0"};
-    results.time_calls(state, "baseline_hiredis_evalsha", round, "EVALSHA failed", [&] {
-        auto* r = static_cast<redisReply*>(redisCommandArgv(c, 9, argv, nullptr));
-        const bool ok = granted(r);
-        freeReplyObject(r);
-        return ok;
-    });
+    results.time_calls(state, "baseline_hiredis_evalsha", round, "EVALSHA failed",
+                       [&] { return evalsha_blocking(c, argv); });
     redisFree(c);
 }
 
@@ -108,29 +138,8 @@ void hiredis_evalsha_ppoll(benchmark::State& state, std::size_t round) {
     redisContext* c = connect_raw();
     const std::string sha = load_script(c);
     const char* argv[] = {"EVALSHA", sha.c_str(), "1", "resil:rl:{bench-raw-ppoll}", "1", "1000000000", "1", "1", "0"};
-    results.time_calls(state, "baseline_hiredis_ppoll", round, "EVALSHA failed", [&] {
-        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds{1};
-        if (redisAppendCommandArgv(c, 9, argv, nullptr) != REDIS_OK) return false;
-        int done = 0;
-        while (!done)
-            if (redisBufferWrite(c, &done) != REDIS_OK) return false;
-        void* reply = nullptr;
-        for (;;) {
-            if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return false;
-            if (reply) break;
-            const auto left =
-                std::chrono::duration_cast<std::chrono::nanoseconds>(end - std::chrono::steady_clock::now()).count();
-            if (left <= 0) return false;
-            timespec ts{left / 1'000'000'000, left % 1'000'000'000};
-            pollfd p{c->fd, POLLIN, 0};
-            if (::ppoll(&p, 1, &ts, nullptr) <= 0) return false;
-            if (redisBufferRead(c) != REDIS_OK) return false;
-        }
-        auto* r = static_cast<redisReply*>(reply);
-        const bool ok = granted(r);
-        freeReplyObject(r);
-        return ok;
-    });
+    results.time_calls(state, "baseline_hiredis_ppoll", round, "EVALSHA failed",
+                       [&] { return evalsha_ppoll(c, argv); });
     redisFree(c);
 }
 
@@ -228,6 +237,74 @@ void print_paired(std::initializer_list<std::pair<const char*, const char*>> pai
     }
 }
 
+// The same kinds again, in blocks of `per_block` decisions, the kinds
+// alternating block by block (in an order rotated each time), `blocks`
+// times: a block lasts milliseconds, so a kind and its baseline run under
+// nearly the same load, which a run of Google Benchmark (≥ 0.1 s each) does
+// not give on a shared machine. Per block, decisions per second of a kind
+// over its baseline's in the same block; the median over the blocks.
+void interleaved_blocks(int blocks, int per_block) {
+    redisContext* bare = connect_raw();
+    redisContext* bounded = connect_raw();
+    const std::string sha_bare = load_script(bare);
+    const std::string sha_bounded = load_script(bounded);
+    const char* argv_bare[] = {"EVALSHA", sha_bare.c_str(), "1", "resil:rl:{blocks-raw}", "1", "1000000000", "1", "1", "0"};
+    const char* argv_bounded[] = {"EVALSHA", sha_bounded.c_str(), "1", "resil:rl:{blocks-raw-ppoll}", "1", "1000000000", "1", "1", "0"};
+    resil::redis::rate_limiter plain{bench_options("blocks-limiter", 0)};
+    resil::redis::rate_limiter leased{bench_options("blocks-lease", 10)};
+    struct kind {
+        const char* name;
+        std::function<bool()> call;
+        std::vector<double> per_second{};
+    };
+    std::vector<kind> kinds;
+    kinds.push_back({"baseline_hiredis_evalsha", [&] { return evalsha_blocking(bare, argv_bare); }});
+    kinds.push_back({"baseline_hiredis_ppoll", [&] { return evalsha_ppoll(bounded, argv_bounded); }});
+    kinds.push_back({"resil_limiter", [&] { return plain.try_acquire().granted(); }});
+    kinds.push_back({"resil_limiter_lease10", [&] { return leased.try_acquire().granted(); }});
+    for (auto& k : kinds)  // connect, load the script, warm up
+        for (int i = 0; i < 100; ++i) (void)k.call();
+    for (int b = 0; b < blocks; ++b) {
+        for (std::size_t i = 0; i < kinds.size(); ++i) {
+            auto& k = kinds[(i + static_cast<std::size_t>(b)) % kinds.size()];
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int n = 0; n < per_block; ++n)
+                if (!k.call()) throw std::runtime_error(std::string(k.name) + " failed");
+            const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+            k.per_second.push_back(per_block / took.count());
+        }
+    }
+    redisFree(bare);
+    redisFree(bounded);
+    const auto q = [](std::vector<double> v, double p) {
+        std::sort(v.begin(), v.end());
+        return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
+    };
+    const auto find = [&](const char* name) -> const kind& {
+        for (const auto& k : kinds)
+            if (std::string(k.name) == name) return k;
+        throw std::logic_error(name);
+    };
+    std::printf("\nInterleaved blocks: %d blocks of %d decisions per kind, alternating; dec/s per block, median "
+                "[25th, 75th percentile]\n",
+                blocks, per_block);
+    for (const auto& k : kinds)
+        std::printf("  %-52s %9.0f [%9.0f, %9.0f]\n", k.name, q(k.per_second, 0.5), q(k.per_second, 0.25),
+                    q(k.per_second, 0.75));
+    std::printf("Same block, kind / baseline: median [25th, 75th percentile]\n");
+    for (const auto& [a, b] : {std::pair{"resil_limiter", "baseline_hiredis_evalsha"},
+                               std::pair{"resil_limiter", "baseline_hiredis_ppoll"},
+                               std::pair{"baseline_hiredis_ppoll", "baseline_hiredis_evalsha"},
+                               std::pair{"resil_limiter_lease10", "resil_limiter"}}) {
+        const auto& ka = find(a);
+        const auto& kb = find(b);
+        std::vector<double> ratio;
+        for (std::size_t i = 0; i < ka.per_second.size(); ++i) ratio.push_back(ka.per_second[i] / kb.per_second[i]);
+        const std::string label = std::string(a) + " / " + b;
+        std::printf("  %-52s %7.3f [%6.3f, %6.3f]\n", label.c_str(), q(ratio, 0.5), q(ratio, 0.25), q(ratio, 0.75));
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -267,6 +344,8 @@ int main(int argc, char** argv) {
                   {"baseline_hiredis_ppoll", "baseline_hiredis_evalsha"},
                   {"baseline_fixed_window", "baseline_hiredis_evalsha"},
                   {"resil_limiter_lease10", "resil_limiter"}});
+    // Skipped when a filter leaves out the bare baseline (a run of one kind).
+    if (!results.rounds_of("baseline_hiredis_evalsha").empty()) interleaved_blocks(200, 200);
     window_edge();
     redis.reset();
     return 0;
