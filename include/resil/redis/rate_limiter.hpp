@@ -417,8 +417,8 @@ private:
         const bool refill = leasing && n < options_.lease && !refilling_.exchange(true, std::memory_order_acquire);
         const std::int64_t want = refill ? options_.lease : n;
         std::int64_t look_us = 0;
-        // Read only when waiting: each clock read costs a decision ~0.1 µs
-        // right after a sleep in poll() (the clock's page has gone cold).
+        // Read only when waiting: a clock read costs ~0.1 µs when the thread
+        // has just slept on a reply (the clock's page has gone cold).
         const auto start = waiting ? steady_clock{}.now() : time_point{};
         if (waiting) {
             const auto left = until == time_point::max() ? max_lookahead_us
