@@ -135,6 +135,12 @@ public:
         return m;
     }
 
+    /// `kind`'s figures in each round it ran (empty when it never did).
+    [[nodiscard]] std::vector<round_figures> rounds_of(const std::string& kind) const {
+        const auto it = runs_.find(kind);
+        return it == runs_.end() ? std::vector<round_figures>{} : it->second;
+    }
+
     /// Prints the medians of `kinds` with their ratios to `baseline`'s;
     /// nothing when the baseline did not run (a filtered run).
     void print(const char* title, const char* unit, const std::string& baseline,

@@ -2,36 +2,52 @@
 // local redis-server it starts, side by side in interleaved rounds with:
 //
 //   baseline_hiredis_evalsha  bare hiredis: EVALSHA of the same script with
-//                             the same arguments, the reply freed unread
-//   resil_limiter             limiter.try_acquire(): the same round trip plus
-//                             argument formatting, the answer's checks, health
-//                             and metrics
+//                             the same arguments (redisCommandArgv: a blocking
+//                             read, no bound on the wait), the answer's three
+//                             integers read
+//   baseline_hiredis_ppoll    the same, with the reply awaited by ppoll() until
+//                             a deadline (what a bounded wait costs bare
+//                             hiredis: one more syscall and a kernel timer)
+//   resil_limiter             limiter.try_acquire(): the same round trip,
+//                             bounded, plus argument formatting, the answer's
+//                             checks, health and metrics
 //   baseline_fixed_window     the naive limiter: MULTI, INCR, EXPIRE, EXEC
 //                             pipelined in one round trip (Redis's docs pattern)
 //   resil_limiter_lease10     leasing k = 10: one round trip per 10 decisions
 //
 // The quota is large enough that every decision is a grant (leasing only
-// amortises grants). Then, without timing, what each admits around a window
+// amortises grants). Each round runs every kind once, in an order rotated
+// from round to round (none always runs first, after a quiet spell or a
+// busy one); the ratios are the median over the rounds of each round's
+// ratio, so a round's load affects both sides of it. Then, without timing, what each admits around a window
 // edge: the fixed window lets 2× its limit through within milliseconds, GCRA
 // its burst plus what the rate refills.
 #include "bench_support.hpp"
 #include "latency_rounds.hpp"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
+#include <time.h>
 
 #include <resil/redis.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "../tests/support/redis_server.hpp"
 
 namespace {
 
-constexpr int rounds = 3;
+constexpr int rounds = 9;
 resil_bench::round_results results{rounds};
 std::unique_ptr<resil_test::redis_server> redis;
 
@@ -54,20 +70,76 @@ redisContext* connect_raw() {
     return c;
 }
 
-void hiredis_evalsha(benchmark::State& state, std::size_t round) {
-    redisContext* c = connect_raw();
+std::string load_script(redisContext* c) {
     auto* loaded = static_cast<redisReply*>(redisCommand(c, "SCRIPT LOAD %b", resil::redis::detail::gcra_script.data(),
                                                          resil::redis::detail::gcra_script.size()));
-    const std::string sha(loaded->str, loaded->len);
+    if (!loaded || loaded->type != REDIS_REPLY_STRING) throw std::runtime_error("SCRIPT LOAD failed");
+    std::string sha(loaded->str, loaded->len);
     freeReplyObject(loaded);
+    return sha;
+}
+
+// The answer read as the limiter reads it: three integers, a grant.
+bool granted(const redisReply* r) {
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) return false;
+    for (std::size_t i = 0; i < 3; ++i)
+        if (r->element[i]->type != REDIS_REPLY_INTEGER) return false;
+    return r->element[0]->integer > 0;
+}
+
+// One EVALSHA through redisCommandArgv: write, then a blocking read.
+bool evalsha_blocking(redisContext* c, const char** argv) {
+    auto* r = static_cast<redisReply*>(redisCommandArgv(c, 9, argv, nullptr));
+    const bool ok = granted(r);
+    freeReplyObject(r);
+    return ok;
+}
+
+// One EVALSHA with its reply awaited until a deadline 1 s away: write, then
+// ppoll() with the time left, then read.
+bool evalsha_ppoll(redisContext* c, const char** argv) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds{1};
+    if (redisAppendCommandArgv(c, 9, argv, nullptr) != REDIS_OK) return false;
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK) return false;
+    void* reply = nullptr;
+    for (;;) {
+        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return false;
+        if (reply) break;
+        const auto left =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(end - std::chrono::steady_clock::now()).count();
+        if (left <= 0) return false;
+        timespec ts{left / 1'000'000'000, left % 1'000'000'000};
+        pollfd p{c->fd, POLLIN, 0};
+        if (::ppoll(&p, 1, &ts, nullptr) <= 0) return false;
+        if (redisBufferRead(c) != REDIS_OK) return false;
+    }
+    auto* r = static_cast<redisReply*>(reply);
+    const bool ok = granted(r);
+    freeReplyObject(r);
+    return ok;
+}
+
+void hiredis_evalsha(benchmark::State& state, std::size_t round) {
+    redisContext* c = connect_raw();
+    const std::string sha = load_script(c);
     // The same arguments as the limiter's: T = 1 µs, τ = 1e9 µs, n = want = 1, no lookahead.
     const char* argv[] = {"EVALSHA", sha.c_str(), "1", "resil:rl:{bench-raw}", "1", "1000000000", "1", "1", "0"};
-    results.time_calls(state, "baseline_hiredis_evalsha", round, "EVALSHA failed", [&] {
-        auto* r = static_cast<redisReply*>(redisCommandArgv(c, 9, argv, nullptr));
-        const bool ok = r && r->type == REDIS_REPLY_ARRAY;
-        freeReplyObject(r);
-        return ok;
-    });
+    results.time_calls(state, "baseline_hiredis_evalsha", round, "EVALSHA failed",
+                       [&] { return evalsha_blocking(c, argv); });
+    redisFree(c);
+}
+
+// Bare hiredis with the reply awaited until a deadline 1 s away: write, then
+// ppoll() with the time left, then read (the limiter's round trip without
+// the limiter).
+void hiredis_evalsha_ppoll(benchmark::State& state, std::size_t round) {
+    redisContext* c = connect_raw();
+    const std::string sha = load_script(c);
+    const char* argv[] = {"EVALSHA", sha.c_str(), "1", "resil:rl:{bench-raw-ppoll}", "1", "1000000000", "1", "1", "0"};
+    results.time_calls(state, "baseline_hiredis_ppoll", round, "EVALSHA failed",
+                       [&] { return evalsha_ppoll(c, argv); });
     redisFree(c);
 }
 
@@ -138,6 +210,101 @@ void window_edge() {
                 limit);
 }
 
+// Each round's ratio of `kind` to `baseline` (decisions per second, and
+// steady), and their median over the rounds with the quartiles: both sides
+// of a ratio ran within the same round, under the same load.
+void print_paired(std::initializer_list<std::pair<const char*, const char*>> pairs) {
+    std::printf("\nPaired: per round, kind / baseline; median over the rounds [25th, 75th percentile]\n");
+    std::printf("  %-52s %26s %26s\n", "", "dec/s ratio", "steady ratio");
+    for (const auto& [kind, baseline] : pairs) {
+        const auto a = results.rounds_of(kind);
+        const auto b = results.rounds_of(baseline);
+        const auto n = std::min(a.size(), b.size());
+        if (n == 0) continue;
+        std::vector<double> total, steady;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (b[i].per_second > 0) total.push_back(a[i].per_second / b[i].per_second);
+            if (b[i].steady_per_second > 0) steady.push_back(a[i].steady_per_second / b[i].steady_per_second);
+        }
+        const auto q = [](std::vector<double> v, double p) {
+            if (v.empty()) return 0.0;
+            std::sort(v.begin(), v.end());
+            return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
+        };
+        const std::string label = std::string(kind) + " / " + baseline;
+        std::printf("  %-52s %7.3f [%6.3f, %6.3f]    %7.3f [%6.3f, %6.3f]\n", label.c_str(), q(total, 0.5),
+                    q(total, 0.25), q(total, 0.75), q(steady, 0.5), q(steady, 0.25), q(steady, 0.75));
+    }
+}
+
+// The same kinds again, in blocks of `per_block` decisions, the kinds
+// alternating block by block (in an order rotated each time), `blocks`
+// times: a block lasts milliseconds, so a kind and its baseline run under
+// nearly the same load, which a run of Google Benchmark (≥ 0.1 s each) does
+// not give on a shared machine. Per block, decisions per second of a kind
+// over its baseline's in the same block; the median over the blocks.
+void interleaved_blocks(int blocks, int per_block) {
+    redisContext* bare = connect_raw();
+    redisContext* bounded = connect_raw();
+    const std::string sha_bare = load_script(bare);
+    const std::string sha_bounded = load_script(bounded);
+    const char* argv_bare[] = {"EVALSHA", sha_bare.c_str(), "1", "resil:rl:{blocks-raw}", "1", "1000000000", "1", "1", "0"};
+    const char* argv_bounded[] = {"EVALSHA", sha_bounded.c_str(), "1", "resil:rl:{blocks-raw-ppoll}", "1", "1000000000", "1", "1", "0"};
+    resil::redis::rate_limiter plain{bench_options("blocks-limiter", 0)};
+    resil::redis::rate_limiter leased{bench_options("blocks-lease", 10)};
+    struct kind {
+        const char* name;
+        std::function<bool()> call;
+        std::vector<double> per_second{};
+    };
+    std::vector<kind> kinds;
+    kinds.push_back({"baseline_hiredis_evalsha", [&] { return evalsha_blocking(bare, argv_bare); }});
+    kinds.push_back({"baseline_hiredis_ppoll", [&] { return evalsha_ppoll(bounded, argv_bounded); }});
+    kinds.push_back({"resil_limiter", [&] { return plain.try_acquire().granted(); }});
+    kinds.push_back({"resil_limiter_lease10", [&] { return leased.try_acquire().granted(); }});
+    for (auto& k : kinds)  // connect, load the script, warm up
+        for (int i = 0; i < 100; ++i) (void)k.call();
+    for (int b = 0; b < blocks; ++b) {
+        for (std::size_t i = 0; i < kinds.size(); ++i) {
+            auto& k = kinds[(i + static_cast<std::size_t>(b)) % kinds.size()];
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int n = 0; n < per_block; ++n)
+                if (!k.call()) throw std::runtime_error(std::string(k.name) + " failed");
+            const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+            k.per_second.push_back(per_block / took.count());
+        }
+    }
+    redisFree(bare);
+    redisFree(bounded);
+    const auto q = [](std::vector<double> v, double p) {
+        std::sort(v.begin(), v.end());
+        return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
+    };
+    const auto find = [&](const char* name) -> const kind& {
+        for (const auto& k : kinds)
+            if (std::string(k.name) == name) return k;
+        throw std::logic_error(name);
+    };
+    std::printf("\nInterleaved blocks: %d blocks of %d decisions per kind, alternating; dec/s per block, median "
+                "[25th, 75th percentile]\n",
+                blocks, per_block);
+    for (const auto& k : kinds)
+        std::printf("  %-52s %9.0f [%9.0f, %9.0f]\n", k.name, q(k.per_second, 0.5), q(k.per_second, 0.25),
+                    q(k.per_second, 0.75));
+    std::printf("Same block, kind / baseline: median [25th, 75th percentile]\n");
+    for (const auto& [a, b] : {std::pair{"resil_limiter", "baseline_hiredis_evalsha"},
+                               std::pair{"resil_limiter", "baseline_hiredis_ppoll"},
+                               std::pair{"baseline_hiredis_ppoll", "baseline_hiredis_evalsha"},
+                               std::pair{"resil_limiter_lease10", "resil_limiter"}}) {
+        const auto& ka = find(a);
+        const auto& kb = find(b);
+        std::vector<double> ratio;
+        for (std::size_t i = 0; i < ka.per_second.size(); ++i) ratio.push_back(ka.per_second[i] / kb.per_second[i]);
+        const std::string label = std::string(a) + " / " + b;
+        std::printf("  %-52s %7.3f [%6.3f, %6.3f]\n", label.c_str(), q(ratio, 0.5), q(ratio, 0.25), q(ratio, 0.75));
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,23 +316,36 @@ int main(int argc, char** argv) {
         std::printf("bench_redis_rate_limiter: %s\n", e.what());
         return 1;
     }
+    using run = std::function<void(benchmark::State&, std::size_t)>;
+    const std::vector<std::pair<const char*, run>> kinds = {
+        {"baseline_hiredis_evalsha", hiredis_evalsha},
+        {"resil_limiter", [](benchmark::State& s, std::size_t r) { limiter(s, r, 0, "resil_limiter"); }},
+        {"baseline_hiredis_ppoll", hiredis_evalsha_ppoll},
+        {"resil_limiter_lease10", [](benchmark::State& s, std::size_t r) { limiter(s, r, 10, "resil_limiter_lease10"); }},
+        {"baseline_fixed_window", fixed_window},
+    };
     for (std::size_t round = 0; round < rounds; ++round) {
         const auto suffix = "/round:" + std::to_string(round + 1);
-        benchmark::RegisterBenchmark(("decide/baseline_hiredis_evalsha" + suffix).c_str(), hiredis_evalsha, round)
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("decide/resil_limiter" + suffix).c_str(), limiter, round, 0, "resil_limiter")
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("decide/baseline_fixed_window" + suffix).c_str(), fixed_window, round)
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("decide/resil_limiter_lease10" + suffix).c_str(), limiter, round, 10,
-                                     "resil_limiter_lease10")
-            ->UseRealTime();
+        for (std::size_t i = 0; i < kinds.size(); ++i) {
+            const auto& kind = kinds[(i + round) % kinds.size()];
+            benchmark::RegisterBenchmark(("decide/" + std::string(kind.first) + suffix).c_str(),
+                                         [fn = kind.second, round](benchmark::State& s) { fn(s, round); })
+                ->UseRealTime();
+        }
     }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     results.print("Decisions on one connection to a local redis-server", "dec/s", "baseline_hiredis_evalsha",
-                  {"baseline_hiredis_evalsha", "resil_limiter", "baseline_fixed_window", "resil_limiter_lease10"});
+                  {"baseline_hiredis_evalsha", "baseline_hiredis_ppoll", "resil_limiter", "baseline_fixed_window",
+                   "resil_limiter_lease10"});
     results.print("Leasing", "dec/s", "resil_limiter", {"resil_limiter", "resil_limiter_lease10"});
+    print_paired({{"resil_limiter", "baseline_hiredis_evalsha"},
+                  {"resil_limiter", "baseline_hiredis_ppoll"},
+                  {"baseline_hiredis_ppoll", "baseline_hiredis_evalsha"},
+                  {"baseline_fixed_window", "baseline_hiredis_evalsha"},
+                  {"resil_limiter_lease10", "resil_limiter"}});
+    // Skipped when a filter leaves out the bare baseline (a run of one kind).
+    if (!results.rounds_of("baseline_hiredis_evalsha").empty()) interleaved_blocks(200, 200);
     window_edge();
     redis.reset();
     return 0;

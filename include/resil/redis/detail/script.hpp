@@ -115,6 +115,12 @@ struct reading {
         const std::string_view text(r->str ? r->str : "", r->str ? r->len : 0);
         out.kind = text.substr(0, 8) == "NOSCRIPT" ? reply_kind::noscript : reply_kind::error;
         out.error = std::string(text.substr(0, 200));
+        // A Redis Cluster node that does not own the key's slot ("MOVED
+        // <slot> <host>:<port>", or "ASK" during a slot migration): the
+        // limiter talks to one node and follows no redirect, so say so.
+        if (text.substr(0, 6) == "MOVED " || text.substr(0, 4) == "ASK ")
+            out.error = "Redis Cluster redirected the key (" + out.error +
+                        "): the limiter follows no redirect; give it the node that owns the key's slot";
         return out;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
