@@ -29,7 +29,9 @@
 //    reported as cancelled by a hedge (events::hedge_cancelled), never as
 //    failures to a circuit breaker;
 //  - the latency of every copy that completes is recorded (record); a
-//    cancelled copy's is not: it is only known to be longer than its run;
+//    cancelled copy's only when it ran at least the delay, as its run: a
+//    lower bound, which ranks it above the delay as its latency would (left
+//    out, the slow tail would vanish from the window and the delay sink);
 //  - a call is counted in the budget (count_call) by the hedge only when no
 //    retry policy outside it counts it already (the context's attempt() is 0
 //    outside any retry policy).

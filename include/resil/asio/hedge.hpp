@@ -23,7 +23,9 @@
 //    runs; when none runs any more, the call ends with the first such result
 //    (an exception is rethrown), for a retry policy outside to judge.
 // The latency of each copy that completed before the call ended is recorded
-// in the policy; cancelled losers are not. Losers never reach a circuit
+// in the policy, and so is the run of a loser that outlived the delay (a
+// lower bound of its latency; a shorter run says nothing and is not). Losers
+// never reach a circuit
 // breaker: around hedged() a pipeline sees one attempt, with the winner's
 // result.
 //
@@ -205,6 +207,13 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
                 for (std::uint32_t j = 0; j < started; ++j)
                     if (running[j]) {
                         lost[j] = true;
+                        // A loser that outlived the delay is known to take at
+                        // least its run: recorded so, it ranks above the
+                        // delay, as its real latency would. Without it the
+                        // slow tail would vanish from the window and the
+                        // learnt delay would sink, hedging ever more calls.
+                        const auto ran = now - started_at[j];
+                        if (ran >= wait) policy.record(now, ran);
                         signals[j].emit(::asio::cancellation_type::terminal);
                     }
             } else if (running_count == 0) {
