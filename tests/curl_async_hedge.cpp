@@ -2,8 +2,10 @@
 // a replica where about 5 % of answers take 200 ms (split_clients on the
 // request id, echo_sleep) and the rest about 1 ms, behind an nginx proxy
 // location whose access log shows each copy that reached the server and
-// each one the client closed early (499). These tests need nginx and
-// libnginx-mod-http-echo; without them they fail, they do not skip.
+// each one the client closed early (499). Slow answers and the cap on the
+// learnt delay are longer under a sanitizer (support/timing.hpp). These
+// tests need nginx and libnginx-mod-http-echo; without them they fail, they
+// do not skip.
 #include <resil/asio/hedge.hpp>
 #include <resil/curl.hpp>
 #include <resil/curl/async_client.hpp>
@@ -25,6 +27,7 @@
 
 #include "catch.hpp"
 #include "support/nginx_server.hpp"
+#include "support/timing.hpp"
 
 using namespace std::chrono_literals;
 using resil::curl::async_client;
@@ -35,19 +38,27 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
-// The replica: /backend answers at once, or after 200 ms for about 5 % of
-// requests. /replica proxies to it and logs; nginx's proxy notices a client
-// that closes while the backend is still working and logs 499.
+// A slow answer: 200 ms; under a sanitizer, whose slowness would blur the
+// line between fast and slow, three times that (the ratios asserted stay).
+constexpr auto slow_answer = resil_test::slack == 50ms ? 200ms : 600ms;
+
+// The replica: /backend answers at once, or after `slow_answer` for about 5 %
+// of requests. /replica proxies to it and logs; nginx's proxy notices a
+// client that closes while the backend is still working and logs 499.
 constexpr const char* http_extra = R"(
     log_format calls '$request_uri $status $request_time $http_idempotency_key';
     split_clients "$request_id" $slow { 5% 1; * 0; }
 )";
-constexpr const char* locations = R"(
+std::string locations() {
+    static_assert(slow_answer < 1s && slow_answer.count() % 100 == 0);
+    const auto sleep = "0." + std::to_string(slow_answer.count() / 100);  // echo_sleep takes "0.2", not "0.200000"
+    return R"(
     location /replica { access_log access.log calls; proxy_pass http://127.0.0.1:$server_port/backend; }
     location /always_slow { access_log access.log calls; proxy_pass http://127.0.0.1:$server_port/sleep; }
-    location /backend { if ($slow) { echo_sleep 0.2; echo "slow"; } echo "fast"; }
-    location /sleep { echo_sleep 0.2; echo "slow"; }
+    location /backend { if ($slow) { echo_sleep )" + sleep + R"(; echo "slow"; } echo "fast"; }
+    location /sleep { echo_sleep )" + sleep + R"(; echo "slow"; }
 )";
+}
 
 struct log_line {
     std::string uri;
@@ -109,17 +120,19 @@ struct hedge_counts {
 }  // namespace
 
 TEST_CASE("curl async hedge: at the p95, the p99 halves at least, for at most 10 % more requests; losers closed") {
-    resil_test::nginx_server nginx{locations, http_extra};
+    resil_test::nginx_server nginx{locations(), http_extra};
     asio::io_context io;
     async_client http(io);
-    constexpr int calls = 400;
+    // 800 calls: a copy is slow too for 0.25 % of calls (5 % of 5 %), well
+    // short of the 1 % that would put the p99 back on a slow answer.
+    constexpr int calls = 800;
     constexpr int workers = 8;
     // The learnt delay is capped below the slow answers: with 5 % of them,
     // the p95 sits on the edge between the fast and the slow ones.
     resil::hedge_policy hedge{{.max_hedges = 1,
                                .delay = 20ms,
                                .percentile = 0.95,
-                               .max_delay = 50ms,
+                               .max_delay = resil_test::slack,
                                .window = 10s,
                                .min_samples = 50}};
     int started = 0;
@@ -145,11 +158,11 @@ TEST_CASE("curl async hedge: at the p95, the p99 halves at least, for at most 10
                                 [&](resil::context& c, auto token) {
                                     return http.async_perform(req, c, std::move(token));
                                 },
-                                resil::detail::default_classifier{}, hedge_counts{&started, &cancelled}));
+                                {}, hedge_counts{&started, &cancelled}));
                         else
                             r.emplace(co_await http.async_perform(req, ctx, asio::use_awaitable));
                         took.push_back(steady::now() - t0);
-                        if (r->status() != 200) FAIL("status " << r->status() << ": " << r->error_message());
+                        if (r->status() != 200) FAIL("status " << r->status() << ": " << r->error_message() << r->body());
                     }
                     ++done;
                 },
@@ -167,7 +180,7 @@ TEST_CASE("curl async hedge: at the p95, the p99 halves at least, for at most 10
                 << ms(quantile(plain, 0.95)) << " -> " << ms(quantile(hedged, 0.95)) << "; p99 " << ms(p99_plain)
                 << " -> " << ms(p99_hedged) << "; copies started " << started << ", cancelled " << cancelled
                 << "; learnt delay " << ms(hedge.delay(resil::steady_clock{}.now())) << " ms");
-    CHECK(p99_plain >= 190ms);  // the slow answers reach the p99 without hedging
+    CHECK(p99_plain >= slow_answer - 10ms);  // the slow answers reach the p99 without hedging
     CHECK(p99_hedged <= p99_plain / 2);
 
     // What the server saw: every copy that reached it, at most 10 % more
@@ -182,16 +195,19 @@ TEST_CASE("curl async hedge: at the p95, the p99 halves at least, for at most 10
     std::map<int, int> by_status;
     for (const auto& l : lines) {
         ++by_status[l.status];
-        if (l.status == 499) CHECK(l.seconds < 0.2);
+        if (l.status == 499) CHECK(l.seconds * 1000 < static_cast<double>(slow_answer.count()));
     }
-    CHECK(by_status[200] == calls);  // each call answered once...
-    CHECK(by_status[499] >= 1);      // ...and the server saw losers' early close
-    CHECK(by_status[499] <= cancelled);
+    // Each call was answered; every line beyond one per call is a loser's:
+    // most were closed early (499), and a loser the server had answered
+    // just before the client cancelled it shows as 200.
+    CHECK(by_status[200] >= calls);
+    CHECK(by_status[499] >= 1);
+    CHECK(by_status[200] - calls + by_status[499] <= cancelled);
     CHECK(by_status[200] + by_status[499] == static_cast<int>(lines.size()));
 }
 
 TEST_CASE("curl async hedge: a POST without a key is sent once; with one, every copy carries the same key") {
-    resil_test::nginx_server nginx{locations, http_extra};
+    resil_test::nginx_server nginx{locations(), http_extra};
     asio::io_context io;
     resil::hedge_policy hedge{{.max_hedges = 2, .delay = 20ms}};
     int started = 0;
@@ -207,7 +223,7 @@ TEST_CASE("curl async hedge: a POST without a key is sent once; with one, every 
                 const auto r = co_await resil::asio::hedged(
                     hedge, ctx,
                     [&](resil::context& c, auto token) { return http.async_perform(req, c, std::move(token)); },
-                    resil::detail::default_classifier{}, hedge_counts{&started, &cancelled});
+                    {}, hedge_counts{&started, &cancelled});
                 CHECK(r.status() == 200);
                 done = true;
             },

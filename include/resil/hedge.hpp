@@ -11,9 +11,10 @@
 // This header is the decision core: whether a call may be hedged, how long to
 // wait before each next copy, whether the shared throttle grants it, and the
 // latencies the delay is learnt from. It reads no clock and starts nothing:
-// the code that runs copies side by side (e.g. two async_perform calls of
-// resil::curl::async_client, raced) asks it; resil's pipelines do not start
-// copies by themselves.
+// the code that runs copies side by side asks it: resil::asio::hedged
+// (resil/asio/hedge.hpp) on Asio, e.g. around async_perform calls of
+// resil::curl::async_client. resil's pipelines do not start copies by
+// themselves: the hedged call is a pipeline's callable.
 //
 // The rules a driver follows:
 //  - only an operation that may be repeated is hedged: idempotent, or

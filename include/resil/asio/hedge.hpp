@@ -296,7 +296,9 @@ struct hedge_initiation {
 /// what `fn`'s awaitable gives, the winning copy's result. `fn` takes the
 /// forms a pipeline's callable takes: (ctx) → asio::awaitable<R>, (ctx,
 /// completion token), or (). `classify` judges a copy's result (verdict or
-/// classification); `listener` hears the hedge's events.
+/// classification; `{}`: the default, which finds classify(const R&) by
+/// ADL); `listener` hears the hedge's events. A streamed call is not for
+/// hedging: its sink cannot take two copies' bodies.
 template <class Ctx, class F, class Classifier = resil::detail::default_classifier, class Listener = no_listener>
 auto hedged(const hedge_policy& policy, Ctx& ctx, F fn, Classifier classify = {}, Listener listener = {})
     -> ::asio::awaitable<detail::callable_result_t<F, Ctx>> {
