@@ -3,7 +3,8 @@
 // the others cancelled, retryable failures not ending the call while another
 // copy runs, the budget refusing copies, a call that may not be repeated run
 // once, the caller's cancellation, an io_context destroyed mid-call, and the
-// composition with retry and a circuit breaker (the hedge inside the retry).
+// composition with retry and a circuit breaker (the hedge inside the retry);
+// and, on the real clock, a pipeline's deadline cutting a hedged group.
 #include <resil/asio.hpp>
 #include <resil/asio/hedge.hpp>
 #include <resil/resil.hpp>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/timing.hpp"
 
 using namespace std::chrono_literals;
 using resil::testing::manual_clock;
@@ -395,4 +397,46 @@ TEST_CASE("asio hedge: inside a retry policy each attempt is a hedged group; los
     const auto m = breaker.metrics();
     CHECK(m.calls == 2);  // one per attempt: the failure, then the winner; the loser is not counted
     CHECK(m.failures == 1);
+}
+
+TEST_CASE("asio hedge: a pipeline's deadline cuts the whole hedged group short, every copy cancelled") {
+    asio::io_context io;
+    resil::hedge_policy hedge{{.max_hedges = 2, .delay = 10ms}};
+    auto pipe = resil::asio::pipeline(resil::deadline_policy{80ms});
+    int begun = 0;
+    int cancelled = 0;
+    std::optional<resil::outcome<std::string>> out;
+    const auto t0 = std::chrono::steady_clock::now();
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            resil::call_options options;
+            options.idempotent = true;
+            resil::context ctx{std::move(options)};
+            out = co_await pipe.execute(
+                ctx,
+                [&](resil::context& attempt) -> asio::awaitable<std::string> {
+                    co_return co_await resil::asio::hedged(
+                        hedge, attempt,
+                        [&](resil::context&) -> asio::awaitable<std::string> {
+                            ++begun;
+                            asio::steady_timer never(co_await asio::this_coro::executor, 1h);
+                            std::error_code ec;
+                            co_await never.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                            ++cancelled;
+                            co_return "cancelled";
+                        },
+                        judge);
+                },
+                judge);
+        },
+        asio::detached);
+    run_until(io, [&] { return out.has_value(); });
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(begun == 3);  // copies at 0, 10 and 20 ms
+    CHECK(cancelled == 3);
+    REQUIRE_FALSE(out->ok());
+    CHECK(out->reason() == resil::reason::deadline_exceeded);
+    CHECK(took >= 80ms);
+    CHECK(took < 80ms + resil_test::slack);
 }
