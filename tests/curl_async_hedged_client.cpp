@@ -3,7 +3,7 @@
 // 5 % of answers are slow (split_clients, echo_sleep, behind a logged proxy
 // location that shows each copy and each early close as 499). These tests
 // need nginx and libnginx-mod-http-echo; without them they fail, they do not
-// skip.
+// skip. A stop request from another thread ends both copies at once.
 #include <resil/curl.hpp>
 #include <resil/curl/async_hedged_client.hpp>
 
@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -151,4 +152,31 @@ TEST_CASE("curl hedged client: a POST without a key is sent once; a keyed one's 
         resil::context ctx;
         CHECK(http.perform(request::get(nginx.url("/replica?after")), ctx, hedge).status() == 200);
     }
+}
+
+TEST_CASE("curl hedged client: a stop request from another thread ends every copy at once") {
+    resil_test::nginx_server nginx{locations(), http_extra};
+    resil::hedge_policy hedge{{.max_hedges = 1, .delay = 10ms}};
+    hedged_client http;
+    std::stop_source stop;
+    resil::call_options options;
+    options.stop = stop.get_token();
+    resil::context ctx{std::move(options)};
+    std::atomic<int> started{0};
+    std::atomic<int> cancelled{0};
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(60ms);  // both copies are in flight by then
+        stop.request_stop();
+    });
+    const auto t0 = steady::now();
+    const auto r = http.perform(request::get(nginx.url("/always_slow?stopped")), ctx, hedge,
+                                counts{&started, &cancelled});
+    const auto took = steady::now() - t0;
+    stopper.join();
+    CHECK(r.transport() == resil::curl::transport_status::cancelled);
+    CHECK(started == 1);
+    CHECK(took < 60ms + resil_test::slack);
+    CHECK(took < slow_answer);
+    const auto logged = statuses(nginx, "/always_slow?stopped", 2);
+    CHECK(logged == std::vector<int>{499, 499});  // the server saw both connections closed
 }
