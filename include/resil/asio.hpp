@@ -11,5 +11,6 @@
 
 #include "asio/config.hpp"  // first: before any Asio header
 #include "asio/pipeline.hpp"
+#include "asio/hedge.hpp"
 #include "asio/policies.hpp"
 #include "asio/waiter.hpp"

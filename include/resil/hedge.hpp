@@ -11,9 +11,10 @@
 // This header is the decision core: whether a call may be hedged, how long to
 // wait before each next copy, whether the shared throttle grants it, and the
 // latencies the delay is learnt from. It reads no clock and starts nothing:
-// the code that runs copies side by side (e.g. two async_perform calls of
-// resil::curl::async_client, raced) asks it; resil's pipelines do not start
-// copies by themselves.
+// the code that runs copies side by side asks it: resil::asio::hedged
+// (resil/asio/hedge.hpp) on Asio, e.g. around async_perform calls of
+// resil::curl::async_client. resil's pipelines do not start copies by
+// themselves: the hedged call is a pipeline's callable.
 //
 // The rules a driver follows:
 //  - only an operation that may be repeated is hedged: idempotent, or
@@ -29,7 +30,9 @@
 //    reported as cancelled by a hedge (events::hedge_cancelled), never as
 //    failures to a circuit breaker;
 //  - the latency of every copy that completes is recorded (record); a
-//    cancelled copy's is not: it is only known to be longer than its run;
+//    cancelled copy's only when it ran at least the delay, as its run: a
+//    lower bound, which ranks it above the delay as its latency would (left
+//    out, the slow tail would vanish from the window and the delay sink);
 //  - a call is counted in the budget (count_call) by the hedge only when no
 //    retry policy outside it counts it already (the context's attempt() is 0
 //    outside any retry policy).

@@ -1,0 +1,78 @@
+// What resil::asio::hedged costs per call around an awaitable that is ready
+// at once, against co_await of that awaitable alone, in one coroutine on one
+// io_context: the call's shared state, one spawned copy, the hedge's timer
+// set and cancelled; and a call whose hedge fires at once (delay 0: two
+// copies, one cancelled). allocs/op counts every operator new (see
+// asio_pipeline.cpp). Around a network call (tens of microseconds and more)
+// this is the cost of hedging it at all.
+//
+// Names follow bench/README.md: <group>/resil_<variant> and
+// <group>/baseline_<what>, compared within a group.
+#define ASIO_DISABLE_STD_ALIGNED_ALLOC 1
+
+#include "bench_support.hpp"
+
+#include <resil/asio.hpp>
+#include <resil/asio/hedge.hpp>
+#include <resil/hedge.hpp>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+
+#include <chrono>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+int no_op(int x) {
+    benchmark::DoNotOptimize(x);
+    return x;
+}
+
+::asio::awaitable<int> ready(int x) { co_return no_op(x); }
+
+template <class Body>
+void run_in_coroutine(benchmark::State& state, Body body) {
+    ::asio::io_context io;
+    const auto before = resil_bench::allocations.load();
+    ::asio::co_spawn(
+        io,
+        [&]() -> ::asio::awaitable<void> {
+            int i = 0;
+            for (auto _ : state) benchmark::DoNotOptimize(co_await body(++i));
+        },
+        ::asio::detached);
+    io.run();
+    resil_bench::report_allocations(state, before);
+}
+
+}  // namespace
+
+static void await_ready_alone(benchmark::State& state) {
+    run_in_coroutine(state, [](int i) { return ready(i); });
+}
+BENCHMARK(await_ready_alone)->Name("hedged_ready/baseline_co_await");
+
+static void hedged_no_copy(benchmark::State& state) {
+    resil::hedge_policy hedge{{.max_hedges = 1, .delay = 1s}};
+    resil::context ctx;
+    ctx.mark_idempotent();
+    run_in_coroutine(state, [&](int i) {
+        return resil::asio::hedged(hedge, ctx, [i](resil::context&) { return ready(i); }, resil::always_success);
+    });
+}
+BENCHMARK(hedged_no_copy)->Name("hedged_ready/resil_hedged_answered_before_the_delay");
+
+static void hedged_one_copy(benchmark::State& state) {
+    resil::hedge_policy hedge{{.max_hedges = 1, .delay = 0s}};
+    resil::context ctx;
+    ctx.mark_idempotent();
+    run_in_coroutine(state, [&](int i) {
+        return resil::asio::hedged(hedge, ctx, [i](resil::context&) { return ready(i); }, resil::always_success);
+    });
+}
+BENCHMARK(hedged_one_copy)->Name("hedged_ready/resil_hedged_delay_0");
+
+BENCHMARK_MAIN();

@@ -1,0 +1,315 @@
+// resil/asio/hedge.hpp — hedged calls on Asio: copies of one call in
+// flight at once, the first acceptable answer wins, the others are
+// cancelled.
+//
+//   resil::retry_budget budget;                                  // shared with the retry policy
+//   resil::hedge_policy hedge{{.max_hedges = 1, .delay = 50ms, .percentile = 0.95, .budget = &budget}};
+//
+//   // In a coroutine, alone or as (the body of) a pipeline's callable:
+//   resil::curl::response r = co_await resil::asio::hedged(hedge, ctx,
+//       [&](resil::context& c, auto token) { return http.async_perform(req, c, std::move(token)); });
+//
+// The driver of resil::hedge_policy (resil/hedge.hpp), whose rules it
+// follows: copy 0 starts at once; while no copy has answered acceptably and
+// some copy still runs, copy k (k = 1 … max_hedges) starts k × delay later,
+// when the call may be repeated (ctx.safe_to_repeat(), judged once copy 0
+// has begun, so that a client's own marks count) and the retry budget grants
+// it. A copy's result is judged by the classifier (the pipelines'; the
+// default finds resil::curl::classify by ADL):
+//  - success or permanent: a final answer; it wins at once and every other
+//    copy is cancelled (terminal cancellation through its own slot: the curl
+//    clients remove its transfer) and reported as events::hedge_cancelled;
+//  - retryable or ambiguous, or an exception: not final while another copy
+//    runs; when none runs any more, the call ends with the first such result
+//    (an exception is rethrown), for a retry policy outside to judge.
+// The latency of each copy that completed before the call ended is recorded
+// in the policy, and so is the run of a loser that outlived the delay (a
+// lower bound of its latency; a shorter run says nothing and is not). Losers
+// never reach a circuit
+// breaker: around hedged() a pipeline sees one attempt, with the winner's
+// result.
+//
+// All copies share `ctx` (its clock, stop token, limits and idempotency key:
+// every copy sends the same key). The call's budget deposit is made here
+// only when ctx.attempt() is 0 (no retry policy counted it).
+//
+// Cancellation: the awaiting coroutine's cancellation (terminal, partial or
+// total; a pipeline's deadline or caller) cancels every copy; the call ends
+// once each has completed, with the first failure seen or else the first
+// copy's cancelled result. hedged() completes only after every copy it
+// started has completed, so `ctx`, `fn` and what they reference are never
+// used after it returns; a stopped io_context destroys the copies' frames
+// with the call's.
+//
+// Events go to `listener` (any resil listener; std::ref to share one):
+// hedge_started, hedge_refused, hedge_cancelled. Call hedged() on the
+// executor that runs the copies (one thread or a strand).
+#pragma once
+
+#include "config.hpp"  // first: before any Asio header
+
+#include <array>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/async_result.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include "../clock.hpp"
+#include "../context.hpp"
+#include "../events.hpp"
+#include "../hedge.hpp"
+#include "../outcome.hpp"
+#include "../pipeline.hpp"
+#include "pipeline.hpp"
+#include "waiter.hpp"
+
+namespace resil::asio {
+
+namespace detail {
+
+/// What a hedged call completes with: the winner, or the failure it ends on.
+template <class V>
+struct hedge_result {
+    std::exception_ptr error;
+    std::optional<V> value;
+};
+
+/// One hedged call: its copies, their cancellation, the timer between them.
+/// Shared by the copies' completions and the timer's handler; the caller's
+/// slot points at it without owning it (cleared before the completion).
+template <class V, class Ctx, class F, class Classifier, class Listener, class Handler>
+struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classifier, Listener, Handler>> {
+    static constexpr std::size_t most_copies = hedge_options::max_hedges_limit + 1;
+    using clock_type = std::remove_cvref_t<decltype(std::declval<Ctx&>().clock())>;
+    static constexpr bool virtual_time = waiter_traits<clock_type>::virtual_time;
+
+    hedge_state(const hedge_policy& p, Ctx& c, F& f, Classifier& k, Listener& l, Handler h,
+                const ::asio::any_io_executor& e)
+        : policy(p), ctx(c), fn(f), classify(k), listener(l), handler(std::move(h)), ex(e), timer(e) {}
+
+    void start() {
+        if (ctx.attempt() == 0) policy.count_call(ctx.clock().now());
+        auto slot = ::asio::get_associated_cancellation_slot(handler);
+        if (slot.is_connected()) {
+            outer = slot;
+            outer.assign([self = this](::asio::cancellation_type) { self->cancel_all(); });
+        }
+        hedging = policy.options().max_hedges > 0;
+        start_copy();
+        if (hedging && !decided) {
+            wait = policy.delay(ctx.clock().now());
+            arm();
+        }
+    }
+
+    void start_copy() {
+        const std::uint32_t k = started++;
+        started_at[k] = ctx.clock().now();
+        running[k] = true;
+        ++running_count;
+        auto self = this->shared_from_this();
+        ::asio::co_spawn(ex, run_copy(self, k),
+                         ::asio::bind_cancellation_slot(
+                             signals[k].slot(), [self, k](std::exception_ptr e, std::optional<V> v) {
+                                 self->copy_done(k, std::move(e), std::move(v));
+                             }));
+    }
+
+    // A copy as a child coroutine of its own, so that each has its own
+    // cancellation slot.
+    static ::asio::awaitable<std::optional<V>> run_copy(std::shared_ptr<hedge_state> self, std::uint32_t k) {
+        if (k == 0) self->began = true;
+        co_return co_await as_optional<V>(start_attempt(self->fn, self->ctx));
+    }
+
+    void arm() {
+        auto self = this->shared_from_this();
+        if constexpr (virtual_time) {
+            // No real time passes: the wait is one turn of the executor, after
+            // which the clock is moved on as its own sleep would move it.
+            ::asio::post(ex, [self] {
+                if (self->decided) return;
+                resil::sleep_until(self->ctx.clock(), self->ctx.clock().now() + self->wait, {});
+                self->hedge_due();
+            });
+        } else {
+            timer.expires_after(wait);
+            timer.async_wait([self](const std::error_code& ec) {
+                if (!ec) self->hedge_due();
+            });
+        }
+    }
+
+    void hedge_due() {
+        if (decided || !hedging || running_count == 0) return;
+        if (!began) {
+            // Copy 0 has not begun (its client has not yet marked the
+            // context): judge after it has.
+            ::asio::post(ex, [self = this->shared_from_this()] { self->hedge_due(); });
+            return;
+        }
+        if (!policy.may_hedge(ctx.safe_to_repeat())) {
+            hedging = false;  // an operation that may not be repeated runs once
+            return;
+        }
+        const std::uint32_t copy = started;
+        if (!policy.try_start_hedge(ctx.clock().now())) {
+            hedging = false;
+            resil::emit(listener, events::hedge_refused{copy});
+            return;
+        }
+        resil::emit(listener, events::hedge_started{copy, wait});
+        hedging = copy < policy.options().max_hedges;
+        start_copy();
+        if (hedging && !decided) arm();
+    }
+
+    void copy_done(std::uint32_t k, std::exception_ptr e, std::optional<V> v) {
+        running[k] = false;
+        --running_count;
+        if (decided) {
+            if (lost[k]) {
+                resil::emit(listener, events::hedge_cancelled{k});
+            } else if (!have_result) {
+                // Cancelled by the caller before any copy completed: the
+                // call ends as this copy did.
+                result.error = std::move(e);
+                result.value = std::move(v);
+                have_result = true;
+            }
+        } else {
+            const auto now = ctx.clock().now();
+            policy.record(now, now - started_at[k]);
+            const bool final_answer = !e && is_final(*v);
+            if (final_answer || !have_result) {
+                result.error = std::move(e);
+                result.value = std::move(v);
+                have_result = true;
+            }
+            if (final_answer) {
+                decide();
+                for (std::uint32_t j = 0; j < started; ++j)
+                    if (running[j]) {
+                        lost[j] = true;
+                        // A loser that outlived the delay is known to take at
+                        // least its run: recorded so, it ranks above the
+                        // delay, as its real latency would. Without it the
+                        // slow tail would vanish from the window and the
+                        // learnt delay would sink, hedging ever more calls.
+                        const auto ran = now - started_at[j];
+                        if (ran >= wait) policy.record(now, ran);
+                        signals[j].emit(::asio::cancellation_type::terminal);
+                    }
+            } else if (running_count == 0) {
+                decide();
+            }
+        }
+        if (decided && running_count == 0) finish();
+    }
+
+    bool is_final(const V& v) {
+        const verdict judged = classification(std::invoke(classify, v)).verdict;
+        return judged == verdict::success || judged == verdict::permanent;
+    }
+
+    // The caller's cancellation: every copy is cancelled, none as a loser.
+    void cancel_all() {
+        if (decided) return;
+        decide();
+        for (std::uint32_t j = 0; j < started; ++j)
+            if (running[j]) signals[j].emit(::asio::cancellation_type::terminal);
+    }
+
+    void decide() {
+        decided = true;
+        hedging = false;
+        if constexpr (!virtual_time) timer.cancel();
+    }
+
+    // Every copy has completed. The completion is posted: the caller's slot
+    // is cleared and the handler runs outside any copy's completion and any
+    // emit, and the signals the copies' frames were bound to outlive them.
+    void finish() {
+        if (finished) return;
+        finished = true;
+        ::asio::post(ex, [self = this->shared_from_this()] {
+            if (self->outer.is_connected()) self->outer.clear();
+            auto h = std::move(self->handler);
+            std::move(h)(std::move(self->result));
+        });
+    }
+
+    const hedge_policy& policy;
+    Ctx& ctx;
+    F& fn;
+    Classifier& classify;
+    Listener& listener;
+    Handler handler;
+    ::asio::any_io_executor ex;
+    ::asio::steady_timer timer;
+    ::asio::cancellation_slot outer;
+    std::array<::asio::cancellation_signal, most_copies> signals;
+    std::array<time_point, most_copies> started_at{};
+    std::array<bool, most_copies> running{};
+    std::array<bool, most_copies> lost{};
+    hedge_result<V> result;
+    duration wait{};
+    std::uint32_t started = 0;
+    std::uint32_t running_count = 0;
+    bool began = false;
+    bool hedging = false;
+    bool decided = false;
+    bool have_result = false;
+    bool finished = false;
+};
+
+template <class V>
+struct hedge_initiation {
+    template <class Handler, class Ctx, class F, class Classifier, class Listener>
+    void operator()(Handler handler, ::asio::any_io_executor ex, const hedge_policy* policy, Ctx* ctx, F* fn,
+                    Classifier* classify, Listener* listener) const {
+        using state_type = hedge_state<V, Ctx, F, Classifier, Listener, Handler>;
+        auto state = std::make_shared<state_type>(*policy, *ctx, *fn, *classify, *listener, std::move(handler), ex);
+        state->start();
+    }
+};
+
+}  // namespace detail
+
+/// Runs `fn` hedged by `policy` under `ctx` (banner above): an awaitable of
+/// what `fn`'s awaitable gives, the winning copy's result. `fn` takes the
+/// forms a pipeline's callable takes: (ctx) → asio::awaitable<R>, (ctx,
+/// completion token), or (). `classify` judges a copy's result (verdict or
+/// classification; `{}`: the default, which finds classify(const R&) by
+/// ADL); `listener` hears the hedge's events. A streamed call is not for
+/// hedging: its sink cannot take two copies' bodies.
+template <class Ctx, class F, class Classifier = resil::detail::default_classifier, class Listener = no_listener>
+auto hedged(const hedge_policy& policy, Ctx& ctx, F fn, Classifier classify = {}, Listener listener = {})
+    -> ::asio::awaitable<detail::callable_result_t<F, Ctx>> {
+    using R = detail::callable_result_t<F, Ctx>;
+    using V = std::conditional_t<std::is_void_v<R>, unit, R>;
+    auto& heard = resil::detail::unwrap(listener);
+    auto r = co_await ::asio::async_initiate<const ::asio::use_awaitable_t<>&, void(detail::hedge_result<V>)>(
+        detail::hedge_initiation<V>{}, ::asio::use_awaitable, co_await ::asio::this_coro::executor, &policy, &ctx,
+        &fn, &classify, &heard);
+    if (r.error) std::rethrow_exception(r.error);
+    if constexpr (!std::is_void_v<R>) co_return std::move(*r.value);
+}
+
+}  // namespace resil::asio
