@@ -55,6 +55,8 @@ TEST_CASE("http::load_client: the file's sections configure the client; absent o
     CHECK(http.options().deadline == 2s);
     CHECK(http.options().timeouts.read == 500ms);
     CHECK(http.options().retry.max_attempts == 2);
+    CHECK(http.options().retry.backoff_base == 1ms);
+    CHECK(http.options().retry.backoff_cap == 2ms);
     CHECK(http.options().retry_budget.min_per_second == 77);  // no retry_budget section
     CHECK_FALSE(http.options().circuit_breaker.enabled);      // no circuit_breaker section
 

@@ -180,8 +180,10 @@ public:
     [[nodiscard]] RESIL_DECL response perform(std::string_view method, std::string_view url, std::string_view body,
                                               std::initializer_list<header> headers = {});
 
-    /// The options it was built with (a configuration file's sections
-    /// included).
+    /// The options it was built with; for a configuration file, its sections
+    /// over the defaults, as far as these fields show them (a file may set a
+    /// backoff kind, a breaker mode or more, which the policies run but these
+    /// fields do not name).
     [[nodiscard]] RESIL_DECL const client_options& options() const noexcept;
 
 private:

@@ -199,6 +199,10 @@ RESIL_DECL client::client(const json::pipeline_config& config, const client_opti
     if (config.retry) {
         policies.retry = *config.retry;
         options.retry.max_attempts = config.retry->max_attempts;
+        // The file may name another kind of backoff: options() shows its
+        // base and cap, the policy runs the kind the file gave.
+        options.retry.backoff_base = std::chrono::duration_cast<std::chrono::milliseconds>(config.retry->backoff.base());
+        options.retry.backoff_cap = std::chrono::duration_cast<std::chrono::milliseconds>(config.retry->backoff.cap());
         options.retry.max_wait = std::chrono::duration_cast<std::chrono::milliseconds>(config.retry->max_wait);
     }
     if (config.retry_budget) {
