@@ -153,7 +153,7 @@ if ((headers)); then
         labels+=("\`<$header>\` alone")
         sources+=("$tu")
         flags+=("")
-    done < <(cd "$RESIL_ROOT/include" && find resil -name '*.hpp' -not -path '*/detail/*' | sort)
+    done < <(cd "$RESIL_ROOT/include" && find resil -name '*.hpp' -not -path '*/detail/*' -not -name separate_compilation.hpp | sort)
 fi
 
 # One compile, timed: prints "wall cpu" in seconds; fails as the compiler does.
