@@ -210,6 +210,22 @@ TEST_CASE("http::client: options are validated by the policies they become, name
     o.circuit_breaker.half_open_probes = 0;
     check(o, "`circuit_breaker.half_open_probes` " +
                  resil::circuit_breaker_options{.half_open_probes = 0}.validate()->requirement);
+    // Durations too long for nanoseconds are refused, never overflowed.
+    for (auto huge : {std::chrono::milliseconds::max(), std::chrono::milliseconds::min()}) {
+        o = {};
+        o.deadline = huge;
+        CHECK_FALSE(o.validate().empty());
+        CHECK_THROWS_AS(resil::http::client{o}, std::invalid_argument);
+        o = {};
+        o.retry.backoff_cap = huge;
+        CHECK_FALSE(o.validate().empty());
+        o = {};
+        o.circuit_breaker.open_for = huge;
+        CHECK(o.validate().starts_with("`circuit_breaker.open_for` must be"));
+        o = {};
+        o.retry_budget.window = huge;
+        CHECK(o.validate().starts_with("`retry_budget.window` must be"));
+    }
     o = {};
     o.idempotency_key_header = "Bad Header";
     check(o, R"(`idempotency_key_header` must be an HTTP token, got "Bad Header")");

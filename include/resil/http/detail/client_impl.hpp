@@ -42,24 +42,34 @@ struct policy_options {
     std::optional<circuit_breaker_options> breaker;
 };
 
+/// Milliseconds as resil::duration (nanoseconds), saturated instead of
+/// overflowing: a value beyond ±292 years becomes duration's max or min, which
+/// every policy's validate() refuses (none allows more than 24 h).
+constexpr duration to_duration(std::chrono::milliseconds ms) noexcept {
+    constexpr auto most = std::chrono::duration_cast<std::chrono::milliseconds>(duration::max());
+    if (ms >= most) return duration::max();
+    if (ms <= -most) return duration::min();
+    return ms;
+}
+
 inline policy_options to_policy_options(const client_options& o) {
     policy_options p{};
-    p.deadline.budget = o.deadline;
+    p.deadline.budget = to_duration(o.deadline);
     p.timeouts = resil::timeouts{.connect = o.timeouts.connect, .read = o.timeouts.read, .total = o.timeouts.total};
     p.retry.max_attempts = o.retry.max_attempts;
-    p.retry.backoff = full_jitter{o.retry.backoff_base, o.retry.backoff_cap};
-    p.retry.max_wait = o.retry.max_wait;
+    p.retry.backoff = full_jitter{to_duration(o.retry.backoff_base), to_duration(o.retry.backoff_cap)};
+    p.retry.max_wait = to_duration(o.retry.max_wait);
     if (o.retry_budget.enabled) {
         p.budget = retry_budget_options{.ratio = o.retry_budget.ratio,
                                         .min_per_second = o.retry_budget.min_per_second,
-                                        .window = o.retry_budget.window};
+                                        .window = to_duration(o.retry_budget.window)};
     }
     if (o.circuit_breaker.enabled) {
         circuit_breaker_options b{};
         b.failure_ratio = o.circuit_breaker.failure_ratio;
-        b.window = o.circuit_breaker.window;
+        b.window = to_duration(o.circuit_breaker.window);
         b.min_calls = o.circuit_breaker.min_calls;
-        b.open_for = o.circuit_breaker.open_for;
+        b.open_for = to_duration(o.circuit_breaker.open_for);
         b.half_open_probes = o.circuit_breaker.half_open_probes;
         p.breaker = std::move(b);
     }
