@@ -167,14 +167,15 @@ struct client_state {
 };
 
 struct response_access {
-    static response make(const outcome<curl::response>& out, std::uint32_t attempts) {
+    /// Takes the last reply's body out of `out`; the rest stays there.
+    static response make(outcome<curl::response>& out, std::uint32_t attempts) {
         response r;
         r.reason_ = out.reason();
         r.attempts_ = attempts;
         if (out.has_value()) {
             r.status_ = out->status();
             r.transport_ = curl::to_string(out->transport());
-            r.body_ = out->body();
+            r.body_ = std::move(*out).body();
         }
         return r;
     }
@@ -267,7 +268,11 @@ RESIL_DECL response client::perform(std::string_view method, std::string_view ur
         ~give_back_on_exit() { s.give_back(std::move(c)); }
     } guard{s, http};
     auto out = s.with_breaker ? (*s.with_breaker)(call) : (*s.without_breaker)(call);
-    return detail::response_access::make(out, attempts);
+    auto result = detail::response_access::make(out, attempts);
+    // The reply's header buffers go back to the libcurl client, for its next
+    // request (the body went to `result`).
+    if (out.has_value()) http->recycle(std::move(*out));
+    return result;
 }
 
 RESIL_DECL response client::get(std::string_view url, std::initializer_list<header> headers) {
