@@ -24,7 +24,13 @@
 #   json_service.cpp              a service whose pipeline comes from a JSON file
 #                                 (with RESIL_SEPARATE_COMPILATION it includes
 #                                 load_config.hpp alone: no nlohmann parse)
-#   separate_source.cpp           such a program's one source file (curl, json)
+#   readme_example_http.cpp       the README's example through resil::http::client
+#                                 (resil/http.hpp: declarations only when
+#                                 separately compiled)
+#   json_service_http.cpp         json_service.cpp through resil::http::load_client
+#                                 (resil/http/config_file.hpp)
+#   separate_source.cpp           such a program's one source file (curl, json,
+#                                 http)
 # Runs are interleaved (every unit once, then every unit again, ...) so that
 # other processes slow every row alike. The table gives CPU seconds (user +
 # sys of the compiler), which other processes on the machine disturb far
@@ -107,6 +113,9 @@ labels=(
     "JSON-configured service (json.hpp + curl.hpp)"
     "README example, separate compilation"
     "JSON-configured service, separate compilation (load_config.hpp + curl.hpp)"
+    "README example through resil::http::client (http.hpp), header-only"
+    "README example through resil::http::client (http.hpp), separate compilation"
+    "JSON-configured service through resil::http::load_client (http/config_file.hpp), separate compilation"
     "(separate compilation: the program's one source file, compiled once)"
 )
 sources=(
@@ -115,9 +124,12 @@ sources=(
     "$units_dir/json_service.cpp"
     "$units_dir/readme_example.cpp"
     "$units_dir/json_service.cpp"
+    "$units_dir/readme_example_http.cpp"
+    "$units_dir/readme_example_http.cpp"
+    "$units_dir/json_service_http.cpp"
     "$units_dir/separate_source.cpp"
 )
-flags=("" "" "" "$separate" "$separate" "$separate")
+flags=("" "" "" "$separate" "$separate" "" "$separate" "$separate" "$separate")
 
 # Succeeds when the compiler finds <header> (the integrations' dependencies).
 have_header() {
@@ -141,7 +153,7 @@ if ((headers)); then
         labels+=("\`<$header>\` alone")
         sources+=("$tu")
         flags+=("")
-    done < <(cd "$RESIL_ROOT/include" && find resil -name '*.hpp' -not -path '*/detail/*' | sort)
+    done < <(cd "$RESIL_ROOT/include" && find resil -name '*.hpp' -not -path '*/detail/*' -not -name separate_compilation.hpp | sort)
 fi
 
 # One compile, timed: prints "wall cpu" in seconds; fails as the compiler does.

@@ -9,3 +9,6 @@
 #if RESIL_TEST_WITH_JSON
 #include <resil/json/separate_compilation.hpp>
 #endif
+#if RESIL_TEST_WITH_CURL && RESIL_TEST_WITH_JSON
+#include <resil/http/separate_compilation.hpp>  // resil::http::load_client
+#endif

@@ -1,0 +1,197 @@
+// resil/http.hpp — a ready-made resilient HTTP client: the README's pipeline
+// (deadline → retry with a budget → circuit breaker → per-attempt timeouts)
+// around the libcurl client, configured by plain options, behind a class
+// whose header parses in about the time of <string> and <chrono>.
+//
+//   resil::http::client catalog{{.deadline = 250ms,
+//                                .timeouts = {.connect = 20ms, .read = 100ms, .total = 150ms},
+//                                .retry = {.max_attempts = 3}}};   // one per dependency, any thread
+//   auto out = catalog.get(url);
+//   if (!out) show_plan_b(out.reason());   // "circuit_open", "retries_exhausted", ...
+//   else use(out.body());
+//
+// It is exactly the pipeline a user would write with resil/pipeline.hpp and
+// resil/curl.hpp (the same policies, the same libcurl client, the same
+// classification, Idempotency-Key on every attempt of a POST), built once
+// from these options. Needs the resil::curl CMake target. For anything the
+// options do not cover (listeners, metrics, a token bucket, fallback, a
+// clock of your own, streaming) build the pipeline yourself: both use the
+// same policies.
+//
+// Why a separate class: a file that builds the pipeline itself instantiates
+// it and parses the policies' and libcurl's headers; a file that uses this
+// client parses the declarations below only, provided its definitions are
+// compiled elsewhere. Header-only (the default), this header includes them
+// (resil/http/detail/client_impl.hpp) and costs what the pipeline costs.
+// With RESIL_SEPARATE_COMPILATION they are compiled once, in the source file
+// that includes <resil/curl/separate_compilation.hpp> (docs/compile_time.md).
+//
+// Thread-safety: one client per dependency, shared by every thread. The
+// breaker and the budget are the client's, shared by its calls; each call
+// borrows a libcurl client (and its kept-alive connections) from the
+// client's pool and gives it back, so a client holds as many libcurl
+// clients as calls ever ran on it at once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "detail/platform.hpp"
+#include "reason.hpp"
+
+namespace resil::json {
+struct pipeline_config;
+}  // namespace resil::json
+
+namespace resil::http {
+
+/// Per-attempt limits (resil::timeouts, clamped to what is left of the
+/// deadline). no_limit leaves a limit unset.
+struct timeout_settings {
+    static constexpr std::chrono::milliseconds no_limit = std::chrono::milliseconds::max();
+    std::chrono::milliseconds connect = no_limit;  ///< until the connection is up
+    std::chrono::milliseconds read = no_limit;     ///< the longest silence once connected
+    std::chrono::milliseconds total = no_limit;    ///< the whole attempt
+};
+
+/// Retries (resil::retry_options): full-jitter exponential backoff from
+/// `backoff_base` to `backoff_cap`, a server's Retry-After honoured up to
+/// `max_wait`. Only what is safe to repeat is retried: idempotent methods,
+/// and non-idempotent ones that carry an idempotency key.
+struct retry_settings {
+    std::uint32_t max_attempts = 3;                           ///< 1 turns retries off
+    std::chrono::milliseconds backoff_base{100};              ///< the first wait's ceiling
+    std::chrono::milliseconds backoff_cap{1000};              ///< no wait ceiling above this
+    std::chrono::milliseconds max_wait{std::chrono::seconds{60}};  ///< a longer Retry-After ends the call
+};
+
+/// The retry budget (resil::retry_budget_options): retries at most `ratio`
+/// of the calls in the last `window`, plus a reserve of `min_per_second` ×
+/// `window` retries for a quiet client.
+struct budget_settings {
+    bool enabled = true;
+    double ratio = 0.10;
+    std::uint32_t min_per_second = 10;
+    std::chrono::milliseconds window{std::chrono::seconds{10}};
+};
+
+/// The circuit breaker (resil::circuit_breaker_options, time window): open
+/// for `open_for` once more than `failure_ratio` of at least `min_calls`
+/// calls in the last `window` failed; then `half_open_probes` probes decide.
+struct breaker_settings {
+    bool enabled = true;
+    double failure_ratio = 0.5;
+    std::chrono::milliseconds window{std::chrono::seconds{10}};
+    std::uint32_t min_calls = 20;
+    std::chrono::milliseconds open_for{std::chrono::seconds{30}};
+    std::uint32_t half_open_probes = 5;
+};
+
+/// Everything a client is configured by. The defaults are the policies'.
+struct client_options {
+    /// The whole call, every attempt and wait included (resil::deadline_policy):
+    /// required, in [1ms, 24h].
+    std::chrono::milliseconds deadline{std::chrono::seconds{10}};
+    timeout_settings timeouts{};
+    retry_settings retry{};
+    budget_settings retry_budget{};
+    breaker_settings circuit_breaker{};
+    /// The header that carries a non-idempotent request's key, the same on
+    /// every attempt (resil::curl::client_options::idempotency_key_header).
+    std::string idempotency_key_header = "Idempotency-Key";
+
+    /// The first invalid field, as "`retry.max_attempts` must be in [1, 100],
+    /// got 0", or an empty string when every field is valid. The fields are
+    /// checked by the options of the policies they become.
+    [[nodiscard]] RESIL_DECL std::string validate() const;
+};
+
+namespace detail {
+struct client_state;
+struct response_access;
+}  // namespace detail
+
+/// One header line of a request.
+struct header {
+    std::string_view name;
+    std::string_view value;
+};
+
+/// What a call came to: true when it succeeded (a 2xx within the policies);
+/// otherwise reason() says why, and status() and body() hold the last reply
+/// if one arrived (the last 503 after retries ran out).
+class response {
+public:
+    response() = default;
+
+    [[nodiscard]] explicit operator bool() const noexcept { return reason_ == resil::reason::none; }
+    [[nodiscard]] resil::reason reason() const noexcept { return reason_; }
+    /// The last reply's HTTP status; 0 when no reply arrived.
+    [[nodiscard]] int status() const noexcept { return status_; }
+    [[nodiscard]] const std::string& body() const& noexcept { return body_; }
+    [[nodiscard]] std::string body() && noexcept { return static_cast<std::string&&>(body_); }
+    /// Attempts made; 0 when the call was refused before any (open circuit,
+    /// no time left).
+    [[nodiscard]] std::uint32_t attempts() const noexcept { return attempts_; }
+    /// How the last attempt's transfer ended (resil::curl::transport_status
+    /// by name: "completed", "connect_failed", "read_timeout", ...); empty
+    /// when no attempt was made.
+    [[nodiscard]] std::string_view transport() const noexcept { return transport_; }
+
+private:
+    friend struct detail::response_access;
+    resil::reason reason_ = resil::reason::none;
+    int status_ = 0;
+    std::uint32_t attempts_ = 0;
+    std::string_view transport_{};  // static text
+    std::string body_{};
+};
+
+class client {
+public:
+    /// Builds the policies and the first libcurl client. Throws
+    /// std::invalid_argument("resil::http::client: `field` must be ...")
+    /// when options.validate() names a field.
+    RESIL_DECL explicit client(const client_options& options = {});
+    /// The sections a configuration file gave (resil::json::load_config;
+    /// resil/http/config_file.hpp reads one), each over the same section of
+    /// `defaults`. Throws std::invalid_argument for a section the client has
+    /// no policy for (token_bucket, concurrency_limit).
+    RESIL_DECL client(const json::pipeline_config& config, const client_options& defaults);
+
+    RESIL_DECL client(client&& other) noexcept;
+    RESIL_DECL client& operator=(client&& other) noexcept;
+    client(const client&) = delete;
+    client& operator=(const client&) = delete;
+    RESIL_DECL ~client();
+
+    /// A GET (idempotent: every failure the policies judge retryable is retried).
+    [[nodiscard]] RESIL_DECL response get(std::string_view url, std::initializer_list<header> headers = {});
+    /// A POST of `body`: not idempotent, so it carries an idempotency key, the
+    /// same on every attempt, which lets an ambiguous failure be retried.
+    [[nodiscard]] RESIL_DECL response post(std::string_view url, std::string_view body,
+                                           std::initializer_list<header> headers = {});
+    /// Any method (an RFC 9110 token); idempotent as RFC 9110 says (GET, HEAD,
+    /// OPTIONS, TRACE, PUT, DELETE), keyed otherwise. Throws
+    /// std::invalid_argument for a bad method, URL or header, before any I/O.
+    [[nodiscard]] RESIL_DECL response perform(std::string_view method, std::string_view url, std::string_view body,
+                                              std::initializer_list<header> headers = {});
+
+    /// The options it was built with; for a configuration file, its sections
+    /// over the defaults, as far as these fields show them (a file may set a
+    /// backoff kind, a breaker mode or more, which the policies run but these
+    /// fields do not name).
+    [[nodiscard]] RESIL_DECL const client_options& options() const noexcept;
+
+private:
+    detail::client_state* state_;  // owned; null once moved from
+};
+
+}  // namespace resil::http
+
+#if RESIL_DETAIL_BODIES
+#include "http/detail/client_impl.hpp"
+#endif
