@@ -22,6 +22,7 @@
 #if RESIL_BENCH_HAVE_CURL && RESIL_BENCH_HAVE_ASIO
 
 #include <curl/curl.h>
+#include <sys/resource.h>
 
 #include <asio/io_context.hpp>
 #include <resil/curl.hpp>
@@ -55,8 +56,19 @@ constexpr int batch = 512;
 constexpr int in_flight = 64;
 constexpr int threads = 8;
 
-// GETs per second of each kind's rounds.
+// GETs per second of each kind's rounds, and the process's CPU time per GET
+// (user + system, all its threads): on a machine other work keeps busy the
+// rate follows the share of the cores each kind gets (8 threads get more
+// than one), the CPU time per GET much less.
 std::map<std::string, std::vector<double>> rates;
+std::map<std::string, std::vector<double>> cpu_per_get;
+
+double process_cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
 
 // The timed part every kind shares: one batch outside the measurement (it
 // connects), then a batch per iteration until one fails; req/s and
@@ -66,6 +78,7 @@ void time_batches(benchmark::State& state, const std::string& kind, RunBatch run
                   const char* failure) {
     run_batch();
     const auto before = resil_bench::allocations.load();
+    const double cpu0 = process_cpu_seconds();
     const auto t0 = steady::now();
     for (auto _ : state) {
         run_batch();
@@ -75,15 +88,18 @@ void time_batches(benchmark::State& state, const std::string& kind, RunBatch run
         }
     }
     const auto elapsed = steady::now() - t0;
-    const double rate =
-        static_cast<double>(state.iterations()) * batch / std::chrono::duration<double>(elapsed).count();
+    const double gets = static_cast<double>(state.iterations()) * batch;
+    const double rate = gets / std::chrono::duration<double>(elapsed).count();
+    const double cpu_us = (process_cpu_seconds() - cpu0) * 1e6 / gets;
     state.counters["req/s"] = rate;
+    state.counters["cpu_us/req"] = cpu_us;
     resil_bench::report_allocations(state, before);
     rates[kind].push_back(rate);  // the last run of a benchmark function is the one kept
+    cpu_per_get[kind].push_back(cpu_us);
 }
 
-double median(const std::string& kind) {
-    auto v = rates[kind];
+double median(const std::string& kind, std::map<std::string, std::vector<double>>& of = rates) {
+    auto v = of[kind];
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -266,6 +282,15 @@ int main(int argc, char** argv) {
         std::printf("  %-28s %9.0f req/s  %.3fx raw multi, %.3fx 8 blocking threads\n", "resil_async_64", async,
                     async / raw, blocking > 0 ? async / blocking : 0.0);
         std::printf("  %-28s %9.0f req/s  %.3fx raw multi\n", "resil_blocking_8_threads", blocking, blocking / raw);
+        const double raw_cpu = median("baseline_raw_multi_64", cpu_per_get);
+        const double async_cpu = median("resil_async_64", cpu_per_get);
+        const double blocking_cpu = median("resil_blocking_8_threads", cpu_per_get);
+        std::printf("CPU time of this process per GET (user + system), medians:\n");
+        std::printf("  %-28s %9.2f us\n", "baseline_raw_multi_64", raw_cpu);
+        std::printf("  %-28s %9.2f us  %.3fx raw multi, %.3fx 8 blocking threads\n", "resil_async_64", async_cpu,
+                    async_cpu / raw_cpu, async_cpu / blocking_cpu);
+        std::printf("  %-28s %9.2f us  %.3fx raw multi\n", "resil_blocking_8_threads", blocking_cpu,
+                    blocking_cpu / raw_cpu);
     }
     nginx.reset();
     return 0;

@@ -58,7 +58,10 @@
 // reused by the next call; at most async_options::max_idle_transfers stay
 // pooled when idle. Calls beyond async_options::max_in_flight complete at
 // once, unsent (transport_status::other_error): memory is bounded by
-// max_in_flight transfers and their responses.
+// max_in_flight transfers and their responses. Idle kept-alive connections:
+// up to 4 per pooled transfer (CURLMOPT_MAXCONNECTS, libcurl's own ratio, but
+// counted over the pool: the calls in flight may drop to none between bursts
+// without their connections being closed).
 //
 // Thread-safety: call async_perform, recycle and the destructor on the
 // executor's thread (one io_context thread, or a strand); the stop token

@@ -32,7 +32,9 @@
 #include <asio/recycling_allocator.hpp>
 #include <asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -486,6 +488,7 @@ private:
             t->transfer.touched_by = t.get();
             slots_[index] = std::move(t);
             ++pooled_;
+            size_connection_cache();
         } catch (...) {
             holes_.push_back(index);
             throw;
@@ -505,7 +508,21 @@ private:
             slots_[index].reset();  // `t` is gone from here on
             holes_.push_back(index);
             --pooled_;
+            size_connection_cache();
         }
+    }
+
+    // libcurl sizes its cache of idle connections by the easy handles added
+    // at the moment a connection comes back (4 per handle), and closes the
+    // oldest beyond that. Here a finished call's handle leaves the multi
+    // before its completion starts the next call, so after a burst of
+    // completions few handles are added and kept-alive connections would be
+    // closed, to be opened again by the next calls: the cache is sized by
+    // the transfers pooled instead, with libcurl's own ratio.
+    void size_connection_cache() noexcept {
+        if (!multi_) return;
+        const std::size_t most = static_cast<std::size_t>(LONG_MAX) / 4;
+        curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(std::clamp<std::size_t>(pooled_, 1, most) * 4));
     }
 
     /// Ends the call on `t`: out of the multi handle, the outcome read by the
@@ -729,13 +746,20 @@ private:
         }
         // Never libcurl from here, even for 0 ms: the wait completes on the
         // executor. "At once" is posted, which spares the timer's kernel
-        // timer an update per call.
+        // timer an update per call. One post at a time: libcurl asks for
+        // "at once" with each transfer added, and the calls that completions
+        // start one after another are all served by one run of libcurl.
         try {
             if (ms == 0) {
-                ::asio::post(ex_, [self = shared_from_this(), g] {
-                    if (self->closed_ || self->timer_generation_ != g) return;
+                zero_due_ = g;
+                if (zero_posted_) return;
+                ::asio::post(ex_, [self = shared_from_this()] {
+                    self->zero_posted_ = false;
+                    // Acts only while "at once" is still libcurl's latest wish.
+                    if (self->closed_ || self->timer_generation_ != self->zero_due_) return;
                     self->act(CURL_SOCKET_TIMEOUT, 0);
                 });
+                zero_posted_ = true;
                 return;
             }
             timer_.expires_after(std::chrono::milliseconds{ms});
@@ -783,6 +807,8 @@ private:
     CURLM* multi_ = nullptr;
     ::asio::steady_timer timer_;
     std::uint64_t timer_generation_ = 0;
+    std::uint64_t zero_due_ = 0;  ///< the generation of libcurl's latest "at once" (0 ms)
+    bool zero_posted_ = false;    ///< a run of libcurl for "at once" is posted and still to come
     std::unordered_map<curl_socket_t, std::unique_ptr<socket_entry>> sockets_;
     std::uint64_t socket_generation_ = 0;
     std::uint64_t wait_generation_ = 0;  ///< of the transfers' timer waits
