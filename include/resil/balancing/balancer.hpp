@@ -39,10 +39,13 @@
 // mutex among themselves only). Each endpoint's counters (calls in flight,
 // latency, failures, ejection) live in an object the snapshots share, so an
 // endpoint kept by a replacement keeps its state, and a call finishing on an
-// old snapshot releases the count the new one sees. A pick holds its
-// snapshot through a per-thread-stripe reader count (two epochs, as in
-// userspace RCU); a replaced snapshot is freed by a later replace() once no
-// lease of its epoch is left. A pick writes its thread's stripe and the
+// old snapshot releases the count the new one sees. A pick reads the
+// snapshot inside a per-thread-stripe reader count (two epochs, as in
+// userspace RCU) held for the pick only; the lease it returns pins its own
+// snapshot by a count in that snapshot (per stripe), so a long-lived lease
+// keeps one snapshot alive, never the ones replaced after it. A replaced
+// snapshot is freed by a later replace() or reclaim() once two epochs have
+// passed and no lease holds it. A pick writes its thread's stripes and the
 // chosen endpoint's in-flight count; round-robin's cursor is per stripe.
 // Nothing is allocated per pick.
 #pragma once
@@ -285,6 +288,15 @@ struct balancer_snapshot {
     std::vector<std::uint32_t> schedule;
     std::vector<std::uint32_t> schedule_begin;
     stripes<std::atomic<std::uint64_t>> cursors;
+    /// Leases holding this snapshot, per stripe: a lease adds to its
+    /// thread's stripe and takes the same stripe back, so each stays >= 0.
+    stripes<std::atomic<std::int64_t>> leases;
+
+    [[nodiscard]] std::int64_t leases_held() const noexcept {
+        std::int64_t n = 0;
+        for (std::size_t i = 0; i < leases.size(); ++i) n += leases[i].load(std::memory_order_acquire);
+        return n;
+    }
 
     [[nodiscard]] std::size_t groups() const noexcept { return group_begin.empty() ? 0 : group_begin.size() - 1; }
 };
@@ -392,13 +404,13 @@ private:
         owner_ = std::exchange(o.owner_, nullptr);
         snapshot_ = std::exchange(o.snapshot_, nullptr);
         index_ = o.index_;
-        reader_ = o.reader_;
+        stripe_ = o.stripe_;
         started_ = o.started_;
     }
     const balancer* owner_ = nullptr;
     detail::balancer_snapshot* snapshot_ = nullptr;
     std::uint32_t index_ = 0;
-    std::uint32_t reader_ = 0;  ///< the reader-count cell this lease holds
+    std::uint32_t stripe_ = 0;  ///< the stripe of snapshot_->leases this lease counts in
     time_point started_{};
 };
 
@@ -449,6 +461,13 @@ public:
     void reclaim() {
         std::lock_guard lock(writer_);
         reclaim_locked();
+    }
+
+    /// Replaced snapshots not freed yet: those leases still hold, and those
+    /// replaced within the last two epochs (for tests and memory checks).
+    [[nodiscard]] std::size_t retained_snapshots() {
+        std::lock_guard lock(writer_);
+        return retired_.size();
     }
 
     /// Chooses an endpoint at `now`, preferring ones not in `tried`; an empty
@@ -581,9 +600,11 @@ private:
             if (readers_of(e + 1) != 0) break;  // parity of e - 1
             epoch_.store(e + 1, std::memory_order_seq_cst);
         }
+        // Two epochs on, no pick can still be reading a snapshot, so its
+        // lease counts only fall: all zero means no lease is left.
         const auto e = epoch_.load(std::memory_order_seq_cst);
         std::erase_if(retired_, [e](const retired_snapshot& r) {
-            if (r.epoch + 2 > e) return false;
+            if (r.epoch + 2 > e || r.snapshot->leases_held() != 0) return false;
             delete r.snapshot;
             return true;
         });
@@ -631,7 +652,8 @@ private:
 inline void endpoint_lease::release() noexcept {
     if (snapshot_ == nullptr) return;
     snapshot_->state_of[index_]->outstanding.fetch_sub(1, std::memory_order_relaxed);
-    owner_->leave(reader_);
+    // Last use of the snapshot: release orders the reads above before a writer's free.
+    snapshot_->leases[stripe_].fetch_sub(1, std::memory_order_release);
     snapshot_ = nullptr;
     owner_ = nullptr;
 }
@@ -942,11 +964,15 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
         return {};
     }
     s.state_of[chosen]->outstanding.fetch_add(1, std::memory_order_relaxed);
+    // Pinned inside the epoch guard (a writer sees it before freeing), then the guard ends.
+    const auto stripe = static_cast<std::uint32_t>(detail::this_thread_stripe() & (s.leases.size() - 1));
+    s.leases[stripe].fetch_add(1, std::memory_order_relaxed);
+    leave(guard.reader);
     endpoint_lease lease;
     lease.owner_ = this;
     lease.snapshot_ = guard.snapshot;
     lease.index_ = chosen;
-    lease.reader_ = guard.reader;
+    lease.stripe_ = stripe;
     lease.started_ = now;
     return lease;
 }
