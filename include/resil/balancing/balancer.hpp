@@ -640,7 +640,8 @@ private:
     mutable std::atomic<bool> refreshing_{false};
     mutable std::unique_ptr<std::atomic<std::uint32_t>[]> usable_{
         new std::atomic<std::uint32_t>[endpoint::max_priority + 1]{}};
-    mutable std::atomic<std::uint32_t> ejected_count_{0};
+    /// Held by try_eject() only: ejections are counted against the cap one at a time.
+    mutable std::mutex ejecting_;
 
     mutable std::atomic<std::uint64_t> ejections_{0}, returns_{0}, no_endpoint_{0};
     std::atomic<std::uint64_t> replacements_{0};
@@ -722,7 +723,6 @@ inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns)
     if (!refreshing_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return;
     const auto changes = health_changes_.load(std::memory_order_acquire);
     std::int64_t next_return = std::numeric_limits<std::int64_t>::max();
-    std::uint32_t ejected = 0;
     for (std::size_t g = 0; g < s.groups(); ++g) {
         std::uint32_t usable = 0;
         for (auto i = s.group_begin[g]; i < s.group_begin[g + 1]; ++i) {
@@ -739,13 +739,11 @@ inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns)
             if (until == 0) {
                 if (!st.failing_checks.load(std::memory_order_relaxed)) ++usable;
             } else {
-                ++ejected;
                 next_return = std::min(next_return, until);
             }
         }
         usable_[g].store(usable, std::memory_order_relaxed);
     }
-    ejected_count_.store(ejected, std::memory_order_relaxed);
     next_return_ns_.store(next_return, std::memory_order_relaxed);
     counted_snapshot_.store(&s, std::memory_order_relaxed);
     counted_changes_.store(changes, std::memory_order_release);
@@ -802,28 +800,30 @@ inline std::optional<events::endpoint_ejected> balancer::record(detail::balancer
 inline std::optional<events::endpoint_ejected> balancer::try_eject(detail::balancer_snapshot& s, std::uint32_t index,
                                                                    std::int64_t now_ns) const noexcept {
     auto& st = *s.state_of[index];
-    if (st.ejected_until.load(std::memory_order_acquire) != 0) return std::nullopt;  // already out (a late failure)
-    // The ejection count must be fresh for the cap: refresh first (returns expired ejections).
-    refresh(s, now_ns);
+    if (st.ejected_at(now_ns)) return std::nullopt;  // already out (a late failure)
+    refresh(s, now_ns);  // returns expired ejections (their events) first
+    // Ejections are rare: one at a time, each counting the ejected endpoints
+    // itself, so two racing ejections cannot both pass the cap.
+    std::unique_lock lock(ejecting_);
+    if (st.ejected_at(now_ns)) return std::nullopt;  // ejected by a failure on another thread meanwhile
     const auto n = s.endpoints.size();
     const auto share_cap = static_cast<std::size_t>(options_.outlier.max_ejection_share * static_cast<double>(n));
     const auto cap = std::min(n - 1, std::max<std::size_t>(1, share_cap));
-    // Claim a slot under the cap, then the endpoint.
-    auto count = ejected_count_.load(std::memory_order_acquire);
-    do {
-        if (count >= cap) return std::nullopt;
-    } while (!ejected_count_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
+    std::size_t count = 0;
+    for (const auto* other : s.state_of) count += other->ejected_at(now_ns) ? 1 : 0;
+    if (count >= cap) return std::nullopt;
     const auto times = st.times_ejected.load(std::memory_order_relaxed) + 1;
     const auto base = options_.outlier.base_ejection_time.count();
     const auto longest = options_.outlier.max_ejection_time.count();
     const auto length = times > static_cast<std::uint64_t>(longest / base) ? longest : std::min(longest, base * times);
-    std::int64_t idle = 0;
-    if (!st.ejected_until.compare_exchange_strong(idle, now_ns + length, std::memory_order_acq_rel)) {
-        ejected_count_.fetch_sub(1, std::memory_order_acq_rel);
+    // An expired ejection not returned yet by refresh() ends here (no event:
+    // the endpoint goes straight from one ejection to the next).
+    auto until = st.ejected_until.load(std::memory_order_acquire);
+    if (!st.ejected_until.compare_exchange_strong(until, now_ns + length, std::memory_order_acq_rel))
         return std::nullopt;
-    }
     st.times_ejected.store(times, std::memory_order_relaxed);
     st.consecutive_failures.store(0, std::memory_order_relaxed);
+    lock.unlock();
     ejections_.fetch_add(1, std::memory_order_relaxed);
     health_changes_.fetch_add(1, std::memory_order_acq_rel);
     const events::endpoint_ejected event{s.endpoints[index].address, times, duration{length}, time_point{duration{now_ns}}};
