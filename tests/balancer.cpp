@@ -61,6 +61,8 @@ TEST_CASE("balancer options: each field's bounds are named") {
           "`outlier.base_ejection_time` must be in [1ms, 24h], got 0s");
     CHECK(options_invalid({.outlier = {.max_ejection_time = 10s}}) ==
           "`outlier.max_ejection_time` must be in [30s, 24h], got 10s");
+    CHECK(options_invalid({.outlier = {.ejection_decay_interval = 0s}}) ==
+          "`outlier.ejection_decay_interval` must be in [1ms, 24h], got 0s");
     CHECK(options_invalid({.outlier = {.max_ejection_share = 2.0}}) ==
           "`outlier.max_ejection_share` must be in [0, 1], got 2");
     CHECK_THROWS_WITH(balancer(three(), {.panic_threshold = 2.0}),

@@ -27,7 +27,10 @@
 // Passive health (Envoy's outlier detection defaults): `consecutive_failures`
 // (5) failures in a row — 5xx answers and connect failures, reported as
 // endpoint_result::failure — eject an endpoint for base_ejection_time (30 s) ×
-// the times it was ejected, at most max_ejection_time (300 s). At most
+// its ejection multiplier, at most max_ejection_time (300 s). The multiplier
+// grows by one per ejection until base × it reaches the cap, and falls by one
+// for each ejection_decay_interval (10 s) the endpoint spent un-ejected since
+// its last ejection ended, so an incident a day later starts at 30 s again. At most
 // max_ejection_share (10 %) of the set is ejected at once, and at least one
 // endpoint may always be ejected unless the set has one endpoint: one is
 // always kept. An ejected endpoint comes back exactly when its time is up.
@@ -105,10 +108,13 @@ enum class endpoint_result : std::uint8_t {
 struct outlier_detection_options {
     /// Failures in a row that eject an endpoint; 0 turns ejection off.
     std::uint32_t consecutive_failures = 5;
-    /// The first ejection's length; the n-th lasts n times as long ...
+    /// The first ejection's length; with multiplier n one lasts n times as long ...
     duration base_ejection_time = std::chrono::seconds{30};
-    /// ... but never longer than this.
+    /// ... but never longer than this (the multiplier stops growing there).
     duration max_ejection_time = std::chrono::seconds{300};
+    /// The multiplier falls by one for each such interval the endpoint
+    /// spent un-ejected (Envoy: one per detection `interval`, 10 s).
+    duration ejection_decay_interval = std::chrono::seconds{10};
     /// The largest share of the set ejected at once (at least one endpoint
     /// may be, unless the set has only one).
     double max_ejection_share = 0.1;
@@ -126,6 +132,9 @@ struct outlier_detection_options {
         if (auto bad = detail::check_in_range("max_ejection_time", max_ejection_time, base_ejection_time,
                                               max_ejection_limit))
             return bad;
+        if (auto bad = detail::check_in_range("ejection_decay_interval", ejection_decay_interval,
+                                              duration{std::chrono::milliseconds{1}}, max_ejection_limit))
+            return bad;
         return detail::check_that(max_ejection_share >= 0.0 && max_ejection_share <= 1.0, "max_ejection_share",
                                   "in [0, 1]", max_ejection_share);
     }
@@ -137,7 +146,7 @@ namespace events {
 /// Passive health took an endpoint out of the set.
 struct endpoint_ejected {
     std::string_view address;    ///< valid during the call only
-    std::uint32_t times_ejected = 0;  ///< 1 the first time
+    std::uint32_t times_ejected = 0;  ///< the ejection multiplier: 1 the first time (it decays)
     duration ejected_for{};
     time_point at{};
 };
@@ -251,7 +260,9 @@ namespace detail {
 struct alignas(stripe_alignment) endpoint_state {
     std::atomic<std::uint32_t> outstanding{0};
     std::atomic<std::uint32_t> consecutive_failures{0};
-    std::atomic<std::uint32_t> times_ejected{0};
+    std::atomic<std::uint32_t> times_ejected{0};  ///< the ejection multiplier
+    /// When the last ejection ended or will end (ns); the multiplier decays from there.
+    std::atomic<std::int64_t> last_ejection_end{0};
     /// Nanoseconds since the clock's epoch; 0: not ejected.
     std::atomic<std::int64_t> ejected_until{0};
     /// Peak EWMA of the latency in ns (0: not measured), and when it was last updated.
@@ -812,21 +823,28 @@ inline std::optional<events::endpoint_ejected> balancer::try_eject(detail::balan
     std::size_t count = 0;
     for (const auto* other : s.state_of) count += other->ejected_at(now_ns) ? 1 : 0;
     if (count >= cap) return std::nullopt;
-    const auto times = st.times_ejected.load(std::memory_order_relaxed) + 1;
     const auto base = options_.outlier.base_ejection_time.count();
     const auto longest = options_.outlier.max_ejection_time.count();
-    const auto length = times > static_cast<std::uint64_t>(longest / base) ? longest : std::min(longest, base * times);
+    // The multiplier: less one per decay interval spent un-ejected, plus this
+    // ejection, at most ceil(longest / base) (Envoy's max_ejection_time rule).
+    std::int64_t times = st.times_ejected.load(std::memory_order_relaxed);
+    const auto healthy_for = now_ns - st.last_ejection_end.load(std::memory_order_relaxed);
+    if (healthy_for > 0) times -= std::min(times, healthy_for / options_.outlier.ejection_decay_interval.count());
+    times = std::min(times + 1, (longest + base - 1) / base);
+    const auto length = std::min(longest, base * times);
     // An expired ejection not returned yet by refresh() ends here (no event:
     // the endpoint goes straight from one ejection to the next).
     auto until = st.ejected_until.load(std::memory_order_acquire);
     if (!st.ejected_until.compare_exchange_strong(until, now_ns + length, std::memory_order_acq_rel))
         return std::nullopt;
-    st.times_ejected.store(times, std::memory_order_relaxed);
+    st.times_ejected.store(static_cast<std::uint32_t>(times), std::memory_order_relaxed);
+    st.last_ejection_end.store(now_ns + length, std::memory_order_relaxed);
     st.consecutive_failures.store(0, std::memory_order_relaxed);
     lock.unlock();
     ejections_.fetch_add(1, std::memory_order_relaxed);
     health_changes_.fetch_add(1, std::memory_order_acq_rel);
-    const events::endpoint_ejected event{s.endpoints[index].address, times, duration{length}, time_point{duration{now_ns}}};
+    const events::endpoint_ejected event{s.endpoints[index].address, static_cast<std::uint32_t>(times), duration{length},
+                                         time_point{duration{now_ns}}};
     if (options_.on_ejected) options_.on_ejected(event);
     return event;
 }
