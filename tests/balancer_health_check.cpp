@@ -108,6 +108,23 @@ TEST_CASE("health checks: a probe past its timeout or throwing fails; endpoints 
     CHECK(probes == 3);  // only c:80 this time
 }
 
+TEST_CASE("health checks: an endpoint that leaves the set and comes back between two probes is out again after the next") {
+    manual_clock clock;
+    balancer lb{{{.address = "x:80"}, {.address = "y:80"}, {.address = "z:80"}}};
+    resil::basic_health_checker<manual_clock> checker{
+        lb, [&](const std::string& address, resil::duration) { return address != "x:80"; },
+        {.interval = 1s, .timeout = 100ms, .unhealthy_threshold = 1}, clock};
+    checker.run_once();
+    REQUIRE(lb.status(clock.now())[0].failing_checks);
+    // Discovery flaps: x leaves and comes back with fresh state (healthy to the balancer).
+    lb.replace({{.address = "y:80"}, {.address = "z:80"}});
+    lb.replace({{.address = "x:80"}, {.address = "y:80"}, {.address = "z:80"}});
+    CHECK_FALSE(lb.status(clock.now())[0].failing_checks);
+    clock.advance(1s);
+    checker.run_once();  // the checker still holds x unhealthy: the balancer is told again
+    CHECK(lb.status(clock.now())[0].failing_checks);
+}
+
 TEST_CASE("health check thread: probes on its own thread, stops on destruction") {
     balancer lb{{{.address = "a:80"}}};
     std::atomic<int> probes{0};

@@ -123,6 +123,9 @@ public:
             st.due = (st.due == time_point{} || st.due + options_.interval <= end) ? end + options_.interval
                                                                                    : st.due + options_.interval;
             judge(address, st, passed, end);
+            // Said after every probe, not only on a change: an endpoint that
+            // left the set and came back starts healthy in the balancer.
+            lb_.set_checked_health(address, st.healthy);
         }
         time_point next = time_point::max();
         for (const auto& [address, st] : state_) next = std::min(next, st.due);
@@ -163,7 +166,6 @@ private:
     }
     void change(const std::string& address, probe_state& st, bool healthy, std::uint32_t run, time_point now) {
         st.healthy = healthy;
-        lb_.set_checked_health(address, healthy);
         if (on_change_) on_change_({address, healthy, run, now});
     }
 
