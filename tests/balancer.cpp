@@ -161,10 +161,14 @@ TEST_CASE("peak EWMA: the slower endpoint loses, a slow sample counts at once, a
     }
     CHECK(lb.status(clock.now())[0].latency_ewma == 500ms);
     CHECK(lb.pick(clock.now()).address() == "slow:1");
-    // Calls in flight raise the cost: ten in flight on `slow` (cost 100 ms × 11) lose to `fast` (500 ms).
+    // Calls in flight raise the cost, 100 ms × (n + 1) on `slow`: its first
+    // four (100..400 ms) beat `fast` (500 ms); a sixth on it (600 ms) would lose.
     std::vector<resil::endpoint_lease> held;
     for (int i = 0; i < 10; ++i) held.push_back(lb.pick(clock.now()));
-    CHECK(lb.status(clock.now())[1].outstanding >= 1);
+    const auto busy = lb.status(clock.now());
+    CHECK(busy[1].outstanding >= 4);
+    CHECK(busy[0].outstanding >= 1);
+    CHECK(busy[0].outstanding + busy[1].outstanding == 10);
     bool went_fast = false;
     for (int i = 0; i < 10; ++i) went_fast = went_fast || lb.pick(clock.now()).address() == "fast:1";
     CHECK(went_fast);
@@ -229,4 +233,25 @@ TEST_CASE("retries go elsewhere: a pick prefers endpoints the call has not tried
             CHECK(lb.pick(clock.now(), &tried));
         }
     }
+}
+
+TEST_CASE("a lease records once: record() then finish() counts one result") {
+    manual_clock clock;
+    balancer lb{three(), {.policy = balancing_policy::round_robin, .outlier = {.consecutive_failures = 2}}};
+    auto lease = lb.pick(clock.now());
+    REQUIRE(lease);
+    const auto address = lease.address();
+    CHECK_FALSE(lease.record(clock.now(), endpoint_result::failure));
+    CHECK_FALSE(lease.record(clock.now(), endpoint_result::failure));  // a second record() records nothing
+    lease.finish(clock.now(), endpoint_result::failure);               // nor does finish() after record()
+    CHECK(lb.metrics().ejections == 0);
+    for (const auto& s : lb.status(clock.now())) CHECK(s.outstanding == 0);
+    // One more failure on that endpoint is the second in a row: ejected.
+    for (;;) {
+        auto l = lb.pick(clock.now());
+        if (l.address() != address) continue;
+        l.finish(clock.now(), endpoint_result::failure);
+        break;
+    }
+    CHECK(lb.metrics().ejections == 1);
 }

@@ -364,6 +364,13 @@ struct balancer_snapshot {
 
 class balancer;
 
+namespace detail {
+/// How active health checks reach the balancer (set_checked_health is private).
+struct balancer_health_access {
+    static bool set_checked_health(const balancer& lb, std::string_view address, bool healthy) noexcept;
+};
+}  // namespace detail
+
 /// The right to send one call to one endpoint. Ends the endpoint's in-flight
 /// count when finished or destroyed; finish() also records the latency and
 /// the result. Movable, not copyable; an empty lease (no endpoint was
@@ -398,12 +405,14 @@ public:
     [[nodiscard]] time_point started() const noexcept { return started_; }
 
     /// Records the call: latency `now - started()` and its result; then
-    /// releases the lease. Does nothing on an empty lease.
+    /// releases the lease. Does nothing on an empty lease; records nothing
+    /// after record() (a call is recorded once).
     inline void finish(time_point now, endpoint_result result) noexcept;
 
     /// Records the call as finish() does but keeps the lease (release() it
     /// after): returns the ejection this result caused, if any, e.g. to
     /// log it with the call (its address is valid until the lease is released).
+    /// A second record() records nothing.
     [[nodiscard]] inline std::optional<events::endpoint_ejected> record(time_point now, endpoint_result result) noexcept;
 
     /// Releases the lease without recording anything (a cancelled call).
@@ -416,12 +425,14 @@ private:
         snapshot_ = std::exchange(o.snapshot_, nullptr);
         index_ = o.index_;
         stripe_ = o.stripe_;
+        recorded_ = o.recorded_;
         started_ = o.started_;
     }
     const balancer* owner_ = nullptr;
     detail::balancer_snapshot* snapshot_ = nullptr;
     std::uint32_t index_ = 0;
     std::uint32_t stripe_ = 0;  ///< the stripe of snapshot_->leases this lease counts in
+    bool recorded_ = false;     ///< record() was called: finish() only releases
     time_point started_{};
 };
 
@@ -517,23 +528,6 @@ public:
         return out;
     }
 
-    /// Active health: takes the endpoint at `address` out of the set
-    /// (healthy = false) or puts it back. Returns false when the current set
-    /// has no such endpoint. Used by resil::health_checker.
-    bool set_checked_health(std::string_view address, bool healthy) const noexcept {
-        const auto guard = enter();
-        const auto* s = guard.snapshot;
-        bool found = false;
-        for (std::size_t i = 0; i < s->endpoints.size() && !found; ++i) {
-            if (s->endpoints[i].address != address) continue;
-            found = true;
-            if (s->state_of[i]->failing_checks.exchange(!healthy, std::memory_order_relaxed) != !healthy)
-                health_changes_.fetch_add(1, std::memory_order_acq_rel);
-        }
-        leave(guard.reader);
-        return found;
-    }
-
     /// The addresses of the current set (allocates; for health checkers).
     [[nodiscard]] std::vector<std::string> addresses() const {
         const scoped_reader scope{this, enter()};
@@ -552,6 +546,26 @@ public:
 
 private:
     friend class endpoint_lease;
+    friend struct detail::balancer_health_access;
+
+    /// Active health: takes the endpoint at `address` out of the set
+    /// (healthy = false) or puts it back. Returns false when the current set
+    /// has no such endpoint. Reached through detail::balancer_health_access
+    /// only (resil::health_checker): not for every holder of a balancer.
+    bool set_checked_health(std::string_view address, bool healthy) const noexcept {
+        const auto guard = enter();
+        const auto* s = guard.snapshot;
+        bool found = false;
+        for (std::size_t i = 0; i < s->endpoints.size() && !found; ++i) {
+            if (s->endpoints[i].address != address) continue;
+            found = true;
+            if (s->state_of[i]->failing_checks.exchange(!healthy, std::memory_order_relaxed) != !healthy)
+                health_changes_.fetch_add(1, std::memory_order_acq_rel);
+        }
+        leave(guard.reader);
+        return found;
+    }
+
 
     struct retired_snapshot {
         detail::balancer_snapshot* snapshot;
@@ -659,6 +673,11 @@ private:
     detail::striped_counter panic_picks_{}, failover_picks_{};
 };
 
+inline bool detail::balancer_health_access::set_checked_health(const balancer& lb, std::string_view address,
+                                                              bool healthy) noexcept {
+    return lb.set_checked_health(address, healthy);
+}
+
 // ---- endpoint_lease ----
 
 inline void endpoint_lease::release() noexcept {
@@ -668,16 +687,18 @@ inline void endpoint_lease::release() noexcept {
     snapshot_->leases[stripe_].fetch_sub(1, std::memory_order_release);
     snapshot_ = nullptr;
     owner_ = nullptr;
+    recorded_ = false;
 }
 
 inline void endpoint_lease::finish(time_point now, endpoint_result result) noexcept {
     if (snapshot_ == nullptr) return;
-    (void)owner_->record(*snapshot_, index_, started_, now, result);
+    if (!recorded_) (void)owner_->record(*snapshot_, index_, started_, now, result);
     release();
 }
 
 inline std::optional<events::endpoint_ejected> endpoint_lease::record(time_point now, endpoint_result result) noexcept {
-    if (snapshot_ == nullptr) return std::nullopt;
+    if (snapshot_ == nullptr || recorded_) return std::nullopt;
+    recorded_ = true;
     return owner_->record(*snapshot_, index_, started_, now, result);
 }
 

@@ -132,7 +132,7 @@ public:
             judge(address, st, passed, end);
             // Said after every probe, not only on a change: an endpoint that
             // left the set and came back starts healthy in the balancer.
-            lb_.set_checked_health(address, st.healthy);
+            detail::balancer_health_access::set_checked_health(lb_, address, st.healthy);
         }
         time_point next = time_point::max();
         for (const auto& [address, st] : state_) next = std::min(next, st.due);
