@@ -120,3 +120,37 @@ TEST_CASE("threads: ejections racing each other and picks never pass the cap") {
     for (auto& w : workers) w.join();
     CHECK(over_cap == 0);
 }
+
+TEST_CASE("threads: copies of one call share its tried_endpoints; a copy picking after another goes elsewhere") {
+    const resil::time_point now{std::chrono::seconds{1}};
+    balancer lb{{{.address = "a:80"}, {.address = "b:80"}, {.address = "c:80"}, {.address = "d:80"}},
+                {.policy = balancing_policy::random}};
+    int same = 0;
+    for (int call = 0; call < 500; ++call) {
+        resil::tried_endpoints tried;
+        std::string first, second;
+        std::atomic<bool> first_picked{false};
+        // The hedge: started once the first copy has picked, on another thread.
+        std::thread hedge([&] {
+            while (!first_picked.load()) std::this_thread::yield();
+            auto l = lb.pick(now, &tried);
+            tried.add(l.id());
+            second = l.address();
+        });
+        // Meanwhile other copies read and write the same set (a data race if it were not atomic).
+        std::thread noise([&] {
+            for (int i = 0; i < 20; ++i) (void)tried.contains(&tried);
+        });
+        {
+            auto l = lb.pick(now, &tried);
+            tried.add(l.id());
+            first = l.address();
+            first_picked.store(true);
+            hedge.join();
+        }
+        noise.join();
+        same += first == second ? 1 : 0;
+        if (tried.size() != 2) ++same;
+    }
+    CHECK(same == 0);
+}

@@ -231,26 +231,40 @@ struct endpoint_status {
 
 /// Endpoints a call has tried already, so a retry prefers another (Envoy's
 /// previous-hosts rule). Fixed size, no allocation: past `capacity`
-/// endpoints the oldest are forgotten.
+/// endpoints the oldest are forgotten. One per call; copies of the call
+/// running at once on several threads (hedged copies) may share it: its
+/// cells are atomic, and a copy that picks after another has added its
+/// endpoint avoids it (two copies picking at the same instant may not see
+/// each other: it is a preference, not a lock).
 class tried_endpoints {
 public:
     static constexpr std::size_t capacity = 8;
+    tried_endpoints() = default;
+    tried_endpoints(const tried_endpoints&) = delete;
+    tried_endpoints& operator=(const tried_endpoints&) = delete;
+
     void add(const void* id) noexcept {
-        ids_[next_ % capacity] = id;
-        ++next_;
+        const auto at = next_.fetch_add(1, std::memory_order_acq_rel);
+        ids_[at % capacity].store(id, std::memory_order_release);
     }
     [[nodiscard]] bool contains(const void* id) const noexcept {
-        const std::size_t n = std::min<std::size_t>(next_, capacity);
+        const std::size_t n = size();
         for (std::size_t i = 0; i < n; ++i)
-            if (ids_[i] == id) return true;
+            if (ids_[i].load(std::memory_order_acquire) == id) return true;
         return false;
     }
-    [[nodiscard]] std::size_t size() const noexcept { return std::min<std::size_t>(next_, capacity); }
-    void clear() noexcept { next_ = 0; }
+    [[nodiscard]] std::size_t size() const noexcept {
+        return std::min<std::size_t>(next_.load(std::memory_order_acquire), capacity);
+    }
+    /// Not while another thread adds.
+    void clear() noexcept {
+        for (auto& id : ids_) id.store(nullptr, std::memory_order_relaxed);
+        next_.store(0, std::memory_order_release);
+    }
 
 private:
-    const void* ids_[capacity] = {};
-    std::size_t next_ = 0;
+    std::atomic<const void*> ids_[capacity] = {};
+    std::atomic<std::size_t> next_{0};
 };
 
 namespace detail {

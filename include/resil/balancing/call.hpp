@@ -2,7 +2,7 @@
 // endpoint a balancer picks: the composition of balancing with retry,
 // breaker, hedging and the curl adapter.
 //
-//   resil::tried_endpoints tried;                     // one per call: retries go elsewhere
+//   resil::tried_endpoints tried;                     // one per call: retries and hedges go elsewhere
 //   auto out = pipe([&](resil::context& ctx) {
 //       return resil::call_endpoint(lb, ctx, tried, [&](const resil::endpoint& ep) {
 //           return client.perform(resil::curl::request::get(ep.address + "/v1/items"), ctx);
