@@ -40,6 +40,25 @@ TEST_CASE("endpoints: addresses, duplicates, weights and priorities are checked 
     CHECK(first_invalid({{.address = "host"}}).starts_with("`endpoints[0].address` must be"));  // no port
     CHECK(first_invalid({{.address = "host:70000"}}).starts_with("`endpoints[0].address` must be"));
     CHECK(first_invalid({{.address = "http://:80"}}).starts_with("`endpoints[0].address` must be"));
+    // Hosts: no empty label, no label starting or ending with '-'; one trailing dot is a fully qualified name.
+    for (const char* bad : {"-:80", "..:80", "http://..", "http://-", "a..b:80", "-a:80", "a-.b:80", ".a:80", "http://a..:80"}) {
+        INFO(bad);
+        CHECK(first_invalid({{.address = bad}}).starts_with("`endpoints[0].address` must be an http://"));
+    }
+    CHECK(first_invalid({{.address = "db-1.internal.:5432"}, {.address = "http://my_host.example.com."}}).empty());
+    // Duplicates as a URL names them: case of scheme and host, a default port, a trailing '/'.
+    CHECK(first_invalid({{.address = "http://a:80"}, {.address = "http://a:80/"}}) ==
+          "`endpoints[1].address` must be unique, got \"http://a:80/\"");
+    CHECK(first_invalid({{.address = "http://a:80"}, {.address = "http://A:80"}}) ==
+          "`endpoints[1].address` must be unique, got \"http://A:80\"");
+    CHECK(first_invalid({{.address = "https://a"}, {.address = "https://a:443/"}}) ==
+          "`endpoints[1].address` must be unique, got \"https://a:443/\"");
+    CHECK(first_invalid({{.address = "Host:80"}, {.address = "host:80"}}) ==
+          "`endpoints[1].address` must be unique, got \"host:80\"");
+    // Distinct: another port, another path (the path's case counts), http and https.
+    CHECK(first_invalid({{.address = "http://a:80"}, {.address = "http://a:81"}, {.address = "http://a/x"},
+                         {.address = "http://a/X"}, {.address = "https://a"}})
+              .empty());
     CHECK(first_invalid({{.address = ""}}) ==
           "`endpoints[0].address` must be an http:// or https:// URL or a host:port, got \"\"");
     CHECK(first_invalid({{.address = "a:1"}, {.address = "b:1", .weight = 0}}) ==
