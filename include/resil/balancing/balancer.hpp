@@ -78,6 +78,7 @@
 #include "../clock.hpp"
 #include "../detail/stripes.hpp"
 #include "../detail/thread_jitter.hpp"
+#include "../events.hpp"
 #include "../jitter.hpp"
 #include "../validation.hpp"
 #include "endpoint.hpp"
@@ -140,24 +141,6 @@ struct outlier_detection_options {
     }
     friend bool operator==(const outlier_detection_options&, const outlier_detection_options&) = default;
 };
-
-namespace events {
-
-/// Passive health took an endpoint out of the set.
-struct endpoint_ejected {
-    std::string_view address;    ///< valid during the call only
-    std::uint32_t times_ejected = 0;  ///< the ejection multiplier: 1 the first time (it decays)
-    duration ejected_for{};
-    time_point at{};
-};
-
-/// An ejected endpoint's time was up: it is picked again.
-struct endpoint_returned {
-    std::string_view address;  ///< valid during the call only
-    time_point at{};
-};
-
-}  // namespace events
 
 struct balancer_options {
     balancing_policy policy = balancing_policy::power_of_two_choices;

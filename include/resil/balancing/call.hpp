@@ -24,7 +24,8 @@
 // asked first; an endpoint it refuses is counted as tried and another is
 // picked. Ejections and returns reach balancer_options::on_ejected and
 // on_returned (a pipeline's listener is not told: the callable's context
-// carries no listener). The pick reads the pipeline's clock reading (ctx.recent_now()); the
+// carries no listener; give those hooks the same listener object, e.g. a
+// resil::log_listener, to log them with the pipeline's events). The pick reads the pipeline's clock reading (ctx.recent_now()); the
 // latency is measured with one more reading after the call.
 #pragma once
 
