@@ -40,6 +40,25 @@ TEST_CASE("endpoints: addresses, duplicates, weights and priorities are checked 
     CHECK(first_invalid({{.address = "host"}}).starts_with("`endpoints[0].address` must be"));  // no port
     CHECK(first_invalid({{.address = "host:70000"}}).starts_with("`endpoints[0].address` must be"));
     CHECK(first_invalid({{.address = "http://:80"}}).starts_with("`endpoints[0].address` must be"));
+    // Hosts: no empty label, no label starting or ending with '-'; one trailing dot is a fully qualified name.
+    for (const char* bad : {"-:80", "..:80", "http://..", "http://-", "a..b:80", "-a:80", "a-.b:80", ".a:80", "http://a..:80"}) {
+        INFO(bad);
+        CHECK(first_invalid({{.address = bad}}).starts_with("`endpoints[0].address` must be an http://"));
+    }
+    CHECK(first_invalid({{.address = "db-1.internal.:5432"}, {.address = "http://my_host.example.com."}}).empty());
+    // Duplicates as a URL names them: case of scheme and host, a default port, a trailing '/'.
+    CHECK(first_invalid({{.address = "http://a:80"}, {.address = "http://a:80/"}}) ==
+          "`endpoints[1].address` must be unique, got \"http://a:80/\"");
+    CHECK(first_invalid({{.address = "http://a:80"}, {.address = "http://A:80"}}) ==
+          "`endpoints[1].address` must be unique, got \"http://A:80\"");
+    CHECK(first_invalid({{.address = "https://a"}, {.address = "https://a:443/"}}) ==
+          "`endpoints[1].address` must be unique, got \"https://a:443/\"");
+    CHECK(first_invalid({{.address = "Host:80"}, {.address = "host:80"}}) ==
+          "`endpoints[1].address` must be unique, got \"host:80\"");
+    // Distinct: another port, another path (the path's case counts), http and https.
+    CHECK(first_invalid({{.address = "http://a:80"}, {.address = "http://a:81"}, {.address = "http://a/x"},
+                         {.address = "http://a/X"}, {.address = "https://a"}})
+              .empty());
     CHECK(first_invalid({{.address = ""}}) ==
           "`endpoints[0].address` must be an http:// or https:// URL or a host:port, got \"\"");
     CHECK(first_invalid({{.address = "a:1"}, {.address = "b:1", .weight = 0}}) ==
@@ -61,6 +80,8 @@ TEST_CASE("balancer options: each field's bounds are named") {
           "`outlier.base_ejection_time` must be in [1ms, 24h], got 0s");
     CHECK(options_invalid({.outlier = {.max_ejection_time = 10s}}) ==
           "`outlier.max_ejection_time` must be in [30s, 24h], got 10s");
+    CHECK(options_invalid({.outlier = {.ejection_decay_interval = 0s}}) ==
+          "`outlier.ejection_decay_interval` must be in [1ms, 24h], got 0s");
     CHECK(options_invalid({.outlier = {.max_ejection_share = 2.0}}) ==
           "`outlier.max_ejection_share` must be in [0, 1], got 2");
     CHECK_THROWS_WITH(balancer(three(), {.panic_threshold = 2.0}),
@@ -159,10 +180,14 @@ TEST_CASE("peak EWMA: the slower endpoint loses, a slow sample counts at once, a
     }
     CHECK(lb.status(clock.now())[0].latency_ewma == 500ms);
     CHECK(lb.pick(clock.now()).address() == "slow:1");
-    // Calls in flight raise the cost: ten in flight on `slow` (cost 100 ms × 11) lose to `fast` (500 ms).
+    // Calls in flight raise the cost, 100 ms × (n + 1) on `slow`: its first
+    // four (100..400 ms) beat `fast` (500 ms); a sixth on it (600 ms) would lose.
     std::vector<resil::endpoint_lease> held;
     for (int i = 0; i < 10; ++i) held.push_back(lb.pick(clock.now()));
-    CHECK(lb.status(clock.now())[1].outstanding >= 1);
+    const auto busy = lb.status(clock.now());
+    CHECK(busy[1].outstanding >= 4);
+    CHECK(busy[0].outstanding >= 1);
+    CHECK(busy[0].outstanding + busy[1].outstanding == 10);
     bool went_fast = false;
     for (int i = 0; i < 10; ++i) went_fast = went_fast || lb.pick(clock.now()).address() == "fast:1";
     CHECK(went_fast);
@@ -227,4 +252,25 @@ TEST_CASE("retries go elsewhere: a pick prefers endpoints the call has not tried
             CHECK(lb.pick(clock.now(), &tried));
         }
     }
+}
+
+TEST_CASE("a lease records once: record() then finish() counts one result") {
+    manual_clock clock;
+    balancer lb{three(), {.policy = balancing_policy::round_robin, .outlier = {.consecutive_failures = 2}}};
+    auto lease = lb.pick(clock.now());
+    REQUIRE(lease);
+    const auto address = lease.address();
+    CHECK_FALSE(lease.record(clock.now(), endpoint_result::failure));
+    CHECK_FALSE(lease.record(clock.now(), endpoint_result::failure));  // a second record() records nothing
+    lease.finish(clock.now(), endpoint_result::failure);               // nor does finish() after record()
+    CHECK(lb.metrics().ejections == 0);
+    for (const auto& s : lb.status(clock.now())) CHECK(s.outstanding == 0);
+    // One more failure on that endpoint is the second in a row: ejected.
+    for (;;) {
+        auto l = lb.pick(clock.now());
+        if (l.address() != address) continue;
+        l.finish(clock.now(), endpoint_result::failure);
+        break;
+    }
+    CHECK(lb.metrics().ejections == 1);
 }

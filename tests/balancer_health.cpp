@@ -83,11 +83,11 @@ TEST_CASE("ejection timeline: out at the 5th consecutive failure, back after 30 
     clock.advance(1ns);
     CHECK(picked(lb, x, clock.now()));
 
-    // The n-th ejection lasts n × 30 s, capped at 300 s.
+    // The n-th ejection in a row lasts n × 30 s, capped at 300 s, where the multiplier stops.
     for (int n = 3; n <= 12; ++n) {
         REQUIRE(fail(lb, x, clock.now(), 5));
         const auto expected = std::min(n * 30, 300);
-        CHECK(log.back() == "ejected c:80 #" + std::to_string(n) + " for " + std::to_string(expected) + "s");
+        CHECK(log.back() == "ejected c:80 #" + std::to_string(std::min(n, 10)) + " for " + std::to_string(expected) + "s");
         clock.advance(std::chrono::seconds{expected});
     }
     const auto m = lb.metrics();
@@ -211,4 +211,33 @@ TEST_CASE("a lease's record() returns the ejection its result caused") {
     CHECK(ejected->at == clock.now());
     lease.release();
     CHECK_FALSE(lease_on(lb, "e:80", clock.now()).record(clock.now(), endpoint_result::failure).has_value());
+}
+
+TEST_CASE("the ejection multiplier decays by one per decay interval spent un-ejected (Envoy)") {
+    manual_clock clock;
+    std::vector<std::uint32_t> times;
+    std::vector<resil::duration> lengths;
+    balancer lb{replicas(10), {.policy = balancing_policy::round_robin,
+                               .on_ejected = [&](const resil::events::endpoint_ejected& e) {
+                                   times.push_back(e.times_ejected);
+                                   lengths.push_back(e.ejected_for);
+                               }}};
+    const std::string x = "c:80";
+    for (int n = 0; n < 4; ++n) {  // four in a row: multiplier 4, 120 s
+        REQUIRE(fail(lb, x, clock.now(), 5));
+        clock.advance(lengths.back());
+    }
+    CHECK(times == std::vector<std::uint32_t>{1, 2, 3, 4});
+    // 25 s healthy: two whole intervals off (4 - 2), then this ejection (+1).
+    clock.advance(25s);
+    REQUIRE(fail(lb, x, clock.now(), 5));
+    CHECK(times.back() == 3);
+    CHECK(lengths.back() == 90s);
+    clock.advance(lengths.back());
+    // A day healthy: back to the first ejection's length.
+    clock.advance(24h);
+    REQUIRE(fail(lb, x, clock.now(), 5));
+    CHECK(times.back() == 1);
+    CHECK(lengths.back() == 30s);
+    CHECK(lb.status(clock.now())[2].times_ejected == 1);
 }

@@ -1,9 +1,13 @@
 #include <resil/balancer.hpp>
 #include <resil/testing/manual_clock.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <set>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "catch.hpp"
@@ -108,6 +112,23 @@ TEST_CASE("health checks: a probe past its timeout or throwing fails; endpoints 
     CHECK(probes == 3);  // only c:80 this time
 }
 
+TEST_CASE("health checks: an endpoint that leaves the set and comes back between two probes is out again after the next") {
+    manual_clock clock;
+    balancer lb{{{.address = "x:80"}, {.address = "y:80"}, {.address = "z:80"}}};
+    resil::basic_health_checker<manual_clock> checker{
+        lb, [&](const std::string& address, resil::duration) { return address != "x:80"; },
+        {.interval = 1s, .timeout = 100ms, .unhealthy_threshold = 1}, clock};
+    checker.run_once();
+    REQUIRE(lb.status(clock.now())[0].failing_checks);
+    // Discovery flaps: x leaves and comes back with fresh state (healthy to the balancer).
+    lb.replace({{.address = "y:80"}, {.address = "z:80"}});
+    lb.replace({{.address = "x:80"}, {.address = "y:80"}, {.address = "z:80"}});
+    CHECK_FALSE(lb.status(clock.now())[0].failing_checks);
+    clock.advance(1s);
+    checker.run_once();  // the checker still holds x unhealthy: the balancer is told again
+    CHECK(lb.status(clock.now())[0].failing_checks);
+}
+
 TEST_CASE("health check thread: probes on its own thread, stops on destruction") {
     balancer lb{{{.address = "a:80"}}};
     std::atomic<int> probes{0};
@@ -118,9 +139,54 @@ TEST_CASE("health check thread: probes on its own thread, stops on destruction")
                                   {.interval = 10ms, .timeout = 5ms}};
     {
         resil::health_check_thread thread{checker};
-        while (probes.load() < 3) std::this_thread::sleep_for(1ms);
+        const auto t0 = std::chrono::steady_clock::now();
+        while (probes.load() < 3 && std::chrono::steady_clock::now() - t0 < 5s) std::this_thread::sleep_for(1ms);
+        REQUIRE(probes.load() >= 3);
     }
     const auto after = probes.load();
     std::this_thread::sleep_for(30ms);
     CHECK(probes.load() == after);
+}
+
+TEST_CASE("health checks: a stop requested during a round is seen between two probes") {
+    manual_clock clock;
+    balancer lb{{{.address = "a:80"}, {.address = "b:80"}, {.address = "c:80"}, {.address = "d:80"}}};
+    std::stop_source stop;
+    std::vector<std::string> probed;
+    resil::basic_health_checker<manual_clock> checker{
+        lb,
+        [&](const std::string& address, resil::duration) {
+            probed.push_back(address);
+            if (probed.size() == 2) stop.request_stop();
+            return true;
+        },
+        {.interval = 1s, .timeout = 100ms}, clock};
+    checker.run_once(stop.get_token());
+    CHECK(probed == std::vector<std::string>{"a:80", "b:80"});
+    checker.run_once();  // a round without a stop probes the rest
+    CHECK(probed.size() == 4);
+}
+
+TEST_CASE("health check thread: destruction waits for the probe under way, not for the whole round") {
+    std::vector<resil::endpoint> many;
+    for (const char* address : {"h0:80", "h1:80", "h2:80", "h3:80", "h4:80", "h5:80", "h6:80", "h7:80", "h8:80", "h9:80"})
+        many.push_back({.address = address});
+    balancer lb{many};
+    std::atomic<int> started{0}, finished{0};
+    resil::health_checker checker{lb, [&](const std::string&, resil::duration timeout) {
+                                      started.fetch_add(1);
+                                      std::this_thread::sleep_for(timeout / 2);
+                                      finished.fetch_add(1);
+                                      return true;
+                                  },
+                                  {.interval = 5s, .timeout = 100ms}};
+    {
+        resil::health_check_thread thread{checker};
+        const auto t0 = std::chrono::steady_clock::now();
+        while (started.load() < 1 && std::chrono::steady_clock::now() - t0 < 5s) std::this_thread::sleep_for(1ms);
+        REQUIRE(started.load() >= 1);
+    }
+    // Joined: the probe under way finished, and at most one more could have started before the stop.
+    CHECK(finished.load() == started.load());
+    CHECK(started.load() <= 2);
 }

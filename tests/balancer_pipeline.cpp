@@ -4,6 +4,7 @@
 #include <resil/testing/manual_clock.hpp>
 
 #include <map>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -102,4 +103,56 @@ TEST_CASE("per-endpoint breakers: an endpoint whose breaker opened is passed ove
     resil::context ctx;
     auto out = resil::call_endpoint(lb, ctx, tried, [&](const endpoint&) { return reply{}; }, judge);
     CHECK(out.reason() == resil::reason::no_endpoint);
+}
+
+TEST_CASE("the caller's cancel or deadline is not the endpoint's failure: no ejection, nothing to its breaker") {
+    manual_clock clock;
+    balancer lb{{{.address = "a:80"}, {.address = "b:80"}},
+                {.policy = balancing_policy::round_robin,
+                 .outlier = {.consecutive_failures = 2, .max_ejection_share = 0.5},
+                 .endpoint_breaker = resil::circuit_breaker_options{.mode = resil::breaker_mode::consecutive_failures,
+                                                                    .consecutive_failures = 2,
+                                                                    .open_for = 1h}}};
+    auto breakers_closed = [&] {
+        bool closed = true;
+        for (int i = 0; i < 2; ++i) {
+            auto l = lb.pick(clock.now());
+            closed = closed && l.breaker()->state() == resil::circuit_state::closed;
+        }
+        return closed;
+    };
+    // Cancelled by the caller: the transfer was aborted and reads as a failure.
+    for (int i = 0; i < 10; ++i) {
+        std::stop_source cancel;
+        resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{
+            .deadline = resil::basic_deadline<manual_clock>::at(resil::time_point::max(), clock), .stop = cancel.get_token()}};
+        resil::tried_endpoints tried;
+        auto out = resil::call_endpoint(lb, ctx, tried, [&](const endpoint& ep) {
+            cancel.request_stop();
+            return reply{503, ep.address};
+        }, judge);
+        REQUIRE(out.has_value());
+    }
+    // The call's deadline passed during the transfer.
+    for (int i = 0; i < 10; ++i) {
+        resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{
+            .deadline = resil::basic_deadline<manual_clock>::at(clock.now() + 10ms, clock)}};
+        resil::tried_endpoints tried;
+        auto out = resil::call_endpoint(lb, ctx, tried, [&](const endpoint& ep) {
+            clock.advance(20ms);
+            return reply{504, ep.address};
+        }, judge);
+        REQUIRE(out.has_value());
+    }
+    CHECK(lb.metrics().ejections == 0);
+    CHECK(breakers_closed());
+    for (const auto& s : lb.status(clock.now())) CHECK(s.outstanding == 0);
+    // The same failures inside the deadline and uncancelled do count.
+    for (int i = 0; i < 4; ++i) {
+        resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{
+            .deadline = resil::basic_deadline<manual_clock>::at(clock.now() + 10s, clock)}};
+        resil::tried_endpoints tried;
+        (void)resil::call_endpoint(lb, ctx, tried, [&](const endpoint& ep) { return reply{503, ep.address}; }, judge);
+    }
+    CHECK(lb.metrics().ejections == 1);
 }

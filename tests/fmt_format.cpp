@@ -5,6 +5,7 @@
 #include <resil/circuit_breaker.hpp>
 #include <resil/deadline_policy.hpp>
 #include <resil/adaptive_limit.hpp>
+#include <resil/balancer.hpp>
 #include <resil/fallback.hpp>
 #include <resil/jitter.hpp>
 #include <resil/metrics.hpp>
@@ -282,4 +283,28 @@ TEST_CASE("fmt: a long line is passed whole to the sink") {
     resil::log_listener log{[&seen](std::string_view line) { seen = line; }, name};
     log(events::attempt_started{1});
     CHECK(seen == name + ": attempt 1 started");
+}
+
+TEST_CASE("fmt: a balancer's ejections and returns, and the log listener as its hooks") {
+    CHECK(fmt::format("{}", events::endpoint_ejected{"http://a:80", 2, std::chrono::seconds{60}, {}}) ==
+          "endpoint http://a:80 ejected for 1m (multiplier 2)");
+    CHECK(fmt::format("{}", events::endpoint_returned{"http://a:80", {}}) == "endpoint http://a:80 returned");
+    std::vector<std::string> lines;
+    const auto sink = [&lines](std::string_view line) { lines.emplace_back(line); };
+    manual_clock clock;
+    resil::balancer lb{{{.address = "a:80"}, {.address = "b:80"}},
+                       {.policy = resil::balancing_policy::round_robin,
+                        .outlier = {.consecutive_failures = 1, .max_ejection_share = 0.5},
+                        .on_ejected = resil::log_listener{sink, "replicas"},
+                        .on_returned = resil::log_listener{sink, "replicas"}}};
+    for (;;) {
+        auto l = lb.pick(clock.now());
+        if (l.address() != "a:80") continue;
+        l.finish(clock.now(), resil::endpoint_result::failure);
+        break;
+    }
+    clock.advance(std::chrono::seconds{30});
+    (void)lb.pick(clock.now());
+    CHECK(lines == std::vector<std::string>{"replicas: endpoint a:80 ejected for 30s (multiplier 1)",
+                                            "replicas: endpoint a:80 returned"});
 }

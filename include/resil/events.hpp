@@ -124,6 +124,24 @@ struct deadline_exceeded {
     std::uint32_t attempts = 0;  ///< attempts made before it did
 };
 
+/// A balancer's passive health took an endpoint out of the set
+/// (resil/balancing): told to balancer_options::on_ejected, which may be a
+/// listener of the pipeline's (e.g. resil::log_listener), as a circuit
+/// breaker's on_state_change may.
+struct endpoint_ejected {
+    std::string_view address;         ///< valid during the call only
+    std::uint32_t times_ejected = 0;  ///< the ejection multiplier: 1 the first time (it decays)
+    duration ejected_for{};
+    time_point at{};
+};
+
+/// An ejected endpoint's time was up: it is picked again. Told to
+/// balancer_options::on_returned (as above).
+struct endpoint_returned {
+    std::string_view address;  ///< valid during the call only
+    time_point at{};
+};
+
 }  // namespace events
 
 /// The default listener: wants nothing, so emission compiles away.

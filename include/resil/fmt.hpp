@@ -62,7 +62,8 @@ inline constexpr bool is_event =
     std::is_same_v<E, events::rejected> || std::is_same_v<E, events::fallback_used> ||
     std::is_same_v<E, events::call_finished> || std::is_same_v<E, events::deadline_exceeded> ||
     std::is_same_v<E, events::quota_store_failed> || std::is_same_v<E, events::limit_changed> ||
-    std::is_same_v<E, events::pace_changed>;
+    std::is_same_v<E, events::pace_changed> || std::is_same_v<E, events::endpoint_ejected> ||
+    std::is_same_v<E, events::endpoint_returned>;
 
 }  // namespace detail
 
@@ -263,6 +264,23 @@ struct fmt::formatter<resil::events::deadline_exceeded> : resil::detail::spec_fr
     auto format(const resil::events::deadline_exceeded& e, FormatContext& ctx) const {
         return fmt::format_to(ctx.out(), "deadline exceeded after {} {}", e.attempts,
                               resil::detail::attempts_word(e.attempts));
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::endpoint_ejected> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::endpoint_ejected& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "endpoint {} ejected for {} (multiplier {})", e.address,
+                              resil::detail::readable_duration{e.ejected_for}, e.times_ejected);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::endpoint_returned> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::endpoint_returned& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "endpoint {} returned", e.address);
     }
 };
 

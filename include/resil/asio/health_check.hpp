@@ -7,24 +7,37 @@
 //   auto driver = resil::asio::health_check_timer(probes.get_executor(), checker);
 //   driver.start();
 //   ...
-//   driver.stop();                                     // no probe starts after this returns
+//   driver.stop();        // waits for a round under way (its current probe); none starts after
 //
 // The same checker and the same run_once() as the blocking drivers: the
 // timer only decides when it runs. Probes are blocking calls, run on the
-// executor's thread; use an executor whose thread may block (a thread_pool
-// of its own), not the io_context serving your calls. The timer waits real
-// time: use a checker on the real clock (resil::steady_clock).
+// executor's threads; use an executor whose threads may block (a
+// thread_pool of its own), not the io_context serving your calls. The timer
+// and its handlers run on a strand of the executor, so a pool of several
+// threads never runs two rounds, or a round and the cancel, at once. The
+// timer waits real time: use a checker on the real clock (resil::steady_clock).
+//
+// stop() returns once no round is running and none will start: the checker
+// may be destroyed after it. A round under way sees the stop between two
+// probes, so stop() waits for one probe at most (its timeout, when the probe
+// honours it). Called from inside a probe (on the round's own thread), stop()
+// cannot wait for the round it is part of: it only stops the ones after.
 #pragma once
 
 #include "config.hpp"
 
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 
 #include <algorithm>
-#include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <stop_token>
 #include <system_error>
+#include <thread>
 
 #include "../balancing/health_check.hpp"
 
@@ -33,8 +46,9 @@ namespace resil::asio {
 template <class Executor, resil::clock Clock = resil::steady_clock>
 class health_check_timer {
 public:
-    /// The checker must outlive the timer's last run (stop() first), and the
-    /// executor's execution context must outlive the timer (its destructor posts the cancel).
+    /// The executor's execution context must outlive the timer (its
+    /// destructor posts the cancel); the checker must outlive the last
+    /// stop() (the destructor calls it).
     health_check_timer(Executor executor, basic_health_checker<Clock>& checker)
         : state_(std::make_shared<state>(executor, checker)) {}
     health_check_timer(const health_check_timer&) = delete;
@@ -43,14 +57,25 @@ public:
 
     /// Runs the first probes on the executor now, then whenever the next is due.
     void start() {
-        state_->stopped.store(false, std::memory_order_release);
-        ::asio::post(state_->timer.get_executor(), [s = state_] { s->tick(); });
+        std::uint64_t generation = 0;
+        {
+            const std::lock_guard lock(state_->mutex);
+            state_->stopped = false;
+            state_->stop = std::stop_source{};
+            generation = ++state_->generation;
+        }
+        ::asio::post(state_->timer.get_executor(), [s = state_, generation] { s->tick(generation); });
     }
 
-    /// Cancels the timer: no run starts after this (one already running ends on its own).
+    /// Stops the rounds and waits for the one under way (see the banner).
     void stop() noexcept {
-        state_->stopped.store(true, std::memory_order_release);
-        // The timer is cancelled on its executor, where its handlers run.
+        std::unique_lock lock(state_->mutex);
+        state_->stopped = true;
+        state_->stop.request_stop();
+        if (state_->running_on != std::this_thread::get_id())
+            state_->idle.wait(lock, [&] { return state_->running_on == std::thread::id{}; });
+        lock.unlock();
+        // The timer is cancelled on its strand, where its handlers run.
         try {
             ::asio::post(state_->timer.get_executor(), [s = state_] { s->timer.cancel(); });
         } catch (...) {  // NOLINT(bugprone-empty-catch): the stopped flag already ends the loop
@@ -59,18 +84,41 @@ public:
 
 private:
     struct state : std::enable_shared_from_this<state> {
-        state(Executor executor, basic_health_checker<Clock>& c) : timer(executor), checker(c) {}
-        ::asio::steady_timer timer;
+        state(Executor executor, basic_health_checker<Clock>& c) : timer(::asio::make_strand(executor)), checker(c) {}
+        ::asio::steady_timer timer;  // on a strand: tick() and the cancel never run at once
         basic_health_checker<Clock>& checker;
-        std::atomic<bool> stopped{false};
+        std::mutex mutex;
+        std::condition_variable idle;
+        bool stopped = false;
+        std::thread::id running_on{};  ///< the thread running a round; none: idle
+        std::stop_source stop;
+        /// Counts start()s: a wait from before a stop() and start() ends its chain.
+        std::uint64_t generation = 0;
 
-        void tick() {
-            if (stopped.load(std::memory_order_acquire)) return;
-            const auto next = checker.run_once();
+        void tick(std::uint64_t started_as) {
+            std::stop_token token;
+            {
+                const std::lock_guard lock(mutex);
+                if (stopped || started_as != generation) return;
+                running_on = std::this_thread::get_id();
+                token = stop.get_token();
+            }
+            struct end_round {
+                state& s;
+                ~end_round() {
+                    {
+                        const std::lock_guard lock(s.mutex);
+                        s.running_on = std::thread::id{};
+                    }
+                    s.idle.notify_all();
+                }
+            } const done{*this};
+            const auto next = checker.run_once(token);
+            if (token.stop_requested()) return;
             const auto wait = std::max(duration::zero(), next - checker.clock().now());
             timer.expires_after(wait);
-            timer.async_wait([self = this->shared_from_this()](std::error_code ec) {
-                if (!ec) self->tick();
+            timer.async_wait([self = this->shared_from_this(), started_as](std::error_code ec) {
+                if (!ec) self->tick(started_as);
             });
         }
     };

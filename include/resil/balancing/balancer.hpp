@@ -27,7 +27,10 @@
 // Passive health (Envoy's outlier detection defaults): `consecutive_failures`
 // (5) failures in a row — 5xx answers and connect failures, reported as
 // endpoint_result::failure — eject an endpoint for base_ejection_time (30 s) ×
-// the times it was ejected, at most max_ejection_time (300 s). At most
+// its ejection multiplier, at most max_ejection_time (300 s). The multiplier
+// grows by one per ejection until base × it reaches the cap, and falls by one
+// for each ejection_decay_interval (10 s) the endpoint spent un-ejected since
+// its last ejection ended, so an incident a day later starts at 30 s again. At most
 // max_ejection_share (10 %) of the set is ejected at once, and at least one
 // endpoint may always be ejected unless the set has one endpoint: one is
 // always kept. An ejected endpoint comes back exactly when its time is up.
@@ -39,10 +42,13 @@
 // mutex among themselves only). Each endpoint's counters (calls in flight,
 // latency, failures, ejection) live in an object the snapshots share, so an
 // endpoint kept by a replacement keeps its state, and a call finishing on an
-// old snapshot releases the count the new one sees. A pick holds its
-// snapshot through a per-thread-stripe reader count (two epochs, as in
-// userspace RCU); a replaced snapshot is freed by a later replace() once no
-// lease of its epoch is left. A pick writes its thread's stripe and the
+// old snapshot releases the count the new one sees. A pick reads the
+// snapshot inside a per-thread-stripe reader count (two epochs, as in
+// userspace RCU) held for the pick only; the lease it returns pins its own
+// snapshot by a count in that snapshot (per stripe), so a long-lived lease
+// keeps one snapshot alive, never the ones replaced after it. A replaced
+// snapshot is freed by a later replace() or reclaim() once two epochs have
+// passed and no lease holds it. A pick writes its thread's stripes and the
 // chosen endpoint's in-flight count; round-robin's cursor is per stripe.
 // Nothing is allocated per pick.
 #pragma once
@@ -72,6 +78,7 @@
 #include "../clock.hpp"
 #include "../detail/stripes.hpp"
 #include "../detail/thread_jitter.hpp"
+#include "../events.hpp"
 #include "../jitter.hpp"
 #include "../validation.hpp"
 #include "endpoint.hpp"
@@ -102,10 +109,13 @@ enum class endpoint_result : std::uint8_t {
 struct outlier_detection_options {
     /// Failures in a row that eject an endpoint; 0 turns ejection off.
     std::uint32_t consecutive_failures = 5;
-    /// The first ejection's length; the n-th lasts n times as long ...
+    /// The first ejection's length; with multiplier n one lasts n times as long ...
     duration base_ejection_time = std::chrono::seconds{30};
-    /// ... but never longer than this.
+    /// ... but never longer than this (the multiplier stops growing there).
     duration max_ejection_time = std::chrono::seconds{300};
+    /// The multiplier falls by one for each such interval the endpoint
+    /// spent un-ejected (Envoy: one per detection `interval`, 10 s).
+    duration ejection_decay_interval = std::chrono::seconds{10};
     /// The largest share of the set ejected at once (at least one endpoint
     /// may be, unless the set has only one).
     double max_ejection_share = 0.1;
@@ -123,29 +133,14 @@ struct outlier_detection_options {
         if (auto bad = detail::check_in_range("max_ejection_time", max_ejection_time, base_ejection_time,
                                               max_ejection_limit))
             return bad;
+        if (auto bad = detail::check_in_range("ejection_decay_interval", ejection_decay_interval,
+                                              duration{std::chrono::milliseconds{1}}, max_ejection_limit))
+            return bad;
         return detail::check_that(max_ejection_share >= 0.0 && max_ejection_share <= 1.0, "max_ejection_share",
                                   "in [0, 1]", max_ejection_share);
     }
     friend bool operator==(const outlier_detection_options&, const outlier_detection_options&) = default;
 };
-
-namespace events {
-
-/// Passive health took an endpoint out of the set.
-struct endpoint_ejected {
-    std::string_view address;    ///< valid during the call only
-    std::uint32_t times_ejected = 0;  ///< 1 the first time
-    duration ejected_for{};
-    time_point at{};
-};
-
-/// An ejected endpoint's time was up: it is picked again.
-struct endpoint_returned {
-    std::string_view address;  ///< valid during the call only
-    time_point at{};
-};
-
-}  // namespace events
 
 struct balancer_options {
     balancing_policy policy = balancing_policy::power_of_two_choices;
@@ -219,26 +214,40 @@ struct endpoint_status {
 
 /// Endpoints a call has tried already, so a retry prefers another (Envoy's
 /// previous-hosts rule). Fixed size, no allocation: past `capacity`
-/// endpoints the oldest are forgotten.
+/// endpoints the oldest are forgotten. One per call; copies of the call
+/// running at once on several threads (hedged copies) may share it: its
+/// cells are atomic, and a copy that picks after another has added its
+/// endpoint avoids it (two copies picking at the same instant may not see
+/// each other: it is a preference, not a lock).
 class tried_endpoints {
 public:
     static constexpr std::size_t capacity = 8;
+    tried_endpoints() = default;
+    tried_endpoints(const tried_endpoints&) = delete;
+    tried_endpoints& operator=(const tried_endpoints&) = delete;
+
     void add(const void* id) noexcept {
-        ids_[next_ % capacity] = id;
-        ++next_;
+        const auto at = next_.fetch_add(1, std::memory_order_acq_rel);
+        ids_[at % capacity].store(id, std::memory_order_release);
     }
     [[nodiscard]] bool contains(const void* id) const noexcept {
-        const std::size_t n = std::min<std::size_t>(next_, capacity);
+        const std::size_t n = size();
         for (std::size_t i = 0; i < n; ++i)
-            if (ids_[i] == id) return true;
+            if (ids_[i].load(std::memory_order_acquire) == id) return true;
         return false;
     }
-    [[nodiscard]] std::size_t size() const noexcept { return std::min<std::size_t>(next_, capacity); }
-    void clear() noexcept { next_ = 0; }
+    [[nodiscard]] std::size_t size() const noexcept {
+        return std::min<std::size_t>(next_.load(std::memory_order_acquire), capacity);
+    }
+    /// Not while another thread adds.
+    void clear() noexcept {
+        for (auto& id : ids_) id.store(nullptr, std::memory_order_relaxed);
+        next_.store(0, std::memory_order_release);
+    }
 
 private:
-    const void* ids_[capacity] = {};
-    std::size_t next_ = 0;
+    std::atomic<const void*> ids_[capacity] = {};
+    std::atomic<std::size_t> next_{0};
 };
 
 namespace detail {
@@ -248,7 +257,9 @@ namespace detail {
 struct alignas(stripe_alignment) endpoint_state {
     std::atomic<std::uint32_t> outstanding{0};
     std::atomic<std::uint32_t> consecutive_failures{0};
-    std::atomic<std::uint32_t> times_ejected{0};
+    std::atomic<std::uint32_t> times_ejected{0};  ///< the ejection multiplier
+    /// When the last ejection ended or will end (ns); the multiplier decays from there.
+    std::atomic<std::int64_t> last_ejection_end{0};
     /// Nanoseconds since the clock's epoch; 0: not ejected.
     std::atomic<std::int64_t> ejected_until{0};
     /// Peak EWMA of the latency in ns (0: not measured), and when it was last updated.
@@ -285,6 +296,15 @@ struct balancer_snapshot {
     std::vector<std::uint32_t> schedule;
     std::vector<std::uint32_t> schedule_begin;
     stripes<std::atomic<std::uint64_t>> cursors;
+    /// Leases holding this snapshot, per stripe: a lease adds to its
+    /// thread's stripe and takes the same stripe back, so each stays >= 0.
+    stripes<std::atomic<std::int64_t>> leases;
+
+    [[nodiscard]] std::int64_t leases_held() const noexcept {
+        std::int64_t n = 0;
+        for (std::size_t i = 0; i < leases.size(); ++i) n += leases[i].load(std::memory_order_acquire);
+        return n;
+    }
 
     [[nodiscard]] std::size_t groups() const noexcept { return group_begin.empty() ? 0 : group_begin.size() - 1; }
 };
@@ -341,6 +361,13 @@ struct balancer_snapshot {
 
 class balancer;
 
+namespace detail {
+/// How active health checks reach the balancer (set_checked_health is private).
+struct balancer_health_access {
+    static bool set_checked_health(const balancer& lb, std::string_view address, bool healthy) noexcept;
+};
+}  // namespace detail
+
 /// The right to send one call to one endpoint. Ends the endpoint's in-flight
 /// count when finished or destroyed; finish() also records the latency and
 /// the result. Movable, not copyable; an empty lease (no endpoint was
@@ -375,12 +402,14 @@ public:
     [[nodiscard]] time_point started() const noexcept { return started_; }
 
     /// Records the call: latency `now - started()` and its result; then
-    /// releases the lease. Does nothing on an empty lease.
+    /// releases the lease. Does nothing on an empty lease; records nothing
+    /// after record() (a call is recorded once).
     inline void finish(time_point now, endpoint_result result) noexcept;
 
     /// Records the call as finish() does but keeps the lease (release() it
     /// after): returns the ejection this result caused, if any, e.g. to
     /// log it with the call (its address is valid until the lease is released).
+    /// A second record() records nothing.
     [[nodiscard]] inline std::optional<events::endpoint_ejected> record(time_point now, endpoint_result result) noexcept;
 
     /// Releases the lease without recording anything (a cancelled call).
@@ -392,13 +421,15 @@ private:
         owner_ = std::exchange(o.owner_, nullptr);
         snapshot_ = std::exchange(o.snapshot_, nullptr);
         index_ = o.index_;
-        reader_ = o.reader_;
+        stripe_ = o.stripe_;
+        recorded_ = o.recorded_;
         started_ = o.started_;
     }
     const balancer* owner_ = nullptr;
     detail::balancer_snapshot* snapshot_ = nullptr;
     std::uint32_t index_ = 0;
-    std::uint32_t reader_ = 0;  ///< the reader-count cell this lease holds
+    std::uint32_t stripe_ = 0;  ///< the stripe of snapshot_->leases this lease counts in
+    bool recorded_ = false;     ///< record() was called: finish() only releases
     time_point started_{};
 };
 
@@ -451,6 +482,13 @@ public:
         reclaim_locked();
     }
 
+    /// Replaced snapshots not freed yet: those leases still hold, and those
+    /// replaced within the last two epochs (for tests and memory checks).
+    [[nodiscard]] std::size_t retained_snapshots() {
+        std::lock_guard lock(writer_);
+        return retired_.size();
+    }
+
     /// Chooses an endpoint at `now`, preferring ones not in `tried`; an empty
     /// lease when the set is empty. Draws from `rng`.
     [[nodiscard]] endpoint_lease pick(time_point now, jitter_engine& rng, const tried_endpoints* tried = nullptr) const;
@@ -487,23 +525,6 @@ public:
         return out;
     }
 
-    /// Active health: takes the endpoint at `address` out of the set
-    /// (healthy = false) or puts it back. Returns false when the current set
-    /// has no such endpoint. Used by resil::health_checker.
-    bool set_checked_health(std::string_view address, bool healthy) const noexcept {
-        const auto guard = enter();
-        const auto* s = guard.snapshot;
-        bool found = false;
-        for (std::size_t i = 0; i < s->endpoints.size() && !found; ++i) {
-            if (s->endpoints[i].address != address) continue;
-            found = true;
-            if (s->state_of[i]->failing_checks.exchange(!healthy, std::memory_order_relaxed) != !healthy)
-                health_changes_.fetch_add(1, std::memory_order_acq_rel);
-        }
-        leave(guard.reader);
-        return found;
-    }
-
     /// The addresses of the current set (allocates; for health checkers).
     [[nodiscard]] std::vector<std::string> addresses() const {
         const scoped_reader scope{this, enter()};
@@ -522,6 +543,26 @@ public:
 
 private:
     friend class endpoint_lease;
+    friend struct detail::balancer_health_access;
+
+    /// Active health: takes the endpoint at `address` out of the set
+    /// (healthy = false) or puts it back. Returns false when the current set
+    /// has no such endpoint. Reached through detail::balancer_health_access
+    /// only (resil::health_checker): not for every holder of a balancer.
+    bool set_checked_health(std::string_view address, bool healthy) const noexcept {
+        const auto guard = enter();
+        const auto* s = guard.snapshot;
+        bool found = false;
+        for (std::size_t i = 0; i < s->endpoints.size() && !found; ++i) {
+            if (s->endpoints[i].address != address) continue;
+            found = true;
+            if (s->state_of[i]->failing_checks.exchange(!healthy, std::memory_order_relaxed) != !healthy)
+                health_changes_.fetch_add(1, std::memory_order_acq_rel);
+        }
+        leave(guard.reader);
+        return found;
+    }
+
 
     struct retired_snapshot {
         detail::balancer_snapshot* snapshot;
@@ -581,9 +622,11 @@ private:
             if (readers_of(e + 1) != 0) break;  // parity of e - 1
             epoch_.store(e + 1, std::memory_order_seq_cst);
         }
+        // Two epochs on, no pick can still be reading a snapshot, so its
+        // lease counts only fall: all zero means no lease is left.
         const auto e = epoch_.load(std::memory_order_seq_cst);
         std::erase_if(retired_, [e](const retired_snapshot& r) {
-            if (r.epoch + 2 > e) return false;
+            if (r.epoch + 2 > e || r.snapshot->leases_held() != 0) return false;
             delete r.snapshot;
             return true;
         });
@@ -619,31 +662,40 @@ private:
     mutable std::atomic<bool> refreshing_{false};
     mutable std::unique_ptr<std::atomic<std::uint32_t>[]> usable_{
         new std::atomic<std::uint32_t>[endpoint::max_priority + 1]{}};
-    mutable std::atomic<std::uint32_t> ejected_count_{0};
+    /// Held by try_eject() only: ejections are counted against the cap one at a time.
+    mutable std::mutex ejecting_;
 
     mutable std::atomic<std::uint64_t> ejections_{0}, returns_{0}, no_endpoint_{0};
     std::atomic<std::uint64_t> replacements_{0};
     detail::striped_counter panic_picks_{}, failover_picks_{};
 };
 
+inline bool detail::balancer_health_access::set_checked_health(const balancer& lb, std::string_view address,
+                                                              bool healthy) noexcept {
+    return lb.set_checked_health(address, healthy);
+}
+
 // ---- endpoint_lease ----
 
 inline void endpoint_lease::release() noexcept {
     if (snapshot_ == nullptr) return;
     snapshot_->state_of[index_]->outstanding.fetch_sub(1, std::memory_order_relaxed);
-    owner_->leave(reader_);
+    // Last use of the snapshot: release orders the reads above before a writer's free.
+    snapshot_->leases[stripe_].fetch_sub(1, std::memory_order_release);
     snapshot_ = nullptr;
     owner_ = nullptr;
+    recorded_ = false;
 }
 
 inline void endpoint_lease::finish(time_point now, endpoint_result result) noexcept {
     if (snapshot_ == nullptr) return;
-    (void)owner_->record(*snapshot_, index_, started_, now, result);
+    if (!recorded_) (void)owner_->record(*snapshot_, index_, started_, now, result);
     release();
 }
 
 inline std::optional<events::endpoint_ejected> endpoint_lease::record(time_point now, endpoint_result result) noexcept {
-    if (snapshot_ == nullptr) return std::nullopt;
+    if (snapshot_ == nullptr || recorded_) return std::nullopt;
+    recorded_ = true;
     return owner_->record(*snapshot_, index_, started_, now, result);
 }
 
@@ -700,7 +752,6 @@ inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns)
     if (!refreshing_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return;
     const auto changes = health_changes_.load(std::memory_order_acquire);
     std::int64_t next_return = std::numeric_limits<std::int64_t>::max();
-    std::uint32_t ejected = 0;
     for (std::size_t g = 0; g < s.groups(); ++g) {
         std::uint32_t usable = 0;
         for (auto i = s.group_begin[g]; i < s.group_begin[g + 1]; ++i) {
@@ -717,13 +768,11 @@ inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns)
             if (until == 0) {
                 if (!st.failing_checks.load(std::memory_order_relaxed)) ++usable;
             } else {
-                ++ejected;
                 next_return = std::min(next_return, until);
             }
         }
         usable_[g].store(usable, std::memory_order_relaxed);
     }
-    ejected_count_.store(ejected, std::memory_order_relaxed);
     next_return_ns_.store(next_return, std::memory_order_relaxed);
     counted_snapshot_.store(&s, std::memory_order_relaxed);
     counted_changes_.store(changes, std::memory_order_release);
@@ -780,31 +829,40 @@ inline std::optional<events::endpoint_ejected> balancer::record(detail::balancer
 inline std::optional<events::endpoint_ejected> balancer::try_eject(detail::balancer_snapshot& s, std::uint32_t index,
                                                                    std::int64_t now_ns) const noexcept {
     auto& st = *s.state_of[index];
-    if (st.ejected_until.load(std::memory_order_acquire) != 0) return std::nullopt;  // already out (a late failure)
-    // The ejection count must be fresh for the cap: refresh first (returns expired ejections).
-    refresh(s, now_ns);
+    if (st.ejected_at(now_ns)) return std::nullopt;  // already out (a late failure)
+    refresh(s, now_ns);  // returns expired ejections (their events) first
+    // Ejections are rare: one at a time, each counting the ejected endpoints
+    // itself, so two racing ejections cannot both pass the cap.
+    std::unique_lock lock(ejecting_);
+    if (st.ejected_at(now_ns)) return std::nullopt;  // ejected by a failure on another thread meanwhile
     const auto n = s.endpoints.size();
     const auto share_cap = static_cast<std::size_t>(options_.outlier.max_ejection_share * static_cast<double>(n));
     const auto cap = std::min(n - 1, std::max<std::size_t>(1, share_cap));
-    // Claim a slot under the cap, then the endpoint.
-    auto count = ejected_count_.load(std::memory_order_acquire);
-    do {
-        if (count >= cap) return std::nullopt;
-    } while (!ejected_count_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
-    const auto times = st.times_ejected.load(std::memory_order_relaxed) + 1;
+    std::size_t count = 0;
+    for (const auto* other : s.state_of) count += other->ejected_at(now_ns) ? 1 : 0;
+    if (count >= cap) return std::nullopt;
     const auto base = options_.outlier.base_ejection_time.count();
     const auto longest = options_.outlier.max_ejection_time.count();
-    const auto length = times > static_cast<std::uint64_t>(longest / base) ? longest : std::min(longest, base * times);
-    std::int64_t idle = 0;
-    if (!st.ejected_until.compare_exchange_strong(idle, now_ns + length, std::memory_order_acq_rel)) {
-        ejected_count_.fetch_sub(1, std::memory_order_acq_rel);
+    // The multiplier: less one per decay interval spent un-ejected, plus this
+    // ejection, at most ceil(longest / base) (Envoy's max_ejection_time rule).
+    std::int64_t times = st.times_ejected.load(std::memory_order_relaxed);
+    const auto healthy_for = now_ns - st.last_ejection_end.load(std::memory_order_relaxed);
+    if (healthy_for > 0) times -= std::min(times, healthy_for / options_.outlier.ejection_decay_interval.count());
+    times = std::min(times + 1, (longest + base - 1) / base);
+    const auto length = std::min(longest, base * times);
+    // An expired ejection not returned yet by refresh() ends here (no event:
+    // the endpoint goes straight from one ejection to the next).
+    auto until = st.ejected_until.load(std::memory_order_acquire);
+    if (!st.ejected_until.compare_exchange_strong(until, now_ns + length, std::memory_order_acq_rel))
         return std::nullopt;
-    }
-    st.times_ejected.store(times, std::memory_order_relaxed);
+    st.times_ejected.store(static_cast<std::uint32_t>(times), std::memory_order_relaxed);
+    st.last_ejection_end.store(now_ns + length, std::memory_order_relaxed);
     st.consecutive_failures.store(0, std::memory_order_relaxed);
+    lock.unlock();
     ejections_.fetch_add(1, std::memory_order_relaxed);
     health_changes_.fetch_add(1, std::memory_order_acq_rel);
-    const events::endpoint_ejected event{s.endpoints[index].address, times, duration{length}, time_point{duration{now_ns}}};
+    const events::endpoint_ejected event{s.endpoints[index].address, static_cast<std::uint32_t>(times), duration{length},
+                                         time_point{duration{now_ns}}};
     if (options_.on_ejected) options_.on_ejected(event);
     return event;
 }
@@ -942,11 +1000,15 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
         return {};
     }
     s.state_of[chosen]->outstanding.fetch_add(1, std::memory_order_relaxed);
+    // Pinned inside the epoch guard (a writer sees it before freeing), then the guard ends.
+    const auto stripe = static_cast<std::uint32_t>(detail::this_thread_stripe() & (s.leases.size() - 1));
+    s.leases[stripe].fetch_add(1, std::memory_order_relaxed);
+    leave(guard.reader);
     endpoint_lease lease;
     lease.owner_ = this;
     lease.snapshot_ = guard.snapshot;
     lease.index_ = chosen;
-    lease.reader_ = guard.reader;
+    lease.stripe_ = stripe;
     lease.started_ = now;
     return lease;
 }

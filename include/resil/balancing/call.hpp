@@ -2,7 +2,7 @@
 // endpoint a balancer picks: the composition of balancing with retry,
 // breaker, hedging and the curl adapter.
 //
-//   resil::tried_endpoints tried;                     // one per call: retries go elsewhere
+//   resil::tried_endpoints tried;                     // one per call: retries and hedges go elsewhere
 //   auto out = pipe([&](resil::context& ctx) {
 //       return resil::call_endpoint(lb, ctx, tried, [&](const resil::endpoint& ep) {
 //           return client.perform(resil::curl::request::get(ep.address + "/v1/items"), ctx);
@@ -15,12 +15,17 @@
 // 503 goes to another replica. The attempt's verdict is the endpoint's
 // result: retryable and ambiguous verdicts (5xx, connect failures, timeouts)
 // count towards ejection, success and permanent ones (the endpoint answered)
-// end a run of failures. With per-endpoint breakers
+// end a run of failures. A failure that ends with the caller's own stop
+// requested (a cancel, a hedge copy that lost) or the call's deadline passed
+// says nothing about the endpoint: it is neither counted towards ejection nor
+// recorded by the endpoint's breaker (its permit is released), as a hedge
+// never reports a cancelled copy to a breaker. With per-endpoint breakers
 // (balancer_options::endpoint_breaker), the picked endpoint's breaker is
 // asked first; an endpoint it refuses is counted as tried and another is
 // picked. Ejections and returns reach balancer_options::on_ejected and
 // on_returned (a pipeline's listener is not told: the callable's context
-// carries no listener). The pick reads the pipeline's clock reading (ctx.recent_now()); the
+// carries no listener; give those hooks the same listener object, e.g. a
+// resil::log_listener, to log them with the pipeline's events). The pick reads the pipeline's clock reading (ctx.recent_now()); the
 // latency is measured with one more reading after the call.
 #pragma once
 
@@ -69,8 +74,14 @@ auto call_endpoint(const balancer& lb, Context& ctx, tried_endpoints& tried, Fn&
         auto value = std::invoke(fn, std::as_const(lease.target()));
         const classification c = std::invoke(classify, std::as_const(value));
         const auto now = ctx.now();
-        if (auto* breaker = lease.breaker()) breaker->record(permit, c.verdict, now - lease.started());
         const bool failed = c.verdict == verdict::retryable || c.verdict == verdict::ambiguous;
+        if (failed && (ctx.stop_requested() || now >= ctx.deadline_instant())) {
+            // The caller ended the call: nothing learnt about the endpoint.
+            if (auto* breaker = lease.breaker()) breaker->release(permit);
+            lease.release();
+            return result_type::from_value(c, std::move(value));
+        }
+        if (auto* breaker = lease.breaker()) breaker->record(permit, c.verdict, now - lease.started());
         lease.finish(now, failed ? endpoint_result::failure : endpoint_result::success);
         return result_type::from_value(c, std::move(value));
     }

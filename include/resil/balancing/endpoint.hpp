@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../validation.hpp"
 
@@ -53,8 +54,9 @@ namespace detail {
     return port >= 1 && port <= 65535;
 }
 
-/// A host as a URL or connect_to names it: a name or IPv4 address
-/// (letters, digits, '-', '.', '_'), or an IPv6 address in brackets.
+/// A host as a URL or connect_to names it: a name or IPv4 address (labels
+/// of letters, digits, '-', '_' between dots, none empty, none starting or
+/// ending with '-'; one trailing dot allowed), or an IPv6 address in brackets.
 [[nodiscard]] constexpr bool is_host(std::string_view text) noexcept {
     if (text.empty()) return false;
     if (text.front() == '[') {
@@ -64,11 +66,22 @@ namespace detail {
                 return false;
         return true;
     }
-    for (char c : text)
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '.' ||
-              c == '_'))
-            return false;
-    return true;
+    if (text.size() > 1 && text.back() == '.') text.remove_suffix(1);  // a fully qualified name
+    std::size_t label = 0;  // characters in the current label
+    char previous = '.';
+    for (char c : text) {
+        if (c == '.') {
+            if (label == 0 || previous == '-') return false;
+            label = 0;
+        } else {
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_'))
+                return false;
+            if (label == 0 && c == '-') return false;
+            ++label;
+        }
+        previous = c;
+    }
+    return label != 0 && previous != '-';
 }
 
 /// host[:port], the port required when `port_required`.
@@ -92,6 +105,32 @@ namespace detail {
     return is_authority(rest.substr(0, slash), false);
 }
 
+/// An address as compared for uniqueness: scheme and host in lower case, the
+/// scheme's default port and a trailing '/' dropped, so "http://A:80/" and
+/// "http://a" name one endpoint. (For validation only: allocates.)
+[[nodiscard]] inline std::string normalized_address(std::string_view address) {
+    std::string out(address);
+    std::size_t authority = 0;
+    std::string_view default_port;
+    if (address.starts_with("http://")) {
+        authority = 7;
+        default_port = ":80";
+    } else if (address.starts_with("https://")) {
+        authority = 8;
+        default_port = ":443";
+    }
+    auto end = out.find_first_of("/?#", authority);
+    if (end == std::string::npos) end = out.size();
+    for (std::size_t i = 0; i < end; ++i)
+        if (out[i] >= 'A' && out[i] <= 'Z') out[i] = static_cast<char>(out[i] - 'A' + 'a');
+    if (!default_port.empty() && std::string_view(out).substr(0, end).ends_with(default_port)) {
+        out.erase(end - default_port.size(), default_port.size());
+        end -= default_port.size();
+    }
+    while (out.size() > end && out.back() == '/') out.pop_back();
+    return out;
+}
+
 [[nodiscard]] RESIL_DETAIL_COLD inline invalid_option bad_endpoint_field(std::size_t index, std::string_view field,
                                                                          std::string_view what, std::string_view got) {
     const auto i = std::to_string(index);
@@ -102,18 +141,23 @@ namespace detail {
 
 /// The first invalid endpoint of a list, in the house form:
 /// "`endpoints[1].weight` must be in [1, 10000], got 0",
-/// "`endpoints[2].address` must be unique, got \"10.0.0.1:80\"".
+/// "`endpoints[2].address` must be unique, got \"10.0.0.1:80\"" (addresses
+/// compared with scheme and host in lower case, without a default port or a
+/// trailing '/').
 /// An empty list is valid here (a set may become empty at run time); a
 /// balancer refuses one at construction.
 [[nodiscard]] inline validation_result validate_endpoints(std::span<const endpoint> endpoints) {
     if (endpoints.size() > endpoint::max_endpoints)
         return detail::check_in_range("endpoints.size", endpoints.size(), std::size_t{0}, endpoint::max_endpoints);
+    std::vector<std::string> normalized;
+    normalized.reserve(endpoints.size());
     for (std::size_t i = 0; i < endpoints.size(); ++i) {
         const auto& e = endpoints[i];
         if (!detail::is_endpoint_address(e.address))
             return detail::bad_endpoint_field(i, "address", "an http:// or https:// URL or a host:port", e.address);
+        normalized.push_back(detail::normalized_address(e.address));
         for (std::size_t j = 0; j < i; ++j)
-            if (endpoints[j].address == e.address)
+            if (normalized[j] == normalized[i])
                 return detail::bad_endpoint_field(i, "address", "unique", e.address);
         if (auto bad = detail::check_in_range("weight", e.weight, std::int32_t{1}, endpoint::max_weight))
             return bad->within(detail::concat({"endpoints[", std::to_string(i), "]"}));

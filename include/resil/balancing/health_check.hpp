@@ -11,7 +11,12 @@
 // The checker is driven by the caller: run_once() probes every endpoint
 // that is due and returns when the next one is; run(stop) loops on it,
 // sleeping on the checker's clock; health_check_thread runs run() on a
-// std::jthread it owns. Probes run one after another on that thread.
+// std::jthread it owns. Probes run one after another on that thread, so a
+// round over N endpoints takes up to N × timeout (probes of the last ones
+// start late when that exceeds the interval: pick interval ≥ N × timeout,
+// or split a large set over several checkers). A stop requested during a
+// round is seen between two probes: stopping waits for the probe under way
+// only, at most one timeout when the probe honours its timeout.
 //
 // A probe is given its timeout and must return within it (pass it to the
 // HTTP client as the transfer's limit); a probe that returns later than its
@@ -97,8 +102,9 @@ public:
     basic_health_checker& operator=(const basic_health_checker&) = delete;
 
     /// Probes every endpoint of the current set that is due (a new endpoint
-    /// at once), one after another; returns when the next probe is due.
-    time_point run_once() {
+    /// at once), one after another; returns when the next probe is due, or
+    /// after the probe under way once `stop` is requested.
+    time_point run_once(std::stop_token stop = {}) {
         std::lock_guard lock(mutex_);
         const auto addresses = lb_.addresses();
         // Forget endpoints that left the set.
@@ -108,6 +114,7 @@ public:
             it = listed ? std::next(it) : state_.erase(it);
         }
         for (const auto& address : addresses) {
+            if (stop.stop_requested()) break;
             auto& st = state_[address];
             const auto start = clock_.now();
             if (st.due != time_point{} && start < st.due) continue;
@@ -123,6 +130,9 @@ public:
             st.due = (st.due == time_point{} || st.due + options_.interval <= end) ? end + options_.interval
                                                                                    : st.due + options_.interval;
             judge(address, st, passed, end);
+            // Said after every probe, not only on a change: an endpoint that
+            // left the set and came back starts healthy in the balancer.
+            detail::balancer_health_access::set_checked_health(lb_, address, st.healthy);
         }
         time_point next = time_point::max();
         for (const auto& [address, st] : state_) next = std::min(next, st.due);
@@ -133,7 +143,7 @@ public:
     /// until `stop` is requested.
     void run(std::stop_token stop) {
         while (!stop.stop_requested()) {
-            const auto next = run_once();
+            const auto next = run_once(stop);
             if (!resil::sleep_until(clock_, next, stop)) return;
         }
     }
@@ -163,7 +173,6 @@ private:
     }
     void change(const std::string& address, probe_state& st, bool healthy, std::uint32_t run, time_point now) {
         st.healthy = healthy;
-        lb_.set_checked_health(address, healthy);
         if (on_change_) on_change_({address, healthy, run, now});
     }
 
@@ -178,7 +187,8 @@ private:
 
 using health_checker = basic_health_checker<>;
 
-/// Runs a checker's run() on a thread of its own, stopped and joined on destruction.
+/// Runs a checker's run() on a thread of its own, stopped and joined on
+/// destruction (or stop()): that waits for the probe under way, if any.
 template <clock Clock = steady_clock>
 class basic_health_check_thread {
 public:
