@@ -89,7 +89,11 @@ std::vector<steady::duration> run(const resil::hedge_policy* hedge, tally& t) {
                     if (hedge) {
                         int copy = 0;
                         (void)co_await resil::asio::hedged(
-                            *hedge, ctx, [&](resil::context&) { return replica(i, copy++, t); }, judge,
+                            *hedge, ctx, [&](resil::context& c) {
+                                // What a client says of its request: a GET may be sent twice.
+                                c.mark_repeatable(true);
+                                return replica(i, copy++, t);
+                            }, judge,
                             hedge_listener{&t});
                     } else {
                         (void)co_await replica(i, 0, t);

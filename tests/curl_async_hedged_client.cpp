@@ -17,6 +17,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "catch.hpp"
@@ -151,6 +152,24 @@ TEST_CASE("curl hedged client: a POST without a key is sent once; a keyed one's 
         CHECK_THROWS_AS(http.perform(request::get(nginx.url("/replica?bad")), bad, hedge), std::invalid_argument);
         resil::context ctx;
         CHECK(http.perform(request::get(nginx.url("/replica?after")), ctx, hedge).status() == 200);
+    }
+    SECTION("a listener that calls perform again: its exception ends the call; the client stays usable") {
+        hedged_client http;
+        int reentered = 0;
+        auto reenter = [&](const auto& e) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(e)>, resil::events::hedge_started>) {
+                ++reentered;
+                resil::context inner;
+                (void)http.perform(request::get(nginx.url("/replica?inner")), inner, hedge);
+            }
+        };
+        resil::context ctx;
+        CHECK_THROWS_AS(http.perform(request::get(nginx.url("/always_slow?reentered")), ctx, hedge, reenter),
+                        std::logic_error);
+        CHECK(reentered == 1);
+        resil::context again;
+        CHECK(http.perform(request::get(nginx.url("/replica?again")), again, hedge).status() == 200);
+        CHECK(statuses(nginx, "/always_slow?reentered", 1) == std::vector<int>{499});  // copy 0 cancelled
     }
 }
 

@@ -208,6 +208,8 @@ public:
     /// knows: an idempotent method, or a key it actually sent). Cleared when
     /// the next attempt starts.
     void mark_repeatable(bool yes) noexcept { repeatable_ = yes ? 1 : 0; }
+    /// Whether the callable has said (mark_repeatable) for this attempt.
+    [[nodiscard]] bool repeatable_marked() const noexcept { return repeatable_ >= 0; }
 
     /// What the last attempt's result said besides its verdict.
     [[nodiscard]] const server_hint& last_hint() const noexcept { return last_hint_; }
