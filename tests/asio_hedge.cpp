@@ -613,3 +613,48 @@ TEST_CASE("asio hedge: a caller's signal that outlives the io_context may still 
     CHECK(*alive == 0);
     cancel.emit(asio::cancellation_type::terminal);  // the call's state is gone: nothing to reach
 }
+
+TEST_CASE("asio hedge: the call is counted in the budget once, by the retry policy or else by the hedge") {
+    asio::io_context io;
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 1.0, .min_per_second = 0}};  // one copy per counted call
+    resil::hedge_policy hedge{{.max_hedges = 2, .delay = 10ms, .budget = &budget}};
+    resil::basic_circuit_breaker<manual_clock> breaker{{}, clock};
+    copies c{io, {{script::park}, {script::park}, {script::answer, "ok"}}};
+    std::vector<std::string> events;
+    std::optional<resil::outcome<std::string>> out;
+    auto call = [&](auto& pipe) {
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                resil::basic_call_options<manual_clock> options;
+                options.idempotent = true;
+                mctx ctx{std::move(options)};
+                out = co_await pipe.execute(
+                    ctx,
+                    [&](mctx& attempt) -> asio::awaitable<std::string> {
+                        co_return co_await resil::asio::hedged(hedge, attempt, c.callable(), judge,
+                                                               hedge_log{&events, clock});
+                    },
+                    judge);
+            },
+            asio::detached);
+        io.poll();
+        c.release(0);
+        run_until(io, [&] { return out.has_value() && *c.alive == 0; });
+    };
+    SECTION("a pipeline without a retry policy: the hedge counts it") {
+        auto pipe = resil::asio::pipeline(clock, std::ref(breaker));
+        call(pipe);
+    }
+    SECTION("a retry policy counts it; the hedge does not count it again") {
+        auto pipe = resil::asio::pipeline(
+            clock, resil::retry_policy{{.max_attempts = 2, .budget = &budget}}, std::ref(breaker));
+        call(pipe);
+    }
+    // One deposit in either case: copy 1 granted, copy 2 refused.
+    CHECK(events == std::vector<std::string>{"10ms hedge_started 1 after 10ms", "20ms hedge_refused 2",
+                                             "20ms hedge_cancelled 1"});  // copy 0 answered
+    REQUIRE(out->ok());
+    CHECK(c.begun == 2);
+}

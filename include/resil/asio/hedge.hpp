@@ -38,7 +38,8 @@
 //
 // All copies share `ctx` (its clock, stop token, limits and idempotency key:
 // every copy sends the same key). The call's budget deposit is made here
-// only when ctx.attempt() is 0 (no retry policy counted it).
+// only when no retry policy made it (ctx.counted_in_budget()), inside a
+// pipeline or not.
 //
 // Cancellation: the awaiting coroutine's cancellation (terminal, partial or
 // total; a pipeline's deadline or caller) cancels every copy; the call ends
@@ -111,10 +112,13 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
         : policy(p), ctx(c), fn(f), classify(k), listener(l), handler(std::move(h)), ex(e), timer(e) {}
 
     void start() {
-        if (ctx.attempt() == 0) policy.count_call(ctx.clock().now());
         // A hedged call is one attempt: only what its copies' client says of
         // this request counts, not a mark left by an earlier call.
         ctx.set_attempt(ctx.attempt());
+        if (!ctx.counted_in_budget() && policy.options().budget) {
+            policy.count_call(ctx.clock().now());
+            ctx.mark_counted_in_budget();
+        }
         auto slot = ::asio::get_associated_cancellation_slot(handler);
         if (slot.is_connected()) {
             outer = slot;
