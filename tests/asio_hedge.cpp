@@ -18,6 +18,7 @@
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -25,6 +26,7 @@
 #include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -657,4 +659,85 @@ TEST_CASE("asio hedge: the call is counted in the budget once, by the retry poli
                                              "20ms hedge_cancelled 1"});  // copy 0 answered
     REQUIRE(out->ok());
     CHECK(c.begun == 2);
+}
+
+TEST_CASE("asio hedge: on an io_context run by two threads each call's copies are serialised (run under TSan)") {
+    asio::io_context io;  // no concurrency hint: hedged() makes a strand per call
+    resil::hedge_policy hedge{{.max_hedges = 2, .delay = 0ms}};
+    constexpr int calls = 40;
+    std::atomic<int> done{0};
+    std::atomic<int> started{0};
+    std::atomic<int> answered{0};
+    auto count_started = [&](const auto& e) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(e)>, events::hedge_started>) ++started;
+    };
+    for (int i = 0; i < calls; ++i)
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                resil::context ctx;
+                ctx.mark_idempotent();
+                int copy = 0;  // touched by every copy of this call
+                const auto r = co_await resil::asio::hedged(
+                    hedge, ctx,
+                    [&](resil::context& c) -> asio::awaitable<int> {
+                        c.mark_repeatable(true);
+                        const int mine = copy++;
+                        asio::steady_timer t(co_await asio::this_coro::executor, 1ms);
+                        std::error_code ec;
+                        co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                        if (!ec) ++answered;
+                        co_return mine;
+                    },
+                    [](int) { return resil::verdict::success; }, count_started);
+                if (r >= 0) ++done;  // (Catch's assertions are for one thread)
+            },
+            asio::detached);
+    std::thread other([&] { io.run(); });
+    io.run();
+    other.join();
+    CHECK(done == calls);
+    CHECK(started > 0);  // copies did run side by side
+    CHECK(answered >= calls);
+}
+
+TEST_CASE("asio hedge: the latencies recorded: the winner's, a loser's run that reached the delay, no others") {
+    asio::io_context io;
+    manual_clock clock;
+    resil::hedge_policy hedge{{.max_hedges = 1, .delay = 10ms}};
+    auto ctx = idempotent_context(clock);
+    std::optional<std::string> result;
+    const auto samples = [&] { return hedge.latencies().estimate(clock.now(), 1.0).samples; };
+    SECTION("the winner and a loser that ran the delay; its run as its latency") {
+        copies c{io, {{script::park}, {script::answer, "ok"}}};
+        asio::co_spawn(
+            io, [&]() -> asio::awaitable<void> { result = co_await resil::asio::hedged(hedge, ctx, c.callable(), judge); },
+            asio::detached);
+        run_until(io, [&] { return result.has_value() && *c.alive == 0; });
+        CHECK(samples() == 2);                                                    // copy 1: 0 ms; copy 0: 10 ms
+        CHECK(hedge.latencies().estimate(clock.now(), 1.0).value >= 9ms);        // the run, not 0
+        CHECK(hedge.latencies().estimate(clock.now(), 0.5).value < 1ms);         // the winner's
+    }
+    SECTION("a loser shorter than the delay is not recorded") {
+        copies c{io, {{script::park}, {script::park}}};
+        asio::co_spawn(
+            io, [&]() -> asio::awaitable<void> { result = co_await resil::asio::hedged(hedge, ctx, c.callable(), judge); },
+            asio::detached);
+        run_until(io, [&] { return c.begun == 2; });
+        c.release(0);  // at 10 ms, as copy 1 has just started
+        run_until(io, [&] { return result.has_value() && *c.alive == 0; });
+        CHECK(c.begun == 2);
+        CHECK(samples() == 1);  // copy 0's 10 ms; copy 1 ran 0 ms
+    }
+    SECTION("copies the caller cancelled are not recorded") {
+        copies c{io, {{script::park}, {script::park}}};
+        asio::cancellation_signal cancel;
+        asio::co_spawn(
+            io, [&]() -> asio::awaitable<void> { result = co_await resil::asio::hedged(hedge, ctx, c.callable(), judge); },
+            asio::bind_cancellation_slot(cancel.slot(), asio::detached));
+        run_until(io, [&] { return c.begun == 2; });
+        cancel.emit(asio::cancellation_type::terminal);
+        run_until(io, [&] { return result.has_value() && *c.alive == 0; });
+        CHECK(samples() == 0);
+    }
 }

@@ -50,8 +50,10 @@
 // with the call's.
 //
 // Events go to `listener` (any resil listener; std::ref to share one):
-// hedge_started, hedge_refused, hedge_cancelled. Call hedged() on the
-// executor that runs the copies (one thread or a strand).
+// hedge_started, hedge_refused, hedge_cancelled. The copies run on the
+// awaiting coroutine's executor when its handlers never run at once (a
+// strand, or an io_context built with concurrency hint 1: asio::io_context
+// io{1}); otherwise on a strand made for the call (one allocation).
 #pragma once
 
 #include "config.hpp"  // first: before any Asio header
@@ -73,8 +75,11 @@
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/io_context.hpp>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
@@ -341,8 +346,30 @@ struct hedge_initiation {
     void operator()(Handler handler, ::asio::any_io_executor ex, const hedge_policy* policy, Ctx* ctx, F* fn,
                     Classifier* classify, Listener* listener) const {
         using state_type = hedge_state<V, Ctx, F, Classifier, Listener, Handler>;
-        auto state = std::make_shared<state_type>(*policy, *ctx, *fn, *classify, *listener, std::move(handler), ex);
-        state->start();
+        if (serialised(ex)) {
+            auto state =
+                std::make_shared<state_type>(*policy, *ctx, *fn, *classify, *listener, std::move(handler), ex);
+            state->start();
+        } else {
+            // The copies, the timer and the completion touch the state and
+            // ctx: on an executor run by several threads they go through a
+            // strand of their own, the start included.
+            ::asio::any_io_executor strand = ::asio::make_strand(ex);
+            auto state =
+                std::make_shared<state_type>(*policy, *ctx, *fn, *classify, *listener, std::move(handler), strand);
+            ::asio::dispatch(strand, [state] { state->start(); });
+        }
+    }
+
+    // Whether handlers on `ex` never run at once: a strand, or an io_context
+    // declared to be run by one thread (concurrency hint 1).
+    static bool serialised(const ::asio::any_io_executor& ex) {
+        if (ex.target<::asio::strand<::asio::io_context::executor_type>>() ||
+            ex.target<::asio::strand<::asio::any_io_executor>>())
+            return true;
+        if (const auto* plain = ex.target<::asio::io_context::executor_type>())
+            return ::asio::use_service<::asio::detail::scheduler>(plain->context()).concurrency_hint() == 1;
+        return false;
     }
 };
 

@@ -116,7 +116,7 @@ public:
     void recycle(response&& r) { http_.recycle(std::move(r)); }
 
 private:
-    ::asio::io_context io_;  // first: outlives the client built on it
+    ::asio::io_context io_{1};  // first: outlives the client built on it; run by one thread
     async_client http_;
     std::atomic<bool> busy_{false};
 };
