@@ -18,12 +18,16 @@
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
+#include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "catch.hpp"
@@ -71,7 +75,10 @@ struct copies {
 
     // The callable hedged() runs: copy k follows plan[k].
     auto callable() {
-        return [this](mctx&) -> asio::awaitable<std::string> {
+        return [this](mctx& ctx) -> asio::awaitable<std::string> {
+            // What a client says before it suspends: it sends the
+            // context's key, so a keyed or idempotent call may be repeated.
+            ctx.mark_repeatable(ctx.idempotent() || ctx.has_idempotency_key());
             const auto k = static_cast<std::size_t>(begun++);
             struct frame_count {
                 std::shared_ptr<int> n;
@@ -418,7 +425,8 @@ TEST_CASE("asio hedge: a pipeline's deadline cuts the whole hedged group short, 
                 [&](resil::context& attempt) -> asio::awaitable<std::string> {
                     co_return co_await resil::asio::hedged(
                         hedge, attempt,
-                        [&](resil::context&) -> asio::awaitable<std::string> {
+                        [&](resil::context& c) -> asio::awaitable<std::string> {
+                            c.mark_repeatable(true);
                             ++begun;
                             asio::steady_timer never(co_await asio::this_coro::executor, 1h);
                             std::error_code ec;
@@ -439,4 +447,297 @@ TEST_CASE("asio hedge: a pipeline's deadline cuts the whole hedged group short, 
     CHECK(out->reason() == resil::reason::deadline_exceeded);
     CHECK(took >= 80ms);
     CHECK(took < 80ms + resil_test::slack);
+}
+
+namespace {
+
+// A listener that throws on one kind of event.
+template <class Event>
+struct throwing_listener {
+    template <class E>
+    void operator()(const E&) const {
+        if constexpr (std::is_same_v<E, Event>) throw std::runtime_error("listener threw");
+    }
+};
+
+// Runs one hedged call of `c` and returns what it threw ("" when nothing).
+template <class Classifier, class Listener>
+std::string thrown_by_call(resil::hedge_policy& hedge, mctx& ctx, copies& c, Classifier classify,
+                           Listener listener, int& completions) {
+    std::string thrown;
+    asio::co_spawn(
+        c.io,
+        [&]() -> asio::awaitable<void> {
+            try {
+                (void)co_await resil::asio::hedged(hedge, ctx, c.callable(), classify, listener);
+            } catch (const std::runtime_error& e) {
+                thrown = e.what();
+            }
+            ++completions;
+        },
+        asio::detached);
+    run_until(c.io, [&] { return completions == 1 && *c.alive == 0; });
+    return thrown;
+}
+
+}  // namespace
+
+TEST_CASE("asio hedge: a throwing listener or classifier ends the call with its exception, every copy freed") {
+    asio::io_context io;
+    manual_clock clock;
+    resil::hedge_policy hedge{{.max_hedges = 2, .delay = 10ms}};
+    auto ctx = idempotent_context(clock);
+    int completions = 0;
+    SECTION("hedge_started: no copy starts after it, the running one is cancelled") {
+        copies c{io, {{script::park}, {script::answer}}};
+        CHECK(thrown_by_call(hedge, ctx, c, judge, throwing_listener<events::hedge_started>{}, completions) ==
+              "listener threw");
+        CHECK(c.log == std::vector<std::string>{"0:begin", "0:cancelled"});
+    }
+    SECTION("hedge_refused") {
+        resil::retry_budget budget{{.ratio = 0.0, .min_per_second = 0}};
+        resil::hedge_policy refused{{.max_hedges = 2, .delay = 10ms, .budget = &budget}};
+        copies c{io, {{script::park}}};
+        CHECK(thrown_by_call(refused, ctx, c, judge, throwing_listener<events::hedge_refused>{}, completions) ==
+              "listener threw");
+        CHECK(c.log == std::vector<std::string>{"0:begin", "0:cancelled"});
+    }
+    SECTION("hedge_cancelled: the winner's answer is not returned") {
+        copies c{io, {{script::park}, {script::answer, "ok"}}};
+        CHECK(thrown_by_call(hedge, ctx, c, judge, throwing_listener<events::hedge_cancelled>{}, completions) ==
+              "listener threw");
+        CHECK(c.log == std::vector<std::string>{"0:begin", "1:begin", "1:ok", "0:cancelled"});
+    }
+    SECTION("the classifier") {
+        copies c{io, {{script::park}, {script::answer, "ok"}}};
+        auto classify = [](const std::string& s) {
+            if (s == "ok") throw std::runtime_error("classifier threw");
+            return judge(s);
+        };
+        CHECK(thrown_by_call(hedge, ctx, c, classify, resil::no_listener{}, completions) == "classifier threw");
+        CHECK(c.log == std::vector<std::string>{"0:begin", "1:begin", "1:ok", "0:cancelled"});
+    }
+    io.restart();
+    io.run_for(20ms);
+    CHECK(completions == 1);
+}
+
+TEST_CASE("asio hedge: repeatable only as the client said; a context it has not marked is sent once") {
+    asio::io_context io;
+    manual_clock clock;
+    resil::hedge_policy hedge{{.max_hedges = 1, .delay = 10ms}};
+    std::vector<std::string> events;
+    std::optional<std::string> result;
+    mctx ctx{clock};
+    (void)ctx.idempotency_key();  // keyed, but the client below sends no key
+    int begun = 0;
+    std::shared_ptr<asio::steady_timer> parked;
+    std::vector<bool> said;
+    // A client that judges (and marks) some turns after it was called; the
+    // hedge is due before that.
+    auto client = [&](mctx& c) -> asio::awaitable<std::string> {
+        ++begun;
+        said.push_back(c.repeatable_marked());
+        for (int turn = 0; turn < 5; ++turn) co_await asio::post(io, asio::use_awaitable);
+        c.mark_repeatable(false);  // a POST sent without a key
+        parked = std::make_shared<asio::steady_timer>(io, 1h);
+        std::error_code ec;
+        co_await parked->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        co_return "ok";
+    };
+    SECTION("a mark left by an earlier call does not count") { ctx.mark_repeatable(true); }
+    SECTION("nothing said") {}
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            result = co_await resil::asio::hedged(hedge, ctx, client, judge, hedge_log{&events, clock});
+        },
+        asio::detached);
+    run_until(io, [&] { return parked != nullptr && clock.now() > manual_clock{}.now(); });
+    io.poll();
+    parked->cancel();
+    run_until(io, [&] { return result.has_value(); });
+    CHECK(begun == 1);
+    CHECK(said == std::vector<bool>{false});
+    CHECK(events.empty());
+}
+
+TEST_CASE("asio hedge: after the stop token fires no copy starts and no latency is recorded") {
+    asio::io_context io;
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 1.0, .min_per_second = 0}};
+    resil::hedge_policy hedge{{.max_hedges = 2, .delay = 10ms, .percentile = 0.5, .budget = &budget}};
+    copies c{io, {{script::park, "cancelled"}, {script::park, "cancelled"}}};
+    std::stop_source stop;
+    auto ctx = idempotent_context(clock);
+    ctx.set_stop_token(stop.get_token());
+    std::vector<std::string> events;
+    hedge_log log{&events, clock};
+    std::optional<std::string> result;
+    // The stop comes with copy 1: copy 2 would be due 10 ms later.
+    auto listener = [&](const auto& e) {
+        log(e);
+        if constexpr (std::is_same_v<std::decay_t<decltype(e)>, events::hedge_started>) stop.request_stop();
+    };
+    asio::co_spawn(
+        io, [&]() -> asio::awaitable<void> { result = co_await resil::asio::hedged(hedge, ctx, c.callable(), judge, listener); },
+        asio::detached);
+    run_until(io, [&] { return c.begun == 2; });
+    for (int i = 0; i < 5; ++i) io.poll();  // copy 2's turn, were it due
+    c.release(1);
+    c.release(0);
+    run_until(io, [&] { return result.has_value() && *c.alive == 0; });
+    CHECK(c.begun == 2);
+    CHECK(events == std::vector<std::string>{"10ms hedge_started 1 after 10ms"});
+    CHECK(hedge.latencies().estimate(clock.now(), 0.5).samples == 0);
+    CHECK(budget.balance(clock.now()) == 0);  // one deposit, one copy: nothing withdrawn for a third
+}
+
+TEST_CASE("asio hedge: a caller's signal that outlives the io_context may still be emitted") {
+    manual_clock clock;
+    resil::hedge_policy hedge{{.max_hedges = 1, .delay = 10ms}};
+    asio::cancellation_signal cancel;
+    auto alive = std::make_shared<int>(0);
+    {
+        asio::io_context io;
+        copies c{io, {{script::park}, {script::park}}};
+        c.alive = alive;
+        auto ctx = idempotent_context(clock);
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                (void)co_await resil::asio::hedged(hedge, ctx, c.callable(), judge);
+            },
+            asio::bind_cancellation_slot(cancel.slot(), asio::detached));
+        run_until(io, [&] { return c.begun == 2; });
+        io.stop();
+    }
+    CHECK(*alive == 0);
+    cancel.emit(asio::cancellation_type::terminal);  // the call's state is gone: nothing to reach
+}
+
+TEST_CASE("asio hedge: the call is counted in the budget once, by the retry policy or else by the hedge") {
+    asio::io_context io;
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 1.0, .min_per_second = 0}};  // one copy per counted call
+    resil::hedge_policy hedge{{.max_hedges = 2, .delay = 10ms, .budget = &budget}};
+    resil::basic_circuit_breaker<manual_clock> breaker{{}, clock};
+    copies c{io, {{script::park}, {script::park}, {script::answer, "ok"}}};
+    std::vector<std::string> events;
+    std::optional<resil::outcome<std::string>> out;
+    auto call = [&](auto& pipe) {
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                resil::basic_call_options<manual_clock> options;
+                options.idempotent = true;
+                mctx ctx{std::move(options)};
+                out = co_await pipe.execute(
+                    ctx,
+                    [&](mctx& attempt) -> asio::awaitable<std::string> {
+                        co_return co_await resil::asio::hedged(hedge, attempt, c.callable(), judge,
+                                                               hedge_log{&events, clock});
+                    },
+                    judge);
+            },
+            asio::detached);
+        io.poll();
+        c.release(0);
+        run_until(io, [&] { return out.has_value() && *c.alive == 0; });
+    };
+    SECTION("a pipeline without a retry policy: the hedge counts it") {
+        auto pipe = resil::asio::pipeline(clock, std::ref(breaker));
+        call(pipe);
+    }
+    SECTION("a retry policy counts it; the hedge does not count it again") {
+        auto pipe = resil::asio::pipeline(
+            clock, resil::retry_policy{{.max_attempts = 2, .budget = &budget}}, std::ref(breaker));
+        call(pipe);
+    }
+    // One deposit in either case: copy 1 granted, copy 2 refused.
+    CHECK(events == std::vector<std::string>{"10ms hedge_started 1 after 10ms", "20ms hedge_refused 2",
+                                             "20ms hedge_cancelled 1"});  // copy 0 answered
+    REQUIRE(out->ok());
+    CHECK(c.begun == 2);
+}
+
+TEST_CASE("asio hedge: on an io_context run by two threads each call's copies are serialised (run under TSan)") {
+    asio::io_context io;  // no concurrency hint: hedged() makes a strand per call
+    resil::hedge_policy hedge{{.max_hedges = 2, .delay = 0ms}};
+    constexpr int calls = 40;
+    std::atomic<int> done{0};
+    std::atomic<int> started{0};
+    std::atomic<int> answered{0};
+    auto count_started = [&](const auto& e) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(e)>, events::hedge_started>) ++started;
+    };
+    for (int i = 0; i < calls; ++i)
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                resil::context ctx;
+                ctx.mark_idempotent();
+                int copy = 0;  // touched by every copy of this call
+                const auto r = co_await resil::asio::hedged(
+                    hedge, ctx,
+                    [&](resil::context& c) -> asio::awaitable<int> {
+                        c.mark_repeatable(true);
+                        const int mine = copy++;
+                        asio::steady_timer t(co_await asio::this_coro::executor, 1ms);
+                        std::error_code ec;
+                        co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                        if (!ec) ++answered;
+                        co_return mine;
+                    },
+                    [](int) { return resil::verdict::success; }, count_started);
+                if (r >= 0) ++done;  // (Catch's assertions are for one thread)
+            },
+            asio::detached);
+    std::thread other([&] { io.run(); });
+    io.run();
+    other.join();
+    CHECK(done == calls);
+    CHECK(started > 0);  // copies did run side by side
+    CHECK(answered >= calls);
+}
+
+TEST_CASE("asio hedge: the latencies recorded: the winner's, a loser's run that reached the delay, no others") {
+    asio::io_context io;
+    manual_clock clock;
+    resil::hedge_policy hedge{{.max_hedges = 1, .delay = 10ms}};
+    auto ctx = idempotent_context(clock);
+    std::optional<std::string> result;
+    const auto samples = [&] { return hedge.latencies().estimate(clock.now(), 1.0).samples; };
+    SECTION("the winner and a loser that ran the delay; its run as its latency") {
+        copies c{io, {{script::park}, {script::answer, "ok"}}};
+        asio::co_spawn(
+            io, [&]() -> asio::awaitable<void> { result = co_await resil::asio::hedged(hedge, ctx, c.callable(), judge); },
+            asio::detached);
+        run_until(io, [&] { return result.has_value() && *c.alive == 0; });
+        CHECK(samples() == 2);                                                    // copy 1: 0 ms; copy 0: 10 ms
+        CHECK(hedge.latencies().estimate(clock.now(), 1.0).value >= 9ms);        // the run, not 0
+        CHECK(hedge.latencies().estimate(clock.now(), 0.5).value < 1ms);         // the winner's
+    }
+    SECTION("a loser shorter than the delay is not recorded") {
+        copies c{io, {{script::park}, {script::park}}};
+        asio::co_spawn(
+            io, [&]() -> asio::awaitable<void> { result = co_await resil::asio::hedged(hedge, ctx, c.callable(), judge); },
+            asio::detached);
+        run_until(io, [&] { return c.begun == 2; });
+        c.release(0);  // at 10 ms, as copy 1 has just started
+        run_until(io, [&] { return result.has_value() && *c.alive == 0; });
+        CHECK(c.begun == 2);
+        CHECK(samples() == 1);  // copy 0's 10 ms; copy 1 ran 0 ms
+    }
+    SECTION("copies the caller cancelled are not recorded") {
+        copies c{io, {{script::park}, {script::park}}};
+        asio::cancellation_signal cancel;
+        asio::co_spawn(
+            io, [&]() -> asio::awaitable<void> { result = co_await resil::asio::hedged(hedge, ctx, c.callable(), judge); },
+            asio::bind_cancellation_slot(cancel.slot(), asio::detached));
+        run_until(io, [&] { return c.begun == 2; });
+        cancel.emit(asio::cancellation_type::terminal);
+        run_until(io, [&] { return result.has_value() && *c.alive == 0; });
+        CHECK(samples() == 0);
+    }
 }

@@ -147,10 +147,16 @@ public:
 
     /// 1 for the first attempt; 0 before any.
     [[nodiscard]] std::uint32_t attempt() const noexcept { return attempt_; }
+    /// 0 starts a new call: nothing is counted in a budget for it yet.
     void set_attempt(std::uint32_t n) noexcept {
         attempt_ = n;
         repeatable_ = -1;
+        if (n == 0) counted_ = false;
     }
+    /// Whether this call was counted in a retry budget (a retry policy, or a
+    /// hedge run outside any, deposits once per call and says so here).
+    [[nodiscard]] bool counted_in_budget() const noexcept { return counted_; }
+    void mark_counted_in_budget() noexcept { counted_ = true; }
 
     [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_; }
     [[nodiscard]] bool stop_requested() const noexcept { return stop_.stop_requested(); }
@@ -208,6 +214,8 @@ public:
     /// knows: an idempotent method, or a key it actually sent). Cleared when
     /// the next attempt starts.
     void mark_repeatable(bool yes) noexcept { repeatable_ = yes ? 1 : 0; }
+    /// Whether the callable has said (mark_repeatable) for this attempt.
+    [[nodiscard]] bool repeatable_marked() const noexcept { return repeatable_ >= 0; }
 
     /// What the last attempt's result said besides its verdict.
     [[nodiscard]] const server_hint& last_hint() const noexcept { return last_hint_; }
@@ -235,6 +243,7 @@ private:
     std::uint32_t attempt_ = 0;
     bool has_key_ = false;
     bool idempotent_ = false;
+    bool counted_ = false;
     std::int8_t repeatable_ = -1;  // -1: not said for this attempt
     key_version key_version_ = key_version::v4;
 };

@@ -34,8 +34,8 @@
 //    lower bound, which ranks it above the delay as its latency would (left
 //    out, the slow tail would vanish from the window and the delay sink);
 //  - a call is counted in the budget (count_call) by the hedge only when no
-//    retry policy outside it counts it already (the context's attempt() is 0
-//    outside any retry policy).
+//    retry policy outside it counted it already (the context says so:
+//    counted_in_budget()), with or without a pipeline around the hedge.
 // With a retry policy, put the hedge inside it: each retry is a hedged group
 // of copies, and both draw on the same budget.
 #pragma once

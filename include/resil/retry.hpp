@@ -171,7 +171,10 @@ public:
     /// resil/asio both start a call here.)
     template <class Context>
     void begin(Context& ctx) const {
-        if (options_.budget) options_.budget->deposit(ctx.recent_now());
+        if (options_.budget) {
+            options_.budget->deposit(ctx.recent_now());
+            ctx.mark_counted_in_budget();  // a hedge inside counts nothing more
+        }
         ctx.set_attempt(1);
     }
 

@@ -12,9 +12,12 @@
 // The driver of resil::hedge_policy (resil/hedge.hpp), whose rules it
 // follows: copy 0 starts at once; while no copy has answered acceptably and
 // some copy still runs, copy k (k = 1 … max_hedges) starts k × delay later,
-// when the call may be repeated (ctx.safe_to_repeat(), judged once copy 0
-// has begun, so that a client's own marks count) and the retry budget grants
-// it. A copy's result is judged by the classifier (the pipelines'; the
+// when the call may be repeated and the retry budget grants it. Whether it
+// may be repeated is what copy 0's client said of this request
+// (ctx.mark_repeatable, as resil's clients do before their first
+// suspension): a context nobody marked by the time a hedge is due is not
+// repeatable, whatever its key (a key protects only when it was sent).
+// Nothing starts once ctx's stop token has fired. A copy's result is judged by the classifier (the pipelines'; the
 // default finds resil::curl::classify by ADL):
 //  - success or permanent: a final answer; it wins at once and every other
 //    copy is cancelled (terminal cancellation through its own slot: the curl
@@ -22,16 +25,21 @@
 //  - retryable or ambiguous, or an exception: not final while another copy
 //    runs; when none runs any more, the call ends with the first such result
 //    (an exception is rethrown), for a retry policy outside to judge.
+// A listener or classifier that throws ends the call: every copy is
+// cancelled and, once all have completed, hedged() rethrows the first such
+// exception.
 // The latency of each copy that completed before the call ended is recorded
 // in the policy, and so is the run of a loser that outlived the delay (a
-// lower bound of its latency; a shorter run says nothing and is not). Losers
+// lower bound of its latency; a shorter run says nothing and is not); a
+// copy that ended after ctx's stop token fired is not (it was cut short). Losers
 // never reach a circuit
 // breaker: around hedged() a pipeline sees one attempt, with the winner's
 // result.
 //
 // All copies share `ctx` (its clock, stop token, limits and idempotency key:
 // every copy sends the same key). The call's budget deposit is made here
-// only when ctx.attempt() is 0 (no retry policy counted it).
+// only when no retry policy made it (ctx.counted_in_budget()), inside a
+// pipeline or not.
 //
 // Cancellation: the awaiting coroutine's cancellation (terminal, partial or
 // total; a pipeline's deadline or caller) cancels every copy; the call ends
@@ -42,8 +50,17 @@
 // with the call's.
 //
 // Events go to `listener` (any resil listener; std::ref to share one):
-// hedge_started, hedge_refused, hedge_cancelled. Call hedged() on the
-// executor that runs the copies (one thread or a strand).
+// hedge_started, hedge_refused, hedge_cancelled. The copies run on the
+// awaiting coroutine's executor when its handlers never run at once (a
+// strand, or an io_context built with concurrency hint 1: asio::io_context
+// io{1}); otherwise on a strand made for the call (one allocation).
+//
+// Memory: the call's state comes from the handler's associated allocator
+// (by default Asio's per-thread recycling allocator), the copies' frames
+// from Asio's frame recycling. Asio keeps 2 blocks per purpose and thread by
+// default; a program that defines ASIO_RECYCLING_ALLOCATOR_CACHE_SIZE=8
+// (everywhere: it shapes Asio's per-thread state) hedges with no heap
+// allocation per call once warm.
 #pragma once
 
 #include "config.hpp"  // first: before any Asio header
@@ -59,14 +76,19 @@
 #include <utility>
 
 #include <asio/any_io_executor.hpp>
+#include <asio/associated_allocator.hpp>
 #include <asio/associated_cancellation_slot.hpp>
 #include <asio/async_result.hpp>
 #include <asio/awaitable.hpp>
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/io_context.hpp>
 #include <asio/post.hpp>
+#include <asio/recycling_allocator.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
@@ -104,11 +126,21 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
         : policy(p), ctx(c), fn(f), classify(k), listener(l), handler(std::move(h)), ex(e), timer(e) {}
 
     void start() {
-        if (ctx.attempt() == 0) policy.count_call(ctx.clock().now());
+        // A hedged call is one attempt: only what its copies' client says of
+        // this request counts, not a mark left by an earlier call.
+        ctx.set_attempt(ctx.attempt());
+        if (!ctx.counted_in_budget() && policy.options().budget) {
+            policy.count_call(ctx.clock().now());
+            ctx.mark_counted_in_budget();
+        }
         auto slot = ::asio::get_associated_cancellation_slot(handler);
         if (slot.is_connected()) {
             outer = slot;
-            outer.assign([self = this](::asio::cancellation_type) { self->cancel_all(); });
+            // Weak: the slot's signal may outlive this state (an io_context
+            // destroyed mid-call frees the state, not the caller's signal).
+            outer.assign([weak = this->weak_from_this()](::asio::cancellation_type) {
+                if (auto self = weak.lock()) self->cancel_all();
+            });
         }
         hedging = policy.options().max_hedges > 0;
         start_copy();
@@ -133,9 +165,16 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
 
     // A copy as a child coroutine of its own, so that each has its own
     // cancellation slot.
+    // (as_optional's work done here: one coroutine frame less per copy.)
     static ::asio::awaitable<std::optional<V>> run_copy(std::shared_ptr<hedge_state> self, std::uint32_t k) {
         if (k == 0) self->began = true;
-        co_return co_await as_optional<V>(start_attempt(self->fn, self->ctx));
+        auto started = start_attempt(self->fn, self->ctx);
+        if constexpr (std::is_same_v<decltype(started), ::asio::awaitable<void>>) {
+            co_await std::move(started);
+            co_return V{};
+        } else {
+            co_return co_await std::move(started);
+        }
     }
 
     void arm() {
@@ -158,23 +197,28 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
 
     void hedge_due() {
         if (decided || !hedging || running_count == 0) return;
+        if (ctx.stop_requested()) {
+            hedging = false;  // a copy now would fail before it starts, and cost a budget token
+            return;
+        }
         if (!began) {
             // Copy 0 has not begun (its client has not yet marked the
             // context): judge after it has.
             ::asio::post(ex, [self = this->shared_from_this()] { self->hedge_due(); });
             return;
         }
-        if (!policy.may_hedge(ctx.safe_to_repeat())) {
+        if (!policy.may_hedge(ctx.repeatable_marked() && ctx.safe_to_repeat())) {
             hedging = false;  // an operation that may not be repeated runs once
             return;
         }
         const std::uint32_t copy = started;
         if (!policy.try_start_hedge(ctx.clock().now())) {
             hedging = false;
-            resil::emit(listener, events::hedge_refused{copy});
+            notify(events::hedge_refused{copy});
             return;
         }
-        resil::emit(listener, events::hedge_started{copy, wait});
+        notify(events::hedge_started{copy, wait});
+        if (decided) return;  // the listener threw: the call ends
         hedging = copy < policy.options().max_hedges;
         start_copy();
         if (hedging && !decided) arm();
@@ -185,7 +229,7 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
         --running_count;
         if (decided) {
             if (lost[k]) {
-                resil::emit(listener, events::hedge_cancelled{k});
+                notify(events::hedge_cancelled{k});
             } else if (!have_result) {
                 // Cancelled by the caller before any copy completed: the
                 // call ends as this copy did.
@@ -195,14 +239,23 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
             }
         } else {
             const auto now = ctx.clock().now();
-            policy.record(now, now - started_at[k]);
-            const bool final_answer = !e && is_final(*v);
-            if (final_answer || !have_result) {
+            if (!ctx.stop_requested()) policy.record(now, now - started_at[k]);
+            bool final_answer = false;
+            if (!e) {
+                try {
+                    final_answer = is_final(*v);
+                } catch (...) {
+                    fail(std::current_exception());
+                }
+            }
+            if (!decided && (final_answer || !have_result)) {  // decided here: the classifier threw
                 result.error = std::move(e);
                 result.value = std::move(v);
                 have_result = true;
             }
-            if (final_answer) {
+            if (decided) {
+                // The classifier threw: fail() cancelled the others.
+            } else if (final_answer) {
                 decide();
                 for (std::uint32_t j = 0; j < started; ++j)
                     if (running[j]) {
@@ -228,6 +281,25 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
         return judged == verdict::success || judged == verdict::permanent;
     }
 
+    // Events reach the listener through here: a listener that throws must
+    // not unwind through a copy's completion or the timer's handler, where
+    // the call would never finish; it ends the call instead.
+    template <class Event>
+    void notify(const Event& e) noexcept {
+        try {
+            resil::emit(listener, e);
+        } catch (...) {
+            fail(std::current_exception());
+        }
+    }
+
+    // User code (listener, classifier) threw: every copy is cancelled, none as
+    // a loser, and the call ends with the first such exception.
+    void fail(std::exception_ptr e) noexcept {
+        if (!user_error) user_error = std::move(e);
+        cancel_all();
+    }
+
     // The caller's cancellation: every copy is cancelled, none as a loser.
     void cancel_all() {
         if (decided) return;
@@ -248,6 +320,10 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
     void finish() {
         if (finished) return;
         finished = true;
+        if (user_error) {
+            result.error = user_error;
+            result.value.reset();
+        }
         ::asio::post(ex, [self = this->shared_from_this()] {
             if (self->outer.is_connected()) self->outer.clear();
             auto h = std::move(self->handler);
@@ -269,6 +345,7 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
     std::array<bool, most_copies> running{};
     std::array<bool, most_copies> lost{};
     hedge_result<V> result;
+    std::exception_ptr user_error;  // the first a listener or classifier threw
     duration wait{};
     std::uint32_t started = 0;
     std::uint32_t running_count = 0;
@@ -285,8 +362,33 @@ struct hedge_initiation {
     void operator()(Handler handler, ::asio::any_io_executor ex, const hedge_policy* policy, Ctx* ctx, F* fn,
                     Classifier* classify, Listener* listener) const {
         using state_type = hedge_state<V, Ctx, F, Classifier, Listener, Handler>;
-        auto state = std::make_shared<state_type>(*policy, *ctx, *fn, *classify, *listener, std::move(handler), ex);
-        state->start();
+        // The state from the handler's allocator, by default Asio's
+        // per-thread recycling one: no heap allocation once warm.
+        auto alloc = ::asio::get_associated_allocator(handler, ::asio::recycling_allocator<void>{});
+        if (serialised(ex)) {
+            auto state = std::allocate_shared<state_type>(alloc, *policy, *ctx, *fn, *classify, *listener,
+                                                          std::move(handler), ex);
+            state->start();
+        } else {
+            // The copies, the timer and the completion touch the state and
+            // ctx: on an executor run by several threads they go through a
+            // strand of their own, the start included.
+            ::asio::any_io_executor strand = ::asio::make_strand(ex);
+            auto state = std::allocate_shared<state_type>(alloc, *policy, *ctx, *fn, *classify, *listener,
+                                                          std::move(handler), strand);
+            ::asio::dispatch(strand, [state] { state->start(); });
+        }
+    }
+
+    // Whether handlers on `ex` never run at once: a strand, or an io_context
+    // declared to be run by one thread (concurrency hint 1).
+    static bool serialised(const ::asio::any_io_executor& ex) {
+        if (ex.target<::asio::strand<::asio::io_context::executor_type>>() ||
+            ex.target<::asio::strand<::asio::any_io_executor>>())
+            return true;
+        if (const auto* plain = ex.target<::asio::io_context::executor_type>())
+            return ::asio::use_service<::asio::detail::scheduler>(plain->context()).concurrency_hint() == 1;
+        return false;
     }
 };
 

@@ -24,6 +24,8 @@
 
 #include "async_client.hpp"  // first: it includes resil/asio/config.hpp before Asio
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 
@@ -75,6 +77,7 @@ public:
         std::optional<response> out;
         std::exception_ptr error;
         bool done = false;
+        ::asio::cancellation_signal cancel;
         ::asio::co_spawn(
             io_,
             [&]() -> ::asio::awaitable<void> {
@@ -83,14 +86,28 @@ public:
                     [&](basic_context<Clock>& c, auto token) { return http_.async_perform(req, c, std::move(token)); },
                     {}, std::move(listener)));
             },
-            [&](std::exception_ptr e) {
+            ::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e) {
                 error = std::move(e);
                 done = true;
-            });
+            }));
         // Until this call is over: kept-alive connections stay watched by
         // the loop, so run() would not return by itself.
         if (io_.stopped()) io_.restart();
-        while (!done) io_.run_one();
+        std::exception_ptr thrown;
+        while (!done) {
+            try {
+                io_.run_one();
+            } catch (...) {
+                // Something the loop ran threw. The call's frames refer to
+                // this function's locals: they are cancelled and run to
+                // their end before it returns, never left for a later call.
+                if (!thrown) {
+                    thrown = std::current_exception();
+                    cancel.emit(::asio::cancellation_type::terminal);
+                }
+            }
+        }
+        if (thrown) std::rethrow_exception(thrown);
         if (error) std::rethrow_exception(error);
         return std::move(*out);
     }
@@ -99,7 +116,7 @@ public:
     void recycle(response&& r) { http_.recycle(std::move(r)); }
 
 private:
-    ::asio::io_context io_;  // first: outlives the client built on it
+    ::asio::io_context io_{1};  // first: outlives the client built on it; run by one thread
     async_client http_;
     std::atomic<bool> busy_{false};
 };
