@@ -8,14 +8,8 @@
 // Names follow bench/README.md: <group>/resil_<variant> and
 // <group>/baseline_<what>, compared within a group.
 
-// Asio takes the memory of frames and handlers from std::aligned_alloc where
-// it can, which the counting operator new does not see: without it, Asio
-// falls back to operator new, and every allocation is counted.
-#define ASIO_DISABLE_STD_ALIGNED_ALLOC 1
+#include "asio_bench_support.hpp"
 
-#include "bench_support.hpp"
-
-#include <resil/asio.hpp>
 #include <resil/circuit_breaker.hpp>
 #include <resil/retry.hpp>
 #include <resil/timeout_policy.hpp>
@@ -29,33 +23,9 @@
 
 using namespace std::chrono_literals;
 
-namespace {
-
-// The dependency: opaque enough that the compiler cannot delete the call.
-int no_op(int x) {
-    benchmark::DoNotOptimize(x);
-    return x;
-}
-
-::asio::awaitable<int> ready(int x) { co_return no_op(x); }
-
-// Runs the benchmark loop inside one coroutine: each iteration awaits body(i).
-template <class Body>
-void run_in_coroutine(benchmark::State& state, Body body) {
-    ::asio::io_context io;
-    const auto before = resil_bench::allocations.load();
-    ::asio::co_spawn(
-        io,
-        [&]() -> ::asio::awaitable<void> {
-            int i = 0;
-            for (auto _ : state) benchmark::DoNotOptimize(co_await body(++i));
-        },
-        ::asio::detached);
-    io.run();
-    resil_bench::report_allocations(state, before);
-}
-
-}  // namespace
+using resil_bench::no_op;
+using resil_bench::ready;
+using resil_bench::run_in_coroutine;
 
 static void await_ready_alone(benchmark::State& state) {
     run_in_coroutine(state, [](int i) { return ready(i); });
