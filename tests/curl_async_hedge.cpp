@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/hedge_replica.hpp"
 #include "support/nginx_server.hpp"
 #include "support/timing.hpp"
 
@@ -36,60 +37,12 @@ using resil::curl::request;
 using resil::curl::response;
 using steady = std::chrono::steady_clock;
 
+using resil_test::hedge_replica::access_log;
+using resil_test::hedge_replica::http_extra;
+using resil_test::hedge_replica::locations;
+using resil_test::hedge_replica::slow_answer;
+
 namespace {
-
-// A slow answer: 200 ms; under a sanitizer, whose slowness would blur the
-// line between fast and slow, three times that (the ratios asserted stay).
-constexpr auto slow_answer = resil_test::slack == 50ms ? 200ms : 600ms;
-
-// The replica: /backend answers at once, or after `slow_answer` for about 5 %
-// of requests. /replica proxies to it and logs; nginx's proxy notices a
-// client that closes while the backend is still working and logs 499.
-constexpr const char* http_extra = R"(
-    log_format calls '$request_uri $status $request_time $http_idempotency_key';
-    split_clients "$request_id" $slow { 5% 1; * 0; }
-)";
-std::string locations() {
-    static_assert(slow_answer < 1s && slow_answer.count() % 100 == 0);
-    const auto sleep = "0." + std::to_string(slow_answer.count() / 100);  // echo_sleep takes "0.2", not "0.200000"
-    return R"(
-    location /replica { access_log access.log calls; proxy_pass http://127.0.0.1:$server_port/backend; }
-    location /always_slow { access_log access.log calls; proxy_pass http://127.0.0.1:$server_port/sleep; }
-    location /backend { if ($slow) { echo_sleep )" + sleep + R"(; echo "slow"; } echo "fast"; }
-    location /sleep { echo_sleep )" + sleep + R"(; echo "slow"; }
-)";
-}
-
-struct log_line {
-    std::string uri;
-    int status = 0;
-    double seconds = 0;
-    std::string key;
-};
-
-// The access log's lines for URIs starting with `prefix`, waiting up to 3 s
-// for at least `expected` (nginx writes a line once a request is finalised).
-std::vector<log_line> access_log(const resil_test::nginx_server& nginx, const std::string& prefix,
-                                 std::size_t expected) {
-    const auto until = steady::now() + 3s;
-    std::vector<log_line> lines;
-    for (;;) {
-        lines.clear();
-        std::ifstream in(nginx.directory() + "/access.log");
-        std::string line;
-        while (std::getline(in, line)) {
-            char uri[256] = {};
-            char key[128] = {};
-            log_line l;
-            if (std::sscanf(line.c_str(), "%255s %d %lf %127s", uri, &l.status, &l.seconds, key) < 3) continue;
-            l.uri = uri;
-            l.key = key;
-            if (l.uri.rfind(prefix, 0) == 0) lines.push_back(l);
-        }
-        if (lines.size() >= expected || steady::now() > until) return lines;
-        std::this_thread::sleep_for(5ms);
-    }
-}
 
 template <class Done>
 void run_until(asio::io_context& io, Done done, std::chrono::milliseconds limit = 20s) {

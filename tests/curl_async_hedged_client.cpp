@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/hedge_replica.hpp"
 #include "support/nginx_server.hpp"
 #include "support/timing.hpp"
 
@@ -30,44 +31,19 @@ using resil::curl::client_options;
 using resil::curl::hedged_client;
 using resil::curl::request;
 using steady = std::chrono::steady_clock;
+using resil_test::hedge_replica::access_log;
+using resil_test::hedge_replica::http_extra;
+using resil_test::hedge_replica::locations;
+using resil_test::hedge_replica::slow_answer;
 
 namespace {
-
-// 200 ms, or 600 ms under a sanitizer (see curl_async_hedge.cpp).
-constexpr auto slow_answer = resil_test::slack == 50ms ? 200ms : 600ms;
-
-constexpr const char* http_extra = R"(
-    log_format calls '$request_uri $status $http_idempotency_key';
-    split_clients "$request_id" $slow { 5% 1; * 0; }
-)";
-std::string locations() {
-    static_assert(slow_answer < 1s && slow_answer.count() % 100 == 0);
-    const auto sleep = "0." + std::to_string(slow_answer.count() / 100);  // echo_sleep takes "0.2"
-    return R"(
-    location /replica { access_log access.log calls; proxy_pass http://127.0.0.1:$server_port/backend; }
-    location /always_slow { access_log access.log calls; proxy_pass http://127.0.0.1:$server_port/sleep; }
-    location /backend { if ($slow) { echo_sleep )" + sleep + R"(; echo "slow"; } echo "fast"; }
-    location /sleep { echo_sleep )" + sleep + R"(; echo "slow"; }
-)";
-}
 
 // Statuses of the logged requests whose URI starts with `prefix`, once at
 // least `expected` are logged (3 s at most).
 std::vector<int> statuses(const resil_test::nginx_server& nginx, const std::string& prefix, std::size_t expected) {
-    const auto until = steady::now() + 3s;
-    for (;;) {
-        std::vector<int> found;
-        std::ifstream in(nginx.directory() + "/access.log");
-        std::string line;
-        while (std::getline(in, line)) {
-            char uri[256] = {};
-            int status = 0;
-            if (std::sscanf(line.c_str(), "%255s %d", uri, &status) == 2 && std::string(uri).rfind(prefix, 0) == 0)
-                found.push_back(status);
-        }
-        if (found.size() >= expected || steady::now() > until) return found;
-        std::this_thread::sleep_for(5ms);
-    }
+    std::vector<int> found;
+    for (const auto& l : access_log(nginx, prefix, expected)) found.push_back(l.status);
+    return found;
 }
 
 struct counts {
