@@ -94,6 +94,47 @@ TEST_CASE("http::client: a POST carries one idempotency key on every attempt, so
     }
 }
 
+TEST_CASE("http::client: each call has its own key; without keys a POST reaches the server at most once") {
+    resil_test::fault_server server;
+    server.on("/orders", {action::respond(201, "a"), action::respond(201, "b")});
+    server.on("/once", {action::close_after_request()});
+
+    resil::http::client keyed{quick_options()};
+    REQUIRE(keyed.post(server.url("/orders"), "x"));
+    REQUIRE(keyed.post(server.url("/orders"), "x"));
+    const auto orders = server.requests("/orders");
+    REQUIRE(orders.size() == 2);
+    REQUIRE(orders[0].header("Idempotency-Key").has_value());
+    CHECK(orders[0].header("Idempotency-Key") != orders[1].header("Idempotency-Key"));
+
+    auto o = quick_options();
+    o.idempotency_key = resil::http::key_header_format::none;
+    resil::http::client unkeyed{o};
+    // The server reads the request and closes without a reply: it may have
+    // acted on it, and without a key nothing makes a repeat safe.
+    const auto out = unkeyed.post(server.url("/once"), "x");
+    REQUIRE_FALSE(out);
+    CHECK(out.reason() == resil::reason::unsafe_to_retry);
+    CHECK(out.attempts() == 1);
+    const auto seen = server.requests("/once");
+    REQUIRE(seen.size() == 1);
+    CHECK_FALSE(seen[0].header("Idempotency-Key").has_value());
+}
+
+TEST_CASE("http::client: a POST without a body still says Content-Length: 0; a GET sends none") {
+    resil_test::fault_server server;
+    server.on("/empty", {action::respond(200), action::respond(200)});
+    resil::http::client http{quick_options()};
+    REQUIRE(http.post(server.url("/empty"), ""));
+    REQUIRE(http.get(server.url("/empty")));
+    const auto seen = server.requests("/empty");
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0].method == "POST");
+    CHECK(seen[0].header("Content-Length") == std::optional<std::string>("0"));
+    CHECK(seen[1].method == "GET");
+    CHECK_FALSE(seen[1].header("Content-Length").has_value());
+}
+
 TEST_CASE("http::client: a silent server ends each attempt at the read timeout and the call at its deadline") {
     resil_test::fault_server server;
     server.on("/slow", {action::hang()});
@@ -229,6 +270,9 @@ TEST_CASE("http::client: options are validated by the policies they become, name
     o = {};
     o.idempotency_key_header = "Bad Header";
     check(o, R"(`idempotency_key_header` must be an HTTP token, got "Bad Header")");
+    o = {};
+    o.idempotency_key = static_cast<resil::http::key_header_format>(7);
+    check(o, "`idempotency_key` must be quoted, unquoted or none, got 7");
 }
 
 TEST_CASE("http::client: its defaults are the policies' defaults") {
@@ -252,6 +296,7 @@ TEST_CASE("http::client: its defaults are the policies' defaults") {
     CHECK(o.timeouts.read == timeouts.read);
     CHECK(o.timeouts.total == timeouts.total);
     CHECK(o.idempotency_key_header == resil::curl::client_options{}.idempotency_key_header);
+    CHECK(static_cast<int>(o.idempotency_key) == static_cast<int>(resil::curl::client_options{}.idempotency_key));
 }
 
 TEST_CASE("http::client: bad requests are refused before any I/O; a moved-from client says so") {
@@ -266,6 +311,7 @@ TEST_CASE("http::client: bad requests are refused before any I/O; a moved-from c
     resil::http::client moved{std::move(http)};
     CHECK(moved.get(server.url("/x")));
     CHECK_THROWS_AS(http.get(server.url("/x")), std::logic_error);  // NOLINT(bugprone-use-after-move): on purpose
+    CHECK_THROWS_AS((void)http.options(), std::logic_error);         // NOLINT(bugprone-use-after-move): on purpose
     http = std::move(moved);
     CHECK(http.get(server.url("/x")));
     CHECK(http.options().deadline == 2s);

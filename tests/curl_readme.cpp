@@ -54,8 +54,8 @@ TEST_CASE("README: the ten-line example through resil::http::client") {
         .retry = {.max_attempts = 3},                                 // full jitter, Retry-After; budget: retries ≤ 10 % of calls
         .circuit_breaker = {.failure_ratio = 0.5},                    // > 50 % failures in 10 s → open for 30 s
     }};
-    auto out = catalog.get(url);                                      // a POST carries an idempotency key: safe to retry
-    if (!out) show_plan_b(out.reason());                              // "circuit_open", "retries_exhausted", ...
+    auto out = catalog.get(url);                                      // post(url, body): one idempotency key for every attempt
+    if (!out) show_plan_b(out.reason());                              // resil::reason::circuit_open, retries_exhausted, ...
     // ---
 
     REQUIRE_FALSE(out);

@@ -90,7 +90,15 @@ struct breaker_settings {
     std::uint32_t half_open_probes = 5;
 };
 
-/// Everything a client is configured by. The defaults are the policies'.
+/// How a non-idempotent request's idempotency key is sent.
+enum class key_header_format : std::uint8_t {
+    quoted,    ///< `Idempotency-Key: "8e03978e-..."`, an RFC 9651 string, as the IETF draft specifies
+    unquoted,  ///< `Idempotency-Key: 8e03978e-...`, as some providers document it
+    none,      ///< no key: the request is never repeated after an ambiguous failure
+};
+
+/// Everything a client is configured by. The defaults are the policies',
+/// except the deadline (10 s), which resil::deadline_policy requires.
 struct client_options {
     /// The whole call, every attempt and wait included (resil::deadline_policy):
     /// required, in [1ms, 24h].
@@ -102,6 +110,13 @@ struct client_options {
     /// The header that carries a non-idempotent request's key, the same on
     /// every attempt (resil::curl::client_options::idempotency_key_header).
     std::string idempotency_key_header = "Idempotency-Key";
+    /// Whether a non-idempotent request (POST, PATCH, ...) carries a key, and
+    /// how (resil::curl::client_options::idempotency_key). A keyed request is
+    /// retried after an ambiguous failure, which is safe only when the server
+    /// keeps the key and answers a repeat without acting twice (the IETF
+    /// Idempotency-Key draft). `none`: no key, and such a request reaches the
+    /// server at most once (an ambiguous failure ends as unsafe_to_retry).
+    key_header_format idempotency_key = key_header_format::quoted;
 
     /// The first invalid field, as "`retry.max_attempts` must be in [1, 100],
     /// got 0", or an empty string when every field is valid. The fields are
@@ -184,7 +199,8 @@ public:
     /// over the defaults, as far as these fields show them (a file may set a
     /// backoff kind, a breaker mode or more, which the policies run but these
     /// fields do not name).
-    [[nodiscard]] RESIL_DECL const client_options& options() const noexcept;
+    /// Throws std::logic_error on a moved-from client.
+    [[nodiscard]] RESIL_DECL const client_options& options() const;
 
 private:
     detail::client_state* state_;  // owned; null once moved from

@@ -35,6 +35,7 @@ enum class reason : std::uint8_t {
 
 /// The number of reasons, `none` included.
 inline constexpr std::size_t reason_count = 16;
+static_assert(static_cast<std::size_t>(reason::no_endpoint) + 1 == reason_count, "reason_count counts every reason");
 
 /// The reason's name in snake_case, as used in logs and metric labels.
 [[nodiscard]] constexpr std::string_view to_string(reason r) noexcept {

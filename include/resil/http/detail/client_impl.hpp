@@ -77,7 +77,8 @@ inline policy_options to_policy_options(const client_options& o) {
 }
 
 /// The first invalid field of `p`, named as client_options names it.
-inline validation_result validate(const policy_options& p, std::string_view idempotency_key_header) {
+inline validation_result validate(const policy_options& p, std::string_view idempotency_key_header,
+                                  key_header_format idempotency_key) {
     if (auto bad = p.deadline.validate()) return invalid_option{"deadline", bad->requirement};
     if (auto bad = p.timeouts.validate()) return bad->within("timeouts");
     if (auto bad = p.retry.validate()) {
@@ -91,6 +92,12 @@ inline validation_result validate(const policy_options& p, std::string_view idem
     }
     if (p.breaker) {
         if (auto bad = p.breaker->validate()) return bad->within("circuit_breaker");
+    }
+    if (idempotency_key != key_header_format::quoted && idempotency_key != key_header_format::unquoted &&
+        idempotency_key != key_header_format::none) {
+        return invalid_option{"idempotency_key",
+                              resil::detail::concat({"must be quoted, unquoted or none, got ",
+                                                     std::to_string(static_cast<unsigned>(idempotency_key))})};
     }
     curl::client_options c{};
     c.idempotency_key_header = std::string(idempotency_key_header);
@@ -128,10 +135,15 @@ struct client_state {
     std::vector<std::unique_ptr<curl::client>> idle;
 
     client_state(client_options o, policy_options p) : options(std::move(o)), policies(std::move(p)) {
-        if (auto bad = validate(policies, options.idempotency_key_header)) {
+        if (auto bad = validate(policies, options.idempotency_key_header, options.idempotency_key)) {
             resil::detail::throw_invalid("resil::http::client", *bad);
         }
         curl_options.idempotency_key_header = options.idempotency_key_header;
+        switch (options.idempotency_key) {
+            case key_header_format::quoted: curl_options.idempotency_key = curl::key_header_format::quoted; break;
+            case key_header_format::unquoted: curl_options.idempotency_key = curl::key_header_format::unquoted; break;
+            case key_header_format::none: curl_options.idempotency_key = curl::key_header_format::none; break;
+        }
         if (policies.budget) {
             budget.emplace(*policies.budget);
             policies.retry.budget = &*budget;
@@ -184,7 +196,9 @@ struct response_access {
 }  // namespace detail
 
 RESIL_DECL std::string client_options::validate() const {
-    if (auto bad = detail::validate(detail::to_policy_options(*this), idempotency_key_header)) return bad->message();
+    if (auto bad = detail::validate(detail::to_policy_options(*this), idempotency_key_header, idempotency_key)) {
+        return bad->message();
+    }
     return {};
 }
 
@@ -246,13 +260,20 @@ RESIL_DECL client& client::operator=(client&& other) noexcept {
 
 RESIL_DECL client::~client() { delete state_; }
 
-RESIL_DECL const client_options& client::options() const noexcept { return state_->options; }
+RESIL_DECL const client_options& client::options() const {
+    if (state_ == nullptr) throw std::logic_error("resil::http::client: used after being moved from");
+    return state_->options;
+}
 
 RESIL_DECL response client::perform(std::string_view method, std::string_view url, std::string_view body,
                                     std::initializer_list<header> headers) {
     if (state_ == nullptr) throw std::logic_error("resil::http::client: used after being moved from");
     curl::request req{std::string(method), std::string(url)};
-    if (!body.empty()) req.set_body(std::string(body));
+    // A method that may carry content sends its body even when empty, so
+    // the server sees Content-Length: 0 (some answer 411 without it).
+    const bool without_content =
+        method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE" || method == "DELETE";
+    if (!body.empty() || !without_content) req.set_body(std::string(body));
     for (const auto& h : headers) req.add_header(h.name, h.value);
 
     auto& s = *state_;
