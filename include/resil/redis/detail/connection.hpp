@@ -26,6 +26,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -160,7 +161,13 @@ public:
                 if (!read_blocking(error)) return {};
                 continue;
             }
-            if (!readable_before(end, left)) {
+            const int ready = readable_before(end, left);
+            if (ready < 0) {  // poll() itself failed: no read that nothing bounds
+                error = std::strerror(errno);
+                close();
+                return {};
+            }
+            if (ready == 0) {
                 timed_out_ = true;
                 error = "no reply from Redis within the timeout";
                 close();
@@ -179,17 +186,22 @@ public:
 
 private:
     // Waits until the socket has something to read (data, EOF or an error)
-    // or `end` passes. poll() with whole milliseconds, rounded down, while
-    // one is left, then ppoll() for the rest: ppoll() also reads the clock
-    // again and copies the time left back, which costs every reply ~0.1 µs,
-    // and the rounding down never waits past `end` (a timed-out poll() just
-    // goes round again).
-    bool readable_before(time_point end, std::chrono::steady_clock::duration left) const noexcept {
+    // or `end` passes: 1, 0 when `end` passed, -1 when poll() failed (errno).
+    // poll() with whole milliseconds, rounded down, while one is left, then
+    // ppoll() for the rest: ppoll() also reads the clock again and copies
+    // the time left back, which costs every reply ~0.1 µs, and the rounding
+    // down never waits past `end` (a timed-out poll() just goes round
+    // again). The kernel may end a poll() late by its slack (the larger of
+    // 50 µs and 0.1 % of the timeout, 0.5 % when niced): that much is taken
+    // off first.
+    int readable_before(time_point end, std::chrono::steady_clock::duration left) const noexcept {
         for (;;) {
-            if (left <= std::chrono::nanoseconds::zero()) return false;
+            if (left <= std::chrono::nanoseconds::zero()) return 0;
             pollfd p{ctx_->fd, POLLIN, 0};
             int r = 0;
-            if (const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(left).count(); ms >= 1) {
+            const std::chrono::steady_clock::duration slack =
+                std::max<std::chrono::steady_clock::duration>(std::chrono::microseconds{50}, left / 200);
+            if (const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(left - slack).count(); ms >= 1) {
                 r = ::poll(&p, 1, static_cast<int>(ms < max_poll_ms ? ms : max_poll_ms));
             } else {
                 timespec ts{};
@@ -197,8 +209,8 @@ private:
                     std::chrono::duration_cast<std::chrono::nanoseconds>(left).count());
                 r = ::ppoll(&p, 1, &ts, nullptr);
             }
-            if (r > 0) return true;
-            if (r < 0 && errno != EINTR) return true;  // let the read report it
+            if (r > 0) return 1;
+            if (r < 0 && errno != EINTR) return -1;
             left = end - std::chrono::steady_clock::now();
         }
     }
@@ -212,7 +224,10 @@ private:
     // took 23.6 ms at 4 ms a tick). That worst case must fit in the reply
     // timeout, less 1 ms for the write and the code around it; with a
     // shorter timeout (or an unknown tick) every reply is awaited by
-    // poll().
+    // poll(). A read is set to at most 62 ticks: beyond the wheel's first
+    // level its rounding grows past ⌈j/8⌉ (8/63 of the time at the start of
+    // a level), and a longer read gains nothing (the loop reads again while
+    // the worst case still fits).
     void plan_blocking_reads(std::chrono::microseconds reply_timeout) noexcept {
         using std::chrono::microseconds;
         blocking_read_worst_ = {};
@@ -220,7 +235,7 @@ private:
         if (tick <= microseconds::zero()) return;
         const auto usable = reply_timeout - std::chrono::milliseconds{1};
         const auto worst = [&](std::int64_t j) { return tick * (j + (j + 7) / 8 + 2); };
-        std::int64_t j = usable / tick;
+        std::int64_t j = std::min<std::int64_t>(usable / tick, 62);
         while (j > 0 && worst(j) > usable) --j;
         if (j <= 0) return;
         const timeval tv = to_timeval(tick * j);
