@@ -847,8 +847,8 @@ inline std::optional<events::endpoint_ejected> balancer::try_eject(detail::balan
     // ejection, at most ceil(longest / base) (Envoy's max_ejection_time rule).
     std::int64_t times = st.times_ejected.load(std::memory_order_relaxed);
     const auto healthy_for = now_ns - st.last_ejection_end.load(std::memory_order_relaxed);
-    if (healthy_for > 0) times -= std::min(times, healthy_for / options_.outlier.ejection_decay_interval.count());
-    times = std::min(times + 1, (longest + base - 1) / base);
+    if (healthy_for > 0) times -= std::min<std::int64_t>(times, healthy_for / options_.outlier.ejection_decay_interval.count());
+    times = std::min<std::int64_t>(times + 1, (longest + base - 1) / base);
     const auto length = std::min(longest, base * times);
     // An expired ejection not returned yet by refresh() ends here (no event:
     // the endpoint goes straight from one ejection to the next).
