@@ -143,6 +143,29 @@ mctx idempotent_context(const manual_clock& clock) {
     return ctx;
 }
 
+// Spawns an idempotent call through `pipe` whose attempts are hedged groups
+// of `c`'s copies; its outcome lands in `out`.
+template <class Pipe>
+void spawn_hedged_in(Pipe& pipe, asio::io_context& io, resil::hedge_policy& hedge, copies& c,
+                     std::vector<std::string>& events, manual_clock& clock,
+                     std::optional<resil::outcome<std::string>>& out) {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            resil::basic_call_options<manual_clock> options;
+            options.idempotent = true;
+            mctx ctx{std::move(options)};
+            out = co_await pipe.execute(
+                ctx,
+                [&](mctx& attempt) -> asio::awaitable<std::string> {
+                    co_return co_await resil::asio::hedged(hedge, attempt, c.callable(), judge,
+                                                           hedge_log{&events, clock});
+                },
+                judge);
+        },
+        asio::detached);
+}
+
 }  // namespace
 
 TEST_CASE("asio hedge: copy 1 starts after the delay; its answer wins and copy 0 is cancelled") {
@@ -381,21 +404,7 @@ TEST_CASE("asio hedge: inside a retry policy each attempt is a hedged group; los
     copies c{io, {{script::fail_now}, {script::park}, {script::answer, "ok"}}};
     std::vector<std::string> events;
     std::optional<resil::outcome<std::string>> out;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            resil::basic_call_options<manual_clock> options;
-            options.idempotent = true;
-            mctx ctx{std::move(options)};
-            out = co_await pipe.execute(
-                ctx,
-                [&](mctx& attempt) -> asio::awaitable<std::string> {
-                    co_return co_await resil::asio::hedged(hedge, attempt, c.callable(), judge,
-                                                           hedge_log{&events, clock});
-                },
-                judge);
-        },
-        asio::detached);
+    spawn_hedged_in(pipe, io, hedge, c, events, clock, out);
     run_until(io, [&] { return out.has_value() && *c.alive == 0; });
     REQUIRE(out->ok());
     CHECK(out->value() == "ok");
@@ -626,21 +635,7 @@ TEST_CASE("asio hedge: the call is counted in the budget once, by the retry poli
     std::vector<std::string> events;
     std::optional<resil::outcome<std::string>> out;
     auto call = [&](auto& pipe) {
-        asio::co_spawn(
-            io,
-            [&]() -> asio::awaitable<void> {
-                resil::basic_call_options<manual_clock> options;
-                options.idempotent = true;
-                mctx ctx{std::move(options)};
-                out = co_await pipe.execute(
-                    ctx,
-                    [&](mctx& attempt) -> asio::awaitable<std::string> {
-                        co_return co_await resil::asio::hedged(hedge, attempt, c.callable(), judge,
-                                                               hedge_log{&events, clock});
-                    },
-                    judge);
-            },
-            asio::detached);
+        spawn_hedged_in(pipe, io, hedge, c, events, clock, out);
         io.poll();
         c.release(0);
         run_until(io, [&] { return out.has_value() && *c.alive == 0; });
