@@ -120,15 +120,24 @@ TEST_CASE("redis limiter: Redis killed -> fail open admits at the local rate onl
     CHECK_FALSE(limiter.redis_down());
     // And it is the shared quota again: 20 permits of burst, then rejections.
     int granted = 0;
+    const auto loop_start = clock_type::now();
     for (int i = 0; i < 40; ++i) granted += limiter.try_acquire() ? 1 : 0;
+    // 20 + what 100/s refills while the loop runs (a loaded machine can take
+    // tens of milliseconds over it), + 1 for the permit that was refilling.
+    const auto refilled = std::chrono::duration_cast<std::chrono::milliseconds>(resil_test::since(loop_start)).count() / 10;
+    CAPTURE(refilled);
     CHECK(granted >= 19);
-    CHECK(granted <= 22);  // 20 + what 100/s refills during the loop
+    CHECK(granted <= 21 + static_cast<int>(refilled));
     CHECK(limiter.try_acquire().source == decided_by::redis);
 }
 
 TEST_CASE("redis limiter: Redis killed -> fail closed rejects with quota_unavailable, counted and evented; rate_limited stays distinct") {
     resil_test::redis_server redis;
-    rate_limiter limiter{options_for(redis, "down-closed", failure_policy::fail_closed)};
+    // 1 permit/s: the 21st call is rejected however slowly a loaded machine
+    // makes the first 20 (at 100/s, 10 ms of delay refilled one).
+    auto o = options_for(redis, "down-closed", failure_policy::fail_closed);
+    o.rate = 1;
+    rate_limiter limiter{o};
     std::vector<resil::events::quota_store_failed> failures;
     std::vector<resil::events::rejected> rejections;
     const auto pipe = resil::pipeline(std::ref(limiter)).with_listener(event_log{&failures, &rejections});
@@ -140,7 +149,7 @@ TEST_CASE("redis limiter: Redis killed -> fail closed rejects with quota_unavail
     CHECK(limited.reason() == resil::reason::rate_limited);
     REQUIRE(limited.retry_after());
     CHECK(*limited.retry_after() > 0ns);
-    CHECK(*limited.retry_after() <= 10ms);
+    CHECK(*limited.retry_after() <= 1s);
     CHECK(failures.empty());
 
     redis.kill();
