@@ -1,6 +1,11 @@
 // Many GETs in flight to a local nginx, side by side in one run:
 //   baseline_raw_multi_64    one thread, a raw curl_multi loop (curl_multi_perform
 //                            and curl_multi_poll) keeping 64 transfers in flight, the baseline
+//   baseline_raw_socket_action_64
+//                            one thread, the same transfers through libcurl's
+//                            event-loop interface (curl_multi_socket_action on
+//                            epoll readiness, its socket and timer callbacks),
+//                            without Asio or resil: what that interface costs
 //   resil_async_64           one thread, resil::curl::async_client on an
 //                            io_context keeping 64 calls in flight (each with a
 //                            context and the timeout triad, responses recycled)
@@ -22,7 +27,9 @@
 #if RESIL_BENCH_HAVE_CURL && RESIL_BENCH_HAVE_ASIO
 
 #include <curl/curl.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <asio/io_context.hpp>
 #include <resil/curl.hpp>
@@ -150,6 +157,103 @@ void raw_multi(benchmark::State& state, const std::string& kind) {
     curl_multi_cleanup(multi);
 }
 
+// The same transfers driven the way an event loop drives libcurl, without
+// Asio or resil: curl_multi_socket_action on epoll readiness, libcurl's
+// socket and timer callbacks feeding one epoll set and one timeout. It
+// shows what libcurl's socket interface costs by itself, apart from the
+// raw curl_multi_perform loop.
+struct socket_loop {
+    int epoll = epoll_create1(EPOLL_CLOEXEC);
+    long timeout_ms = -1;
+    static int on_socket(CURL*, curl_socket_t s, int what, void* user, void* registered) {
+        auto& loop = *static_cast<socket_loop*>(user);
+        if (what == CURL_POLL_REMOVE) {
+            epoll_ctl(loop.epoll, EPOLL_CTL_DEL, s, nullptr);
+            return 0;
+        }
+        epoll_event ev{};
+        ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+        ev.data.fd = s;
+        if (epoll_ctl(loop.epoll, EPOLL_CTL_MOD, s, &ev) != 0) epoll_ctl(loop.epoll, EPOLL_CTL_ADD, s, &ev);
+        (void)registered;
+        return 0;
+    }
+    static int on_timer(CURLM*, long ms, void* user) {
+        static_cast<socket_loop*>(user)->timeout_ms = ms;
+        return 0;
+    }
+};
+
+void raw_socket_action(benchmark::State& state, const std::string& kind) {
+    CURLM* multi = curl_multi_init();
+    socket_loop loop;
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &socket_loop::on_socket);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, &loop);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &socket_loop::on_timer);
+    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, &loop);
+    std::vector<CURL*> easies;
+    for (int i = 0; i < in_flight; ++i) {
+        CURL* e = curl_easy_init();
+        curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &discard);
+        easies.push_back(e);
+    }
+    bool failed = false;
+    int started = 0;
+    int done = 0;
+    int running = 0;
+    const auto collect = [&] {
+        int queued = 0;
+        while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+            if (msg->msg != CURLMSG_DONE) continue;
+            CURL* e = msg->easy_handle;
+            long status = 0;
+            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+            failed = failed || msg->data.result != CURLE_OK || status != 200;
+            curl_multi_remove_handle(multi, e);
+            ++done;
+            if (started < batch) {
+                curl_multi_add_handle(multi, e);
+                ++started;
+            }
+        }
+    };
+    const auto run_batch = [&] {
+        started = 0;
+        done = 0;
+        for (CURL* e : easies) {
+            curl_multi_add_handle(multi, e);
+            ++started;
+        }
+        epoll_event events[64];
+        while (done < batch) {
+            if (loop.timeout_ms == 0) {
+                loop.timeout_ms = -1;
+                curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+                collect();
+                continue;
+            }
+            const int n = epoll_wait(loop.epoll, events, 64, loop.timeout_ms < 0 ? 1000 : static_cast<int>(loop.timeout_ms));
+            if (n == 0) {
+                loop.timeout_ms = -1;
+                curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+            }
+            for (int i = 0; i < n; ++i) {
+                const int flags = ((events[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                                  ((events[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                                  ((events[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+                curl_multi_socket_action(multi, events[i].data.fd, flags, &running);
+            }
+            collect();
+        }
+    };
+    time_batches(state, kind, run_batch, [&] { return bool(failed); }, "raw socket_action: a request failed");
+    for (CURL* e : easies) curl_easy_cleanup(e);
+    curl_multi_cleanup(multi);
+    close(loop.epoll);
+}
+
 void resil_async(benchmark::State& state, const std::string& kind) {
     asio::io_context io;
     resil::curl::async_client http(io);
@@ -262,6 +366,10 @@ int main(int argc, char** argv) {
                                      std::string("baseline_raw_multi_64"))
             ->UseRealTime()
             ->MinTime(0.3);
+        benchmark::RegisterBenchmark(("get64/baseline_raw_socket_action_64" + suffix).c_str(), raw_socket_action,
+                                     std::string("baseline_raw_socket_action_64"))
+            ->UseRealTime()
+            ->MinTime(0.3);
         benchmark::RegisterBenchmark(("get64/resil_async_64" + suffix).c_str(), resil_async,
                                      std::string("resil_async_64"))
             ->UseRealTime()
@@ -275,22 +383,30 @@ int main(int argc, char** argv) {
     benchmark::Shutdown();
     if (!rates["baseline_raw_multi_64"].empty()) {
         const double raw = median("baseline_raw_multi_64");
+        const double socket_action = median("baseline_raw_socket_action_64");
         const double async = median("resil_async_64");
         const double blocking = median("resil_blocking_8_threads");
+        const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
         std::printf("\nGETs to a local nginx, batches of %d; medians of %d interleaved rounds\n", batch, rounds);
-        std::printf("  %-28s %9.0f req/s\n", "baseline_raw_multi_64", raw);
-        std::printf("  %-28s %9.0f req/s  %.3fx raw multi, %.3fx 8 blocking threads\n", "resil_async_64", async,
-                    async / raw, blocking > 0 ? async / blocking : 0.0);
-        std::printf("  %-28s %9.0f req/s  %.3fx raw multi\n", "resil_blocking_8_threads", blocking, blocking / raw);
+        std::printf("  %-30s %9.0f req/s\n", "baseline_raw_multi_64", raw);
+        std::printf("  %-30s %9.0f req/s  %.3fx raw multi\n", "baseline_raw_socket_action_64", socket_action,
+                    ratio(socket_action, raw));
+        std::printf("  %-30s %9.0f req/s  %.3fx raw multi, %.3fx raw socket_action, %.3fx 8 blocking threads\n",
+                    "resil_async_64", async, ratio(async, raw), ratio(async, socket_action), ratio(async, blocking));
+        std::printf("  %-30s %9.0f req/s  %.3fx raw multi\n", "resil_blocking_8_threads", blocking, ratio(blocking, raw));
         const double raw_cpu = median("baseline_raw_multi_64", cpu_per_get);
+        const double socket_action_cpu = median("baseline_raw_socket_action_64", cpu_per_get);
         const double async_cpu = median("resil_async_64", cpu_per_get);
         const double blocking_cpu = median("resil_blocking_8_threads", cpu_per_get);
         std::printf("CPU time of this process per GET (user + system), medians:\n");
-        std::printf("  %-28s %9.2f us\n", "baseline_raw_multi_64", raw_cpu);
-        std::printf("  %-28s %9.2f us  %.3fx raw multi, %.3fx 8 blocking threads\n", "resil_async_64", async_cpu,
-                    async_cpu / raw_cpu, async_cpu / blocking_cpu);
-        std::printf("  %-28s %9.2f us  %.3fx raw multi\n", "resil_blocking_8_threads", blocking_cpu,
-                    blocking_cpu / raw_cpu);
+        std::printf("  %-30s %9.2f us\n", "baseline_raw_multi_64", raw_cpu);
+        std::printf("  %-30s %9.2f us  %.3fx raw multi\n", "baseline_raw_socket_action_64", socket_action_cpu,
+                    ratio(socket_action_cpu, raw_cpu));
+        std::printf("  %-30s %9.2f us  %.3fx raw multi, %.3fx raw socket_action, %.3fx 8 blocking threads\n",
+                    "resil_async_64", async_cpu, ratio(async_cpu, raw_cpu), ratio(async_cpu, socket_action_cpu),
+                    ratio(async_cpu, blocking_cpu));
+        std::printf("  %-30s %9.2f us  %.3fx raw multi\n", "resil_blocking_8_threads", blocking_cpu,
+                    ratio(blocking_cpu, raw_cpu));
     }
     nginx.reset();
     return 0;
