@@ -1,4 +1,5 @@
 #include <resil/balancer.hpp>
+#include <resil/metrics.hpp>
 #include <resil/testing/manual_clock.hpp>
 
 #include <set>
@@ -240,4 +241,26 @@ TEST_CASE("the ejection multiplier decays by one per decay interval spent un-eje
     CHECK(times.back() == 1);
     CHECK(lengths.back() == 30s);
     CHECK(lb.status(clock.now())[2].times_ejected == 1);
+}
+
+TEST_CASE("a metrics object given as the balancer's hooks counts ejections and returns, exported with the rest") {
+    manual_clock clock;
+    resil::metrics m{"replicas"};
+    balancer lb{replicas(10),
+                {.policy = balancing_policy::round_robin, .on_ejected = std::ref(m), .on_returned = std::ref(m)}};
+    REQUIRE(fail(lb, "c:80", clock.now(), 5));
+    CHECK(m.snapshot().endpoint_ejections == 1);
+    CHECK(m.snapshot().endpoint_returns == 0);
+    clock.advance(30s);
+    CHECK(picked(lb, "c:80", clock.now()));  // the pick that finds its time up returns it
+    REQUIRE(fail(lb, "c:80", clock.now(), 5));
+    const auto s = m.snapshot();
+    CHECK(s.endpoint_ejections == 2);
+    CHECK(s.endpoint_returns == 1);
+    CHECK(s.endpoint_ejections == lb.metrics().ejections);
+    CHECK(s.endpoint_returns == lb.metrics().returns);
+    CHECK(s.calls == 0);  // nothing else is counted
+    const auto text = resil::prometheus_text({m});
+    CHECK(text.find("resil_endpoint_ejections_total{dependency=\"replicas\"} 2\n") != std::string::npos);
+    CHECK(text.find("resil_endpoint_returns_total{dependency=\"replicas\"} 1\n") != std::string::npos);
 }

@@ -200,6 +200,10 @@ TEST_CASE("fmt: a metrics snapshot formats as one line, reasons only when counte
     s.pace_changes = 2;
     const auto line = fmt::format("{}", s);
     CHECK(line.ends_with("open 30s; limit raised 4, lowered 1; pace changes 2"));
+    // A balancer's ejections and returns, where its hooks feed the object.
+    s.endpoint_ejections = 3;
+    s.endpoint_returns = 2;
+    CHECK(fmt::format("{}", s).ends_with("pace changes 2; endpoints ejected 3, returned 2"));
 }
 
 TEST_CASE("fmt: the log listener writes a line for each change of an adaptive limit") {

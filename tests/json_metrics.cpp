@@ -57,6 +57,8 @@ void check_counters(const nlohmann::json& j, const resil::metrics_snapshot& s) {
     CHECK(j["limit_increases"] == s.limit_increases);
     CHECK(j["limit_decreases"] == s.limit_decreases);
     CHECK(j["pace_changes"] == s.pace_changes);
+    CHECK(j["endpoint_ejections"] == s.endpoint_ejections);
+    CHECK(j["endpoint_returns"] == s.endpoint_returns);
     check_counts(j["failures"], s.failures);
     check_counts(j["rejections"], s.rejections);
     check_counts(j["fallbacks"], s.fallbacks);
@@ -66,7 +68,7 @@ void check_matches(const nlohmann::json& j, const resil::metrics_snapshot& s, co
     CHECK(j["policy"] == name);
     check_counters(j, s);
     // Nothing else: a consumer can rely on this exact set of keys.
-    CHECK(j.size() == 19);
+    CHECK(j.size() == 21);
 }
 
 // The core's hand-written JSON, deprecated: kept for code that calls it.
@@ -99,6 +101,9 @@ TEST_CASE("metrics json: the export parses and holds every counter of the snapsh
     m(events::limit_changed{18, 19, resil::load_signal::accepted, 2});
     m(events::limit_changed{19, 20, resil::load_signal::accepted, 3});
     m(events::pace_changed{2.0, 5, resil::duration::zero(), 1});
+    m(events::endpoint_ejected{"a:80", 1, 30s, resil::time_point{}});
+    m(events::endpoint_ejected{"b:80", 2, 60s, resil::time_point{}});
+    m(events::endpoint_returned{"a:80", resil::time_point{}});
 
     const auto s = m.snapshot();
     CHECK(s.calls == 3);
@@ -115,6 +120,8 @@ TEST_CASE("metrics json: the export parses and holds every counter of the snapsh
     CHECK(j["limit_increases"] == 2);
     CHECK(j["limit_decreases"] == 1);
     CHECK(j["pace_changes"] == 1);
+    CHECK(j["endpoint_ejections"] == 2);
+    CHECK(j["endpoint_returns"] == 1);
 }
 
 TEST_CASE("metrics json: the name is escaped, whatever it holds") {
@@ -151,7 +158,7 @@ TEST_CASE("metrics json: a metrics object with its attempt latency histogram; nl
     const auto j = resil::json::to_json(m);
     CHECK(j["policy"] == "inventory");
     check_counters(j, m.snapshot());
-    CHECK(j.size() == 21);  // the 19 keys of the counters, and the two histograms
+    CHECK(j.size() == 23);  // the 21 keys of the counters, and the two histograms
     CHECK(j["call_duration_seconds"]["buckets"].size() == resil::latency_bucket_bounds.size() + 1);
     const auto& h = j["attempt_duration_seconds"];
     CHECK(h["count"] == 2);
@@ -171,7 +178,7 @@ TEST_CASE("metrics json: a metrics object with its attempt latency histogram; nl
 
     const nlohmann::json counters = m.snapshot();
     check_counters(counters, m.snapshot());
-    CHECK(counters.size() == 18);  // no name in a snapshot
+    CHECK(counters.size() == 20);  // no name in a snapshot
     const nlohmann::json histogram = m.latencies().attempt;
     CHECK(histogram == h);
 }

@@ -759,7 +759,7 @@ TEST_CASE("metrics: prometheus_text writes several dependencies, each family's H
     for (const auto& [name, type] : parsed.types)
         CHECK(type == (name == "resil_attempt_duration_seconds" || name == "resil_call_duration_seconds" ? "histogram"
                                                                                                          : "counter"));
-    CHECK(parsed.types.size() == 18);
+    CHECK(parsed.types.size() == 20);
     CHECK(parsed.value("resil_call_duration_seconds_count", triton) == 7.0);
     CHECK(parsed.value("resil_call_duration_seconds_count", pay) == 1.0);
 

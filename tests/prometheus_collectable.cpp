@@ -63,10 +63,11 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
     payments(events::fallback_used{reason::circuit_open});
     payments(events::limit_changed{20, 18, resil::load_signal::overload, 1});
     payments(events::pace_changed{2.0, 5, resil::duration::zero(), 1});
+    payments(events::endpoint_ejected{"a:80", 1, 30s, resil::time_point{}});
 
     const auto resil_metrics = resil::prometheus::make_collectable({inventory, payments});
     const auto families = resil_metrics->Collect();
-    CHECK(families.size() == 18);
+    CHECK(families.size() == 20);
 
     const auto* calls = find(families, "resil_calls_total");
     REQUIRE(calls);
@@ -90,6 +91,8 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
     CHECK(find(*find(families, "resil_limit_increases_total"), {{"dependency", "payments"}})->counter.value == 0.0);
     CHECK(find(*find(families, "resil_pace_changes_total"), {{"dependency", "payments"}})->counter.value == 1.0);
     CHECK(find(*find(families, "resil_pace_changes_total"), {{"dependency", "inventory"}})->counter.value == 0.0);
+    CHECK(find(*find(families, "resil_endpoint_ejections_total"), {{"dependency", "payments"}})->counter.value == 1.0);
+    CHECK(find(*find(families, "resil_endpoint_returns_total"), {{"dependency", "payments"}})->counter.value == 0.0);
 
     const auto* whole_calls = find(families, "resil_call_duration_seconds");
     REQUIRE(whole_calls);

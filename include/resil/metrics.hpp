@@ -30,6 +30,8 @@
 // pipeline listener: a breaker changes state for all its callers (and on
 // reset() or isolate(), outside any call), and a pipeline also forwards the
 // transitions its calls cause, so counting both would count them twice.
+// A balancer's ejections and returns come through its hooks too
+// (`on_ejected = std::ref(m)`, `on_returned = std::ref(m)`).
 #pragma once
 
 #include <array>
@@ -179,6 +181,8 @@ struct metrics_snapshot {
     std::uint64_t limit_increases = 0;    ///< an adaptive limit rose (events::limit_changed)
     std::uint64_t limit_decreases = 0;    ///< an adaptive limit fell
     std::uint64_t pace_changes = 0;       ///< a paced bucket changed its pace or paused (events::pace_changed)
+    std::uint64_t endpoint_ejections = 0; ///< a balancer ejected an endpoint (events::endpoint_ejected)
+    std::uint64_t endpoint_returns = 0;   ///< an ejected endpoint came back (events::endpoint_returned)
 
     friend bool operator==(const metrics_snapshot&, const metrics_snapshot&) = default;
 };
@@ -195,7 +199,7 @@ struct counter_family {
     std::uint64_t metrics_snapshot::*count = nullptr;
     reason_counts metrics_snapshot::*by_reason = nullptr;
 };
-inline const std::array<counter_family, 14> counter_families{{
+inline const std::array<counter_family, 16> counter_families{{
     {"resil_calls_total", "Calls that ended.", &metrics_snapshot::calls, nullptr},
     {"resil_successes_total", "Calls that succeeded without a fallback.", &metrics_snapshot::successes, nullptr},
     {"resil_failures_total", "Calls that failed, before any fallback, by reason.", nullptr, &metrics_snapshot::failures},
@@ -216,6 +220,10 @@ inline const std::array<counter_family, 14> counter_families{{
      nullptr},
     {"resil_pace_changes_total", "Times a paced bucket changed its pace or paused for a quota's reset.",
      &metrics_snapshot::pace_changes, nullptr},
+    {"resil_endpoint_ejections_total", "Times a balancer ejected an endpoint as an outlier.",
+     &metrics_snapshot::endpoint_ejections, nullptr},
+    {"resil_endpoint_returns_total", "Times an ejected endpoint returned to its balancer's picks.",
+     &metrics_snapshot::endpoint_returns, nullptr},
 }};
 inline constexpr std::string_view transitions_family = "resil_breaker_transitions_total";
 inline constexpr std::string_view transitions_help = "Circuit breaker state changes, by the state entered.";
@@ -274,6 +282,11 @@ public:
         else
             add(c.failures[index(e.reason)]);
     }
+    /// A balancer's ejections and returns, rare and not pipeline events: they
+    /// reach a metrics object through the balancer's hooks,
+    /// `options.on_ejected = std::ref(m); options.on_returned = std::ref(m);`.
+    void operator()(const events::endpoint_ejected&) noexcept { add(endpoint_ejections_); }
+    void operator()(const events::endpoint_returned&) noexcept { add(endpoint_returns_); }
     /// Not a pipeline event for metrics: count transitions with breaker_hook().
     /// (Deleted, so a pipeline listening through std::ref(metrics) skips the
     /// transitions it forwards, and `on_state_change = std::ref(m)` does not
@@ -396,6 +409,8 @@ private:
         field("limit_increases", s.limit_increases);
         field("limit_decreases", s.limit_decreases);
         field("pace_changes", s.pace_changes);
+        field("endpoint_ejections", s.endpoint_ejections);
+        field("endpoint_returns", s.endpoint_returns);
         out += "}";
         return out;
     }
@@ -487,6 +502,8 @@ private:
                 s.fallbacks.by_reason[i] += load(c.fallbacks[i]);
             }
         }
+        s.endpoint_ejections = load(endpoint_ejections_);
+        s.endpoint_returns = load(endpoint_returns_);
         s.breaker_opened = load(opened_);
         s.breaker_half_opened = load(half_opened_);
         s.breaker_closed = load(closed_);
@@ -584,6 +601,7 @@ private:
     detail::stripes<call_counters> stripes_;
     // Breaker transitions: written on changes of state, not per call.
     counter opened_{0}, half_opened_{0}, closed_{0};
+    counter endpoint_ejections_{0}, endpoint_returns_{0};  // rare: not striped
     static constexpr duration::rep not_open = std::numeric_limits<duration::rep>::min();
     std::atomic<duration::rep> open_since_{not_open};
     std::atomic<duration::rep> time_open_{0};

@@ -45,7 +45,8 @@ Json by_reason(const reason_counts& c) {
 /// budget_refusals, deadlines_exceeded, rejections and fallbacks (by reason,
 /// every reason but "none"), breaker_opened, breaker_half_opened,
 /// breaker_closed, breaker_open_seconds (a number of seconds),
-/// limit_increases, limit_decreases, pace_changes.
+/// limit_increases, limit_decreases, pace_changes, endpoint_ejections,
+/// endpoint_returns.
 template <class Json = nlohmann::json>
 [[nodiscard]] Json to_json(const metrics_snapshot& s) {
     return {{"calls", s.calls},
@@ -65,7 +66,9 @@ template <class Json = nlohmann::json>
             {"breaker_open_seconds", detail::seconds(s.time_open)},
             {"limit_increases", s.limit_increases},
             {"limit_decreases", s.limit_decreases},
-            {"pace_changes", s.pace_changes}};
+            {"pace_changes", s.pace_changes},
+            {"endpoint_ejections", s.endpoint_ejections},
+            {"endpoint_returns", s.endpoint_returns}};
 }
 
 /// The same, with "policy": `name` (the keys metrics::json() wrote).
