@@ -8,6 +8,7 @@
 #include <resil/http.hpp>
 #include <resil/resil.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -81,6 +82,21 @@ TEST_CASE("http::client: a POST carries one idempotency key on every attempt, so
         CHECK(r.body == R"({"cents":500})");
         CHECK(r.header("Content-Type") == std::optional<std::string>("application/json"));
         CHECK(r.header("Idempotency-Key") == key);
+    }
+
+    SECTION("headers made at run time: a vector of them") {
+        std::vector<resil::http::header> headers{{"Content-Type", "text/plain"}};
+        const std::string tenant = "tenant-" + std::to_string(42);
+        headers.push_back({"X-Tenant", tenant});
+        const auto again = http.post(server.url("/charges"), "x", headers);
+        CHECK(again);
+        const auto last = server.requests("/charges").back();
+        CHECK(last.header("Content-Type") == std::optional<std::string>("text/plain"));
+        CHECK(last.header("X-Tenant") == std::optional<std::string>("tenant-42"));
+        CHECK(last.header("Idempotency-Key").has_value());
+        const std::array<resil::http::header, 1> accept{{{"Accept", "text/plain"}}};
+        CHECK(http.get(server.url("/charges"), accept));
+        CHECK(server.requests("/charges").back().header("Accept") == std::optional<std::string>("text/plain"));
     }
 
     SECTION("the key's header is an option") {

@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -184,16 +185,30 @@ public:
     RESIL_DECL ~client();
 
     /// A GET (idempotent: every failure the policies judge retryable is retried).
-    [[nodiscard]] RESIL_DECL response get(std::string_view url, std::initializer_list<header> headers = {});
+    [[nodiscard]] response get(std::string_view url, std::initializer_list<header> headers = {}) {
+        return get(url, std::span<const header>(headers.begin(), headers.size()));
+    }
     /// A POST of `body`: not idempotent, so it carries an idempotency key, the
     /// same on every attempt, which lets an ambiguous failure be retried.
-    [[nodiscard]] RESIL_DECL response post(std::string_view url, std::string_view body,
-                                           std::initializer_list<header> headers = {});
+    [[nodiscard]] response post(std::string_view url, std::string_view body,
+                                std::initializer_list<header> headers = {}) {
+        return post(url, body, std::span<const header>(headers.begin(), headers.size()));
+    }
     /// Any method (an RFC 9110 token); idempotent as RFC 9110 says (GET, HEAD,
     /// OPTIONS, TRACE, PUT, DELETE), keyed otherwise. Throws
     /// std::invalid_argument for a bad method, URL or header, before any I/O.
+    [[nodiscard]] response perform(std::string_view method, std::string_view url, std::string_view body,
+                                   std::initializer_list<header> headers = {}) {
+        return perform(method, url, body, std::span<const header>(headers.begin(), headers.size()));
+    }
+
+    /// The same three with headers made at run time (a std::vector<header>,
+    /// an array); each header's name and value must live until the call returns.
+    [[nodiscard]] RESIL_DECL response get(std::string_view url, std::span<const header> headers);
+    [[nodiscard]] RESIL_DECL response post(std::string_view url, std::string_view body,
+                                           std::span<const header> headers);
     [[nodiscard]] RESIL_DECL response perform(std::string_view method, std::string_view url, std::string_view body,
-                                              std::initializer_list<header> headers = {});
+                                              std::span<const header> headers);
 
     /// The options it was built with; for a configuration file, its sections
     /// over the defaults, as far as these fields show them (a file may set a

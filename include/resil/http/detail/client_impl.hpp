@@ -266,7 +266,7 @@ RESIL_DECL const client_options& client::options() const {
 }
 
 RESIL_DECL response client::perform(std::string_view method, std::string_view url, std::string_view body,
-                                    std::initializer_list<header> headers) {
+                                    std::span<const header> headers) {
     if (state_ == nullptr) throw std::logic_error("resil::http::client: used after being moved from");
     curl::request req{std::string(method), std::string(url)};
     // A method that may carry content sends its body even when empty, so
@@ -296,11 +296,11 @@ RESIL_DECL response client::perform(std::string_view method, std::string_view ur
     return result;
 }
 
-RESIL_DECL response client::get(std::string_view url, std::initializer_list<header> headers) {
+RESIL_DECL response client::get(std::string_view url, std::span<const header> headers) {
     return perform("GET", url, {}, headers);
 }
 
-RESIL_DECL response client::post(std::string_view url, std::string_view body, std::initializer_list<header> headers) {
+RESIL_DECL response client::post(std::string_view url, std::string_view body, std::span<const header> headers) {
     return perform("POST", url, body, headers);
 }
 
