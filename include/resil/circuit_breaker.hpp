@@ -236,6 +236,17 @@ public:
     /// another time line the breaker reads its own clock, as when used alone.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
+        // The common case written out, without an admission object (whose
+        // permit has a destructor), so that the compiler keeps it lean:
+        // enter()'s and leave()'s fast path.
+        const auto s = state_.load(std::memory_order_relaxed);
+        if (admits_fast(s)) [[likely]] {
+            const bool shared = shares_readings(ctx);
+            const time_point started = shared ? ctx.recent_now() : time_point{};
+            auto out = next(ctx);  // nothing to give back if it throws
+            if (out.attempted()) count_fast(ctx, s, shared, started, out.verdict());
+            return out;
+        }
         using result_type = decltype(next(ctx));
         auto call = enter(ctx);
         if (!call) return result_type::rejected(reason::circuit_open, call.retry_after());
@@ -273,10 +284,7 @@ public:
         admission a;
         a.shared_ = shares_readings(ctx);
         const auto s = state_.load(std::memory_order_relaxed);
-        // The common case, kept lean: a closed breaker counting in a time
-        // window without a slow-call rule admits without a permit (there is
-        // nothing to give back), and counts the result at one reading.
-        if (plain_time_window_ && (s & state_mask) == closed_state) [[likely]] {
+        if (admits_fast(s)) [[likely]] {  // no permit: nothing to give back
             a.fast_ = true;
             a.admitted_ = true;
             a.word_ = s;
@@ -309,15 +317,10 @@ public:
         a.admitted_ = false;  // counted once
         std::optional<events::breaker_state_changed> changed;
         if (a.fast_) {
-            if (!out.attempted()) return;
-            const auto generation = generation_of(a.word_);
-            if (!options_.failure_verdicts.contains(out.verdict())) [[likely]] {
-                record_plain_closed(generation, false,
-                                    a.shared_ ? success_time(ctx, *a.started_, generation) : clock_.now(), nullptr);
-                return;
-            }
-            record_plain_closed(generation, true, a.shared_ ? ctx.recent_now() : clock_.now(), &changed);
-        } else if (out.attempted()) {
+            if (out.attempted()) count_fast(ctx, a.word_, a.shared_, a.started_.value_or(time_point{}), out.verdict());
+            return;
+        }
+        if (out.attempted()) {
             std::optional<time_point> at;
             if (a.shared_) {
                 if (a.started_ && !timed_ && !a.permit_.probe() && !options_.failure_verdicts.contains(out.verdict()))
@@ -337,6 +340,31 @@ public:
 
 private:
     using transition_note = std::optional<events::breaker_state_changed>;
+
+    // The common case, kept lean: a closed breaker counting in a time window
+    // without a slow-call rule admits without a permit (there is nothing to
+    // give back), and counts the result at one reading.
+    [[nodiscard]] bool admits_fast(std::uint64_t s) const noexcept {
+        return plain_time_window_ && (s & state_mask) == closed_state;
+    }
+
+    // Counts the result of an attempt admitted on the fast path in state
+    // word `s`; `started` is the attempt's reading when `shared`.
+    template <class Context>
+    void count_fast(Context& ctx, std::uint64_t s, bool shared, time_point started, verdict v) const {
+        const auto generation = generation_of(s);
+        if (!options_.failure_verdicts.contains(v)) [[likely]] {
+            record_plain_closed(generation, false, shared ? success_time(ctx, started, generation) : clock_.now(),
+                                nullptr);
+            return;
+        }
+        transition_note changed;
+        record_plain_closed(generation, true, shared ? ctx.recent_now() : clock_.now(), &changed);
+        if (changed) {
+            ctx.emit(*changed);
+            ctx.forget_now();  // a listener (or on_state_change) may have taken a while
+        }
+    }
 
     template <class Context>
     bool shares_readings(const Context& ctx) const noexcept {
