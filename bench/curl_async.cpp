@@ -114,96 +114,46 @@ double median(const std::string& kind, std::map<std::string, std::vector<double>
 
 std::size_t discard(char*, std::size_t size, std::size_t count, void*) { return size * count; }
 
-void raw_multi(benchmark::State& state, const std::string& kind) {
+// The raw baselines' 64 easy handles on one multi handle: a batch starts
+// them all, and each finished transfer's handle starts the next GET until
+// the batch's count is reached.
+struct raw_transfers {
     CURLM* multi = curl_multi_init();
     std::vector<CURL*> easies;
-    for (int i = 0; i < in_flight; ++i) {
-        CURL* e = curl_easy_init();
-        curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &discard);
-        easies.push_back(e);
-    }
+    int started = 0;
+    int done = 0;
     bool failed = false;
-    const auto run_batch = [&] {
-        int started = 0;
-        int done = 0;
+
+    raw_transfers() {
+        for (int i = 0; i < in_flight; ++i) {
+            CURL* e = curl_easy_init();
+            curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+            curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+            curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &discard);
+            easies.push_back(e);
+        }
+    }
+    raw_transfers(const raw_transfers&) = delete;
+    raw_transfers& operator=(const raw_transfers&) = delete;
+    ~raw_transfers() {
+        for (CURL* e : easies) {
+            curl_multi_remove_handle(multi, e);
+            curl_easy_cleanup(e);
+        }
+        curl_multi_cleanup(multi);
+    }
+
+    void start_batch() {
+        started = 0;
+        done = 0;
         for (CURL* e : easies) {
             curl_multi_add_handle(multi, e);
             ++started;
         }
-        while (done < batch) {
-            int running = 0;
-            curl_multi_perform(multi, &running);
-            int queued = 0;
-            while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
-                if (msg->msg != CURLMSG_DONE) continue;
-                CURL* e = msg->easy_handle;
-                long status = 0;
-                curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-                failed = failed || msg->data.result != CURLE_OK || status != 200;
-                curl_multi_remove_handle(multi, e);
-                ++done;
-                if (started < batch) {
-                    curl_multi_add_handle(multi, e);
-                    ++started;
-                }
-            }
-            if (done < batch) curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
-        }
-    };
-    time_batches(state, kind, run_batch, [&] { return bool(failed); }, "raw multi: a request failed");
-    for (CURL* e : easies) curl_easy_cleanup(e);
-    curl_multi_cleanup(multi);
-}
-
-// The same transfers driven the way an event loop drives libcurl, without
-// Asio or resil: curl_multi_socket_action on epoll readiness, libcurl's
-// socket and timer callbacks feeding one epoll set and one timeout. It
-// shows what libcurl's socket interface costs by itself, apart from the
-// raw curl_multi_perform loop.
-struct socket_loop {
-    int epoll = epoll_create1(EPOLL_CLOEXEC);
-    long timeout_ms = -1;
-    static int on_socket(CURL*, curl_socket_t s, int what, void* user, void* registered) {
-        auto& loop = *static_cast<socket_loop*>(user);
-        if (what == CURL_POLL_REMOVE) {
-            epoll_ctl(loop.epoll, EPOLL_CTL_DEL, s, nullptr);
-            return 0;
-        }
-        epoll_event ev{};
-        ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
-        ev.data.fd = s;
-        if (epoll_ctl(loop.epoll, EPOLL_CTL_MOD, s, &ev) != 0) epoll_ctl(loop.epoll, EPOLL_CTL_ADD, s, &ev);
-        (void)registered;
-        return 0;
     }
-    static int on_timer(CURLM*, long ms, void* user) {
-        static_cast<socket_loop*>(user)->timeout_ms = ms;
-        return 0;
-    }
-};
-
-void raw_socket_action(benchmark::State& state, const std::string& kind) {
-    CURLM* multi = curl_multi_init();
-    socket_loop loop;
-    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &socket_loop::on_socket);
-    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, &loop);
-    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &socket_loop::on_timer);
-    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, &loop);
-    std::vector<CURL*> easies;
-    for (int i = 0; i < in_flight; ++i) {
-        CURL* e = curl_easy_init();
-        curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &discard);
-        easies.push_back(e);
-    }
-    bool failed = false;
-    int started = 0;
-    int done = 0;
-    int running = 0;
-    const auto collect = [&] {
+    [[nodiscard]] bool batch_done() const { return done >= batch; }
+    // Reads the finished transfers and starts the next ones on their handles.
+    void collect() {
         int queued = 0;
         while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
             if (msg->msg != CURLMSG_DONE) continue;
@@ -218,40 +168,86 @@ void raw_socket_action(benchmark::State& state, const std::string& kind) {
                 ++started;
             }
         }
+    }
+};
+
+void raw_multi(benchmark::State& state, const std::string& kind) {
+    raw_transfers t;
+    const auto run_batch = [&] {
+        t.start_batch();
+        while (!t.batch_done()) {
+            int running = 0;
+            curl_multi_perform(t.multi, &running);
+            t.collect();
+            if (!t.batch_done()) curl_multi_poll(t.multi, nullptr, 0, 1000, nullptr);
+        }
+    };
+    time_batches(state, kind, run_batch, [&] { return t.failed; }, "raw multi: a request failed");
+}
+
+// The same transfers driven the way an event loop drives libcurl, without
+// Asio or resil: curl_multi_socket_action on epoll readiness, libcurl's
+// socket and timer callbacks feeding one epoll set and one timeout. It
+// shows what libcurl's socket interface costs by itself, apart from the
+// raw curl_multi_perform loop.
+struct socket_loop {
+    int epoll = epoll_create1(EPOLL_CLOEXEC);
+    long timeout_ms = -1;
+    socket_loop() = default;
+    socket_loop(const socket_loop&) = delete;
+    socket_loop& operator=(const socket_loop&) = delete;
+    ~socket_loop() { close(epoll); }
+    static int on_socket(CURL*, curl_socket_t s, int what, void* user, void*) {
+        auto& loop = *static_cast<socket_loop*>(user);
+        if (what == CURL_POLL_REMOVE) {
+            epoll_ctl(loop.epoll, EPOLL_CTL_DEL, s, nullptr);
+            return 0;
+        }
+        epoll_event ev{};
+        ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+        ev.data.fd = s;
+        if (epoll_ctl(loop.epoll, EPOLL_CTL_MOD, s, &ev) != 0) epoll_ctl(loop.epoll, EPOLL_CTL_ADD, s, &ev);
+        return 0;
+    }
+    static int on_timer(CURLM*, long ms, void* user) {
+        static_cast<socket_loop*>(user)->timeout_ms = ms;
+        return 0;
+    }
+};
+
+void raw_socket_action(benchmark::State& state, const std::string& kind) {
+    socket_loop loop;  // outlives the transfers, whose cleanup reports their sockets' removal
+    raw_transfers t;
+    curl_multi_setopt(t.multi, CURLMOPT_SOCKETFUNCTION, &socket_loop::on_socket);
+    curl_multi_setopt(t.multi, CURLMOPT_SOCKETDATA, &loop);
+    curl_multi_setopt(t.multi, CURLMOPT_TIMERFUNCTION, &socket_loop::on_timer);
+    curl_multi_setopt(t.multi, CURLMOPT_TIMERDATA, &loop);
+    int running = 0;
+    const auto on_timeout = [&] {
+        loop.timeout_ms = -1;
+        curl_multi_socket_action(t.multi, CURL_SOCKET_TIMEOUT, 0, &running);
     };
     const auto run_batch = [&] {
-        started = 0;
-        done = 0;
-        for (CURL* e : easies) {
-            curl_multi_add_handle(multi, e);
-            ++started;
-        }
+        t.start_batch();
         epoll_event events[64];
-        while (done < batch) {
+        while (!t.batch_done()) {
             if (loop.timeout_ms == 0) {
-                loop.timeout_ms = -1;
-                curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
-                collect();
+                on_timeout();
+                t.collect();
                 continue;
             }
             const int n = epoll_wait(loop.epoll, events, 64, loop.timeout_ms < 0 ? 1000 : static_cast<int>(loop.timeout_ms));
-            if (n == 0) {
-                loop.timeout_ms = -1;
-                curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
-            }
+            if (n == 0) on_timeout();
             for (int i = 0; i < n; ++i) {
                 const int flags = ((events[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
                                   ((events[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
                                   ((events[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
-                curl_multi_socket_action(multi, events[i].data.fd, flags, &running);
+                curl_multi_socket_action(t.multi, events[i].data.fd, flags, &running);
             }
-            collect();
+            t.collect();
         }
     };
-    time_batches(state, kind, run_batch, [&] { return bool(failed); }, "raw socket_action: a request failed");
-    for (CURL* e : easies) curl_easy_cleanup(e);
-    curl_multi_cleanup(multi);
-    close(loop.epoll);
+    time_batches(state, kind, run_batch, [&] { return t.failed; }, "raw socket_action: a request failed");
 }
 
 void resil_async(benchmark::State& state, const std::string& kind) {
