@@ -37,6 +37,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -44,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -192,7 +194,7 @@ void raw_multi(benchmark::State& state, const std::string& kind) {
 // raw curl_multi_perform loop.
 struct socket_loop {
     int epoll = epoll_create1(EPOLL_CLOEXEC);
-    long timeout_ms = -1;
+    std::optional<steady::time_point> due;  // libcurl's timer, as an instant
     socket_loop() = default;
     socket_loop(const socket_loop&) = delete;
     socket_loop& operator=(const socket_loop&) = delete;
@@ -210,34 +212,50 @@ struct socket_loop {
         return 0;
     }
     static int on_timer(CURLM*, long ms, void* user) {
-        static_cast<socket_loop*>(user)->timeout_ms = ms;
+        auto& due = static_cast<socket_loop*>(user)->due;
+        if (ms < 0)
+            due.reset();
+        else
+            due = steady::now() + std::chrono::milliseconds{ms};
         return 0;
     }
+    // Milliseconds epoll may wait: until libcurl's timer is due (rounded up), 1 s without one.
+    [[nodiscard]] int wait_ms() const {
+        if (!due) return 1000;
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - steady::now()).count();
+        return static_cast<int>(std::clamp<long long>(left, 0, 1000));
+    }
+    [[nodiscard]] bool timer_due() const { return due && steady::now() >= *due; }
 };
 
 void raw_socket_action(benchmark::State& state, const std::string& kind) {
     socket_loop loop;  // outlives the transfers, whose cleanup reports their sockets' removal
+    if (loop.epoll < 0) {
+        state.SkipWithError("raw socket_action: epoll_create1 failed");
+        return;
+    }
     raw_transfers t;
     curl_multi_setopt(t.multi, CURLMOPT_SOCKETFUNCTION, &socket_loop::on_socket);
     curl_multi_setopt(t.multi, CURLMOPT_SOCKETDATA, &loop);
     curl_multi_setopt(t.multi, CURLMOPT_TIMERFUNCTION, &socket_loop::on_timer);
     curl_multi_setopt(t.multi, CURLMOPT_TIMERDATA, &loop);
     int running = 0;
-    const auto on_timeout = [&] {
-        loop.timeout_ms = -1;
-        curl_multi_socket_action(t.multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    };
+    bool broken = false;
     const auto run_batch = [&] {
         t.start_batch();
         epoll_event events[64];
-        while (!t.batch_done()) {
-            if (loop.timeout_ms == 0) {
-                on_timeout();
+        while (!t.batch_done() && !broken) {
+            if (loop.timer_due()) {
+                loop.due.reset();
+                curl_multi_socket_action(t.multi, CURL_SOCKET_TIMEOUT, 0, &running);
                 t.collect();
                 continue;
             }
-            const int n = epoll_wait(loop.epoll, events, 64, loop.timeout_ms < 0 ? 1000 : static_cast<int>(loop.timeout_ms));
-            if (n == 0) on_timeout();
+            const int n = epoll_wait(loop.epoll, events, 64, loop.wait_ms());
+            if (n < 0) {
+                broken = errno != EINTR;
+                continue;
+            }
             for (int i = 0; i < n; ++i) {
                 const int flags = ((events[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
                                   ((events[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
@@ -247,7 +265,7 @@ void raw_socket_action(benchmark::State& state, const std::string& kind) {
             t.collect();
         }
     };
-    time_batches(state, kind, run_batch, [&] { return t.failed; }, "raw socket_action: a request failed");
+    time_batches(state, kind, run_batch, [&] { return t.failed || broken; }, "raw socket_action: a request or epoll_wait failed");
 }
 
 void resil_async(benchmark::State& state, const std::string& kind) {

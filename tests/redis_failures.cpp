@@ -137,6 +137,9 @@ TEST_CASE("redis limiter: Redis killed -> fail closed rejects with quota_unavail
     // makes the first 20 (at 100/s, 10 ms of delay refilled one).
     auto o = options_for(redis, "down-closed", failure_policy::fail_closed);
     o.rate = 1;
+    // Failing closed, a live Redis's reply slower than the timeout would
+    // refuse one of the 20; a killed Redis is refused at once whatever it is.
+    o.reply_timeout = 1s;
     rate_limiter limiter{o};
     std::vector<resil::events::quota_store_failed> failures;
     std::vector<resil::events::rejected> rejections;

@@ -284,7 +284,8 @@ public:
     }
     /// A balancer's ejections and returns, rare and not pipeline events: they
     /// reach a metrics object through the balancer's hooks,
-    /// `options.on_ejected = std::ref(m); options.on_returned = std::ref(m);`.
+    /// `options.on_ejected = std::ref(m); options.on_returned = std::ref(m);`
+    /// (a reference: `m` must outlive the balancer).
     void operator()(const events::endpoint_ejected&) noexcept { add(endpoint_ejections_); }
     void operator()(const events::endpoint_returned&) noexcept { add(endpoint_returns_); }
     /// Not a pipeline event for metrics: count transitions with breaker_hook().
