@@ -166,6 +166,25 @@ std::vector<std::string> breaker_opening() {
     return w.lines;
 }
 
+// A breaker counting in a time window, whose closed state admits on its fast
+// path: successes and failures counted as each attempt ends.
+template <bool Async>
+std::vector<std::string> time_window_breaker_opening() {
+    world w;
+    w.script = {{200, 10ms}, {503, 10ms}, {503, 10ms}, {503, 10ms}};
+    resil::basic_circuit_breaker<manual_clock> breaker{
+        {.mode = resil::breaker_mode::time_window, .failure_ratio = 0.5, .window = 10s, .min_calls = 4,
+         .open_for = 1s, .half_open_probes = 1},
+        w.clock};
+    auto pipe = w.make<Async>(std::ref(breaker));
+    for (int i = 0; i < 5; ++i) w.call<Async>(pipe);  // the 4th call's failure opens it; the 5th is refused
+    w.clock.advance(2s);
+    w.script = {{200, 10ms}};
+    w.next = 0;
+    w.call<Async>(pipe);  // the probe closes it
+    return w.lines;
+}
+
 template <bool Async>
 std::vector<std::string> budget_exhausted() {
     world w;
@@ -307,6 +326,12 @@ TEST_CASE("asio pipeline: a breaker opening, rejecting and closing emits the blo
     same_events(breaker_opening<false>, breaker_opening<true>,
                 {"breaker closed->open #1", "rejected circuit_open", "breaker open->half_open", "breaker half_open->closed",
                  "outcome circuit_open"});
+}
+
+TEST_CASE("asio pipeline: a time-window breaker (its fast path) opening and closing emits the blocking pipeline's events") {
+    same_events(time_window_breaker_opening<false>, time_window_breaker_opening<true>,
+                {"breaker closed->open #1", "rejected circuit_open", "breaker open->half_open",
+                 "breaker half_open->closed", "outcome circuit_open"});
 }
 
 TEST_CASE("asio pipeline: an exhausted retry budget emits the blocking pipeline's events") {
