@@ -73,6 +73,7 @@
 #include <optional>
 #include <system_error>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 
 #include <asio/any_io_executor.hpp>
@@ -382,12 +383,18 @@ struct hedge_initiation {
 
     // Whether handlers on `ex` never run at once: a strand, or an io_context
     // declared to be run by one thread (concurrency hint 1).
+    // By the target's type: Asio 1.22's any_io_executor::target<T>() gives a
+    // non-null pointer for any T, so it cannot tell a strand from a plain
+    // io_context executor (which made every call unserialised on a pool).
     static bool serialised(const ::asio::any_io_executor& ex) {
-        if (ex.target<::asio::strand<::asio::io_context::executor_type>>() ||
-            ex.target<::asio::strand<::asio::any_io_executor>>())
+        const std::type_info& type = ex.target_type();
+        if (type == typeid(::asio::strand<::asio::io_context::executor_type>) ||
+            type == typeid(::asio::strand<::asio::any_io_executor>))
             return true;
-        if (const auto* plain = ex.target<::asio::io_context::executor_type>())
-            return ::asio::use_service<::asio::detail::scheduler>(plain->context()).concurrency_hint() == 1;
+        if (type == typeid(::asio::io_context::executor_type))
+            return ::asio::use_service<::asio::detail::scheduler>(
+                       ex.target<::asio::io_context::executor_type>()->context())
+                       .concurrency_hint() == 1;
         return false;
     }
 };
