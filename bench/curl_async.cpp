@@ -219,13 +219,13 @@ struct socket_loop {
             due = steady::now() + std::chrono::milliseconds{ms};
         return 0;
     }
-    // Milliseconds epoll may wait: until libcurl's timer is due (rounded up), 1 s without one.
-    [[nodiscard]] int wait_ms() const {
+    // Milliseconds epoll may wait from `now`: until libcurl's timer is due
+    // (rounded up; 0 when it is), 1 s without one.
+    [[nodiscard]] int wait_ms(steady::time_point now) const {
         if (!due) return 1000;
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - steady::now()).count();
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - now).count();
         return static_cast<int>(std::clamp<long long>(left, 0, 1000));
     }
-    [[nodiscard]] bool timer_due() const { return due && steady::now() >= *due; }
 };
 
 void raw_socket_action(benchmark::State& state, const std::string& kind) {
@@ -245,13 +245,14 @@ void raw_socket_action(benchmark::State& state, const std::string& kind) {
         t.start_batch();
         epoll_event events[64];
         while (!t.batch_done() && !broken) {
-            if (loop.timer_due()) {
+            const int wait = loop.wait_ms(steady::now());  // one clock read per turn
+            if (wait == 0 && loop.due) {
                 loop.due.reset();
                 curl_multi_socket_action(t.multi, CURL_SOCKET_TIMEOUT, 0, &running);
                 t.collect();
                 continue;
             }
-            const int n = epoll_wait(loop.epoll, events, 64, loop.wait_ms());
+            const int n = epoll_wait(loop.epoll, events, 64, wait);
             if (n < 0) {
                 broken = errno != EINTR;
                 continue;
