@@ -315,11 +315,11 @@ public:
     void leave(Context& ctx, admission& a, const Outcome& out) const {
         if (!a.admitted_) return;
         a.admitted_ = false;  // counted once
-        std::optional<events::breaker_state_changed> changed;
         if (a.fast_) {
             if (out.attempted()) count_fast(ctx, a.word_, a.shared_, a.started_.value_or(time_point{}), out.verdict());
             return;
         }
+        transition_note changed;
         if (out.attempted()) {
             std::optional<time_point> at;
             if (a.shared_) {

@@ -382,10 +382,9 @@ struct hedge_initiation {
     }
 
     // Whether handlers on `ex` never run at once: a strand, or an io_context
-    // declared to be run by one thread (concurrency hint 1).
-    // By the target's type: Asio 1.22's any_io_executor::target<T>() gives a
-    // non-null pointer for any T, so it cannot tell a strand from a plain
-    // io_context executor (which made every call unserialised on a pool).
+    // declared to be run by one thread (concurrency hint 1). Told by the
+    // target's type: Asio 1.22's any_io_executor::target<T>() is non-null for
+    // any T, so it cannot tell a strand from a plain io_context executor.
     static bool serialised(const ::asio::any_io_executor& ex) {
         const std::type_info& type = ex.target_type();
         if (type == typeid(::asio::strand<::asio::io_context::executor_type>) ||
