@@ -9,6 +9,8 @@
 
 #include <resil/balancer.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -53,6 +55,26 @@ void pick(benchmark::State& state) {
     resil_bench::report_allocations(state, before);
 }
 
+// The floor of any lock-free picker that balances on calls in flight: the
+// chosen endpoint's count goes up at the pick and down at the release, one
+// atomic read-modify-write each, whatever else the pick does.
+alignas(128) std::atomic<std::uint32_t> in_flight{0};
+void in_flight_pair(benchmark::State& state) {
+    for (auto _ : state) {
+        in_flight.fetch_add(1, std::memory_order_relaxed);
+        benchmark::ClobberMemory();
+        in_flight.fetch_sub(1, std::memory_order_relaxed);
+    }
+}
+
+// What the locked picker adds to a pick: an empty critical section.
+void lock_unlock(benchmark::State& state) {
+    for (auto _ : state) {
+        std::lock_guard lock(picks_mutex);
+        benchmark::ClobberMemory();
+    }
+}
+
 void clock_read(benchmark::State& state) {
     const auto before = resil_bench::allocations.load();
     resil::steady_clock clock;
@@ -63,6 +85,12 @@ void clock_read(benchmark::State& state) {
 using resil::balancing_policy;
 
 }  // namespace
+
+// Run alone, not per policy: at 1 thread the locked picker costs a pick plus
+// lock_unlock, so a pick at most 0.5x of it must cost at most lock_unlock,
+// and in_flight_pair is already most of that.
+BENCHMARK(in_flight_pair)->Name("floor/baseline_in_flight_pair")->Threads(1)->Threads(2);
+BENCHMARK(lock_unlock)->Name("floor/baseline_lock_unlock")->Threads(1)->Threads(2);
 
 #define RESIL_BENCH_POLICY(group, policy)                                                                    \
     BENCHMARK(clock_read)->Name(group "/baseline_clock_read")->Threads(1)->Threads(2);                       \
