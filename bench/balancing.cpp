@@ -4,7 +4,8 @@
 // a time reading (as a pipeline passes its own), so no clock is read inside.
 //
 // Names follow bench/README.md: <group>/resil and <group>/baseline_<what>,
-// compared within a group.
+// compared within a group. The floor/ group has baselines only: what any
+// lock-free picker counting calls in flight pays, and what a lock adds.
 #include "bench_support.hpp"
 
 #include <resil/balancer.hpp>
@@ -60,19 +61,23 @@ void pick(benchmark::State& state) {
 // atomic read-modify-write each, whatever else the pick does.
 alignas(128) std::atomic<std::uint32_t> in_flight{0};
 void in_flight_pair(benchmark::State& state) {
+    const auto before = resil_bench::allocations.load();
     for (auto _ : state) {
         in_flight.fetch_add(1, std::memory_order_relaxed);
         benchmark::ClobberMemory();
         in_flight.fetch_sub(1, std::memory_order_relaxed);
     }
+    resil_bench::report_allocations(state, before);
 }
 
 // What the locked picker adds to a pick: an empty critical section.
 void lock_unlock(benchmark::State& state) {
+    const auto before = resil_bench::allocations.load();
     for (auto _ : state) {
         std::lock_guard lock(picks_mutex);
         benchmark::ClobberMemory();
     }
+    resil_bench::report_allocations(state, before);
 }
 
 void clock_read(benchmark::State& state) {
@@ -86,11 +91,11 @@ using resil::balancing_policy;
 
 }  // namespace
 
-// Run alone, not per policy: at 1 thread the locked picker costs a pick plus
-// lock_unlock, so a pick at most 0.5x of it must cost at most lock_unlock,
-// and in_flight_pair is already most of that.
-BENCHMARK(in_flight_pair)->Name("floor/baseline_in_flight_pair")->Threads(1)->Threads(2);
-BENCHMARK(lock_unlock)->Name("floor/baseline_lock_unlock")->Threads(1)->Threads(2);
+// Once, not per policy, on 1 thread: there the locked picker costs a pick
+// plus lock_unlock, so a pick at most 0.5x of it must cost at most
+// lock_unlock, and in_flight_pair is already most of that.
+BENCHMARK(in_flight_pair)->Name("floor/baseline_in_flight_pair");
+BENCHMARK(lock_unlock)->Name("floor/baseline_lock_unlock");
 
 #define RESIL_BENCH_POLICY(group, policy)                                                                    \
     BENCHMARK(clock_read)->Name(group "/baseline_clock_read")->Threads(1)->Threads(2);                       \
