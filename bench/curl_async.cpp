@@ -41,6 +41,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <map>
 #include <memory>
@@ -191,25 +192,85 @@ void raw_multi(benchmark::State& state, const std::string& kind) {
 // Asio or resil: curl_multi_socket_action on epoll readiness, libcurl's
 // socket and timer callbacks feeding one epoll set and one timeout. It
 // shows what libcurl's socket interface costs by itself, apart from the
-// raw curl_multi_perform loop.
+// raw curl_multi_perform loop. The loop makes as few epoll_ctl calls as it
+// can: a connection's socket (opened and closed through the loop's
+// callbacks) that libcurl stops watching between two transfers
+// (CURL_POLL_REMOVE) stays in the epoll set with its interest, so the next
+// transfer's CURL_POLL_IN costs no system call; a readiness libcurl does not
+// want (the server closed an idle connection) is silenced then. Sockets
+// libcurl opens and closes by itself leave the set at CURL_POLL_REMOVE.
 struct socket_loop {
     int epoll = epoll_create1(EPOLL_CLOEXEC);
     std::optional<steady::time_point> due;  // libcurl's timer, as an instant
+    // Per descriptor: the interest the epoll set holds (none: not in it),
+    // and the interest libcurl asked for last (0: not watched).
+    static constexpr std::uint32_t none = ~0u;
+    std::vector<std::uint32_t> registered;
+    std::vector<std::uint32_t> wanted;
+    std::vector<bool> ours;  // opened by on_open: closed by on_close
     socket_loop() = default;
     socket_loop(const socket_loop&) = delete;
     socket_loop& operator=(const socket_loop&) = delete;
     ~socket_loop() { close(epoll); }
+
+    void track(curl_socket_t s) {
+        const auto n = static_cast<std::size_t>(s) + 1;
+        if (registered.size() < n) {
+            registered.resize(n, none);
+            wanted.resize(n, 0);
+            ours.resize(n, false);
+        }
+    }
+    void set_interest(curl_socket_t s, std::uint32_t events) {
+        auto& held = registered[static_cast<std::size_t>(s)];
+        if (held == events) return;
+        epoll_event ev{};
+        ev.events = events;
+        ev.data.fd = s;
+        if (epoll_ctl(epoll, held == none ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s, &ev) == 0) held = events;
+    }
     static int on_socket(CURL*, curl_socket_t s, int what, void* user, void*) {
         auto& loop = *static_cast<socket_loop*>(user);
+        loop.track(s);
         if (what == CURL_POLL_REMOVE) {
-            epoll_ctl(loop.epoll, EPOLL_CTL_DEL, s, nullptr);
+            loop.wanted[static_cast<std::size_t>(s)] = 0;
+            if (!loop.ours[static_cast<std::size_t>(s)]) {  // may be closed without on_close
+                epoll_ctl(loop.epoll, EPOLL_CTL_DEL, s, nullptr);
+                loop.registered[static_cast<std::size_t>(s)] = none;
+            }
             return 0;
         }
-        epoll_event ev{};
-        ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
-        ev.data.fd = s;
-        if (epoll_ctl(loop.epoll, EPOLL_CTL_MOD, s, &ev) != 0) epoll_ctl(loop.epoll, EPOLL_CTL_ADD, s, &ev);
+        const std::uint32_t events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+        loop.wanted[static_cast<std::size_t>(s)] = events;
+        loop.set_interest(s, events);
         return 0;
+    }
+    static curl_socket_t on_open(void* user, curlsocktype, curl_sockaddr* address) {
+        auto& loop = *static_cast<socket_loop*>(user);
+        const curl_socket_t s = socket(address->family, address->socktype, address->protocol);
+        if (s == CURL_SOCKET_BAD) return s;
+        loop.track(s);
+        loop.registered[static_cast<std::size_t>(s)] = none;  // a reused number: not in the set
+        loop.wanted[static_cast<std::size_t>(s)] = 0;
+        loop.ours[static_cast<std::size_t>(s)] = true;
+        return s;
+    }
+    // Closing a descriptor takes it out of the epoll set: forget its interest
+    // before the number can be reused.
+    static int on_close(void* user, curl_socket_t s) {
+        auto& loop = *static_cast<socket_loop*>(user);
+        loop.track(s);
+        loop.registered[static_cast<std::size_t>(s)] = none;
+        loop.wanted[static_cast<std::size_t>(s)] = 0;
+        loop.ours[static_cast<std::size_t>(s)] = false;
+        return close(s);
+    }
+    // Whether libcurl wants this readiness; silences a descriptor it does not watch.
+    bool wants(curl_socket_t s) {
+        track(s);
+        if (wanted[static_cast<std::size_t>(s)] != 0) return true;
+        set_interest(s, 0);
+        return false;
     }
     static int on_timer(CURLM*, long ms, void* user) {
         auto& due = static_cast<socket_loop*>(user)->due;
@@ -239,6 +300,12 @@ void raw_socket_action(benchmark::State& state, const std::string& kind) {
     curl_multi_setopt(t.multi, CURLMOPT_SOCKETDATA, &loop);
     curl_multi_setopt(t.multi, CURLMOPT_TIMERFUNCTION, &socket_loop::on_timer);
     curl_multi_setopt(t.multi, CURLMOPT_TIMERDATA, &loop);
+    for (CURL* e : t.easies) {
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &socket_loop::on_open);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &loop);
+        curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &socket_loop::on_close);
+        curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, &loop);
+    }
     int running = 0;
     bool broken = false;
     const auto run_batch = [&] {
@@ -258,6 +325,7 @@ void raw_socket_action(benchmark::State& state, const std::string& kind) {
                 continue;
             }
             for (int i = 0; i < n; ++i) {
+                if (!loop.wants(events[i].data.fd)) continue;
                 const int flags = ((events[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
                                   ((events[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
                                   ((events[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
