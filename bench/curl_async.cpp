@@ -202,74 +202,65 @@ void raw_multi(benchmark::State& state, const std::string& kind) {
 struct socket_loop {
     int epoll = epoll_create1(EPOLL_CLOEXEC);
     std::optional<steady::time_point> due;  // libcurl's timer, as an instant
-    // Per descriptor: the interest the epoll set holds (none: not in it),
-    // and the interest libcurl asked for last (0: not watched).
+    // Per descriptor number: the interest the epoll set holds (none: not in
+    // it), the interest libcurl asked for last (0: not watched), and whether
+    // the loop's own callbacks open and close it.
     static constexpr std::uint32_t none = ~0u;
-    std::vector<std::uint32_t> registered;
-    std::vector<std::uint32_t> wanted;
-    std::vector<bool> ours;  // opened by on_open: closed by on_close
+    struct descriptor {
+        std::uint32_t registered = none;
+        std::uint32_t wanted = 0;
+        bool ours = false;
+    };
+    std::vector<descriptor> descriptors;
     socket_loop() = default;
     socket_loop(const socket_loop&) = delete;
     socket_loop& operator=(const socket_loop&) = delete;
     ~socket_loop() { close(epoll); }
 
-    void track(curl_socket_t s) {
-        const auto n = static_cast<std::size_t>(s) + 1;
-        if (registered.size() < n) {
-            registered.resize(n, none);
-            wanted.resize(n, 0);
-            ours.resize(n, false);
-        }
+    descriptor& at(curl_socket_t s) {
+        const auto i = static_cast<std::size_t>(s);
+        if (descriptors.size() <= i) descriptors.resize(i + 1);
+        return descriptors[i];
     }
-    void set_interest(curl_socket_t s, std::uint32_t events) {
-        auto& held = registered[static_cast<std::size_t>(s)];
-        if (held == events) return;
+    void set_interest(curl_socket_t s, descriptor& d, std::uint32_t events) {
+        if (d.registered == events) return;
         epoll_event ev{};
         ev.events = events;
         ev.data.fd = s;
-        if (epoll_ctl(epoll, held == none ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s, &ev) == 0) held = events;
+        if (epoll_ctl(epoll, d.registered == none ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s, &ev) == 0) d.registered = events;
     }
     static int on_socket(CURL*, curl_socket_t s, int what, void* user, void*) {
         auto& loop = *static_cast<socket_loop*>(user);
-        loop.track(s);
+        auto& d = loop.at(s);
         if (what == CURL_POLL_REMOVE) {
-            loop.wanted[static_cast<std::size_t>(s)] = 0;
-            if (!loop.ours[static_cast<std::size_t>(s)]) {  // may be closed without on_close
+            d.wanted = 0;
+            if (!d.ours) {  // may be closed without on_close
                 epoll_ctl(loop.epoll, EPOLL_CTL_DEL, s, nullptr);
-                loop.registered[static_cast<std::size_t>(s)] = none;
+                d.registered = none;
             }
             return 0;
         }
-        const std::uint32_t events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
-        loop.wanted[static_cast<std::size_t>(s)] = events;
-        loop.set_interest(s, events);
+        d.wanted = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+        loop.set_interest(s, d, d.wanted);
         return 0;
     }
     static curl_socket_t on_open(void* user, curlsocktype, curl_sockaddr* address) {
-        auto& loop = *static_cast<socket_loop*>(user);
         const curl_socket_t s = socket(address->family, address->socktype, address->protocol);
-        if (s == CURL_SOCKET_BAD) return s;
-        loop.track(s);
-        loop.registered[static_cast<std::size_t>(s)] = none;  // a reused number: not in the set
-        loop.wanted[static_cast<std::size_t>(s)] = 0;
-        loop.ours[static_cast<std::size_t>(s)] = true;
+        if (s != CURL_SOCKET_BAD) static_cast<socket_loop*>(user)->at(s) = {.ours = true};  // a reused number: not in the set
         return s;
     }
-    // Closing a descriptor takes it out of the epoll set: forget its interest
-    // before the number can be reused.
+    // Closing a descriptor takes it out of the epoll set: forget it before
+    // the number can be reused.
     static int on_close(void* user, curl_socket_t s) {
-        auto& loop = *static_cast<socket_loop*>(user);
-        loop.track(s);
-        loop.registered[static_cast<std::size_t>(s)] = none;
-        loop.wanted[static_cast<std::size_t>(s)] = 0;
-        loop.ours[static_cast<std::size_t>(s)] = false;
+        static_cast<socket_loop*>(user)->at(s) = {};
         return close(s);
     }
-    // Whether libcurl wants this readiness; silences a descriptor it does not watch.
+    // Whether libcurl wants this readiness (every descriptor in the set has
+    // its entry); silences a descriptor it does not watch.
     bool wants(curl_socket_t s) {
-        track(s);
-        if (wanted[static_cast<std::size_t>(s)] != 0) return true;
-        set_interest(s, 0);
+        auto& d = descriptors[static_cast<std::size_t>(s)];
+        if (d.wanted != 0) return true;
+        set_interest(s, d, 0);
         return false;
     }
     static int on_timer(CURLM*, long ms, void* user) {
