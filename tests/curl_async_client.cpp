@@ -183,6 +183,10 @@ TEST_CASE("curl async: a cancelled call returns within 50 ms and nginx sees the 
     const auto lines = access_log(nginx, 1);
     REQUIRE(lines.size() == 1);
     CHECK(lines[0].status == 499);  // nginx: the client closed the connection
+    // Nothing left to wait for: the io_context runs out of work.
+    io.restart();
+    io.run_for(5s);
+    CHECK(io.stopped());
 }
 
 TEST_CASE("curl async: the stop token cancels from another thread, at once") {
@@ -705,4 +709,50 @@ TEST_CASE("curl async: an unkeyed POST on a reused connection the server drops i
     CHECK(got.repeatable() == expected.repeatable());
     CHECK(ctx.safe_to_repeat() == sync_ctx.safe_to_repeat());
     CHECK_FALSE(ctx.safe_to_repeat());
+}
+
+TEST_CASE("curl async: an idle connection the server closes while another call waits is let go, without spinning") {
+    // Two calls at once open two connections. The fast one's goes idle and
+    // nginx closes it 50 ms later, while the slow call still waits: from then
+    // on that socket reads as ready until it is closed. The client must stop
+    // watching it (libcurl looks at it when it reuses it), not wake up for it
+    // again and again; and once no call is in flight it leaves the
+    // io_context nothing to wait for.
+    resil_test::nginx_server nginx{"location /fast { keepalive_timeout 50ms; return 200 \"fast\"; }\n"
+                                   "location /slow { echo_sleep 0.4; echo slow; }"};
+    asio::io_context io;
+    async_client http(io);
+    const auto fast = request::get(nginx.url("/fast"));
+    const auto slow = request::get(nginx.url("/slow"));
+    resil::context fast_ctx;
+    resil::context slow_ctx;
+    std::optional<response> fast_result;
+    std::optional<response> slow_result;
+    http.async_perform(slow, slow_ctx, [&](response r) { slow_result = std::move(r); });
+    http.async_perform(fast, fast_ctx, [&](response r) { fast_result = std::move(r); });
+    const auto until = steady::now() + 10s;
+    std::size_t handlers_while_slow_waits = 0;
+    while (!slow_result && steady::now() < until) {
+        if (io.stopped()) io.restart();
+        const auto ran = io.run_one_for(20ms);
+        if (fast_result) handlers_while_slow_waits += ran;
+    }
+    REQUIRE(fast_result);
+    REQUIRE(slow_result);
+    CHECK(fast_result->status() == 200);
+    CHECK(slow_result->status() == 200);
+    // A handful: the idle close, libcurl's timers, the slow answer. A loop
+    // woken by the closed socket runs thousands in these 350 ms.
+    CHECK(handlers_while_slow_waits < 100);
+    // The closed connection is not reused: the next call opens another.
+    std::optional<response> again;
+    resil::context again_ctx;
+    http.async_perform(fast, again_ctx, [&](response r) { again = std::move(r); });
+    run_until(io, [&] { return again.has_value(); });
+    CHECK(again->status() == 200);
+    CHECK(http.in_flight() == 0);
+    // Out of work with no call in flight (limit timers end within 2 s).
+    io.restart();
+    io.run_for(5s);
+    CHECK(io.stopped());
 }

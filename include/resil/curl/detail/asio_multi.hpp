@@ -1,6 +1,8 @@
 // resil/curl/detail/asio_multi.hpp — libcurl's multi handle driven by an
 // Asio executor (the asynchronous client, resil/curl/async_client.hpp):
-// CURLMOPT_SOCKETFUNCTION watches libcurl's sockets with Asio descriptors,
+// CURLMOPT_SOCKETFUNCTION puts libcurl's sockets in an epoll set the
+// reactor watches as one descriptor (Linux; elsewhere, and with
+// RESIL_CURL_ASYNC_PER_SOCKET_WAITS, an Asio descriptor per socket),
 // CURLMOPT_TIMERFUNCTION sets one steady_timer, and each transfer is a
 // pooled easy_state with its own timer for resil's limits.
 //
@@ -8,18 +10,30 @@
 //  - libcurl is never called from inside one of its callbacks: the timer
 //    callback only sets the timer (even for 0 ms), removals asked for while
 //    libcurl runs are posted;
-//  - an Asio descriptor never closes a socket: libcurl closes its own, the
-//    close-socket callback releases the descriptor first (the authoritative
-//    "socket gone" signal), CURL_POLL_REMOVE releases it too (the threaded
-//    resolver's socketpair never reaches the close callback);
-//  - completions of waits that outlived their socket, timer or transfer are
-//    recognised by generation counters and ignored;
+//  - this code never closes a socket: libcurl closes its own, the
+//    close-socket callback takes it out of the set (or releases its
+//    descriptor) first (the authoritative "socket gone" signal),
+//    CURL_POLL_REMOVE does too for sockets libcurl opened itself (the
+//    threaded resolver's socketpair never reaches the close callback);
+//  - readiness and completions of waits that outlived their socket, timer or
+//    transfer are recognised by generation counters and ignored;
 //  - a transfer's completion is posted, never run inside this code, so a
 //    handler may start calls or destroy the client.
 #pragma once
 
 #include <curl/curl.h>
 #include <unistd.h>
+
+// Linux watches libcurl's sockets through an epoll set of the client's own
+// (see asio_multi::on_set_ready); RESIL_CURL_ASYNC_PER_SOCKET_WAITS, defined
+// alike in every translation unit, asks for one reactor wait per socket, as
+// on other systems.
+#if defined(__linux__) && !defined(RESIL_CURL_ASYNC_PER_SOCKET_WAITS)
+#define RESIL_DETAIL_CURL_EVENT_SET 1
+#include <sys/epoll.h>
+#else
+#define RESIL_DETAIL_CURL_EVENT_SET 0
+#endif
 
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_allocator.hpp>
@@ -40,6 +54,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <stop_token>
 #include <string_view>
 #include <unordered_map>
@@ -189,8 +204,23 @@ public:
     };
 
     asio_multi(::asio::any_io_executor ex, client_options options, limits l)
-        : ex_(std::move(ex)), options_(std::move(options)), limits_(l), timer_(ex_) {
+        : ex_(std::move(ex)), options_(std::move(options)), limits_(l), timer_(ex_)
+#if RESIL_DETAIL_CURL_EVENT_SET
+          , set_watch_(ex_)
+#endif
+    {
         ensure_curl_initialised();
+#if RESIL_DETAIL_CURL_EVENT_SET
+        event_set_ = ::epoll_create1(EPOLL_CLOEXEC);
+        if (event_set_ < 0)
+            throw std::runtime_error("resil::curl::async_client: could not create the epoll set for libcurl's sockets");
+        try {
+            set_watch_.assign(event_set_);  // owns it from here: closes it
+        } catch (...) {
+            ::close(event_set_);
+            throw;
+        }
+#endif
         multi_ = curl_multi_init();
         if (!multi_) throw std::runtime_error("resil::curl::async_client: libcurl could not create its multi handle");
         curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &on_socket_cb);
@@ -383,8 +413,7 @@ public:
         // Cached connections are closed here, through the close-socket callback.
         if (multi_) curl_multi_cleanup(multi_);
         multi_ = nullptr;
-        for (auto& entry : sockets_) entry.second->descriptor.release();
-        sockets_.clear();
+        close_sockets();
         slots_.clear();
         cancel_quietly(timer_);
     }
@@ -397,6 +426,15 @@ public:
         "no memory to watch the call (cancellation slot or timer); it was ended before anything was sent";
 
 private:
+#if RESIL_DETAIL_CURL_EVENT_SET
+    struct socket_entry {
+        std::uint64_t generation;
+        std::uint32_t registered = ~std::uint32_t{0};  ///< the interest the set holds; all ones: not in it
+        int what = 0;                                  ///< libcurl's interest (CURL_POLL_*); 0: not watched
+        bool opened_here = false;  ///< made by on_open_socket: kept until closed, not only until CURL_POLL_REMOVE
+        explicit socket_entry(std::uint64_t g) : generation(g) {}
+    };
+#else
     struct socket_entry {
         ::asio::posix::stream_descriptor descriptor;
         std::uint64_t generation;
@@ -406,6 +444,7 @@ private:
         bool opened_here = false;  ///< made by on_open_socket: watched until closed, not only until CURL_POLL_REMOVE
         socket_entry(const ::asio::any_io_executor& ex, std::uint64_t g) : descriptor(ex), generation(g) {}
     };
+#endif
 
     struct cancel_request {
         asio_multi* owner;
@@ -649,6 +688,147 @@ private:
         return s;
     }
 
+#if RESIL_DETAIL_CURL_EVENT_SET
+    // Linux: libcurl's sockets sit in an epoll set of this client's, and the
+    // reactor watches that one descriptor. A wake-up serves every socket
+    // ready in it, and a socket stays in the set with its interest from one
+    // transfer to the next: no system call when libcurl asks for what the
+    // set already holds, where a reactor wait per socket re-arms it
+    // (EPOLL_CTL_MOD) for every wait.
+    static constexpr std::uint32_t not_in_set = ~std::uint32_t{0};
+
+    static std::uint32_t events_for(int what) noexcept {
+        return ((what & CURL_POLL_IN) ? std::uint32_t{EPOLLIN} : 0u) |
+               ((what & CURL_POLL_OUT) ? std::uint32_t{EPOLLOUT} : 0u);
+    }
+
+    // The event's data carries the socket and its entry's generation: a
+    // readiness fetched before the socket was closed and its number reused
+    // (in the same batch) is recognised and skipped.
+    bool set_interest(curl_socket_t s, socket_entry& e, std::uint32_t events) noexcept {
+        if (e.registered == events) return true;
+        epoll_event ev{};
+        ev.events = events;
+        ev.data.u64 = (e.generation << 32) | static_cast<std::uint32_t>(s);
+        const int op = e.registered == not_in_set ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+        if (::epoll_ctl(event_set_, op, s, &ev) != 0) return false;
+        e.registered = events;
+        return true;
+    }
+
+    void leave_set(curl_socket_t s, socket_entry& e) noexcept {
+        if (e.registered == not_in_set) return;
+        ::epoll_ctl(event_set_, EPOLL_CTL_DEL, s, nullptr);
+        e.registered = not_in_set;
+    }
+
+    void opened(curl_socket_t s) noexcept {
+        forget(s);  // a number reused behind our back: its old entry is stale
+        try {
+            auto& e = sockets_.try_emplace(s, ++socket_generation_).first->second;
+            e.opened_here = true;
+        } catch (...) {  // made an entry later, when libcurl first watches it
+        }
+    }
+
+    void on_socket(curl_socket_t s, int what) noexcept {
+        auto it = sockets_.find(s);
+        if (what == CURL_POLL_REMOVE) {
+            // Sockets libcurl opened itself (the threaded resolver's) may be
+            // closed without the close-socket callback: let go of them now.
+            if (it == sockets_.end()) return;
+            if (!it->second.opened_here) return forget(s);
+            // A kept-alive connection stays in the set with its interest;
+            // a readiness libcurl does not wait for is silenced (on_set_ready).
+            unwatch(it->second);
+            return;
+        }
+        try {
+            if (it == sockets_.end()) it = sockets_.try_emplace(s, ++socket_generation_).first;
+        } catch (...) {
+            return;  // not watched: the transfers on it end at their limits
+        }
+        auto& e = it->second;
+        if (!set_interest(s, e, events_for(what))) {
+            unwatch(e);  // not watched: the transfers on it end at their limits
+            return;
+        }
+        if (e.what == 0) ++watched_;
+        e.what = what;
+        wait_for_set();
+    }
+
+    void unwatch(socket_entry& e) noexcept {
+        if (e.what == 0) return;
+        e.what = 0;
+        // The last watched socket: a wait left pending would keep the
+        // io_context running with no call in flight.
+        if (--watched_ == 0 && set_waiting_) {
+            ::asio::error_code ignored;
+            set_watch_.cancel(ignored);
+        }
+    }
+
+    // The socket is about to be closed (or was never ours to keep): out of
+    // the set first, so that its number, once reused, starts afresh.
+    void forget(curl_socket_t s) noexcept {
+        auto it = sockets_.find(s);
+        if (it == sockets_.end()) return;
+        unwatch(it->second);
+        leave_set(s, it->second);
+        sockets_.erase(it);
+    }
+
+    // One reactor wait on the set while libcurl watches a socket; none
+    // otherwise, so that the io_context runs out of work when no call is in
+    // flight.
+    void wait_for_set() {
+        if (set_waiting_ || closed_ || watched_ == 0) return;
+        try {
+            set_watch_.async_wait(::asio::posix::stream_descriptor::wait_read,
+                                  [self = shared_from_this()](const ::asio::error_code& ec) { self->on_set_ready(ec); });
+            set_waiting_ = true;
+        } catch (...) {  // no memory: the transfers end at their limits, or at the next wait started
+        }
+    }
+
+    void on_set_ready(const ::asio::error_code& ec) {
+        set_waiting_ = false;
+        if (closed_) return;
+        // Cancelled by unwatch(): libcurl may watch a socket again since.
+        if (ec == ::asio::error::operation_aborted) return wait_for_set();
+        epoll_event ready[64];
+        const int n = ::epoll_wait(event_set_, ready, 64, 0);
+        for (int i = 0; i < n && !closed_; ++i) {
+            const auto s = static_cast<curl_socket_t>(static_cast<std::uint32_t>(ready[i].data.u64));
+            const std::uint64_t generation = ready[i].data.u64 >> 32;
+            auto it = sockets_.find(s);
+            if (it == sockets_.end() || (it->second.generation & 0xffffffffu) != generation) continue;  // closed since
+            auto& e = it->second;
+            const std::uint32_t events = ready[i].events;
+            if (e.what == 0) {
+                // Idle: libcurl looks at the connection when it reuses it.
+                // Out of the set (a hang-up cannot be masked), back in when
+                // libcurl watches it again.
+                leave_set(s, e);
+                continue;
+            }
+            const int flags = ((events & EPOLLIN) ? CURL_CSELECT_IN : 0) | ((events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                              ((events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+            act(s, flags);  // may open, close and forget sockets: `e` is not used after it
+        }
+        // More may be ready (64 at a time, or since): the wait completes at once then.
+        wait_for_set();
+    }
+
+    void close_sockets() noexcept {
+        for (auto& entry : sockets_) leave_set(entry.first, entry.second);
+        sockets_.clear();
+        watched_ = 0;
+        ::asio::error_code ignored;
+        set_watch_.close(ignored);  // closes the set; a pending wait completes as aborted
+    }
+#else
     void opened(curl_socket_t s) noexcept {
         forget(s);  // a number reused behind our back: its old entry is stale
         try {
@@ -738,6 +918,12 @@ private:
         if (!closed_ && it != sockets_.end() && it->second->generation == generation) watch(s, *it->second);
     }
 
+    void close_sockets() noexcept {
+        for (auto& entry : sockets_) entry.second->descriptor.release();
+        sockets_.clear();
+    }
+#endif
+
     void on_timer(long ms) noexcept {
         const std::uint64_t g = ++timer_generation_;
         if (ms < 0) {
@@ -809,7 +995,15 @@ private:
     std::uint64_t timer_generation_ = 0;
     std::uint64_t zero_due_ = 0;  ///< the generation of libcurl's latest "at once" (0 ms)
     bool zero_posted_ = false;    ///< a run of libcurl for "at once" is posted and still to come
+#if RESIL_DETAIL_CURL_EVENT_SET
+    int event_set_ = -1;                          ///< the epoll set of libcurl's sockets, owned by set_watch_
+    ::asio::posix::stream_descriptor set_watch_;  ///< the reactor's view of event_set_
+    bool set_waiting_ = false;                    ///< a reactor wait on the set is pending
+    std::size_t watched_ = 0;                     ///< sockets libcurl watches now (what != 0)
+    std::unordered_map<curl_socket_t, socket_entry> sockets_;
+#else
     std::unordered_map<curl_socket_t, std::unique_ptr<socket_entry>> sockets_;
+#endif
     std::uint64_t socket_generation_ = 0;
     std::uint64_t wait_generation_ = 0;  ///< of the transfers' timer waits
     std::uint64_t runs_ = 0;             ///< calls of curl_multi_socket_action so far
