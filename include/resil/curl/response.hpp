@@ -116,9 +116,9 @@ public:
             throw std::invalid_argument("resil::curl::response: status must be in [100, 999], got " +
                                         std::to_string(status));
         response r;
-        r.transport_ = transport_status::completed;
-        r.status_ = status;
-        r.may_have_reached_ = true;
+        r.s_.transport_ = transport_status::completed;
+        r.s_.status_ = status;
+        r.s_.may_have_reached_ = true;
         for (const auto& h : headers) {
             if (!detail::is_token(h.name))
                 throw std::invalid_argument("resil::curl::response: bad header name " + detail::quote_for_error(h.name));
@@ -139,9 +139,9 @@ public:
         if (status == transport_status::completed)
             throw std::invalid_argument("resil::curl::response::from_failure: a completed transfer needs from_parts");
         response r;
-        r.transport_ = status;
-        r.code_ = code;
-        r.may_have_reached_ = may_have_reached_server;
+        r.s_.transport_ = status;
+        r.s_.code_ = code;
+        r.s_.may_have_reached_ = may_have_reached_server;
         return r;
     }
 
@@ -149,8 +149,8 @@ public:
     /// idempotency key, and whether it was safe to repeat (idempotent or keyed).
     /// The classifier reads both (409 on a keyed request is retryable, ...).
     response& set_request_traits(bool carried_idempotency_key, bool repeatable) & noexcept {
-        keyed_ = carried_idempotency_key;
-        repeatable_ = repeatable || carried_idempotency_key;
+        s_.keyed_ = carried_idempotency_key;
+        s_.repeatable_ = repeatable || carried_idempotency_key;
         return *this;
     }
     response&& set_request_traits(bool carried_idempotency_key, bool repeatable) && noexcept {
@@ -158,23 +158,23 @@ public:
     }
 
     /// True when a whole response arrived with a 2xx status.
-    [[nodiscard]] bool ok() const noexcept { return completed() && status_ >= 200 && status_ <= 299; }
+    [[nodiscard]] bool ok() const noexcept { return completed() && s_.status_ >= 200 && s_.status_ <= 299; }
     /// True when a whole response arrived, whatever its status.
-    [[nodiscard]] bool completed() const noexcept { return transport_ == transport_status::completed; }
+    [[nodiscard]] bool completed() const noexcept { return s_.transport_ == transport_status::completed; }
     /// The HTTP status; for a transfer that failed, the status line received
     /// before it failed, or 0 when none was.
-    [[nodiscard]] int status() const noexcept { return status_; }
-    [[nodiscard]] transport_status transport() const noexcept { return transport_; }
+    [[nodiscard]] int status() const noexcept { return s_.status_; }
+    [[nodiscard]] transport_status transport() const noexcept { return s_.transport_; }
     /// libcurl's code for the transfer (CURLE_OK when completed). resil's own
     /// limits report CURLE_OPERATION_TIMEDOUT (read timeout, no time left)
     /// and CURLE_ABORTED_BY_CALLBACK (cancelled).
-    [[nodiscard]] CURLcode curl_code() const noexcept { return code_; }
+    [[nodiscard]] CURLcode curl_code() const noexcept { return s_.code_; }
     /// libcurl's error text for a failed transfer; empty otherwise.
     [[nodiscard]] std::string_view error_message() const noexcept { return error_; }
     /// False only when no byte of the request can have left this process
     /// (refused, connect timeout, not started): then repeating it is safe
     /// whatever the method.
-    [[nodiscard]] bool may_have_reached_server() const noexcept { return may_have_reached_; }
+    [[nodiscard]] bool may_have_reached_server() const noexcept { return s_.may_have_reached_; }
 
     /// The header fields of the final response (not of 1xx or redirects).
     [[nodiscard]] header_list headers() const noexcept { return header_list{headers_}; }
@@ -190,40 +190,40 @@ public:
 
     /// The server's Retry-After as a duration (at most retry_after_max), if it
     /// sent a valid one with a status other than 2xx; a past date reads as zero.
-    [[nodiscard]] std::optional<duration> retry_after() const noexcept { return retry_after_; }
+    [[nodiscard]] std::optional<duration> retry_after() const noexcept { return s_.retry_after_; }
     /// The pushback header's value in milliseconds, if valid and the status is
     /// not 2xx; negative means "don't retry".
-    [[nodiscard]] std::optional<std::chrono::milliseconds> pushback() const noexcept { return pushback_; }
+    [[nodiscard]] std::optional<std::chrono::milliseconds> pushback() const noexcept { return s_.pushback_; }
     /// The system-clock moment the server hints were read against (Retry-After
     /// dates, Unix-time resets): when a response other than 2xx arrived, or
     /// from_parts's `now`; empty when they were not read.
     [[nodiscard]] std::optional<std::chrono::system_clock::time_point> received_at() const noexcept {
-        return received_at_;
+        return s_.received_at_;
     }
     /// The rate-limit fields of the response (resil/rate_limit.hpp), parsed
     /// now from its header fields, without allocating; Unix-time resets are
     /// measured from received_at(), or from this moment when that is empty
     /// (a 2xx from the client).
     [[nodiscard]] rate_limit_info rate_limit() const noexcept {
-        return rate_limit(received_at_ ? *received_at_ : std::chrono::system_clock::now());
+        return rate_limit(s_.received_at_ ? *s_.received_at_ : std::chrono::system_clock::now());
     }
     /// As rate_limit(), with resets measured from `now`.
     [[nodiscard]] RESIL_DECL rate_limit_info rate_limit(std::chrono::system_clock::time_point now) const noexcept;
     /// The request carried an Idempotency-Key (added by the client or the caller).
-    [[nodiscard]] bool carried_idempotency_key() const noexcept { return keyed_; }
+    [[nodiscard]] bool carried_idempotency_key() const noexcept { return s_.keyed_; }
     /// The request was idempotent or keyed: repeating it is harmless.
-    [[nodiscard]] bool repeatable() const noexcept { return repeatable_; }
-    [[nodiscard]] const transfer_timings& timings() const noexcept { return timings_; }
+    [[nodiscard]] bool repeatable() const noexcept { return s_.repeatable_; }
+    [[nodiscard]] const transfer_timings& timings() const noexcept { return s_.timings_; }
     /// Body bytes handed to a stream's sink (client::stream); 0 otherwise.
-    [[nodiscard]] std::size_t delivered_bytes() const noexcept { return delivered_; }
+    [[nodiscard]] std::size_t delivered_bytes() const noexcept { return s_.delivered_; }
     /// For transport_status::stream_interrupted, what ended the stream:
     /// read_timeout (the idle limit or the read limit), connection_lost (a
     /// cut), total_timeout, body_too_large, cancelled (the stop token or the
     /// sink's stream_action::stop), ...; `completed` otherwise.
-    [[nodiscard]] transport_status interrupted_by() const noexcept { return interrupted_by_; }
+    [[nodiscard]] transport_status interrupted_by() const noexcept { return s_.interrupted_by_; }
     /// The HTTP version the final response came with: 10, 11, 20 or 30
     /// (CURLINFO_HTTP_VERSION); 0 when no response arrived.
-    [[nodiscard]] int http_version() const noexcept { return http_version_; }
+    [[nodiscard]] int http_version() const noexcept { return s_.http_version_; }
 
 private:
     friend struct detail::response_access;
@@ -232,8 +232,8 @@ private:
     // Back to what a new response holds, keeping the buffers of the body,
     // the fields and the error text: a response filled again and again
     // (client::perform into a response, client::recycle) allocates only
-    // when a reply outgrows them. Every other member is reset by assigning
-    // a new response, so none can be forgotten here.
+    // when a reply outgrows them. Every other member is in `s_`, reset as a
+    // whole.
     RESIL_DECL void clear_keeping_buffers() noexcept;
 
     // Hints matter only when an attempt failed: a 2xx is never retried, so
@@ -245,19 +245,24 @@ private:
     detail::field_store trailers_;
     std::string body_;
     std::string error_;
-    std::optional<duration> retry_after_{};
-    std::optional<std::chrono::milliseconds> pushback_{};
-    std::optional<std::chrono::system_clock::time_point> received_at_{};
-    transfer_timings timings_{};
-    std::size_t delivered_ = 0;
-    int status_ = 0;
-    int http_version_ = 0;
-    CURLcode code_ = CURLE_OK;
-    transport_status transport_ = transport_status::completed;
-    transport_status interrupted_by_ = transport_status::completed;
-    bool may_have_reached_ = false;
-    bool keyed_ = false;
-    bool repeatable_ = false;
+    // Every member but the buffers, reset as one by clear_keeping_buffers:
+    // one added here cannot be forgotten there.
+    struct state {
+        std::optional<duration> retry_after_{};
+        std::optional<std::chrono::milliseconds> pushback_{};
+        std::optional<std::chrono::system_clock::time_point> received_at_{};
+        transfer_timings timings_{};
+        std::size_t delivered_ = 0;
+        int status_ = 0;
+        int http_version_ = 0;
+        CURLcode code_ = CURLE_OK;
+        transport_status transport_ = transport_status::completed;
+        transport_status interrupted_by_ = transport_status::completed;
+        bool may_have_reached_ = false;
+        bool keyed_ = false;
+        bool repeatable_ = false;
+    };
+    state s_{};
 };
 
 #if RESIL_DETAIL_BODIES
@@ -266,33 +271,25 @@ RESIL_DECL rate_limit_info response::rate_limit(std::chrono::system_clock::time_
 }
 
 RESIL_DECL void response::clear_keeping_buffers() noexcept {
-    auto headers = std::move(headers_);
-    auto trailers = std::move(trailers_);
-    auto body = std::move(body_);
-    auto error = std::move(error_);
-    *this = response{};
-    headers_ = std::move(headers);
-    trailers_ = std::move(trailers);
-    body_ = std::move(body);
-    error_ = std::move(error);
     headers_.clear();
     trailers_.clear();
     body_.clear();
     error_.clear();
+    s_ = state{};
 }
 
 RESIL_DECL void response::read_server_hints(std::string_view pushback_header,
                                            std::chrono::system_clock::time_point now) noexcept {
-    retry_after_.reset();
-    pushback_.reset();
-    received_at_ = now;
-    if (status_ >= 200 && status_ <= 299) return;
+    s_.retry_after_.reset();
+    s_.pushback_.reset();
+    s_.received_at_ = now;
+    if (s_.status_ >= 200 && s_.status_ <= 299) return;
     if (auto value = headers_.find("Retry-After")) {
-        if (auto wait = parse_retry_after(*value, now)) retry_after_ = std::chrono::duration_cast<duration>(*wait);
+        if (auto wait = parse_retry_after(*value, now)) s_.retry_after_ = std::chrono::duration_cast<duration>(*wait);
     }
     if (!pushback_header.empty()) {
         if (auto value = headers_.find(pushback_header)) {
-            if (auto ms = detail::parse_milliseconds(*value)) pushback_ = std::chrono::milliseconds{*ms};
+            if (auto ms = detail::parse_milliseconds(*value)) s_.pushback_ = std::chrono::milliseconds{*ms};
         }
     }
 }
@@ -307,15 +304,15 @@ struct response_access {
     [[nodiscard]] static response blank() { return response{}; }
     /// Blank again, as blank() makes one, with its buffers kept.
     static void clear(response& r) noexcept { r.clear_keeping_buffers(); }
-    static int& status(response& r) noexcept { return r.status_; }
-    static transport_status& transport(response& r) noexcept { return r.transport_; }
-    static CURLcode& code(response& r) noexcept { return r.code_; }
-    static bool& may_have_reached(response& r) noexcept { return r.may_have_reached_; }
+    static int& status(response& r) noexcept { return r.s_.status_; }
+    static transport_status& transport(response& r) noexcept { return r.s_.transport_; }
+    static CURLcode& code(response& r) noexcept { return r.s_.code_; }
+    static bool& may_have_reached(response& r) noexcept { return r.s_.may_have_reached_; }
     static std::string& error(response& r) noexcept { return r.error_; }
-    static transfer_timings& timings(response& r) noexcept { return r.timings_; }
-    static std::size_t& delivered(response& r) noexcept { return r.delivered_; }
-    static transport_status& interrupted_by(response& r) noexcept { return r.interrupted_by_; }
-    static int& http_version(response& r) noexcept { return r.http_version_; }
+    static transfer_timings& timings(response& r) noexcept { return r.s_.timings_; }
+    static std::size_t& delivered(response& r) noexcept { return r.s_.delivered_; }
+    static transport_status& interrupted_by(response& r) noexcept { return r.s_.interrupted_by_; }
+    static int& http_version(response& r) noexcept { return r.s_.http_version_; }
     static std::string& body(response& r) noexcept { return r.body_; }
     static field_store& headers(response& r) noexcept { return r.headers_; }
     static field_store& trailers(response& r) noexcept { return r.trailers_; }

@@ -80,8 +80,9 @@ namespace resil::curl::detail {
 /// depend on the handler's type. Allocated with the handler's associated
 /// allocator (Asio's recycling allocator by default: a per-thread cache).
 struct async_completion {
-    /// Posts the handler with `r` (and `thrown`, for a handler that takes
-    /// it: a stream's sink threw) to its executor and frees this object.
+    /// Keeps `r` (and `thrown`, for a handler that takes it: a stream's sink
+    /// threw) and posts the handler to its executor; this object is freed
+    /// before the handler runs, or with the posted function if it never does.
     virtual void complete(std::exception_ptr thrown, response&& r) = 0;
     void complete(response&& r) { complete(nullptr, std::move(r)); }
 
@@ -115,26 +116,51 @@ public:
     Handler& handler() noexcept { return handler_; }
 
     using async_completion::complete;
+    // The response waits here, not in the posted function: moved once in
+    // and once out, where a capture would be moved with the function at
+    // each step of the post.
     void complete(std::exception_ptr thrown, response&& r) override {
-        Handler h(std::move(handler_));
+        result_ = std::move(r);
+        thrown_ = std::move(thrown);
+        // The post keeps the executor busy until the handler runs.
         auto work = std::move(work_);
-        destroy();
-        const auto ex = ::asio::get_associated_executor(h, work.get_executor());
-        if constexpr (WithError) {
-            ::asio::post(ex, [h = std::move(h), thrown = std::move(thrown), r = std::move(r)]() mutable {
-                std::move(h)(std::move(thrown), std::move(r));
-            });
-        } else {
-            (void)thrown;
-            ::asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable { std::move(h)(std::move(r)); });
-        }
+        const auto ex = ::asio::get_associated_executor(handler_, work.get_executor());
+        ::asio::post(ex, posted{this});
     }
 
 private:
     using handler_executor = ::asio::associated_executor_t<Handler, Executor>;
 
+    // Owns the completion until it runs: an executor destroyed with it
+    // still queued frees it (and the handler, e.g. a coroutine frame).
+    struct posted {
+        async_completion_for* c;
+        explicit posted(async_completion_for* p) noexcept : c(p) {}
+        posted(posted&& other) noexcept : c(std::exchange(other.c, nullptr)) {}
+        posted& operator=(posted&&) = delete;
+        ~posted() {
+            if (c) c->destroy();
+        }
+        void operator()() { std::exchange(c, nullptr)->deliver(); }
+    };
+
     async_completion_for(Handler&& h, const Executor& fallback)
         : handler_(std::move(h)), work_(::asio::get_associated_executor(handler_, fallback)) {}
+
+    // Memory is freed before the upcall, so that the handler's next call
+    // can reuse it.
+    void deliver() {
+        Handler h(std::move(handler_));
+        response r(std::move(result_));
+        std::exception_ptr thrown = std::move(thrown_);
+        destroy();
+        if constexpr (WithError) {
+            std::move(h)(std::move(thrown), std::move(r));
+        } else {
+            (void)thrown;
+            std::move(h)(std::move(r));
+        }
+    }
 
     void destroy() noexcept {
         allocator_type alloc(::asio::get_associated_allocator(handler_, ::asio::recycling_allocator<void>()));
@@ -144,6 +170,8 @@ private:
 
     Handler handler_;
     ::asio::executor_work_guard<handler_executor> work_;
+    response result_ = response_access::blank();
+    std::exception_ptr thrown_;
 };
 
 class asio_multi;
@@ -492,9 +520,8 @@ private:
     }
 
     void fail_start(async_transfer& t, async_completion* c) {
-        response r = std::move(t.out);
+        c->complete(std::move(t.out));  // posts only
         release(t);
-        c->complete(std::move(r));
     }
 
     async_transfer& acquire() {
@@ -588,13 +615,12 @@ private:
         }
         response_access::timings(r).total = std::chrono::duration_cast<duration>(t.now() - t.started);
         async_completion* c = t.completion;
-        response done = std::move(r);
         // What a stream's sink threw reaches the caller (client::stream rethrows it).
         std::exception_ptr thrown = std::exchange(t.transfer.stream.thrown, nullptr);
         forget_stream(t);
         --in_flight_;
+        c->complete(std::move(thrown), std::move(r));  // posts only: the handler runs later
         release(t);
-        c->complete(std::move(thrown), std::move(done));
     }
 
     // resil's limits of one transfer: the absolute end of the attempt on the
