@@ -953,6 +953,10 @@ private:
     void on_timer(long ms) noexcept {
         const std::uint64_t g = ++timer_generation_;
         if (ms < 0) {
+            // No timer: a pending wait would keep the io_context running.
+            curl_due_.reset();
+            curl_waiting_ = false;
+            ++curl_wait_id_;  // the cancelled wait's completion is ignored
             cancel_quietly(timer_);
             return;
         }
@@ -963,6 +967,7 @@ private:
         // start one after another are all served by one run of libcurl.
         try {
             if (ms == 0) {
+                curl_due_.reset();  // served by the post; a pending wait that fires finds nothing due
                 zero_due_ = g;
                 if (zero_posted_) return;
                 ::asio::post(ex_, [self = shared_from_this()] {
@@ -974,13 +979,43 @@ private:
                 zero_posted_ = true;
                 return;
             }
-            timer_.expires_after(std::chrono::milliseconds{ms});
-            timer_.async_wait([self = shared_from_this(), g](const ::asio::error_code& ec) {
-                if (ec || self->closed_ || self->timer_generation_ != g) return;
-                self->act(CURL_SOCKET_TIMEOUT, 0);
-            });
+            // libcurl moves its timer with nearly every transfer, mostly
+            // later (the earliest limit of those in flight). A pending wait
+            // that ends sooner is kept: it looks again when it fires
+            // (on_curl_timer), instead of a cancelled wait and a new one per
+            // move. Ten years at most: no overflow, and never sooner than asked.
+            constexpr long most = 10L * 365 * 24 * 3600 * 1000;
+            const auto due = std::chrono::steady_clock::now() + std::chrono::milliseconds{std::min(ms, most)};
+            curl_due_ = due;
+            if (curl_waiting_ && timer_.expiry() <= due) return;
+            wait_for_curl_timer(due);
         } catch (...) {
         }
+    }
+
+    void wait_for_curl_timer(std::chrono::steady_clock::time_point at) {
+        timer_.expires_at(at);  // a wait pending is cancelled: its completion carries an older id
+        const std::uint64_t id = ++curl_wait_id_;
+        curl_waiting_ = true;
+        timer_.async_wait([self = shared_from_this(), id](const ::asio::error_code& ec) { self->on_curl_timer(id, ec); });
+    }
+
+    void on_curl_timer(std::uint64_t id, const ::asio::error_code& ec) {
+        if (closed_ || id != curl_wait_id_) return;  // replaced by a later wait
+        curl_waiting_ = false;
+        if (ec || !curl_due_) return;
+        if (std::chrono::steady_clock::now() < *curl_due_) {
+            // libcurl moved its timer later since: wait for what is left.
+            // (Its timer callback says only what changed: a run of libcurl
+            // before the time would leave nobody waiting for it.)
+            try {
+                wait_for_curl_timer(*curl_due_);
+            } catch (...) {
+            }
+            return;
+        }
+        curl_due_.reset();
+        act(CURL_SOCKET_TIMEOUT, 0);
     }
 
     void act(curl_socket_t s, int events) {
@@ -1019,6 +1054,9 @@ private:
     CURLM* multi_ = nullptr;
     ::asio::steady_timer timer_;
     std::uint64_t timer_generation_ = 0;
+    std::optional<std::chrono::steady_clock::time_point> curl_due_;  ///< libcurl's timer, unless none or "at once"
+    std::uint64_t curl_wait_id_ = 0;  ///< of the latest wait of timer_
+    bool curl_waiting_ = false;       ///< that wait is pending
     std::uint64_t zero_due_ = 0;  ///< the generation of libcurl's latest "at once" (0 ms)
     bool zero_posted_ = false;    ///< a run of libcurl for "at once" is posted and still to come
 #if RESIL_DETAIL_CURL_EVENT_SET
