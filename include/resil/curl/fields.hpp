@@ -69,6 +69,22 @@ public:
         index_.push_back(f);
     }
 
+    /// Appends a field given as one "Name: value" line (a single space
+    /// after the colon, a value that is not empty), `name_size` bytes of
+    /// name; already validated.
+    void add_line(std::string_view line, std::size_t name_size) {
+        check_size(line.size() + 1);
+        field_index f;
+        f.line = static_cast<std::uint32_t>(text_.size());
+        f.name_size = static_cast<std::uint32_t>(name_size);
+        f.value = static_cast<std::uint32_t>(text_.size() + name_size + 2);
+        f.value_size = static_cast<std::uint32_t>(line.size() - name_size - 2);
+        text_.resize(text_.size() + line.size() + 1);
+        std::memcpy(text_.data() + f.line, line.data(), line.size());
+        text_.back() = '\0';
+        index_.push_back(f);
+    }
+
     /// Appends `more` to the last field's value, after one space (an obsolete
     /// folded continuation line). Does nothing when there is no field yet.
     void extend_last(std::string_view more) {

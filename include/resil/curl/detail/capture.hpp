@@ -318,8 +318,14 @@ private:
         const auto name = line.substr(0, colon);
         if (!is_token(name)) return true;
         const auto value = trim_ows(line.substr(colon + 1));
-        fields.add(name, value);
-        if (t && iequals(name, "Content-Length")) return announced_body(*t, value);
+        // Most lines are already "Name: value": stored with one copy.
+        if (!value.empty() && value.data() == line.data() + colon + 2 && line[colon + 1] == ' ')
+            fields.add_line(line.substr(0, colon + 2 + value.size()), colon);
+        else
+            fields.add(name, value);
+        constexpr std::string_view content_length = "Content-Length";
+        if (t && name.size() == content_length.size() && iequals(name, content_length))
+            return announced_body(*t, value);
         return true;
     }
 
