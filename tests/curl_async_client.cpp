@@ -713,17 +713,21 @@ TEST_CASE("curl async: an unkeyed POST on a reused connection the server drops i
 
 TEST_CASE("curl async: an idle connection the server closes while another call waits is let go, without spinning") {
     // Two calls at once open two connections. The fast one's goes idle and
-    // nginx closes it 50 ms later, while the slow call still waits: from then
-    // on that socket reads as ready until it is closed. The client must stop
-    // watching it (libcurl looks at it when it reuses it), not wake up for it
-    // again and again; and once no call is in flight it leaves the
-    // io_context nothing to wait for.
-    resil_test::nginx_server nginx{"location /fast { keepalive_timeout 50ms; return 200 \"fast\"; }\n"
-                                   "location /slow { echo_sleep 0.4; echo slow; }"};
+    // the server closes it 50 ms later (a FIN, or a reset: a hang-up that
+    // epoll reports whatever interest is asked for), while the slow call
+    // still waits: from then on that socket reads as ready until it is
+    // closed. The client must stop watching it (libcurl looks at it when it
+    // reuses it), not wake up for it again and again; and once no call is in
+    // flight it leaves the io_context nothing to wait for.
+    const bool reset = GENERATE(false, true);
+    INFO((reset ? "reset" : "FIN"));
+    resil_test::fault_server server;
+    server.on("/fast", {action::respond_then_close_idle(200, "fast", 50ms, reset)});
+    server.on("/slow", {action::respond_after(400ms, 200, "slow")});
     asio::io_context io;
     async_client http(io);
-    const auto fast = request::get(nginx.url("/fast"));
-    const auto slow = request::get(nginx.url("/slow"));
+    const auto fast = request::get(server.url("/fast"));
+    const auto slow = request::get(server.url("/slow"));
     resil::context fast_ctx;
     resil::context slow_ctx;
     std::optional<response> fast_result;
@@ -744,15 +748,80 @@ TEST_CASE("curl async: an idle connection the server closes while another call w
     // A handful: the idle close, libcurl's timers, the slow answer. A loop
     // woken by the closed socket runs thousands in these 350 ms.
     CHECK(handlers_while_slow_waits < 100);
-    // The closed connection is not reused: the next call opens another.
+    // The closed connection is not reused: the next call goes on another.
     std::optional<response> again;
     resil::context again_ctx;
     http.async_perform(fast, again_ctx, [&](response r) { again = std::move(r); });
     run_until(io, [&] { return again.has_value(); });
     CHECK(again->status() == 200);
+    const auto seen = server.requests();
+    REQUIRE(seen.size() == 3);  // nothing sent twice
+    std::vector<std::size_t> slow_connections;
+    std::vector<std::size_t> fast_connections;  // in the order the requests arrived
+    for (const auto& r : seen) (r.target == "/slow" ? slow_connections : fast_connections).push_back(r.connection);
+    REQUIRE(slow_connections.size() == 1);
+    REQUIRE(fast_connections.size() == 2);
+    CHECK(fast_connections[0] != slow_connections[0]);  // the fast call had a connection of its own, idle afterwards
+    CHECK(fast_connections[1] != fast_connections[0]);
     CHECK(http.in_flight() == 0);
     // Out of work with no call in flight (limit timers end within 2 s).
     io.restart();
     io.run_for(5s);
     CHECK(io.stopped());
+}
+
+TEST_CASE("curl async: libcurl's own timer is served when it moves later while a wait for it is pending") {
+    // An explicit "Expect: 100-continue" makes libcurl send the head, wait
+    // 1 s for a 100 the server never sends, then send the body: only
+    // libcurl's timer ends that wait. A second call added just after, with
+    // a 500 ms total limit, moves libcurl's timer earlier (its backstop
+    // timeout); it ends at once, and libcurl's timer moves back later, to
+    // the 1 s wait, while the client's wait for 500 ms is still pending.
+    // That wait must look again when it fires and wait for the rest.
+    resil_test::fault_server server;
+    server.on("/upload", {action::respond(200, "stored")});
+    server.on("/fast", {action::respond(200, "fast")});
+    asio::io_context io;
+    async_client http(io);
+    auto upload = request::post(server.url("/upload"), std::string(100, 'x'));
+    upload.add_header("Expect", "100-continue");
+    const auto fast = request::get(server.url("/fast"));
+    resil::context upload_ctx;
+    upload_ctx.set_timeouts({.total = 5s});
+    resil::context fast_ctx;
+    fast_ctx.set_timeouts({.total = 500ms});
+    // Two kept-alive connections first: then no connection is set up during
+    // the calls below, and libcurl's timer is theirs alone.
+    {
+        resil::context a_ctx;
+        resil::context b_ctx;
+        int warmed = 0;
+        http.async_perform(fast, a_ctx, [&](response r) { warmed += r.ok() ? 1 : 0; });
+        http.async_perform(fast, b_ctx, [&](response r) { warmed += r.ok() ? 1 : 0; });
+        run_until(io, [&] { return warmed == 2; });
+    }
+    std::optional<response> uploaded;
+    std::optional<response> fast_result;
+    const auto started = steady::now();
+    steady::time_point uploaded_at{};
+    http.async_perform(upload, upload_ctx, [&](response r) {
+        uploaded_at = steady::now();
+        uploaded = std::move(r);
+    });
+    http.async_perform(fast, fast_ctx, [&](response r) { fast_result = std::move(r); });
+    run_until(io, [&] { return uploaded.has_value(); });
+    REQUIRE(fast_result);
+    CHECK(fast_result->status() == 200);
+    INFO(uploaded->error_message());
+    CHECK(uploaded->status() == 200);
+    CHECK(uploaded->body() == "stored");
+    // libcurl's 1 s, not the 5 s limit.
+    CHECK(uploaded_at - started >= 900ms);
+    CHECK(uploaded_at - started < 1s + 1s + slack);
+    const auto seen = server.requests();
+    REQUIRE(seen.size() == 4);
+    CHECK(server.connections() == 2);
+    const auto post = std::find_if(seen.begin(), seen.end(), [](const auto& r) { return r.target == "/upload"; });
+    REQUIRE(post != seen.end());
+    CHECK(post->body == std::string(100, 'x'));
 }

@@ -77,6 +77,8 @@ struct action {
     bool hold = false;         ///< raw: keep the connection open (sending nothing more) until the client leaves
     std::vector<std::pair<milliseconds, std::string>> pieces;  ///< stream: (pause before it, bytes)
     bool cut = false;          ///< stream: close after the last piece instead of ending the body
+    milliseconds idle_close{0};  ///< respond: keep the connection idle this long, then close it
+    bool idle_reset = false;     ///< ... with a reset (RST) instead of a FIN
 
     static action respond(int status, std::string body = "", std::vector<std::pair<std::string, std::string>> headers = {}) {
         action a;
@@ -88,6 +90,15 @@ struct action {
     static action respond_after(milliseconds delay, int status, std::string body = "") {
         action a = respond(status, std::move(body));
         a.delay = delay;
+        return a;
+    }
+    /// Answers with the connection kept alive, then closes it once it has
+    /// been idle `idle` (with a reset, RST, when `reset`): a kept-alive
+    /// connection the server drops while the client is not using it.
+    static action respond_then_close_idle(int status, std::string body, milliseconds idle, bool reset) {
+        action a = respond(status, std::move(body));
+        a.idle_close = idle;
+        a.idle_reset = reset;
         return a;
     }
     static action hang() {
@@ -472,6 +483,14 @@ private:
                 case action::kind::respond:
                     if (a.delay.count() > 0 && !pause(a.delay)) keep = false;
                     else if (!send_all(fd, head_of(a, a.body.size(), !keep) + (req.method == "HEAD" ? "" : a.body))) keep = false;
+                    else if (a.idle_close.count() > 0) {
+                        // Idle as long as the client sends nothing more, then closed.
+                        if (!wait_readable(fd, static_cast<int>(a.idle_close.count())) && a.idle_reset) {
+                            const linger hard{1, 0};  // close with RST instead of FIN
+                            ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+                        }
+                        keep = false;
+                    }
                     break;
                 case action::kind::hang:
                     wait_for_client_to_leave(fd);

@@ -10,9 +10,9 @@
 //  - libcurl is never called from inside one of its callbacks: the timer
 //    callback only sets the timer (even for 0 ms), removals asked for while
 //    libcurl runs are posted;
-//  - this code never closes a socket: libcurl closes its own, the
-//    close-socket callback takes it out of the set (or releases its
-//    descriptor) first (the authoritative "socket gone" signal),
+//  - a socket is closed only when libcurl asks (the close-socket callback,
+//    the authoritative "socket gone" signal), after it has left the set (or
+//    its descriptor was released);
 //    CURL_POLL_REMOVE does too for sockets libcurl opened itself (the
 //    threaded resolver's socketpair never reaches the close callback);
 //  - readiness and completions of waits that outlived their socket, timer or
@@ -80,11 +80,22 @@ namespace resil::curl::detail {
 /// depend on the handler's type. Allocated with the handler's associated
 /// allocator (Asio's recycling allocator by default: a per-thread cache).
 struct async_completion {
-    /// Keeps `r` (and `thrown`, for a handler that takes it: a stream's sink
-    /// threw) and posts the handler to its executor; this object is freed
-    /// before the handler runs, or with the posted function if it never does.
-    virtual void complete(std::exception_ptr thrown, response&& r) = 0;
-    void complete(response&& r) { complete(nullptr, std::move(r)); }
+    /// The call's response (and, for a handler that takes it, what a
+    /// stream's sink threw), filled before post(). It waits here, not in the
+    /// posted function: moved once in and once out, where a capture would be
+    /// moved with the function at each step of the post.
+    response result = response_access::blank();
+    std::exception_ptr thrown;
+
+    /// Posts the handler to its executor; this object is freed before the
+    /// handler runs, or with the posted function if it never does (and when
+    /// the post throws).
+    virtual void post() = 0;
+
+    void complete(response&& r) {
+        result = std::move(r);
+        post();
+    }
 
 protected:
     ~async_completion() = default;
@@ -115,13 +126,7 @@ public:
 
     Handler& handler() noexcept { return handler_; }
 
-    using async_completion::complete;
-    // The response waits here, not in the posted function: moved once in
-    // and once out, where a capture would be moved with the function at
-    // each step of the post.
-    void complete(std::exception_ptr thrown, response&& r) override {
-        result_ = std::move(r);
-        thrown_ = std::move(thrown);
+    void post() override {
         // The post keeps the executor busy until the handler runs.
         auto work = std::move(work_);
         const auto ex = ::asio::get_associated_executor(handler_, work.get_executor());
@@ -151,13 +156,13 @@ private:
     // can reuse it.
     void deliver() {
         Handler h(std::move(handler_));
-        response r(std::move(result_));
-        std::exception_ptr thrown = std::move(thrown_);
+        response r(std::move(result));
+        std::exception_ptr e = std::move(thrown);
         destroy();
         if constexpr (WithError) {
-            std::move(h)(std::move(thrown), std::move(r));
+            std::move(h)(std::move(e), std::move(r));
         } else {
-            (void)thrown;
+            (void)e;
             std::move(h)(std::move(r));
         }
     }
@@ -170,8 +175,6 @@ private:
 
     Handler handler_;
     ::asio::executor_work_guard<handler_executor> work_;
-    response result_ = response_access::blank();
-    std::exception_ptr thrown_;
 };
 
 class asio_multi;
@@ -520,8 +523,9 @@ private:
     }
 
     void fail_start(async_transfer& t, async_completion* c) {
-        c->complete(std::move(t.out));  // posts only
+        c->result = std::move(t.out);
         release(t);
+        c->post();
     }
 
     async_transfer& acquire() {
@@ -615,12 +619,13 @@ private:
         }
         response_access::timings(r).total = std::chrono::duration_cast<duration>(t.now() - t.started);
         async_completion* c = t.completion;
+        c->result = std::move(r);
         // What a stream's sink threw reaches the caller (client::stream rethrows it).
-        std::exception_ptr thrown = std::exchange(t.transfer.stream.thrown, nullptr);
+        c->thrown = std::exchange(t.transfer.stream.thrown, nullptr);
         forget_stream(t);
         --in_flight_;
-        c->complete(std::move(thrown), std::move(r));  // posts only: the handler runs later
         release(t);
+        c->post();
     }
 
     // resil's limits of one transfer: the absolute end of the attempt on the
@@ -775,6 +780,10 @@ private:
             return;  // not watched: the transfers on it end at their limits
         }
         auto& e = it->second;
+        if (what == CURL_POLL_NONE) {  // "not now": it stays in the set, silenced if it turns ready
+            unwatch(e);
+            return;
+        }
         if (!set_interest(s, e, events_for(what))) {
             unwatch(e);  // not watched: the transfers on it end at their limits
             return;
@@ -839,17 +848,24 @@ private:
                 leave_set(s, e);
                 continue;
             }
-            const int flags = ((events & EPOLLIN) ? CURL_CSELECT_IN : 0) | ((events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
-                              ((events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+            // An error or hang-up is reported as the readiness libcurl waits
+            // for, as its own poll loop and a reactor wait per socket do:
+            // libcurl then reads or writes and learns the real error.
+            constexpr std::uint32_t broken = EPOLLERR | EPOLLHUP;
+            const int flags = ((e.what & CURL_POLL_IN) && (events & (EPOLLIN | broken)) ? CURL_CSELECT_IN : 0) |
+                              ((e.what & CURL_POLL_OUT) && (events & (EPOLLOUT | broken)) ? CURL_CSELECT_OUT : 0);
+            if (flags == 0) continue;  // a readiness libcurl stopped waiting for within this batch
             act(s, flags);  // may open, close and forget sockets: `e` is not used after it
         }
-        // More may be ready (64 at a time, or since): the wait completes at once then.
+        // More may be ready (64 at a time, or since): the wait completes at
+        // once then. That rests on Asio 1.22's reactor, which registers the
+        // set edge-triggered and re-arms it (EPOLL_CTL_MOD) for every wait it
+        // starts, so that a readiness from before the wait is not lost.
         wait_for_set();
     }
 
     void close_sockets() noexcept {
-        for (auto& entry : sockets_) leave_set(entry.first, entry.second);
-        sockets_.clear();
+        sockets_.clear();  // closing the set below drops their registrations
         watched_ = 0;
         ::asio::error_code ignored;
         set_watch_.close(ignored);  // closes the set; a pending wait completes as aborted
@@ -984,8 +1000,8 @@ private:
             // that ends sooner is kept: it looks again when it fires
             // (on_curl_timer), instead of a cancelled wait and a new one per
             // move. Ten years at most: no overflow, and never sooner than asked.
-            constexpr long most = 10L * 365 * 24 * 3600 * 1000;
-            const auto due = std::chrono::steady_clock::now() + std::chrono::milliseconds{std::min(ms, most)};
+            constexpr std::chrono::milliseconds most = std::chrono::hours{24 * 365 * 10};
+            const auto due = std::chrono::steady_clock::now() + std::min(std::chrono::milliseconds{ms}, most);
             curl_due_ = due;
             if (curl_waiting_ && timer_.expiry() <= due) return;
             wait_for_curl_timer(due);
@@ -996,8 +1012,9 @@ private:
     void wait_for_curl_timer(std::chrono::steady_clock::time_point at) {
         timer_.expires_at(at);  // a wait pending is cancelled: its completion carries an older id
         const std::uint64_t id = ++curl_wait_id_;
-        curl_waiting_ = true;
+        curl_waiting_ = false;  // until the wait is started (async_wait may throw)
         timer_.async_wait([self = shared_from_this(), id](const ::asio::error_code& ec) { self->on_curl_timer(id, ec); });
+        curl_waiting_ = true;
     }
 
     void on_curl_timer(std::uint64_t id, const ::asio::error_code& ec) {
