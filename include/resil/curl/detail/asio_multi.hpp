@@ -12,9 +12,9 @@
 //    libcurl runs are posted;
 //  - a socket is closed only when libcurl asks (the close-socket callback,
 //    the authoritative "socket gone" signal), after it has left the set (or
-//    its descriptor was released);
-//    CURL_POLL_REMOVE does too for sockets libcurl opened itself (the
-//    threaded resolver's socketpair never reaches the close callback);
+//    its descriptor was released); sockets libcurl opened itself are let go
+//    at CURL_POLL_REMOVE (the threaded resolver's socketpair never reaches
+//    the close callback);
 //  - readiness and completions of waits that outlived their socket, timer or
 //    transfer are recognised by generation counters and ignored;
 //  - a transfer's completion is posted, never run inside this code, so a
@@ -458,9 +458,11 @@ public:
 
 private:
 #if RESIL_DETAIL_CURL_EVENT_SET
+    static constexpr std::uint32_t not_in_set = ~std::uint32_t{0};
+
     struct socket_entry {
         std::uint64_t generation;
-        std::uint32_t registered = ~std::uint32_t{0};  ///< the interest the set holds; all ones: not in it
+        std::uint32_t registered = not_in_set;  ///< the interest the set holds
         int what = 0;                                  ///< libcurl's interest (CURL_POLL_*); 0: not watched
         bool opened_here = false;  ///< made by on_open_socket: kept until closed, not only until CURL_POLL_REMOVE
         explicit socket_entry(std::uint64_t g) : generation(g) {}
@@ -665,8 +667,8 @@ private:
         // passes for the wait of the one that takes its index.
         const std::uint64_t g = ++wait_generation_;
         t.timer_generation = g;
-        t.timer.expires_at(at);
-        t.timer_pending = true;
+        t.timer.expires_at(at);  // a wait pending is cancelled: its completion carries an older generation
+        t.timer_pending = false;  // until the wait is started (async_wait may throw)
         t.timer.async_wait([self = shared_from_this(), index = t.index, g](const ::asio::error_code& ec) {
             if (self->closed_ || index >= self->slots_.size()) return;
             auto* s = self->slots_[index].get();
@@ -674,6 +676,7 @@ private:
             s->timer_pending = false;
             if (!ec && s->active) self->watch_limits(*s);
         });
+        t.timer_pending = true;
     }
 
     // A callback saw a byte or a send (capture.hpp): the read timer's stamp.
@@ -726,8 +729,6 @@ private:
     // transfer to the next: no system call when libcurl asks for what the
     // set already holds, where a reactor wait per socket re-arms it
     // (EPOLL_CTL_MOD) for every wait.
-    static constexpr std::uint32_t not_in_set = ~std::uint32_t{0};
-
     static std::uint32_t events_for(int what) noexcept {
         return ((what & CURL_POLL_IN) ? std::uint32_t{EPOLLIN} : 0u) |
                ((what & CURL_POLL_OUT) ? std::uint32_t{EPOLLOUT} : 0u);
