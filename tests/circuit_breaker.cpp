@@ -1068,9 +1068,101 @@ TEST_CASE("stripes: each stripe on cache lines of its own, allocated once") {
     CHECK(resil::detail::stripes<int>{5}.size() == 8);   // rounded up to a power of two
     CHECK(resil::detail::stripes<int>{0}.size() == 1);
     CHECK(resil::detail::stripes<int>{1000}.size() == resil::detail::max_stripes);
-    // A ring of 10 buckets (160 bytes) takes two 128-byte units.
+    // A ring of 10 buckets (160 bytes) takes two 128-byte units; 4 stripes
+    // keep 4 rings for threads that hold their stripe alone and 4 shared.
     resil::detail::rolling_time_window window{10s, 4};
-    CHECK(window.stripe_count() == 4);
+    CHECK(window.stripe_count() == 8);
+    resil::detail::owned_stripes<std::array<std::atomic<std::uint64_t>, 20>> rings{4};
+    CHECK(rings.size() == 8);
+    CHECK(rings.bytes() == 8 * 2 * resil::detail::stripe_alignment);
+    for (std::size_t i = 0; i < rings.size(); ++i)
+        CHECK(reinterpret_cast<std::uintptr_t>(&rings[i]) % resil::detail::stripe_alignment == 0);
+}
+
+TEST_CASE("owned stripes: a thread alone on its index writes a cell of its own; the rest share the other half") {
+    // More threads alive together than there are stripe indices: some must
+    // share an index, and none of those may get a cell written without a lock.
+    constexpr std::size_t threads = resil::detail::max_stripes + 8;
+    const resil::detail::owned_stripes<std::atomic<std::uint64_t>> cells{resil::detail::max_stripes};
+    struct seen {
+        const void* cell = nullptr;
+        bool alone = false;
+        std::size_t index = 0;
+    };
+    std::vector<seen> got(threads);
+    std::latch all_claimed{static_cast<std::ptrdiff_t>(threads)};
+    {
+        std::vector<std::jthread> pool;
+        for (std::size_t t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                const auto c = cells.local();
+                got[t] = {&c.value, c.alone, resil::detail::this_thread_stripe()};
+                all_claimed.arrive_and_wait();  // nobody gives an index back before all have one
+            });
+    }
+    const auto* first_shared = &cells[cells.size() / 2];
+    std::size_t alone = 0;
+    for (std::size_t t = 0; t < threads; ++t) {
+        if (!got[t].alone) {
+            CHECK(got[t].cell >= static_cast<const void*>(first_shared));  // one of the shared cells
+            continue;
+        }
+        ++alone;
+        CHECK(got[t].cell == static_cast<const void*>(&cells[got[t].index]));
+        CHECK(got[t].cell < static_cast<const void*>(first_shared));
+        for (std::size_t u = 0; u < threads; ++u)
+            if (u != t) CHECK(got[u].cell != got[t].cell);  // nobody else writes it
+    }
+    // At most one thread per index alone (this thread may hold one index).
+    CHECK(alone <= resil::detail::max_stripes);
+    CHECK(alone + 1 >= resil::detail::max_stripes);
+    CHECK(threads - alone >= threads - resil::detail::max_stripes);
+}
+
+TEST_CASE("owned stripes: an index given back carries its cell's writes to the next thread that holds it") {
+    // Short-lived threads, a few at a time: indices are given back and taken
+    // again; each new holder must continue from its predecessor's count.
+    const resil::detail::owned_stripes<std::atomic<std::uint64_t>> cells{2};
+    constexpr int rounds = 40;
+    constexpr int at_once = 4;
+    constexpr std::uint64_t per_thread = 5'000;
+    for (int r = 0; r < rounds; ++r) {
+        std::vector<std::jthread> pool;
+        for (int t = 0; t < at_once; ++t)
+            pool.emplace_back([&] {
+                for (std::uint64_t i = 0; i < per_thread; ++i) {
+                    const auto c = cells.local();
+                    if (c.alone)
+                        c.value.store(c.value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+                    else
+                        c.value.fetch_add(1, std::memory_order_relaxed);
+                }
+            });
+    }
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < cells.size(); ++i) total += cells[i].load();
+    CHECK(total == std::uint64_t{rounds} * at_once * per_thread);
+}
+
+TEST_CASE("rolling time window: records from more threads than stripe indices total exactly") {
+    // Threads alone on their ring and threads sharing one, side by side.
+    resil::detail::rolling_time_window window{10s};
+    const time_point t{std::chrono::hours{3}};
+    constexpr int threads = static_cast<int>(resil::detail::max_stripes) + 16;
+    constexpr int per_thread = 4'000;
+    {
+        std::latch start{threads};
+        std::vector<std::jthread> pool;
+        for (int id = 0; id < threads; ++id)
+            pool.emplace_back([&, id] {
+                start.arrive_and_wait();  // all alive together, all writing at once
+                for (int i = 0; i < per_thread; ++i) window.record(t + std::chrono::seconds{(i + id) % 3}, i % 4 == 0);
+            });
+    }
+    const auto c = window.totals(t + 2s);
+    CHECK(c.calls == std::uint64_t{threads} * per_thread);
+    CHECK(c.failures == std::uint64_t{threads} * (per_thread / 4));
+    CHECK(window.lifetime().calls == std::uint64_t{threads} * per_thread);
 }
 
 TEST_CASE("striped counter: adds from many threads over more stripes than cores total exactly") {

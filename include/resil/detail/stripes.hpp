@@ -60,15 +60,32 @@ inline constexpr std::size_t max_stripes = 64;
 /// gives back an index, never per call).
 inline std::array<std::atomic<std::uint32_t>, max_stripes> stripe_index_users{};
 
-/// Gives the calling thread the index with the fewest live threads, and
-/// gives it back when the thread ends. The count is claimed by
-/// compare-and-swap, so threads starting together see each other's claims
-/// and take different indices.
+/// Set in a thread's stripe word when the thread shares its index with
+/// another live thread (more than max_stripes threads alive), and after it
+/// has given its index back (a thread-local destructor that runs later still
+/// writes, but no longer alone).
+inline constexpr std::uint32_t shared_stripe_bit = std::uint32_t{1} << 31;
+
+/// The calling thread's stripe word: its index, with shared_stripe_bit when
+/// it is not the index's only holder; max_stripes until claimed.
+/// Constant-initialized and trivially destructible: read without a guard.
+[[nodiscard]] inline std::uint32_t& this_thread_stripe_word() noexcept {
+    static thread_local std::uint32_t word = max_stripes;
+    return word;
+}
+
+/// Gives the calling thread the index with the fewest live threads (the
+/// lowest such index), and gives it back when the thread ends. The count is
+/// claimed by compare-and-swap, so threads starting together see each
+/// other's claims and take different indices. Returns the stripe word. A
+/// thread that found its index free holds it alone until it ends: the
+/// give-back releases what it wrote, and the next holder's claim acquires it.
 [[nodiscard]] inline std::uint32_t claim_stripe_index() noexcept {
     std::uint32_t best = 0;
+    std::uint32_t fewest = 0;
     for (;;) {
         best = 0;
-        auto fewest = stripe_index_users[0].load(std::memory_order_relaxed);
+        fewest = stripe_index_users[0].load(std::memory_order_relaxed);
         for (std::uint32_t i = 1; i < max_stripes && fewest != 0; ++i) {
             const auto users = stripe_index_users[i].load(std::memory_order_relaxed);
             if (users < fewest) {
@@ -76,24 +93,32 @@ inline std::array<std::atomic<std::uint32_t>, max_stripes> stripe_index_users{};
                 fewest = users;
             }
         }
-        if (stripe_index_users[best].compare_exchange_strong(fewest, fewest + 1, std::memory_order_relaxed)) break;
+        if (stripe_index_users[best].compare_exchange_strong(fewest, fewest + 1, std::memory_order_acquire,
+                                                             std::memory_order_relaxed))
+            break;
     }
     struct give_back {
         std::uint32_t index;
-        ~give_back() { stripe_index_users[index].fetch_sub(1, std::memory_order_relaxed); }
+        ~give_back() {
+            this_thread_stripe_word() = index | shared_stripe_bit;
+            stripe_index_users[index].fetch_sub(1, std::memory_order_release);
+        }
     };
     static thread_local const give_back on_thread_exit{best};
-    return best;
+    return fewest == 0 ? best : best | shared_stripe_bit;
+}
+
+/// The calling thread's stripe word (see this_thread_stripe_word()).
+[[nodiscard]] inline std::uint32_t this_thread_stripe_claim() noexcept {
+    auto& word = this_thread_stripe_word();
+    if (word == max_stripes) [[unlikely]]
+        word = claim_stripe_index();
+    return word;
 }
 
 /// The calling thread's stripe index, in [0, max_stripes).
 [[nodiscard]] inline std::size_t this_thread_stripe() noexcept {
-    constexpr std::uint32_t unclaimed = max_stripes;
-    // Constant-initialized and trivially destructible: read without a guard.
-    static thread_local std::uint32_t index = unclaimed;
-    if (index == unclaimed) [[unlikely]]
-        index = claim_stripe_index();
-    return index;
+    return this_thread_stripe_claim() & ~shared_stripe_bit;
 }
 
 /// `count` stripes of T (a power of two; default_stripe_count() unless a test
@@ -112,6 +137,49 @@ public:
     [[nodiscard]] T& local() const noexcept { return cells_[this_thread_stripe() & mask_].value; }
 
     [[nodiscard]] std::size_t size() const noexcept { return mask_ + 1; }
+    [[nodiscard]] T& operator[](std::size_t i) const noexcept { return cells_[i].value; }
+
+    /// Bytes allocated for the stripes.
+    [[nodiscard]] std::size_t bytes() const noexcept { return size() * sizeof(cell); }
+
+private:
+    struct alignas(stripe_alignment) cell {
+        T value{};
+    };
+    std::size_t mask_;
+    std::unique_ptr<cell[]> cells_;
+};
+
+/// Stripes that a thread may be the only writer of: a thread that holds its
+/// stripe index alone, and whose index is below `count`, gets a cell nobody
+/// else writes, and may update it with a plain load and store instead of a
+/// compare-and-swap (a locked instruction, about a quarter of a
+/// five-policy call here). Every other thread gets one of `count` more
+/// cells, shared as in stripes<T>, and updates them atomically. Twice the
+/// cells of stripes<T>; nothing else writes a cell while its owner lives, so
+/// only data that threads alone write (not reset from outside) belongs here.
+template <class T>
+class owned_stripes {
+public:
+    explicit owned_stripes(std::size_t count = default_stripe_count())
+        : mask_(std::bit_ceil(std::clamp<std::size_t>(count, 1, max_stripes)) - 1), cells_(new cell[2 * (mask_ + 1)]) {}
+
+    owned_stripes(const owned_stripes&) = delete;
+    owned_stripes& operator=(const owned_stripes&) = delete;
+
+    /// The calling thread's cell, and whether the thread is its only writer.
+    struct local_cell {
+        T& value;
+        bool alone;
+    };
+    [[nodiscard]] local_cell local() const noexcept {
+        const auto word = this_thread_stripe_claim();
+        if (word <= mask_) [[likely]]  // held alone (no shared bit), and one of the owned cells
+            return {cells_[word].value, true};
+        return {cells_[mask_ + 1 + (word & mask_)].value, false};
+    }
+
+    [[nodiscard]] std::size_t size() const noexcept { return 2 * (mask_ + 1); }
     [[nodiscard]] T& operator[](std::size_t i) const noexcept { return cells_[i].value; }
 
     /// Bytes allocated for the stripes.
