@@ -121,33 +121,48 @@ inline constexpr std::uint32_t shared_stripe_bit = std::uint32_t{1} << 31;
     return this_thread_stripe_claim() & ~shared_stripe_bit;
 }
 
-/// `count` stripes of T (a power of two; default_stripe_count() unless a test
-/// asks for another), each value-initialized on cache lines of its own.
-/// local() is the calling thread's stripe; [] and size() visit them all.
+/// The cells behind stripes<T> and owned_stripes<T>: `sets` × `count` cells
+/// of T (count a power of two in [1, max_stripes]), each value-initialized on
+/// cache lines of its own; [] and size() visit them all.
 template <class T>
-class stripes {
+class stripe_cells {
 public:
-    explicit stripes(std::size_t count = default_stripe_count())
-        : mask_(std::bit_ceil(std::clamp<std::size_t>(count, 1, max_stripes)) - 1), cells_(new cell[mask_ + 1]) {}
+    stripe_cells(const stripe_cells&) = delete;
+    stripe_cells& operator=(const stripe_cells&) = delete;
 
-    stripes(const stripes&) = delete;
-    stripes& operator=(const stripes&) = delete;
-
-    /// The calling thread's stripe.
-    [[nodiscard]] T& local() const noexcept { return cells_[this_thread_stripe() & mask_].value; }
-
-    [[nodiscard]] std::size_t size() const noexcept { return mask_ + 1; }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
     [[nodiscard]] T& operator[](std::size_t i) const noexcept { return cells_[i].value; }
 
     /// Bytes allocated for the stripes.
     [[nodiscard]] std::size_t bytes() const noexcept { return size() * sizeof(cell); }
 
+protected:
+    stripe_cells(std::size_t count, std::size_t sets)
+        : mask_(std::bit_ceil(std::clamp<std::size_t>(count, 1, max_stripes)) - 1),
+          size_(sets * (mask_ + 1)),
+          cells_(new cell[size_]) {}
+    ~stripe_cells() = default;
+
+    std::size_t mask_;
+
 private:
     struct alignas(stripe_alignment) cell {
         T value{};
     };
-    std::size_t mask_;
+    std::size_t size_;
     std::unique_ptr<cell[]> cells_;
+};
+
+/// `count` stripes of T (a power of two; default_stripe_count() unless a test
+/// asks for another), each value-initialized on cache lines of its own.
+/// local() is the calling thread's stripe; [] and size() visit them all.
+template <class T>
+class stripes : public stripe_cells<T> {
+public:
+    explicit stripes(std::size_t count = default_stripe_count()) : stripe_cells<T>(count, 1) {}
+
+    /// The calling thread's stripe.
+    [[nodiscard]] T& local() const noexcept { return (*this)[this_thread_stripe() & this->mask_]; }
 };
 
 /// Stripes that a thread may be the only writer of: a thread that holds its
@@ -159,13 +174,9 @@ private:
 /// cells of stripes<T>; nothing else writes a cell while its owner lives, so
 /// only data that threads alone write (not reset from outside) belongs here.
 template <class T>
-class owned_stripes {
+class owned_stripes : public stripe_cells<T> {
 public:
-    explicit owned_stripes(std::size_t count = default_stripe_count())
-        : mask_(std::bit_ceil(std::clamp<std::size_t>(count, 1, max_stripes)) - 1), cells_(new cell[2 * (mask_ + 1)]) {}
-
-    owned_stripes(const owned_stripes&) = delete;
-    owned_stripes& operator=(const owned_stripes&) = delete;
+    explicit owned_stripes(std::size_t count = default_stripe_count()) : stripe_cells<T>(count, 2) {}
 
     /// The calling thread's cell, and whether the thread is its only writer.
     struct local_cell {
@@ -174,23 +185,11 @@ public:
     };
     [[nodiscard]] local_cell local() const noexcept {
         const auto word = this_thread_stripe_claim();
-        if (word <= mask_) [[likely]]  // held alone (no shared bit), and one of the owned cells
-            return {cells_[word].value, true};
-        return {cells_[mask_ + 1 + (word & mask_)].value, false};
+        const auto mask = this->mask_;
+        if (word <= mask) [[likely]]  // held alone (no shared bit), and one of the owned cells
+            return {(*this)[word], true};
+        return {(*this)[mask + 1 + (word & mask)], false};
     }
-
-    [[nodiscard]] std::size_t size() const noexcept { return 2 * (mask_ + 1); }
-    [[nodiscard]] T& operator[](std::size_t i) const noexcept { return cells_[i].value; }
-
-    /// Bytes allocated for the stripes.
-    [[nodiscard]] std::size_t bytes() const noexcept { return size() * sizeof(cell); }
-
-private:
-    struct alignas(stripe_alignment) cell {
-        T value{};
-    };
-    std::size_t mask_;
-    std::unique_ptr<cell[]> cells_;
 };
 
 /// A counter that many threads increment and few read: one atomic per
