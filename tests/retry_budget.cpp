@@ -1,7 +1,6 @@
 #include <resil/retry_budget.hpp>
 #include <resil/testing/manual_clock.hpp>
 
-#include <latch>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -181,27 +180,6 @@ struct resil::detail::retry_budget_probe {
         return b.confirm(epoch, slot);
     }
 };
-
-TEST_CASE("retry budget: deposits from more threads than stripe indices are all counted") {
-    // Threads alone on their ring (plain stores) and threads sharing one
-    // (compare-and-swap), all alive and depositing at once.
-    manual_clock clock;
-    resil::retry_budget budget{{.ratio = 0.5, .min_per_second = 0, .window = 10s}};
-    const auto t = clock.now();
-    constexpr int threads = 64 + 16;
-    constexpr int per_thread = 2'000;
-    {
-        std::latch start{threads};
-        std::vector<std::jthread> pool;
-        for (int id = 0; id < threads; ++id)
-            pool.emplace_back([&, id] {
-                start.arrive_and_wait();
-                // Two slots of the window, alternating.
-                for (int i = 0; i < per_thread; ++i) budget.deposit(t + std::chrono::seconds{(i + id) % 2});
-            });
-    }
-    CHECK(budget.balance(t + 1s) == threads * per_thread / 2);
-}
 
 TEST_CASE("retry budget: retries taken at a later reading count against an earlier one") {
     manual_clock clock;

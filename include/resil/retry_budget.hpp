@@ -95,8 +95,7 @@ public:
     /// thread's stripe.
     void deposit(time_point now) noexcept {
         const auto epoch = epoch_of(now);
-        const auto ring = deposits_.local();
-        auto& slot = ring.value[epoch % slots];
+        auto& slot = deposits_.local()[epoch % slots];
         // Acquire: a slot written by a later reading brings that reading's
         // update of latest_epoch_ with it, for stale() to see.
         auto word = slot.load(std::memory_order_acquire);
@@ -106,12 +105,7 @@ public:
             const auto desired = packed_epoch(word) == (epoch & epoch_mask)
                                      ? (count_of(word) < count_max ? word + 1 : word)
                                      : pack(epoch, 1);
-            if (desired == word) return;
-            if (ring.alone) {  // nobody else writes this ring: no locked instruction needed
-                slot.store(desired, std::memory_order_release);
-                return;
-            }
-            if (slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel)) return;
+            if (desired == word || slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel)) return;
         }
     }
 
@@ -273,9 +267,8 @@ private:
     std::int64_t reserve_ = 0;
     mutable std::atomic<std::uint64_t> last_epoch_{0};  // the newest slot epoch_of() located
     std::atomic<std::uint64_t> latest_epoch_{0};        // the newest epoch any deposit or withdrawal reached
-    // Requests: a ring per thread that holds its stripe alone (written
-    // without a locked instruction), and one per stripe of the others.
-    detail::owned_stripes<std::array<std::atomic<std::uint64_t>, slots>> deposits_;
+    // Requests, one ring per stripe of threads.
+    detail::stripes<std::array<std::atomic<std::uint64_t>, slots>> deposits_;
     // Retries, shared by every thread (written by withdrawals only): on lines
     // of their own, away from the words every deposit reads.
     alignas(detail::stripe_alignment) std::array<std::atomic<std::uint64_t>, slots> slots_{};

@@ -71,9 +71,8 @@ public:
         return window_.behind(t, generation);
     }
     /// The time window tells generations apart by itself (each shifts its
-    /// buckets), so a change of state leaves it as it is: emptying it would
-    /// write the rings that threads write alone (rolling_time_window::clear).
-    void stamp(std::uint64_t /*generation*/) noexcept {}
+    /// buckets); emptying it moves what it held to lifetime().
+    void stamp(std::uint64_t /*generation*/) noexcept { window_.clear(); }
     [[nodiscard]] window_counts lifetime() const noexcept { return window_.lifetime(); }
     template <class Now>
     [[nodiscard]] window_counts window(std::uint64_t generation, Now&& now) const noexcept {

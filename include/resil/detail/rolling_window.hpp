@@ -18,8 +18,7 @@
 // breaker do not take turns owning one cache line on every call; totals add
 // the stripes up. A success reads two words every record reads (the bucket
 // length and the last bucket located, written about once per bucket) and
-// writes only its stripe's bucket: with a plain store when the thread is the
-// ring's only writer (detail::owned_stripes), else a compare-and-swap.
+// writes only its stripe's bucket.
 #pragma once
 
 #include <algorithm>
@@ -53,8 +52,8 @@ struct window_counts {
 /// buckets - 1 before it, so it spans between (buckets - 1) / buckets of the
 /// window and all of it. Each bucket is two atomic words, calls and failures,
 /// each packing the bucket's epoch (its index in time) with its count, so a
-/// success is one store (one compare-and-swap on a shared ring) of one word
-/// and a stale bucket is reset by the record that finds it.
+/// success is one compare-and-swap on one word and a stale bucket is reset by
+/// the record that finds it.
 ///
 /// A record and a total may name a `generation` (the circuit breaker's state
 /// generation): each generation counts in a window of its own, and records
@@ -77,20 +76,17 @@ public:
     rolling_time_window& operator=(const rolling_time_window&) = delete;
 
     [[nodiscard]] duration bucket_length() const noexcept { return duration{static_cast<duration::rep>(bucket_ticks_)}; }
-    /// Rings kept: one per stripe of threads that hold their stripe alone,
-    /// and as many for the others (detail::owned_stripes).
+    /// Rings kept, one per stripe of threads.
     [[nodiscard]] std::size_t stripe_count() const noexcept { return rings_.size(); }
 
     /// Counts one call made (or finished) at `now`, in `generation`'s window.
     void record(time_point now, bool failed, std::uint64_t generation = 0) noexcept {
         const auto epoch = logical_epoch(now, generation);
-        const auto ring = rings_.local();
-        auto& slot = ring.value[epoch.index];
+        auto& slot = rings_.local()[epoch.index];
         // A success writes the calls word only; a failure adds to both, calls
         // first, so that a total never sees more failures than calls for long.
-        if (!add(slot.calls, epoch.epoch, folded_calls_, ring.alone)) return count_outside(failed);
-        if (failed && !add(slot.failures, epoch.epoch, folded_failures_, ring.alone))
-            folded_failures_.fetch_add(1, std::memory_order_relaxed);
+        if (!add(slot.calls, epoch.epoch, folded_calls_)) return count_outside(failed);
+        if (failed && !add(slot.failures, epoch.epoch, folded_failures_)) folded_failures_.fetch_add(1, std::memory_order_relaxed);
     }
 
     /// Whether a record at `now` would land before the newest bucket any
@@ -127,10 +123,7 @@ public:
         return c;
     }
 
-    /// Empties the window (lifetime() keeps what it held). Not while records
-    /// run: a thread that writes its ring alone would put back what this
-    /// took. (The breaker does not clear a time window when its state
-    /// changes: each generation counts under buckets of its own.)
+    /// Empties the window (lifetime() keeps what it held).
     void clear() noexcept {
         for (std::size_t r = 0; r < rings_.size(); ++r) {
             for (auto& slot : rings_[r]) {
@@ -160,21 +153,14 @@ private:
 
     // Adds one to `slot` for bucket `epoch`; false when the record is outside
     // the window (too old, or the bucket is full) and was not counted there.
-    // A count the slot drops when it starts afresh goes to `folded`. `alone`:
-    // the calling thread is the only writer of the slot's ring.
-    bool add(std::atomic<std::uint64_t>& slot, std::uint64_t epoch, std::atomic<std::uint64_t>& folded,
-             bool alone) noexcept {
+    // A count the slot drops when it starts afresh goes to `folded`.
+    bool add(std::atomic<std::uint64_t>& slot, std::uint64_t epoch, std::atomic<std::uint64_t>& folded) noexcept {
         auto word = slot.load(std::memory_order_relaxed);
         // The common case, kept small enough to inline: the slot is current
-        // and not full, and nobody else wrote it meanwhile (nobody else can,
-        // for a thread alone on its ring: no locked instruction then).
-        if (tag_of(word) == (epoch & epoch_mask) && count_of(word) != count_max) [[likely]] {
-            if (alone) {
-                slot.store(word + 1, std::memory_order_relaxed);
-                return true;
-            }
-            if (slot.compare_exchange_weak(word, word + 1, std::memory_order_relaxed)) return true;
-        }
+        // and not full, and nobody else wrote it meanwhile.
+        if (tag_of(word) == (epoch & epoch_mask) && count_of(word) != count_max &&
+            slot.compare_exchange_weak(word, word + 1, std::memory_order_relaxed))
+            return true;
         return add_slow(slot, epoch, folded);
     }
 
@@ -271,10 +257,8 @@ private:
         std::atomic<std::uint64_t> calls{0};
         std::atomic<std::uint64_t> failures{0};
     };
-    // One ring per thread that holds its stripe alone, written without a
-    // locked instruction, and one per stripe of the others: 160 bytes each,
-    // 256 with the padding.
-    owned_stripes<std::array<slot_pair, buckets>> rings_;
+    // One ring per stripe: 160 bytes, 256 with the padding.
+    stripes<std::array<slot_pair, buckets>> rings_;
     std::atomic<std::uint64_t> latest_epoch_{0};  // the newest bucket any record reached
 };
 
