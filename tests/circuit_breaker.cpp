@@ -27,6 +27,7 @@
 #include "catch.hpp"
 
 #include "support/allocation_counter.hpp"
+#include "support/stripe_sharing.hpp"
 
 using resil_test::allocations;
 using resil_test::counting_allocations;
@@ -1068,9 +1069,217 @@ TEST_CASE("stripes: each stripe on cache lines of its own, allocated once") {
     CHECK(resil::detail::stripes<int>{5}.size() == 8);   // rounded up to a power of two
     CHECK(resil::detail::stripes<int>{0}.size() == 1);
     CHECK(resil::detail::stripes<int>{1000}.size() == resil::detail::max_stripes);
-    // A ring of 10 buckets (160 bytes) takes two 128-byte units.
+    // A ring of 10 buckets (160 bytes) takes two 128-byte units; 4 stripes
+    // keep 4 rings for threads that hold their stripe alone and 4 shared.
     resil::detail::rolling_time_window window{10s, 4};
-    CHECK(window.stripe_count() == 4);
+    CHECK(window.stripe_count() == 8);
+    resil::detail::owned_stripes<std::array<std::atomic<std::uint64_t>, 20>> rings{4};
+    CHECK(rings.size() == 8);
+    CHECK(rings.bytes() == 8 * 2 * resil::detail::stripe_alignment);
+    for (std::size_t i = 0; i < rings.size(); ++i)
+        CHECK(reinterpret_cast<std::uintptr_t>(&rings[i]) % resil::detail::stripe_alignment == 0);
+}
+
+TEST_CASE("owned stripes: a thread alone on its index writes a cell of its own; the rest share the other half") {
+    // More threads alive together than there are stripe indices: some must
+    // share an index, and none of those may get a cell written without a lock.
+    constexpr std::size_t threads = resil::detail::max_stripes + 8;
+    const resil::detail::owned_stripes<std::atomic<std::uint64_t>> cells{resil::detail::max_stripes};
+    struct seen {
+        const void* cell = nullptr;
+        bool alone = false;
+        std::size_t index = 0;
+    };
+    std::vector<seen> got(threads);
+    std::latch all_claimed{static_cast<std::ptrdiff_t>(threads)};
+    {
+        std::vector<std::jthread> pool;
+        for (std::size_t t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                const auto c = cells.local();
+                got[t] = {&c.value, c.alone, resil::detail::this_thread_stripe()};
+                all_claimed.arrive_and_wait();  // nobody gives an index back before all have one
+            });
+    }
+    const auto* first_shared = &cells[cells.size() / 2];
+    std::size_t alone = 0;
+    for (std::size_t t = 0; t < threads; ++t) {
+        if (!got[t].alone) {
+            CHECK(got[t].cell >= static_cast<const void*>(first_shared));  // one of the shared cells
+            continue;
+        }
+        ++alone;
+        CHECK(got[t].cell == static_cast<const void*>(&cells[got[t].index]));
+        CHECK(got[t].cell < static_cast<const void*>(first_shared));
+        for (std::size_t u = 0; u < threads; ++u)
+            if (u != t) CHECK(got[u].cell != got[t].cell);  // nobody else writes it
+    }
+    // At most one thread per index alone (this thread may hold one index).
+    CHECK(alone <= resil::detail::max_stripes);
+    CHECK(alone + 1 >= resil::detail::max_stripes);
+    CHECK(threads - alone >= threads - resil::detail::max_stripes);
+}
+
+TEST_CASE("owned stripes: an index given back carries its cell's writes to the next thread that holds it") {
+    // Short-lived threads whose lifetimes overlap: each starts before the one
+    // before it ends, so indices are given back and taken again while others
+    // run; each new holder must continue from its predecessor's count.
+    const resil::detail::owned_stripes<std::atomic<std::uint64_t>> cells{2};
+    constexpr int threads = 160;
+    constexpr std::uint64_t per_thread = 5'000;
+    const auto add = [&] {
+        for (std::uint64_t i = 0; i < per_thread; ++i) {
+            const auto c = cells.local();
+            if (c.alone)
+                c.value.store(c.value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            else
+                c.value.fetch_add(1, std::memory_order_relaxed);
+        }
+    };
+    {
+        std::deque<std::jthread> pool;
+        for (int t = 0; t < threads; ++t) {
+            pool.emplace_back(add);
+            if (pool.size() == 3) pool.pop_front();  // joins the oldest; two keep running
+        }
+    }
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < cells.size(); ++i) total += cells[i].load();
+    CHECK(total == std::uint64_t{threads} * per_thread);
+}
+
+namespace {
+// Records `n` successes into `window` from a thread-local destructor, which
+// runs after the thread has given its stripe index back (it was constructed
+// before the thread claimed one); `started` tells another thread so.
+struct records_at_thread_exit {
+    resil::detail::rolling_time_window* window = nullptr;
+    time_point at{};
+    int n = 0;
+    std::atomic<bool>* started = nullptr;
+    ~records_at_thread_exit() {
+        if (started != nullptr) started->store(true);
+        for (int i = 0; i < n; ++i) window->record(at, false);
+    }
+};
+}  // namespace
+
+TEST_CASE("rolling time window: a thread that has given its index back no longer writes that ring alone") {
+    // The next thread to take the index writes the ring alone at once; the
+    // thread still recording from its thread-local destructors must use the
+    // shared rings then, or one of the two loses counts.
+    resil::detail::rolling_time_window window{10s, resil::detail::max_stripes};
+    const time_point t{std::chrono::hours{3}};
+    constexpr int rounds = 20;
+    constexpr int per_thread = 100'000;
+    for (int r = 0; r < rounds; ++r) {
+        std::atomic<bool> given_back{false};
+        std::atomic<std::size_t> leaving_index{0};
+        std::atomic<std::size_t> arriving_index{1};
+        std::jthread leaving{[&] {
+            static thread_local records_at_thread_exit late;  // constructed before the index is claimed
+            late.window = &window;  // member by member: a temporary's destructor would record too
+            late.at = t;
+            late.n = per_thread;
+            late.started = &given_back;
+            window.record(t, false);  // claims an index
+            leaving_index = resil::detail::this_thread_stripe();
+        }};
+        std::jthread arriving{[&] {
+            while (!given_back.load()) std::this_thread::yield();
+            for (int i = 0; i < per_thread; ++i) window.record(t, false);  // takes the index just given back
+            arriving_index = resil::detail::this_thread_stripe();
+        }};
+        leaving.join();
+        arriving.join();
+        CHECK(arriving_index.load() == leaving_index.load());
+    }
+    CHECK(window.totals(t).calls == std::uint64_t{rounds} * (2 * per_thread + 1));
+}
+
+TEST_CASE("rolling time window: a ring written alone holds one generation") {
+    resil::detail::rolling_time_window window{10s};
+    const time_point t{std::chrono::hours{3}};
+    const auto owned = [] { return (resil::detail::this_thread_stripe_claim() & resil::detail::shared_stripe_bit) == 0; };
+    REQUIRE(owned());  // this thread holds its index alone (tests run one at a time)
+    for (int i = 0; i < 3; ++i) window.record(t, i == 0, 7);
+    CHECK(window.totals(t, 7).calls == 3);
+    window.begin_generation(8);
+    CHECK(window.totals(t, 8).calls == 0);  // the ring holds generation 7: not counted in 8
+    CHECK(window.totals(t, 7).calls == 3);
+    window.record(t, true, 8);  // its owner empties it for generation 8
+    CHECK(window.totals(t, 8).calls == 1);
+    CHECK(window.totals(t, 8).failures == 1);
+    CHECK(window.totals(t, 7).calls == 0);
+    window.record(t, true, 7);  // a late record of generation 7 counts outside the window
+    CHECK(window.totals(t, 8).calls == 1);
+    CHECK(window.lifetime().calls == 5);
+    CHECK(window.lifetime().failures == 3);
+}
+
+TEST_CASE("rolling time window: an earlier generation's buckets never come back into a later window") {
+    // Each generation shifts its bucket tags by a stride modulo 2^24; three
+    // generations on, the tag of a bucket 2,447,765 buckets (41 min with
+    // 1 ms buckets) after an old one equals the old one's. The old buckets
+    // must be gone by then, in the rings threads write alone and in the
+    // shared ones alike.
+    constexpr std::int64_t alias = 2'447'765;  // (-3 * 0x9E3779) mod 2^24
+    const time_point t{std::chrono::hours{3}};
+    const time_point later = t + std::chrono::milliseconds{alias};
+    const auto exercise = [&](resil::detail::rolling_time_window& window) {
+        for (int i = 0; i < 5; ++i) window.record(t, true, 0);
+        CHECK(window.totals(t, 0).calls == 5);
+        for (std::uint64_t g = 1; g <= 3; ++g) window.begin_generation(g);
+        CHECK(window.totals(later, 3).calls == 0);
+        window.record(later, false, 3);  // and a new record there counts
+        CHECK(window.totals(later, 3).calls == 1);
+        CHECK(window.totals(later, 3).failures == 0);
+        CHECK(window.lifetime().calls == 6);
+    };
+    SECTION("a ring written alone") {
+        resil::detail::rolling_time_window window{10ms};
+        REQUIRE((resil::detail::this_thread_stripe_claim() & resil::detail::shared_stripe_bit) == 0);
+        exercise(window);
+    }
+    SECTION("a shared ring") {
+        // Every index taken by threads that wait: the thread after them shares.
+        resil::detail::rolling_time_window window{10ms};
+        std::latch claimed{static_cast<std::ptrdiff_t>(resil::detail::max_stripes)};
+        std::latch done{1};
+        std::vector<std::jthread> holders;
+        for (std::size_t i = 0; i < resil::detail::max_stripes; ++i)
+            holders.emplace_back([&] {
+                (void)resil::detail::this_thread_stripe();
+                claimed.count_down();
+                done.wait();
+            });
+        claimed.wait();
+        bool shared = false;
+        std::jthread{[&] {  // the test thread waits: one thread asserts at a time
+            shared = (resil::detail::this_thread_stripe_claim() & resil::detail::shared_stripe_bit) != 0;
+            if (shared) exercise(window);
+        }}.join();
+        CHECK(shared);
+        done.count_down();
+    }
+}
+
+TEST_CASE("rolling time window: a thread sharing its index and that index's holder both count exactly") {
+    // The two record into one bucket at once, long enough to run side by
+    // side on two cores: had the sharer also taken the holder's ring for its
+    // own, the two would overwrite each other's counts.
+    resil::detail::rolling_time_window window{10s, resil::detail::max_stripes};
+    const time_point t{std::chrono::hours{3}};
+    constexpr int per_thread = 1'000'000;
+    const auto s = resil_test::run_sharer_beside_holder([&] {
+        for (int i = 0; i < per_thread; ++i) window.record(t, i % 4 == 0);
+    });
+    CHECK(s.sharer_shares);
+    CHECK(s.holders_writing == 1);
+    const auto c = window.totals(t);
+    CHECK(c.calls == std::uint64_t{2} * per_thread);
+    CHECK(c.failures == std::uint64_t{2} * (per_thread / 4));
+    CHECK(window.lifetime().calls == std::uint64_t{2} * per_thread);
 }
 
 TEST_CASE("striped counter: adds from many threads over more stripes than cores total exactly") {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/stripe_sharing.hpp"
 
 using namespace std::chrono_literals;
 using resil::testing::manual_clock;
@@ -180,6 +181,22 @@ struct resil::detail::retry_budget_probe {
         return b.confirm(epoch, slot);
     }
 };
+
+TEST_CASE("retry budget: a thread sharing its stripe index and that index's holder both deposit exactly") {
+    // The holder deposits with plain stores, the sharer with compare-and-swap,
+    // into one slot at once: had the sharer also taken the holder's ring for
+    // its own, the two would overwrite each other's counts.
+    manual_clock clock;
+    resil::retry_budget budget{{.ratio = 0.5, .min_per_second = 0, .window = 10s}};
+    const auto t = clock.now();
+    constexpr int per_thread = 1'000'000;
+    const auto s = resil_test::run_sharer_beside_holder([&] {
+        for (int i = 0; i < per_thread; ++i) budget.deposit(t);
+    });
+    CHECK(s.sharer_shares);
+    CHECK(s.holders_writing == 1);
+    CHECK(budget.balance(t) == per_thread);  // 2 * per_thread requests at ratio 0.5
+}
 
 TEST_CASE("retry budget: retries taken at a later reading count against an earlier one") {
     manual_clock clock;

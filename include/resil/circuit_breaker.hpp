@@ -85,10 +85,11 @@ namespace resil {
 /// A circuit breaker on `Clock` (see the top of this header). Every member
 /// may be called from any thread at any time. Neither copyable nor movable:
 /// share it by reference (std::ref in a pipeline). Size: a few hundred bytes,
-/// plus, allocated at construction, 384 bytes per stripe in time_window mode
-/// (one stripe per hardware thread, rounded up to a power of two, at most 64:
-/// 1.5 KB on 4 threads, 24 KB on 64) or window_calls / 4 bytes in
-/// count_window mode.
+/// plus, allocated at construction, 640 bytes per stripe in time_window mode
+/// (two rings of 256 bytes, one written by a thread alone and one shared,
+/// and the rejection counter's 128; one stripe per hardware thread, rounded
+/// up to a power of two, at most 64: 2.5 KB on 4 threads, 40 KB on 64) or
+/// window_calls / 4 bytes in count_window mode.
 template <clock Clock = steady_clock>
 class basic_circuit_breaker {
 public:
@@ -526,9 +527,11 @@ private:
 
     void notify(const events::breaker_state_changed& e, transition_note* note) const noexcept;
 
-    /// Empties the window for the closed state that the change claimed in `s`
-    /// is about to publish, and stamps it with that state's generation, so a
-    /// record that read an earlier state no longer counts in it.
+    /// Starts the window of the closed state that the change claimed in `s`
+    /// is about to publish, stamped with that state's generation, so a record
+    /// that read an earlier state no longer counts in it (a time window
+    /// empties its shared rings now, and each ring a thread writes alone at
+    /// that thread's first record in the new generation).
     void clear_window(std::uint64_t s) const noexcept;
 
     // ---- results ----

@@ -21,12 +21,13 @@
 // window only when another retry was committed meanwhile or the window
 // moved), so concurrent withdrawals can never overdraw the balance, whatever
 // order their clock readings arrive in. A deposit finds its slot with one
-// multiplication (the division runs about once per slot) and does one
-// compare-and-swap on the thread's stripe; a withdrawal reads 10 words per
-// stripe and the shared ring.
-// Memory: 128 bytes per stripe (default_stripe_count(): this machine's
-// hardware threads, rounded up to a power of two, at most 64), allocated at
-// construction. Share one budget per downstream dependency.
+// multiplication (the division runs about once per slot) and writes the
+// thread's ring: a plain store when the thread holds its stripe alone, else
+// a compare-and-swap on a ring it shares (detail::owned_stripes); a
+// withdrawal reads 10 words per ring (two rings per stripe) and the shared
+// ring. Memory: 2 × 128 bytes per stripe (default_stripe_count(): this
+// machine's hardware threads, rounded up to a power of two, at most 64),
+// allocated at construction. Share one budget per downstream dependency.
 #pragma once
 
 #include <algorithm>
@@ -95,7 +96,8 @@ public:
     /// thread's stripe.
     void deposit(time_point now) noexcept {
         const auto epoch = epoch_of(now);
-        auto& slot = deposits_.local()[epoch % slots];
+        const auto ring = deposits_.local();
+        auto& slot = ring.value[epoch % slots];
         // Acquire: a slot written by a later reading brings that reading's
         // update of latest_epoch_ with it, for stale() to see.
         auto word = slot.load(std::memory_order_acquire);
@@ -105,7 +107,12 @@ public:
             const auto desired = packed_epoch(word) == (epoch & epoch_mask)
                                      ? (count_of(word) < count_max ? word + 1 : word)
                                      : pack(epoch, 1);
-            if (desired == word || slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel)) return;
+            if (desired == word) return;
+            if (ring.alone) {  // nobody else writes this ring: no locked instruction needed
+                slot.store(desired, std::memory_order_release);
+                return;
+            }
+            if (slot.compare_exchange_weak(word, desired, std::memory_order_acq_rel)) return;
         }
     }
 
@@ -267,8 +274,9 @@ private:
     std::int64_t reserve_ = 0;
     mutable std::atomic<std::uint64_t> last_epoch_{0};  // the newest slot epoch_of() located
     std::atomic<std::uint64_t> latest_epoch_{0};        // the newest epoch any deposit or withdrawal reached
-    // Requests, one ring per stripe of threads.
-    detail::stripes<std::array<std::atomic<std::uint64_t>, slots>> deposits_;
+    // Requests: a ring per thread that holds its stripe alone (written
+    // without a locked instruction), and one per stripe of the others.
+    detail::owned_stripes<std::array<std::atomic<std::uint64_t>, slots>> deposits_;
     // Retries, shared by every thread (written by withdrawals only): on lines
     // of their own, away from the words every deposit reads.
     alignas(detail::stripe_alignment) std::array<std::atomic<std::uint64_t>, slots> slots_{};

@@ -13,9 +13,9 @@
 //                                    judge when it was a failure (only a
 //                                    failure can open), nothing otherwise
 //   opens(counts)                    the decision: do these counts open it?
-//   stamp(generation)                empties the window for closed period
-//                                    `generation` (results of earlier ones
-//                                    no longer count in it)
+//   stamp(generation)                starts the window of closed period
+//                                    `generation`, empty (results of
+//                                    earlier ones no longer count in it)
 //   lifetime() / window(generation, now)   what metrics() shows
 //
 // `now` is a callable returning the time; only the time window calls it, so
@@ -70,9 +70,10 @@ public:
     [[nodiscard]] bool behind(time_point t, std::uint64_t generation) const noexcept {
         return window_.behind(t, generation);
     }
-    /// The time window tells generations apart by itself (each shifts its
-    /// buckets); emptying it moves what it held to lifetime().
-    void stamp(std::uint64_t /*generation*/) noexcept { window_.clear(); }
+    /// Empties the shared rings; a ring written alone is emptied by its
+    /// owner at its first record in `generation`, and not counted until then
+    /// (rolling_time_window::begin_generation).
+    void stamp(std::uint64_t generation) noexcept { window_.begin_generation(generation); }
     [[nodiscard]] window_counts lifetime() const noexcept { return window_.lifetime(); }
     template <class Now>
     [[nodiscard]] window_counts window(std::uint64_t generation, Now&& now) const noexcept {

@@ -18,7 +18,11 @@
 // breaker do not take turns owning one cache line on every call; totals add
 // the stripes up. A success reads two words every record reads (the bucket
 // length and the last bucket located, written about once per bucket) and
-// writes only its stripe's bucket.
+// writes only its stripe's bucket: with a plain store when the thread is the
+// ring's only writer (detail::owned_stripes), else a compare-and-swap. A ring
+// written alone is emptied by its owner only (at its first record in a new
+// generation), since any other writer's reset would be undone by the owner's
+// next store.
 #pragma once
 
 #include <algorithm>
@@ -52,13 +56,20 @@ struct window_counts {
 /// buckets - 1 before it, so it spans between (buckets - 1) / buckets of the
 /// window and all of it. Each bucket is two atomic words, calls and failures,
 /// each packing the bucket's epoch (its index in time) with its count, so a
-/// success is one compare-and-swap on one word and a stale bucket is reset by
-/// the record that finds it.
+/// success is one store (one compare-and-swap on a shared ring) of one word
+/// and a stale bucket is reset by the record that finds it.
 ///
 /// A record and a total may name a `generation` (the circuit breaker's state
 /// generation): each generation counts in a window of its own, and records
 /// made under an earlier one never count in a later one's totals, however
-/// late they land.
+/// late they land. A generation's window starts empty: begin_generation()
+/// empties the shared rings, and each ring a thread writes alone holds one
+/// generation, emptied by its owner when it first records in a later one
+/// and skipped by totals() of any other. (Generations also shift their
+/// bucket tags, but a shift alone is not enough: tags are kept modulo 2^24,
+/// and a bucket left from an earlier generation would match a later
+/// generation's tag at some distance in time, 41 minutes with 1 ms buckets
+/// three generations on.)
 class rolling_time_window {
 public:
     static constexpr std::size_t buckets = 10;
@@ -76,17 +87,30 @@ public:
     rolling_time_window& operator=(const rolling_time_window&) = delete;
 
     [[nodiscard]] duration bucket_length() const noexcept { return duration{static_cast<duration::rep>(bucket_ticks_)}; }
-    /// Rings kept, one per stripe of threads.
+    /// Rings kept: one per stripe of threads that hold their stripe alone,
+    /// and as many for the others (detail::owned_stripes).
     [[nodiscard]] std::size_t stripe_count() const noexcept { return rings_.size(); }
 
     /// Counts one call made (or finished) at `now`, in `generation`'s window.
     void record(time_point now, bool failed, std::uint64_t generation = 0) noexcept {
         const auto epoch = logical_epoch(now, generation);
-        auto& slot = rings_.local()[epoch.index];
+        const auto ring = rings_.local();
+        if (ring.alone) {
+            // A ring written alone holds one generation: its owner empties it
+            // when it first records in a later one, and drops (counts
+            // outside) a late record of an earlier one.
+            const auto held = ring.value.generation.load(std::memory_order_relaxed);
+            if (held != generation) [[unlikely]] {
+                if (generation < held) return count_outside(failed);
+                restart(ring.value, generation);
+            }
+        }
+        auto& slot = ring.value.slots[epoch.index];
         // A success writes the calls word only; a failure adds to both, calls
         // first, so that a total never sees more failures than calls for long.
-        if (!add(slot.calls, epoch.epoch, folded_calls_)) return count_outside(failed);
-        if (failed && !add(slot.failures, epoch.epoch, folded_failures_)) folded_failures_.fetch_add(1, std::memory_order_relaxed);
+        if (!add(slot.calls, epoch.epoch, folded_calls_, ring.alone)) return count_outside(failed);
+        if (failed && !add(slot.failures, epoch.epoch, folded_failures_, ring.alone))
+            folded_failures_.fetch_add(1, std::memory_order_relaxed);
     }
 
     /// Whether a record at `now` would land before the newest bucket any
@@ -103,7 +127,11 @@ public:
         };
         window_counts c;
         for (std::size_t r = 0; r < rings_.size(); ++r) {
-            for (const auto& slot : rings_[r]) {
+            // A ring written alone that holds another generation has nothing
+            // of this one (acquire: what its owner emptied stays empty here).
+            if (r < rings_.owned_count() && rings_[r].generation.load(std::memory_order_acquire) != generation)
+                continue;
+            for (const auto& slot : rings_[r].slots) {
                 if (const auto w = slot.calls.load(std::memory_order_relaxed); current(w)) c.calls += count_of(w);
                 if (const auto w = slot.failures.load(std::memory_order_relaxed); current(w)) c.failures += count_of(w);
             }
@@ -115,7 +143,7 @@ public:
     [[nodiscard]] window_counts lifetime() const noexcept {
         window_counts c{folded_calls_.load(std::memory_order_relaxed), folded_failures_.load(std::memory_order_relaxed)};
         for (std::size_t r = 0; r < rings_.size(); ++r) {
-            for (const auto& slot : rings_[r]) {
+            for (const auto& slot : rings_[r].slots) {
                 c.calls += count_of(slot.calls.load(std::memory_order_relaxed));
                 c.failures += count_of(slot.failures.load(std::memory_order_relaxed));
             }
@@ -123,23 +151,28 @@ public:
         return c;
     }
 
-    /// Empties the window (lifetime() keeps what it held).
+    /// Empties the window (lifetime() keeps what it held). Not while records
+    /// run: a thread that writes its ring alone would put back what this
+    /// took.
     void clear() noexcept {
-        for (std::size_t r = 0; r < rings_.size(); ++r) {
-            for (auto& slot : rings_[r]) {
-                fold(folded_calls_, slot.calls.exchange(0, std::memory_order_relaxed));
-                fold(folded_failures_, slot.failures.exchange(0, std::memory_order_relaxed));
-            }
-        }
+        for (std::size_t r = 0; r < rings_.size(); ++r) empty(rings_[r]);
+    }
+
+    /// Starts `generation`'s window while records may run (the circuit
+    /// breaker's change of state): empties the rings that threads share.
+    /// A ring written alone is emptied by its owner instead, at its first
+    /// record in `generation`, and totals() skip it until then.
+    void begin_generation(std::uint64_t /*generation*/) noexcept {
+        for (std::size_t r = rings_.owned_count(); r < rings_.size(); ++r) empty(rings_[r]);
     }
 
 private:
     // Word layout (calls and failures alike): | epoch (24 bits) | count (40 bits) |.
     // 40 bits hold 10^12 calls per bucket and stripe: 127 M calls a second
     // for the 2.4 h bucket of a 24 h window, more than one stripe can take.
-    // The epoch is kept modulo 2^24; a slot left untouched for a multiple of
-    // 2^24 buckets (194 days with 1 s buckets) could pass for current once,
-    // which only blurs one decision.
+    // The epoch is kept modulo 2^24; within one generation, a slot left
+    // untouched for a multiple of 2^24 buckets (194 days with 1 s buckets)
+    // could pass for current once, which only blurs one decision.
     static constexpr int count_bits = 40;
     static constexpr std::uint64_t count_max = (std::uint64_t{1} << count_bits) - 1;
     static constexpr std::uint64_t epoch_mask = (std::uint64_t{1} << 24) - 1;
@@ -153,14 +186,21 @@ private:
 
     // Adds one to `slot` for bucket `epoch`; false when the record is outside
     // the window (too old, or the bucket is full) and was not counted there.
-    // A count the slot drops when it starts afresh goes to `folded`.
-    bool add(std::atomic<std::uint64_t>& slot, std::uint64_t epoch, std::atomic<std::uint64_t>& folded) noexcept {
+    // A count the slot drops when it starts afresh goes to `folded`. `alone`:
+    // the calling thread is the only writer of the slot's ring.
+    bool add(std::atomic<std::uint64_t>& slot, std::uint64_t epoch, std::atomic<std::uint64_t>& folded,
+             bool alone) noexcept {
         auto word = slot.load(std::memory_order_relaxed);
         // The common case, kept small enough to inline: the slot is current
-        // and not full, and nobody else wrote it meanwhile.
-        if (tag_of(word) == (epoch & epoch_mask) && count_of(word) != count_max &&
-            slot.compare_exchange_weak(word, word + 1, std::memory_order_relaxed))
-            return true;
+        // and not full, and nobody else wrote it meanwhile (nobody else can,
+        // for a thread alone on its ring: no locked instruction then).
+        if (tag_of(word) == (epoch & epoch_mask) && count_of(word) != count_max) [[likely]] {
+            if (alone) {
+                slot.store(word + 1, std::memory_order_relaxed);
+                return true;
+            }
+            if (slot.compare_exchange_weak(word, word + 1, std::memory_order_relaxed)) return true;
+        }
         return add_slow(slot, epoch, folded);
     }
 
@@ -183,9 +223,11 @@ private:
                 // A full bucket stops counting rather than wrap into the epoch.
                 if (count_of(word) == count_max) return false;
                 desired = word + 1;
-            } else if (epoch + buckets <= latest_epoch_.load(std::memory_order_relaxed) || newer(slot_tag, tag)) {
+            } else if (epoch + buckets <= latest_epoch_.load(std::memory_order_relaxed) ||
+                       (count_of(word) != 0 && newer(slot_tag, tag))) {
                 // A thread with a later clock read (or generation) already
                 // moved the window on: this record is older than all of it.
+                // (An emptied slot, count 0, is never the newer one.)
                 return false;
             } else {
                 desired = pack(tag, 1);  // a stale bucket: start it afresh
@@ -195,6 +237,38 @@ private:
                 return true;
             }
         }
+    }
+
+    // One bucket: both words share a line, and a success writes only `calls`.
+    struct alignas(16) slot_pair {
+        std::atomic<std::uint64_t> calls{0};
+        std::atomic<std::uint64_t> failures{0};
+    };
+    struct ring_type {
+        std::array<slot_pair, buckets> slots;
+        // The generation a ring written alone holds (its owner writes it);
+        // unused in the shared rings, which hold whatever records reach them.
+        std::atomic<std::uint64_t> generation{0};
+    };
+
+    void empty(ring_type& r) noexcept {
+        for (auto& slot : r.slots) {
+            fold(folded_calls_, slot.calls.exchange(0, std::memory_order_relaxed));
+            fold(folded_failures_, slot.failures.exchange(0, std::memory_order_relaxed));
+        }
+    }
+
+    // The owner of a ring written alone moves it to a later generation:
+    // what it held leaves the window (lifetime() keeps it), then the
+    // generation is published (release, for totals()).
+    void restart(ring_type& r, std::uint64_t generation) noexcept {
+        for (auto& slot : r.slots) {
+            fold(folded_calls_, slot.calls.load(std::memory_order_relaxed));
+            fold(folded_failures_, slot.failures.load(std::memory_order_relaxed));
+            slot.calls.store(0, std::memory_order_relaxed);
+            slot.failures.store(0, std::memory_order_relaxed);
+        }
+        r.generation.store(generation, std::memory_order_release);
     }
 
     static constexpr std::uint64_t pack(std::uint64_t tag, std::uint64_t count) noexcept {
@@ -252,13 +326,10 @@ private:
     // Calls that left the ring (reset or cleared buckets) or never entered it.
     std::atomic<std::uint64_t> folded_calls_{0};
     std::atomic<std::uint64_t> folded_failures_{0};
-    // One bucket: both words share a line, and a success writes only `calls`.
-    struct alignas(16) slot_pair {
-        std::atomic<std::uint64_t> calls{0};
-        std::atomic<std::uint64_t> failures{0};
-    };
-    // One ring per stripe: 160 bytes, 256 with the padding.
-    stripes<std::array<slot_pair, buckets>> rings_;
+    // One ring per thread that holds its stripe alone, written without a
+    // locked instruction, and one per stripe of the others: 168 bytes each,
+    // 256 with the padding.
+    owned_stripes<ring_type> rings_;
     std::atomic<std::uint64_t> latest_epoch_{0};  // the newest bucket any record reached
 };
 

@@ -14,7 +14,15 @@
 // alive together spread out, also when threads come and go); a thread gives
 // its index back when it ends. An object with n stripes (a power of two)
 // uses index mod n. Two threads on one stripe are only slower, never wrong:
-// stripes hold atomics.
+// stripes hold atomics. Indices are process-wide: which one a thread gets,
+// and whether it holds it alone, depends on every live thread that has
+// touched any striped object, not only on the threads using this one.
+//
+// owned_stripes goes one step further: a thread that holds its index alone
+// (and whose index is below the object's stripe count) gets a cell nobody
+// else writes, and may update it with a plain load and store; the others
+// share a second set of cells, atomically. That needs one index table per
+// process (see lone_stripe_writers below).
 //
 // Memory: an object's stripes are allocated once, at construction, each on
 // cache lines of its own (stripe_alignment bytes, rounded up); nothing is
@@ -56,19 +64,54 @@ inline constexpr std::size_t max_stripes = 64;
     return count;
 }
 
-/// How many live threads hold each index (written when a thread takes or
-/// gives back an index, never per call).
-inline std::array<std::atomic<std::uint32_t>, max_stripes> stripe_index_users{};
+// A thread that holds its index alone writes owned_stripes cells without a
+// locked instruction, which is right only while the whole process hands out
+// indices from one table. The table is exported (default visibility, even in
+// a library built with -fvisibility=hidden), so the dynamic linker keeps one
+// copy for the program and the libraries linked to it. Where that cannot be
+// relied on, every write stays atomic: on Windows (each DLL has its own
+// copy), and when RESIL_NO_LONE_STRIPE_WRITERS is defined (for plugins
+// loaded with RTLD_LOCAL from a compiler without unique symbols, or a linker
+// script that hides every symbol).
+#if defined(_WIN32) || defined(__CYGWIN__) || defined(RESIL_NO_LONE_STRIPE_WRITERS)
+inline constexpr bool lone_stripe_writers = false;
+#define RESIL_DETAIL_PROCESS_WIDE
+#else
+inline constexpr bool lone_stripe_writers = true;
+#define RESIL_DETAIL_PROCESS_WIDE [[gnu::visibility("default")]]
+#endif
 
-/// Gives the calling thread the index with the fewest live threads, and
-/// gives it back when the thread ends. The count is claimed by
-/// compare-and-swap, so threads starting together see each other's claims
-/// and take different indices.
+/// How many live threads hold each index (written when a thread takes or
+/// gives back an index, never per call). One per process (see above).
+RESIL_DETAIL_PROCESS_WIDE inline std::array<std::atomic<std::uint32_t>, max_stripes> stripe_index_users{};
+#undef RESIL_DETAIL_PROCESS_WIDE
+
+/// Set in a thread's stripe word when the thread shares its index with
+/// another live thread (more than max_stripes threads alive), and after it
+/// has given its index back (a thread-local destructor that runs later still
+/// writes, but no longer alone).
+inline constexpr std::uint32_t shared_stripe_bit = std::uint32_t{1} << 31;
+
+/// The calling thread's stripe word: its index, with shared_stripe_bit when
+/// it is not the index's only holder; max_stripes until claimed.
+/// Constant-initialized and trivially destructible: read without a guard.
+[[nodiscard]] inline std::uint32_t& this_thread_stripe_word() noexcept {
+    static thread_local std::uint32_t word = max_stripes;
+    return word;
+}
+
+/// Gives the calling thread the index with the fewest live threads (the
+/// lowest such index), and gives it back when the thread ends. The count is
+/// claimed by compare-and-swap, so threads starting together see each
+/// other's claims and take different indices. Returns the stripe word. A
+/// thread that found its index free holds it alone until it ends: the
+/// give-back releases what it wrote, and the next holder's claim acquires it.
 [[nodiscard]] inline std::uint32_t claim_stripe_index() noexcept {
     std::uint32_t best = 0;
+    std::uint32_t fewest = 0;
     for (;;) {
         best = 0;
-        auto fewest = stripe_index_users[0].load(std::memory_order_relaxed);
+        fewest = stripe_index_users[0].load(std::memory_order_relaxed);
         for (std::uint32_t i = 1; i < max_stripes && fewest != 0; ++i) {
             const auto users = stripe_index_users[i].load(std::memory_order_relaxed);
             if (users < fewest) {
@@ -76,53 +119,109 @@ inline std::array<std::atomic<std::uint32_t>, max_stripes> stripe_index_users{};
                 fewest = users;
             }
         }
-        if (stripe_index_users[best].compare_exchange_strong(fewest, fewest + 1, std::memory_order_relaxed)) break;
+        if (stripe_index_users[best].compare_exchange_strong(fewest, fewest + 1, std::memory_order_acquire,
+                                                             std::memory_order_relaxed))
+            break;
     }
     struct give_back {
         std::uint32_t index;
-        ~give_back() { stripe_index_users[index].fetch_sub(1, std::memory_order_relaxed); }
+        ~give_back() {
+            this_thread_stripe_word() = index | shared_stripe_bit;
+            stripe_index_users[index].fetch_sub(1, std::memory_order_release);
+        }
     };
     static thread_local const give_back on_thread_exit{best};
-    return best;
+    return fewest == 0 && lone_stripe_writers ? best : best | shared_stripe_bit;
+}
+
+/// The calling thread's stripe word (see this_thread_stripe_word()).
+[[nodiscard]] inline std::uint32_t this_thread_stripe_claim() noexcept {
+    auto& word = this_thread_stripe_word();
+    if (word == max_stripes) [[unlikely]]
+        word = claim_stripe_index();
+    return word;
 }
 
 /// The calling thread's stripe index, in [0, max_stripes).
 [[nodiscard]] inline std::size_t this_thread_stripe() noexcept {
-    constexpr std::uint32_t unclaimed = max_stripes;
-    // Constant-initialized and trivially destructible: read without a guard.
-    static thread_local std::uint32_t index = unclaimed;
-    if (index == unclaimed) [[unlikely]]
-        index = claim_stripe_index();
-    return index;
+    return this_thread_stripe_claim() & ~shared_stripe_bit;
 }
 
-/// `count` stripes of T (a power of two; default_stripe_count() unless a test
-/// asks for another), each value-initialized on cache lines of its own.
-/// local() is the calling thread's stripe; [] and size() visit them all.
+/// The cells behind stripes<T> and owned_stripes<T>: `sets` × `count` cells
+/// of T (count a power of two in [1, max_stripes]), each value-initialized on
+/// cache lines of its own; [] and size() visit them all.
 template <class T>
-class stripes {
+class stripe_cells {
 public:
-    explicit stripes(std::size_t count = default_stripe_count())
-        : mask_(std::bit_ceil(std::clamp<std::size_t>(count, 1, max_stripes)) - 1), cells_(new cell[mask_ + 1]) {}
+    stripe_cells(const stripe_cells&) = delete;
+    stripe_cells& operator=(const stripe_cells&) = delete;
 
-    stripes(const stripes&) = delete;
-    stripes& operator=(const stripes&) = delete;
-
-    /// The calling thread's stripe.
-    [[nodiscard]] T& local() const noexcept { return cells_[this_thread_stripe() & mask_].value; }
-
-    [[nodiscard]] std::size_t size() const noexcept { return mask_ + 1; }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
     [[nodiscard]] T& operator[](std::size_t i) const noexcept { return cells_[i].value; }
 
     /// Bytes allocated for the stripes.
     [[nodiscard]] std::size_t bytes() const noexcept { return size() * sizeof(cell); }
 
+protected:
+    stripe_cells(std::size_t count, std::size_t sets)
+        : mask_(std::bit_ceil(std::clamp<std::size_t>(count, 1, max_stripes)) - 1),
+          size_(sets * (mask_ + 1)),
+          cells_(new cell[size_]) {}
+    ~stripe_cells() = default;
+
+    std::size_t mask_;
+
 private:
     struct alignas(stripe_alignment) cell {
         T value{};
     };
-    std::size_t mask_;
+    std::size_t size_;
     std::unique_ptr<cell[]> cells_;
+};
+
+/// `count` stripes of T (a power of two; default_stripe_count() unless a test
+/// asks for another), each value-initialized on cache lines of its own.
+/// local() is the calling thread's stripe; [] and size() visit them all.
+template <class T>
+class stripes : public stripe_cells<T> {
+public:
+    explicit stripes(std::size_t count = default_stripe_count()) : stripe_cells<T>(count, 1) {}
+
+    /// The calling thread's stripe.
+    [[nodiscard]] T& local() const noexcept { return (*this)[this_thread_stripe() & this->mask_]; }
+};
+
+/// Stripes that a thread may be the only writer of: a thread that holds its
+/// stripe index alone, and whose index is below `count`, gets a cell nobody
+/// else writes, and may update it with a plain load and store instead of a
+/// compare-and-swap (a locked instruction, about a quarter of a
+/// five-policy call here). Every other thread gets one of `count` more
+/// cells, shared as in stripes<T>, and updates them atomically. Twice the
+/// cells of stripes<T>. Nothing else may write a cell while its owner lives
+/// (a reset from another thread would be undone by the owner's next store):
+/// what must be emptied while threads write is emptied by each owner, as
+/// rolling_time_window does at a change of generation.
+template <class T>
+class owned_stripes : public stripe_cells<T> {
+public:
+    explicit owned_stripes(std::size_t count = default_stripe_count()) : stripe_cells<T>(count, 2) {}
+
+    /// Cells [0, owned_count()) are the ones threads write alone; the rest
+    /// are shared.
+    [[nodiscard]] std::size_t owned_count() const noexcept { return this->mask_ + 1; }
+
+    /// The calling thread's cell, and whether the thread is its only writer.
+    struct local_cell {
+        T& value;
+        bool alone;
+    };
+    [[nodiscard]] local_cell local() const noexcept {
+        const auto word = this_thread_stripe_claim();
+        const auto mask = this->mask_;
+        if (word <= mask) [[likely]]  // held alone (no shared bit), and one of the owned cells
+            return {(*this)[word], true};
+        return {(*this)[mask + 1 + (word & mask)], false};
+    }
 };
 
 /// A counter that many threads increment and few read: one atomic per
