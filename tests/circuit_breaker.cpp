@@ -1198,7 +1198,8 @@ TEST_CASE("rolling time window: a thread that has given its index back no longer
 }
 
 TEST_CASE("rolling time window: a ring written alone holds one generation") {
-    resil::detail::rolling_time_window window{10s};
+    // As many rings as indices: this thread's index has a ring of its own.
+    resil::detail::rolling_time_window window{10s, resil::detail::max_stripes};
     const time_point t{std::chrono::hours{3}};
     const auto owned = [] { return (resil::detail::this_thread_stripe_claim() & resil::detail::shared_stripe_bit) == 0; };
     REQUIRE(owned());  // this thread holds its index alone (tests run one at a time)
@@ -1237,7 +1238,7 @@ TEST_CASE("rolling time window: an earlier generation's buckets never come back 
         CHECK(window.lifetime().calls == 6);
     };
     SECTION("a ring written alone") {
-        resil::detail::rolling_time_window window{10ms};
+        resil::detail::rolling_time_window window{10ms, resil::detail::max_stripes};
         REQUIRE((resil::detail::this_thread_stripe_claim() & resil::detail::shared_stripe_bit) == 0);
         exercise(window);
     }

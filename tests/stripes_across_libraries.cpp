@@ -1,7 +1,6 @@
-// Threads write detail::owned_stripes cells without a locked instruction
-// only when they hold their stripe index alone in the whole process: the
-// program and every library linked to it must share one index table, also
-// when those libraries hide their symbols by default.
+// The stripe index table across copies of resil's code: the program and the
+// libraries linked to it share one, also when those libraries hide their
+// symbols by default (tests/stripes_plugin.cpp: a plugin that does not).
 #include <resil/detail/stripes.hpp>
 
 #include <cstdint>

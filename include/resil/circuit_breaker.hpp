@@ -32,11 +32,12 @@
 //
 // Thread-safe without locks. The state is one atomic word (state, generation,
 // probe counts) changed by compare-and-swap; the time window is a ring of
-// atomic buckets, one ring per stripe of threads (detail/rolling_window.hpp),
-// so threads recording successes write no cache line in common.
+// atomic buckets per stripe of threads (detail/rolling_window.hpp), so
+// threads recording successes write no cache line in common.
 // A closed breaker admits a call with one relaxed load and no clock read;
-// recording reads the clock once and does one compare-and-swap on a bucket
-// (a failure, one more on the bucket's failure count).
+// recording reads the clock once and writes one bucket: a plain store for a
+// thread alone on its ring, else a compare-and-swap (a failure also writes
+// the bucket's failure count).
 // A change of state is claimed by one thread (a pending bit in the word) and
 // published with one store; no call waits for it: one arriving in that
 // instant is judged by the state before, or rejected with a short
@@ -547,7 +548,7 @@ private:
         record_general(p, failed, elapsed, note, at);
     }
 
-    // The hot path: one state load, one compare-and-swap, at the reading `t`.
+    // The hot path: one state load and one bucket written, at the reading `t`.
     // A result of a closed period that has ended decides nothing.
     void record_plain_closed(std::uint64_t generation, bool failed, time_point t, transition_note* note) const noexcept {
         const auto s = state_.load(std::memory_order_acquire);

@@ -17,6 +17,7 @@ namespace resil_test {
 struct stripe_sharing {
     bool sharer_shares = false;  // the sharer's word carries shared_stripe_bit
     int holders_writing = 0;     // threads that held the sharer's index alone and ran `write` (1 when right)
+    std::uint32_t index = 0;     // the index they share
 };
 
 /// Takes every stripe index with a waiting thread, then starts one more
@@ -56,6 +57,7 @@ stripe_sharing run_sharer_beside_holder(const Write& write) {
     }};
     while (shared_index.load() == unknown) std::this_thread::yield();
     result.sharer_shares = (sharer_word & d::shared_stripe_bit) != 0;
+    result.index = shared_index.load();
     for (const auto w : words) result.holders_writing += w == shared_index.load() ? 1 : 0;
     const bool main_is_partner = main_word == shared_index.load();
     result.holders_writing += main_is_partner ? 1 : 0;

@@ -52,7 +52,8 @@ struct window_counts {
 };
 
 /// Calls over the last `window` of time: a ring of `buckets` buckets of
-/// window / buckets each (one ring per stripe). The window covers the current bucket and the
+/// window / buckets each (two rings per stripe: one a thread writes alone,
+/// one shared). The window covers the current bucket and the
 /// buckets - 1 before it, so it spans between (buckets - 1) / buckets of the
 /// window and all of it. Each bucket is two atomic words, calls and failures,
 /// each packing the bucket's epoch (its index in time) with its count, so a
@@ -61,8 +62,11 @@ struct window_counts {
 ///
 /// A record and a total may name a `generation` (the circuit breaker's state
 /// generation): each generation counts in a window of its own, and records
-/// made under an earlier one never count in a later one's totals, however
-/// late they land. A generation's window starts empty: begin_generation()
+/// made under an earlier one stay out of a later one's totals, however late
+/// they land (but for one race the shared rings keep: a record that passed
+/// its caller's generation check as the change of state empties them can
+/// land just after, and stays until its bucket is reused or a later record
+/// reaches past it). A generation's window starts empty: begin_generation()
 /// empties the shared rings, and each ring a thread writes alone holds one
 /// generation, emptied by its owner when it first records in a later one
 /// and skipped by totals() of any other. (Generations also shift their

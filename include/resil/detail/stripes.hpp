@@ -21,8 +21,9 @@
 // owned_stripes goes one step further: a thread that holds its index alone
 // (and whose index is below the object's stripe count) gets a cell nobody
 // else writes, and may update it with a plain load and store; the others
-// share a second set of cells, atomically. That needs one index table per
-// process (see lone_stripe_writers below).
+// share a second set of cells, atomically. A cell is written alone only by
+// the holder of the index table entry that first claimed it, so this stays
+// right where copies of this code have tables of their own (a plugin, a DLL).
 //
 // Memory: an object's stripes are allocated once, at construction, each on
 // cache lines of its own (stripe_alignment bytes, rounded up); nothing is
@@ -64,25 +65,21 @@ inline constexpr std::size_t max_stripes = 64;
     return count;
 }
 
-// A thread that holds its index alone writes owned_stripes cells without a
-// locked instruction, which is right only while the whole process hands out
-// indices from one table. The table is exported (default visibility, even in
-// a library built with -fvisibility=hidden), so the dynamic linker keeps one
-// copy for the program and the libraries linked to it. Where that cannot be
-// relied on, every write stays atomic: on Windows (each DLL has its own
-// copy), and when RESIL_NO_LONE_STRIPE_WRITERS is defined (for plugins
-// loaded with RTLD_LOCAL from a compiler without unique symbols, or a linker
-// script that hides every symbol).
-#if defined(_WIN32) || defined(__CYGWIN__) || defined(RESIL_NO_LONE_STRIPE_WRITERS)
-inline constexpr bool lone_stripe_writers = false;
+// The index table is exported (default visibility, even from a library
+// built with -fvisibility=hidden), so that the program and the libraries
+// linked to it usually share one and spread their threads together. Nothing
+// relies on that: a plugin loaded with dlopen() by a program that exports
+// nothing, a DLL, or a library linked with -Bsymbolic has a table of its
+// own, and owned_stripes stays right with any number of tables (it names the
+// table an owner claimed through).
+#if defined(_WIN32) || defined(__CYGWIN__)
 #define RESIL_DETAIL_PROCESS_WIDE
 #else
-inline constexpr bool lone_stripe_writers = true;
 #define RESIL_DETAIL_PROCESS_WIDE [[gnu::visibility("default")]]
 #endif
 
 /// How many live threads hold each index (written when a thread takes or
-/// gives back an index, never per call). One per process (see above).
+/// gives back an index, never per call).
 RESIL_DETAIL_PROCESS_WIDE inline std::array<std::atomic<std::uint32_t>, max_stripes> stripe_index_users{};
 #undef RESIL_DETAIL_PROCESS_WIDE
 
@@ -131,7 +128,7 @@ inline constexpr std::uint32_t shared_stripe_bit = std::uint32_t{1} << 31;
         }
     };
     static thread_local const give_back on_thread_exit{best};
-    return fewest == 0 && lone_stripe_writers ? best : best | shared_stripe_bit;
+    return fewest == 0 ? best : best | shared_stripe_bit;
 }
 
 /// The calling thread's stripe word (see this_thread_stripe_word()).
@@ -146,6 +143,14 @@ inline constexpr std::uint32_t shared_stripe_bit = std::uint32_t{1} << 31;
 [[nodiscard]] inline std::size_t this_thread_stripe() noexcept {
     return this_thread_stripe_claim() & ~shared_stripe_bit;
 }
+
+/// An owned_stripes cell: the value, and the index table entry whose holder
+/// writes it alone (null until a first alone writer claims it).
+template <class T>
+struct owned_cell {
+    T value{};
+    std::atomic<const void*> owner{nullptr};
+};
 
 /// The cells behind stripes<T> and owned_stripes<T>: `sets` × `count` cells
 /// of T (count a power of two in [1, max_stripes]), each value-initialized on
@@ -201,10 +206,23 @@ public:
 /// (a reset from another thread would be undone by the owner's next store):
 /// what must be emptied while threads write is emptied by each owner, as
 /// rolling_time_window does at a change of generation.
+///
+/// Each owned cell remembers, from its first alone writer on, which index
+/// table entry owns it (the address of stripe_index_users[i] in the writer's
+/// copy of this code), and only a thread holding that entry alone writes it
+/// alone. One table has one such holder at a time, handed on in order
+/// (claim_stripe_index); a thread that went through another copy of the
+/// table (a plugin, a DLL) names another entry and takes the shared cells.
 template <class T>
-class owned_stripes : public stripe_cells<T> {
+class owned_stripes : stripe_cells<owned_cell<T>> {
+    using base = stripe_cells<owned_cell<T>>;
+
 public:
-    explicit owned_stripes(std::size_t count = default_stripe_count()) : stripe_cells<T>(count, 2) {}
+    explicit owned_stripes(std::size_t count = default_stripe_count()) : base(count, 2) {}
+
+    using base::bytes;
+    using base::size;
+    [[nodiscard]] T& operator[](std::size_t i) const noexcept { return base::operator[](i).value; }
 
     /// Cells [0, owned_count()) are the ones threads write alone; the rest
     /// are shared.
@@ -218,8 +236,17 @@ public:
     [[nodiscard]] local_cell local() const noexcept {
         const auto word = this_thread_stripe_claim();
         const auto mask = this->mask_;
-        if (word <= mask) [[likely]]  // held alone (no shared bit), and one of the owned cells
-            return {(*this)[word], true};
+        if (word <= mask) [[likely]] {  // held alone (no shared bit), and one of the owned cells
+            auto& c = base::operator[](word);
+            const void* const entry = &stripe_index_users[word];
+            const void* owner = c.owner.load(std::memory_order_relaxed);
+            // Relaxed: one holder's writes reach the next through the
+            // table's claim and give-back, not through this word.
+            if (owner == entry ||
+                (owner == nullptr && c.owner.compare_exchange_strong(owner, entry, std::memory_order_relaxed)))
+                [[likely]]
+                return {c.value, true};
+        }
         return {(*this)[mask + 1 + (word & mask)], false};
     }
 };
