@@ -27,13 +27,17 @@ TEST_CASE("stripes: a plugin with an index table of its own and the program writ
         ::dlsym(plugin.get(), "resil_test_plugin_add"));
     REQUIRE(table != nullptr);
     REQUIRE(add != nullptr);
-    CHECK(table() != static_cast<const void*>(&d::stripe_index_users));  // two tables: the case under test
+    if (table() == static_cast<const void*>(&d::stripe_index_users)) {
+        // A program built to export its symbols (-rdynamic) shares its table.
+        WARN("the plugin shares this program's stripe index table: nothing to test");
+        return;
+    }
+    REQUIRE(d::this_thread_stripe_claim() == 0);  // index 0 of this program's table, alone
 
     d::owned_stripes<std::atomic<std::uint64_t>> cells{1};
     constexpr std::uint64_t n = 5'000'000;
     std::atomic<bool> go{false};
     std::jthread other{[&] { add(&cells, n, &go); }};  // a fresh thread: index 0 of the plugin's table
-    REQUIRE(d::this_thread_stripe_claim() == 0);         // index 0 of this program's table, alone
     go = true;
     for (std::uint64_t i = 0; i < n; ++i) {
         const auto c = cells.local();

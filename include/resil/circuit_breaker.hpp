@@ -45,8 +45,9 @@
 // `generation`), so listeners on different threads can order them. Every
 // mode counts each closed period apart (its window or run is tagged with the
 // state generation, and a record with the generation it saw): a result
-// recorded while reset() or any other change runs never lands in the window
-// of the closed period that follows. Nothing allocates per call.
+// recorded while reset() or any other change runs does not land in the
+// window of the closed period that follows (but for one rare race in the
+// time window's shared rings, detail/rolling_window.hpp). Nothing allocates per call.
 // For a cheaper clock read, use basic_circuit_breaker<coarse_steady_clock>
 // (resil/coarse_clock.hpp).
 //

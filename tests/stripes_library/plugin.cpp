@@ -1,4 +1,4 @@
-// A plugin loaded with dlopen() by tests/stripes_across_libraries.cpp, built
+// A plugin loaded with dlopen() by tests/stripes_plugin.cpp, built
 // with hidden visibility: the program exports nothing, so this copy of the
 // stripes code keeps an index table of its own.
 #include <resil/detail/stripes.hpp>

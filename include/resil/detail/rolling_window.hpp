@@ -7,7 +7,8 @@
 //   auto c = w.totals(now);                        // calls and failures in the window
 //
 // Each counts one closed period of the breaker at a time: a record names the
-// state generation it saw, and never counts in a later generation's window.
+// state generation it saw, and does not count in a later generation's window
+// (but for one race of the time window's shared rings, see below).
 //
 // All are thread-safe and never allocate after construction. Their
 // totals are exact when no record is in progress, and off by the records in

@@ -14,9 +14,11 @@
 // alive together spread out, also when threads come and go); a thread gives
 // its index back when it ends. An object with n stripes (a power of two)
 // uses index mod n. Two threads on one stripe are only slower, never wrong:
-// stripes hold atomics. Indices are process-wide: which one a thread gets,
-// and whether it holds it alone, depends on every live thread that has
-// touched any striped object, not only on the threads using this one.
+// stripes hold atomics. Indices come from one table for every copy of this
+// code that shares it (normally the whole program and the libraries linked
+// to it): which one a thread gets, and whether it holds it alone, depends on
+// every live thread that has touched any striped object, not only on the
+// threads using this one.
 //
 // owned_stripes goes one step further: a thread that holds its index alone
 // (and whose index is below the object's stripe count) gets a cell nobody
@@ -89,21 +91,28 @@ RESIL_DETAIL_PROCESS_WIDE inline std::array<std::atomic<std::uint32_t>, max_stri
 /// writes, but no longer alone).
 inline constexpr std::uint32_t shared_stripe_bit = std::uint32_t{1} << 31;
 
-/// The calling thread's stripe word: its index, with shared_stripe_bit when
-/// it is not the index's only holder; max_stripes until claimed.
-/// Constant-initialized and trivially destructible: read without a guard.
-[[nodiscard]] inline std::uint32_t& this_thread_stripe_word() noexcept {
-    static thread_local std::uint32_t word = max_stripes;
-    return word;
+/// The calling thread's claim: its stripe word (its index, with
+/// shared_stripe_bit when it is not the index's only holder; max_stripes
+/// until claimed) and the table entry it claimed, in the copy of this code
+/// that claimed it (owned_stripes compares cells' owners with that, never
+/// with an entry of another copy's table). Constant-initialized and
+/// trivially destructible: read without a guard.
+struct thread_stripe {
+    std::uint32_t word = max_stripes;
+    const void* entry = nullptr;
+};
+[[nodiscard]] inline thread_stripe& this_thread_stripe_state() noexcept {
+    static thread_local thread_stripe state;
+    return state;
 }
 
 /// Gives the calling thread the index with the fewest live threads (the
 /// lowest such index), and gives it back when the thread ends. The count is
 /// claimed by compare-and-swap, so threads starting together see each
-/// other's claims and take different indices. Returns the stripe word. A
-/// thread that found its index free holds it alone until it ends: the
-/// give-back releases what it wrote, and the next holder's claim acquires it.
-[[nodiscard]] inline std::uint32_t claim_stripe_index() noexcept {
+/// other's claims and take different indices. A thread that found its
+/// index free holds it alone until it ends: the give-back releases what it
+/// wrote, and the next holder's claim acquires it.
+inline void claim_stripe_index(thread_stripe& state) noexcept {
     std::uint32_t best = 0;
     std::uint32_t fewest = 0;
     for (;;) {
@@ -123,21 +132,25 @@ inline constexpr std::uint32_t shared_stripe_bit = std::uint32_t{1} << 31;
     struct give_back {
         std::uint32_t index;
         ~give_back() {
-            this_thread_stripe_word() = index | shared_stripe_bit;
+            this_thread_stripe_state().word = index | shared_stripe_bit;
             stripe_index_users[index].fetch_sub(1, std::memory_order_release);
         }
     };
     static thread_local const give_back on_thread_exit{best};
-    return fewest == 0 ? best : best | shared_stripe_bit;
+    state.word = fewest == 0 ? best : best | shared_stripe_bit;
+    state.entry = &stripe_index_users[best];
 }
 
-/// The calling thread's stripe word (see this_thread_stripe_word()).
-[[nodiscard]] inline std::uint32_t this_thread_stripe_claim() noexcept {
-    auto& word = this_thread_stripe_word();
-    if (word == max_stripes) [[unlikely]]
-        word = claim_stripe_index();
-    return word;
+/// The calling thread's claim, made on first use.
+[[nodiscard]] inline const thread_stripe& this_thread_stripe_claimed() noexcept {
+    auto& state = this_thread_stripe_state();
+    if (state.word == max_stripes) [[unlikely]]
+        claim_stripe_index(state);
+    return state;
 }
+
+/// The calling thread's stripe word (see thread_stripe).
+[[nodiscard]] inline std::uint32_t this_thread_stripe_claim() noexcept { return this_thread_stripe_claimed().word; }
 
 /// The calling thread's stripe index, in [0, max_stripes).
 [[nodiscard]] inline std::size_t this_thread_stripe() noexcept {
@@ -208,11 +221,15 @@ public:
 /// rolling_time_window does at a change of generation.
 ///
 /// Each owned cell remembers, from its first alone writer on, which index
-/// table entry owns it (the address of stripe_index_users[i] in the writer's
-/// copy of this code), and only a thread holding that entry alone writes it
-/// alone. One table has one such holder at a time, handed on in order
-/// (claim_stripe_index); a thread that went through another copy of the
-/// table (a plugin, a DLL) names another entry and takes the shared cells.
+/// table entry owns it (the address of stripe_index_users[i] in the copy of
+/// this code the writer claimed through), and only a thread holding that
+/// entry alone writes it alone. One table has one such holder at a time,
+/// handed on in order (claim_stripe_index); a thread that claimed through
+/// another table (a plugin's, a DLL's) names another entry and takes the
+/// shared cells, for the object's whole life, whichever table wrote first.
+/// (A table's address could come back only if the code that claimed
+/// through it were unloaded while a thread still held its entry; glibc keeps
+/// a library loaded while a thread has a thread-exit destructor from it.)
 template <class T>
 class owned_stripes : stripe_cells<owned_cell<T>> {
     using base = stripe_cells<owned_cell<T>>;
@@ -234,11 +251,12 @@ public:
         bool alone;
     };
     [[nodiscard]] local_cell local() const noexcept {
-        const auto word = this_thread_stripe_claim();
+        const auto& claim = this_thread_stripe_claimed();
+        const auto word = claim.word;
         const auto mask = this->mask_;
         if (word <= mask) [[likely]] {  // held alone (no shared bit), and one of the owned cells
             auto& c = base::operator[](word);
-            const void* const entry = &stripe_index_users[word];
+            const void* const entry = claim.entry;
             const void* owner = c.owner.load(std::memory_order_relaxed);
             // Relaxed: one holder's writes reach the next through the
             // table's claim and give-back, not through this word.
