@@ -1128,13 +1128,7 @@ TEST_CASE("owned stripes: an index given back carries its cell's writes to the n
     constexpr int threads = 160;
     constexpr std::uint64_t per_thread = 5'000;
     const auto add = [&] {
-        for (std::uint64_t i = 0; i < per_thread; ++i) {
-            const auto c = cells.local();
-            if (c.alone)
-                c.value.store(c.value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-            else
-                c.value.fetch_add(1, std::memory_order_relaxed);
-        }
+        for (std::uint64_t i = 0; i < per_thread; ++i) resil_test::add_one(cells);
     };
     {
         std::deque<std::jthread> pool;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "catch.hpp"
+#include "support/stripe_sharing.hpp"
 
 TEST_CASE("stripes: a plugin with an index table of its own and the program write one owned cell exactly") {
     // This thread and a thread running the plugin's code both hold index 0
@@ -39,13 +40,7 @@ TEST_CASE("stripes: a plugin with an index table of its own and the program writ
     std::atomic<bool> go{false};
     std::jthread other{[&] { add(&cells, n, &go); }};  // a fresh thread: index 0 of the plugin's table
     go = true;
-    for (std::uint64_t i = 0; i < n; ++i) {
-        const auto c = cells.local();
-        if (c.alone)
-            c.value.store(c.value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        else
-            c.value.fetch_add(1, std::memory_order_relaxed);
-    }
+    for (std::uint64_t i = 0; i < n; ++i) resil_test::add_one(cells);
     other.join();
     std::uint64_t total = 0;
     for (std::size_t i = 0; i < cells.size(); ++i) total += cells[i].load();

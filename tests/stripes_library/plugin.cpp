@@ -3,6 +3,8 @@
 // stripes code keeps an index table of its own.
 #include <resil/detail/stripes.hpp>
 
+#include "support/stripe_sharing.hpp"
+
 #include <atomic>
 #include <cstdint>
 
@@ -18,11 +20,5 @@ extern "C" [[gnu::visibility("default")]] void resil_test_plugin_add(void* cells
     const auto& stripes = *static_cast<const resil::detail::owned_stripes<std::atomic<std::uint64_t>>*>(cells);
     while (!go->load()) {
     }
-    for (std::uint64_t i = 0; i < n; ++i) {
-        const auto c = stripes.local();
-        if (c.alone)
-            c.value.store(c.value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        else
-            c.value.fetch_add(1, std::memory_order_relaxed);
-    }
+    for (std::uint64_t i = 0; i < n; ++i) resil_test::add_one(stripes);
 }

@@ -14,6 +14,17 @@
 
 namespace resil_test {
 
+/// Adds one to the calling thread's cell of `cells` the way resil's
+/// policies write such cells: a plain load and store when the thread is the
+/// cell's only writer, an atomic add otherwise.
+inline void add_one(const resil::detail::owned_stripes<std::atomic<std::uint64_t>>& cells) noexcept {
+    const auto c = cells.local();
+    if (c.alone)
+        c.value.store(c.value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    else
+        c.value.fetch_add(1, std::memory_order_relaxed);
+}
+
 struct stripe_sharing {
     bool sharer_shares = false;  // the sharer's word carries shared_stripe_bit
     int holders_writing = 0;     // threads that held the sharer's index alone and ran `write` (1 when right)
