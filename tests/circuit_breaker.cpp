@@ -1199,7 +1199,7 @@ TEST_CASE("rolling time window: a ring written alone holds one generation") {
     REQUIRE(owned());  // this thread holds its index alone (tests run one at a time)
     for (int i = 0; i < 3; ++i) window.record(t, i == 0, 7);
     CHECK(window.totals(t, 7).calls == 3);
-    window.begin_generation(8);
+    window.begin_generation();  // the change to generation 8
     CHECK(window.totals(t, 8).calls == 0);  // the ring holds generation 7: not counted in 8
     CHECK(window.totals(t, 7).calls == 3);
     window.record(t, true, 8);  // its owner empties it for generation 8
@@ -1224,7 +1224,7 @@ TEST_CASE("rolling time window: an earlier generation's buckets never come back 
     const auto exercise = [&](resil::detail::rolling_time_window& window) {
         for (int i = 0; i < 5; ++i) window.record(t, true, 0);
         CHECK(window.totals(t, 0).calls == 5);
-        for (std::uint64_t g = 1; g <= 3; ++g) window.begin_generation(g);
+        for (int g = 1; g <= 3; ++g) window.begin_generation();  // three changes of state
         CHECK(window.totals(later, 3).calls == 0);
         window.record(later, false, 3);  // and a new record there counts
         CHECK(window.totals(later, 3).calls == 1);

@@ -73,7 +73,7 @@ public:
     /// Empties the shared rings; a ring written alone is emptied by its
     /// owner at its first record in `generation`, and not counted until then
     /// (rolling_time_window::begin_generation).
-    void stamp(std::uint64_t generation) noexcept { window_.begin_generation(generation); }
+    void stamp(std::uint64_t /*generation*/) noexcept { window_.begin_generation(); }
     [[nodiscard]] window_counts lifetime() const noexcept { return window_.lifetime(); }
     template <class Now>
     [[nodiscard]] window_counts window(std::uint64_t generation, Now&& now) const noexcept {

@@ -167,7 +167,7 @@ public:
     /// breaker's change of state): empties the rings that threads share.
     /// A ring written alone is emptied by its owner instead, at its first
     /// record in `generation`, and totals() skip it until then.
-    void begin_generation(std::uint64_t /*generation*/) noexcept {
+    void begin_generation() noexcept {
         for (std::size_t r = rings_.owned_count(); r < rings_.size(); ++r) empty(rings_[r]);
     }
 
@@ -267,12 +267,7 @@ private:
     // what it held leaves the window (lifetime() keeps it), then the
     // generation is published (release, for totals()).
     void restart(ring_type& r, std::uint64_t generation) noexcept {
-        for (auto& slot : r.slots) {
-            fold(folded_calls_, slot.calls.load(std::memory_order_relaxed));
-            fold(folded_failures_, slot.failures.load(std::memory_order_relaxed));
-            slot.calls.store(0, std::memory_order_relaxed);
-            slot.failures.store(0, std::memory_order_relaxed);
-        }
+        empty(r);
         r.generation.store(generation, std::memory_order_release);
     }
 
