@@ -402,6 +402,66 @@ TEST_CASE("curl async: destroying the client completes each call in flight once,
     }
 }
 
+#if RESIL_DETAIL_CURL_EVENT_SET
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace {
+// The process's CPU time so far (user + system), in seconds.
+double process_cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+}  // namespace
+
+// The tests' view of the client's internals.
+struct resil::curl::detail::async_client_probe {
+    // Takes the epoll set's descriptor from the reactor, as if it had been
+    // closed under it: every wait on the set fails from then on. Returns the
+    // descriptor, still open, for the test to close.
+    static int take_event_set(async_client& c) { return c.core_->set_watch_.release(); }
+};
+
+TEST_CASE("curl async: a reactor that cannot wait on libcurl's sockets ends the calls at once, without spinning") {
+    resil_test::fault_server server;
+    server.on("/hang", {action::hang()});
+    asio::io_context io;
+    std::optional<async_client> http(std::in_place, io);
+    const auto req = request::get(server.url("/hang"));
+    resil::context ctx;
+    ctx.set_timeouts({.total = 5s});
+    std::vector<response> results;
+    http->async_perform(req, ctx, [&](response r) { results.push_back(std::move(r)); });
+    run_until(io, [&] { return server.requests().size() == 1; });  // sent, waiting for the answer
+    const int set = resil::curl::detail::async_client_probe::take_event_set(*http);
+    REQUIRE(set >= 0);
+    const auto t0 = steady::now();
+    run_until(io, [&] { return results.size() == 1; });
+    CHECK(resil_test::since(t0) < 1s);  // not at the 5 s limit
+    CHECK(results[0].transport() == transport_status::other_error);
+    CHECK(results[0].may_have_reached_server());  // it was sent
+    CHECK(results[0].error_message().starts_with("the reactor could not wait on libcurl's sockets: "));
+    // Nothing left in flight, nothing keeps the thread busy.
+    const double cpu0 = process_cpu_seconds();
+    io.restart();
+    io.run_for(300ms);
+    CHECK(process_cpu_seconds() - cpu0 < 0.15);
+
+    // A call started later ends the same way, at its first wait.
+    http->async_perform(req, ctx, [&](response r) { results.push_back(std::move(r)); });
+    const auto t1 = steady::now();
+    run_until(io, [&] { return results.size() == 2; });
+    CHECK(resil_test::since(t1) < 1s);
+    CHECK(results[1].transport() == transport_status::other_error);
+    CHECK(results[1].error_message().starts_with("the reactor could not wait on libcurl's sockets: "));
+    http.reset();
+    ::close(set);
+}
+#endif
+
 TEST_CASE("curl async: a stopped io_context leaks no handle and resumes no coroutine") {
     resil_test::fault_server server;
     server.on("/hang", {action::hang()});

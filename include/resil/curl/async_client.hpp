@@ -227,6 +227,8 @@ public:
     }
 
 private:
+    friend struct detail::async_client_probe;
+
     template <resil::clock Clock>
     struct initiate {
         std::shared_ptr<detail::asio_multi> core;

@@ -56,6 +56,7 @@
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -178,6 +179,7 @@ private:
 };
 
 class asio_multi;
+struct async_client_probe;  // the tests' view of the client's internals
 
 /// One pooled transfer: an easy handle and its buffers (easy_state), what
 /// the call in flight on it needs, and its timer for resil's limits.
@@ -497,6 +499,7 @@ private:
         }
     };
     friend struct async_transfer::stop_request;
+    friend struct async_client_probe;
 
     static response refuse(response&& given, transport_status why, std::string_view message) {
         response r = std::move(given);
@@ -833,6 +836,11 @@ private:
         if (closed_) return;
         // Cancelled by unwatch(): libcurl may watch a socket again since.
         if (ec == ::asio::error::operation_aborted) return wait_for_set();
+        // Any other error (the reactor lost the set's descriptor) would come
+        // back at once for every wait started, a loop that never waits: the
+        // calls in flight, which nothing drives any more, end now, and a
+        // call started later ends the same way at its first wait.
+        if (ec) return end_in_flight(ec);
         epoll_event ready[64];
         const int n = ::epoll_wait(event_set_, ready, 64, 0);
         for (int i = 0; i < n && !closed_; ++i) {
@@ -863,6 +871,18 @@ private:
         // set edge-triggered and re-arms it (EPOLL_CTL_MOD) for every wait it
         // starts, so that a readiness from before the wait is not lost.
         wait_for_set();
+    }
+
+    void end_in_flight(const ::asio::error_code& ec) noexcept {
+        constexpr std::string_view what = "the reactor could not wait on libcurl's sockets";
+        std::string why;
+        try {
+            why = std::string(what) + ": " + ec.message();
+        } catch (...) {  // no memory for the details
+        }
+        for (auto& t : slots_)
+            if (t && t->active)
+                finish(*t, transfer_end::multi_error, CURLE_FAILED_INIT, why.empty() ? what : std::string_view{why});
     }
 
     void close_sockets() noexcept {
