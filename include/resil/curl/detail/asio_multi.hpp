@@ -58,6 +58,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -206,7 +207,10 @@ struct async_transfer : easy_state {
     duration touch_horizon{};
     std::uint64_t timer_generation = 0;
     bool timer_pending = false;  ///< a wait of `timer` is still to complete
-    std::uint64_t touched_in_run = 0;  ///< the run of libcurl (asio_multi::runs_) that last stamped bytes_at
+    bool touch_pending = false;  ///< a callback saw a byte or a send; bytes_at is stamped at the end of the wake-up
+    /// The call's clock is resil::steady_clock, whose readings are the
+    /// steady_clock instants the transfer's timer waits for: one reading serves both.
+    bool steady = false;
     ::asio::steady_timer timer;
 
     struct stop_request {
@@ -265,6 +269,7 @@ public:
         if (limits_.max_host_connections > 0)
             curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, limits_.max_host_connections);
         slots_.reserve(std::min<std::size_t>(limits_.max_in_flight, 1024));
+        touched_.reserve(slots_.capacity());
     }
     asio_multi(const asio_multi&) = delete;
     asio_multi& operator=(const asio_multi&) = delete;
@@ -351,8 +356,12 @@ public:
         }
         t->clock = &ctx.clock();
         t->read_clock = [](const void* clock) noexcept { return static_cast<const Clock*>(clock)->now(); };
+        t->steady = std::is_same_v<Clock, resil::steady_clock>;
+        t->touch_pending = false;
         t->transfer.start(t->out, req.method() != "HEAD");
-        t->started = t->now();
+        // The prelude's reading of the context's clock, a moment ago: the
+        // attempt's limits count from it too.
+        t->started = plan->limits.started;
         t->bytes_at = t->started;
         t->ends_at = t_limits.total == resil::timeouts::no_limit
                          ? time_point::max()
@@ -409,7 +418,7 @@ public:
                 duration first_look = std::chrono::seconds{1};
                 if (t->ends_at != time_point::max())
                     first_look = std::min<duration>(first_look, t->ends_at - t->started);
-                arm(*t, first_look);
+                arm(*t, first_look, t->steady ? steady_instant(t->started) : std::chrono::steady_clock::now());
             }
         } catch (...) {
             finish(*t, transfer_end::multi_error, CURLE_OUT_OF_MEMORY, no_memory_to_watch);
@@ -656,15 +665,23 @@ private:
         }
         duration wait = milliseconds{wait_ms};
         if (t.ends_at != time_point::max()) wait = std::min<duration>(wait, t.ends_at - now);
-        arm(t, wait);
+        arm(t, wait, t.steady ? steady_instant(now) : std::chrono::steady_clock::now());
     }
 
     // A wait already pending that ends no later than asked is kept: when it
     // fires, watch_limits looks again and waits for what is left. So a
     // pooled transfer whose calls each end well within their limits re-arms
     // its timer about once per limit, not once per call.
-    void arm(async_transfer& t, duration wait) {
-        const auto at = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
+    // A resil::steady_clock reading as the timer's instant (rounded down
+    // where steady_clock counts coarser than nanoseconds).
+    static std::chrono::steady_clock::time_point steady_instant(time_point t) noexcept {
+        return std::chrono::floor<std::chrono::steady_clock::duration>(t);
+    }
+
+    // `now`: a steady_clock reading, not later than the present (an earlier
+    // one only makes the wait end sooner).
+    void arm(async_transfer& t, duration wait, std::chrono::steady_clock::time_point now) {
+        const auto at = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
         if (t.timer_pending && t.timer.expiry() <= at) return;
         // Unique across transfers: a freed transfer's aborted wait never
         // passes for the wait of the one that takes its index.
@@ -683,20 +700,57 @@ private:
     }
 
     // A callback saw a byte or a send (capture.hpp): the read timer's stamp.
-    // A silence counts from here, so the timer must look again within the
+    // A silence counts from then, so the timer must look again within the
     // shortest limit a byte restarts (a pending wait that comes sooner does).
-    // Once per transfer per run of libcurl: the header lines and chunks one
-    // socket_action delivers arrive at the same moment, for these limits.
+    // The stamp is put off to the end of the wake-up (stamp_touched), where
+    // one clock reading serves every transfer a batch of ready sockets
+    // touched: a silence then counts from a moment later than the byte, by
+    // at most the batch's work, so a limit can end late by that, never early.
     static void on_touched(void* p) noexcept {
         auto& t = *static_cast<async_transfer*>(p);
-        if (t.touch_horizon == duration::zero() || !t.clock || !t.active) return;
-        if (t.touched_in_run == t.owner->runs_) return;
-        t.touched_in_run = t.owner->runs_;
-        t.bytes_at = t.now();
+        if (t.touch_horizon == duration::zero() || !t.clock || !t.active || t.touch_pending) return;
+        auto& owner = *t.owner;
         try {
-            t.owner->arm(t, t.touch_horizon);
+            owner.touched_.push_back({t.index, owner.generations_[t.index]});
+            t.touch_pending = true;
+        } catch (...) {  // no memory to put it off: stamped now
+            owner.stamp(t, std::chrono::steady_clock::now());
+        }
+    }
+
+    // The sockets one wake-up found ready are served as one batch.
+    struct batch_scope {
+        asio_multi& m;
+        explicit batch_scope(asio_multi& owner) noexcept : m(owner) { m.in_batch_ = true; }
+        batch_scope(const batch_scope&) = delete;
+        batch_scope& operator=(const batch_scope&) = delete;
+        ~batch_scope() {
+            m.in_batch_ = false;
+            m.stamp_touched();
+        }
+    };
+
+    void stamp(async_transfer& t, std::chrono::steady_clock::time_point steady_now) noexcept {
+        t.bytes_at = t.steady ? std::chrono::time_point_cast<duration>(steady_now) : t.now();
+        try {
+            arm(t, t.touch_horizon, steady_now);
         } catch (...) {  // the periodic check still comes
         }
+    }
+
+    // The end of a wake-up (a batch of ready sockets, a timer): the
+    // transfers touched since are stamped with one reading.
+    void stamp_touched() noexcept {
+        if (touched_.empty()) return;
+        const auto steady_now = std::chrono::steady_clock::now();
+        for (const auto& [index, generation] : touched_) {
+            if (closed_ || index >= slots_.size() || generations_[index] != generation) continue;  // ended since
+            auto* t = slots_[index].get();
+            if (!t || !t->active || !t->touch_pending) continue;
+            t->touch_pending = false;
+            stamp(*t, steady_now);
+        }
+        touched_.clear();
     }
 
     // libcurl's callbacks.
@@ -843,6 +897,7 @@ private:
         if (ec) return end_in_flight(ec);
         epoll_event ready[64];
         const int n = ::epoll_wait(event_set_, ready, 64, 0);
+        const batch_scope batch(*this);
         for (int i = 0; i < n && !closed_; ++i) {
             const auto s = static_cast<curl_socket_t>(static_cast<std::uint32_t>(ready[i].data.u64));
             const std::uint64_t generation = ready[i].data.u64 >> 32;
@@ -1057,7 +1112,6 @@ private:
     }
 
     void act(curl_socket_t s, int events) {
-        ++runs_;
         int running = 0;
         ++in_libcurl_;
         const CURLMcode rc = curl_multi_socket_action(multi_, s, events, &running);
@@ -1070,6 +1124,7 @@ private:
             collect();
         }
         if (close_pending_ && in_libcurl_ == 0) shutdown();  // the client went from inside libcurl
+        if (!in_batch_) stamp_touched();
     }
 
     // The transfers libcurl finished. Each message is copied before
@@ -1108,7 +1163,8 @@ private:
 #endif
     std::uint64_t socket_generation_ = 0;
     std::uint64_t wait_generation_ = 0;  ///< of the transfers' timer waits
-    std::uint64_t runs_ = 0;             ///< calls of curl_multi_socket_action so far
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> touched_;  ///< (index, generation) to stamp_touched
+    bool in_batch_ = false;  ///< serving a batch of ready sockets: stamp_touched comes at its end
     std::vector<std::unique_ptr<async_transfer>> slots_;
     std::vector<std::uint64_t> generations_;  ///< per slot index, outliving the slot
     std::vector<std::uint32_t> idle_;         ///< pooled transfers ready for a call
