@@ -18,6 +18,11 @@
 //
 // The benchmark starts nginx itself (tests/support/nginx_server.hpp) and skips
 // with a message when nginx, libcurl or Asio is missing.
+//
+// RESIL_BENCH_PIN=1 pins this process (every client thread) to CPU 0 and
+// nginx to CPU 1: each client setup gets one core, and nginx one of its own.
+// Unpinned, the 8 blocking threads share both cores with nginx while the
+// asynchronous client's one thread can use only one.
 #include "bench_support.hpp"
 
 #include <benchmark/benchmark.h>
@@ -27,6 +32,7 @@
 #if RESIL_BENCH_HAVE_CURL && RESIL_BENCH_HAVE_ASIO
 
 #include <curl/curl.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -42,12 +48,14 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -434,6 +442,19 @@ int main(int argc, char** argv) {
         return 0;
     }
     url = nginx->url("/ok");
+    if (const char* pin = std::getenv("RESIL_BENCH_PIN"); pin && std::string_view(pin) == "1") {
+        cpu_set_t client;
+        cpu_set_t server;
+        CPU_ZERO(&client);
+        CPU_ZERO(&server);
+        CPU_SET(0, &client);
+        CPU_SET(1, &server);
+        if (sched_setaffinity(0, sizeof client, &client) != 0 || sched_setaffinity(nginx->pid(), sizeof server, &server) != 0) {
+            std::printf("bench_curl_async: RESIL_BENCH_PIN=1 needs CPUs 0 and 1\n");
+            return 1;
+        }
+        std::printf("bench_curl_async: this process on CPU 0, nginx on CPU 1\n");
+    }
     for (int round = 1; round <= rounds; ++round) {
         const auto suffix = "/round:" + std::to_string(round);
         benchmark::RegisterBenchmark(("get64/baseline_raw_multi_64" + suffix).c_str(), raw_multi,

@@ -75,6 +75,9 @@ public:
     // SIGTERM first, SIGKILL after 5 s: nginx ends its connections and files.
     ~nginx_server() { child_.stop(std::chrono::seconds{5}); }
 
+    /// nginx's process (one: `master_process off`).
+    [[nodiscard]] pid_t pid() const noexcept { return child_.pid(); }
+
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
     [[nodiscard]] std::string url(std::string_view path = "/") const {
         return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
