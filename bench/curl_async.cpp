@@ -442,6 +442,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     url = nginx->url("/ok");
+    // Pins the calling thread, before any other exists: the client threads
+    // started later inherit it. nginx runs one single-threaded process.
     if (const char* pin = std::getenv("RESIL_BENCH_PIN"); pin && std::string_view(pin) == "1") {
         cpu_set_t client;
         cpu_set_t server;

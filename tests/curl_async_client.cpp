@@ -437,8 +437,19 @@ TEST_CASE("curl async: a reactor that cannot wait on libcurl's sockets ends the 
     std::vector<response> results;
     http->async_perform(req, ctx, [&](response r) { results.push_back(std::move(r)); });
     run_until(io, [&] { return server.requests().size() == 1; });  // sent, waiting for the answer
-    const int set = resil::curl::detail::async_client_probe::take_event_set(*http);
-    REQUIRE(set >= 0);
+    // Closed at the end, after the client, even when a check throws.
+    struct descriptor {
+        int fd;
+        ~descriptor() {
+            if (fd >= 0) ::close(fd);
+        }
+    } set{-1};
+    struct client_first {
+        std::optional<async_client>& client;
+        ~client_first() { client.reset(); }
+    } const client_goes_first{http};
+    set.fd = resil::curl::detail::async_client_probe::take_event_set(*http);
+    REQUIRE(set.fd >= 0);
     const auto t0 = steady::now();
     run_until(io, [&] { return results.size() == 1; });
     CHECK(resil_test::since(t0) < 1s);  // not at the 5 s limit
@@ -458,8 +469,6 @@ TEST_CASE("curl async: a reactor that cannot wait on libcurl's sockets ends the 
     CHECK(resil_test::since(t1) < 1s);
     CHECK(results[1].transport() == transport_status::other_error);
     CHECK(results[1].error_message().starts_with("the reactor could not wait on libcurl's sockets: "));
-    http.reset();
-    ::close(set);
 }
 #endif
 

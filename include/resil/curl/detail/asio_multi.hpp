@@ -359,9 +359,7 @@ public:
         t->steady = std::is_same_v<Clock, resil::steady_clock>;
         t->touch_pending = false;
         t->transfer.start(t->out, req.method() != "HEAD");
-        // The prelude's reading of the context's clock, a moment ago: the
-        // attempt's limits count from it too.
-        t->started = plan->limits.started;
+        t->started = t->now();  // what timings().total counts from, as in the blocking client
         t->bytes_at = t->started;
         t->ends_at = t_limits.total == resil::timeouts::no_limit
                          ? time_point::max()
@@ -649,6 +647,12 @@ private:
         using std::chrono::milliseconds;
         const time_point now = t.now();
         if (now >= t.ends_at) return finish(t, transfer_end::total_limit, CURLE_OPERATION_TIMEDOUT);
+        // A byte seen but not stamped yet (libcurl called back outside a
+        // wake-up) counts as seen now: never an old stamp for new bytes.
+        if (t.touch_pending) {
+            t.touch_pending = false;
+            t.bytes_at = now;
+        }
         int wait_ms = 1000;
         if (t.read_watch.active()) {
             if (t.read_watch.observe(now, t.bytes_at, t.easy, t.transfer, wait_ms))
@@ -668,18 +672,18 @@ private:
         arm(t, wait, t.steady ? steady_instant(now) : std::chrono::steady_clock::now());
     }
 
-    // A wait already pending that ends no later than asked is kept: when it
-    // fires, watch_limits looks again and waits for what is left. So a
-    // pooled transfer whose calls each end well within their limits re-arms
-    // its timer about once per limit, not once per call.
     // A resil::steady_clock reading as the timer's instant (rounded down
     // where steady_clock counts coarser than nanoseconds).
     static std::chrono::steady_clock::time_point steady_instant(time_point t) noexcept {
         return std::chrono::floor<std::chrono::steady_clock::duration>(t);
     }
 
-    // `now`: a steady_clock reading, not later than the present (an earlier
-    // one only makes the wait end sooner).
+    // A wait already pending that ends no later than asked is kept: when it
+    // fires, watch_limits looks again and waits for what is left. So a
+    // pooled transfer whose calls each end well within their limits re-arms
+    // its timer about once per limit, not once per call. `now`: a
+    // steady_clock reading, not later than the present (an earlier one only
+    // makes the wait end sooner).
     void arm(async_transfer& t, duration wait, std::chrono::steady_clock::time_point now) {
         const auto at = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
         if (t.timer_pending && t.timer.expiry() <= at) return;
