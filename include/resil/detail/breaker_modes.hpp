@@ -71,8 +71,9 @@ public:
         return window_.behind(t, generation);
     }
     /// Empties the shared rings; a ring written alone is emptied by its
-    /// owner at its first record in `generation`, and not counted until then
-    /// (rolling_time_window::begin_generation).
+    /// owner at its first record in the new generation, and not counted
+    /// until then (rolling_time_window::begin_generation). The generation
+    /// is the mode interface's; this mode's rings learn it from records.
     void stamp(std::uint64_t /*generation*/) noexcept { window_.begin_generation(); }
     [[nodiscard]] window_counts lifetime() const noexcept { return window_.lifetime(); }
     template <class Now>

@@ -163,10 +163,10 @@ public:
         for (std::size_t r = 0; r < rings_.size(); ++r) empty(rings_[r]);
     }
 
-    /// Starts `generation`'s window while records may run (the circuit
+    /// Starts a new generation's window while records may run (the circuit
     /// breaker's change of state): empties the rings that threads share.
     /// A ring written alone is emptied by its owner instead, at its first
-    /// record in `generation`, and totals() skip it until then.
+    /// record in the new generation, and totals() skip it until then.
     void begin_generation() noexcept {
         for (std::size_t r = rings_.owned_count(); r < rings_.size(); ++r) empty(rings_[r]);
     }
