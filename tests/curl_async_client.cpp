@@ -437,19 +437,17 @@ TEST_CASE("curl async: a reactor that cannot wait on libcurl's sockets ends the 
     std::vector<response> results;
     http->async_perform(req, ctx, [&](response r) { results.push_back(std::move(r)); });
     run_until(io, [&] { return server.requests().size() == 1; });  // sent, waiting for the answer
-    // Closed at the end, after the client, even when a check throws.
-    struct descriptor {
-        int fd;
-        ~descriptor() {
-            if (fd >= 0) ::close(fd);
-        }
-    } set{-1};
-    struct client_first {
+    // The client goes, then the descriptor is closed, even when a check throws.
+    struct cleanup {
         std::optional<async_client>& client;
-        ~client_first() { client.reset(); }
-    } const client_goes_first{http};
-    set.fd = resil::curl::detail::async_client_probe::take_event_set(*http);
-    REQUIRE(set.fd >= 0);
+        int set = -1;
+        ~cleanup() {
+            client.reset();
+            if (set >= 0) ::close(set);
+        }
+    } taken{http};
+    taken.set = resil::curl::detail::async_client_probe::take_event_set(*http);
+    REQUIRE(taken.set >= 0);
     const auto t0 = steady::now();
     run_until(io, [&] { return results.size() == 1; });
     CHECK(resil_test::since(t0) < 1s);  // not at the 5 s limit
