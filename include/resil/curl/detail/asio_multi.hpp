@@ -470,11 +470,10 @@ private:
     static constexpr std::uint32_t not_in_set = ~std::uint32_t{0};
 
     struct socket_entry {
-        std::uint64_t generation;
+        std::uint64_t generation = 0;  ///< 0: no socket of this number is known
         std::uint32_t registered = not_in_set;  ///< the interest the set holds
         int what = 0;                                  ///< libcurl's interest (CURL_POLL_*); 0: not watched
         bool opened_here = false;  ///< made by on_open_socket: kept until closed, not only until CURL_POLL_REMOVE
-        explicit socket_entry(std::uint64_t g) : generation(g) {}
     };
 #else
     struct socket_entry {
@@ -816,33 +815,52 @@ private:
         e.registered = not_in_set;
     }
 
+    // The entries are indexed by descriptor: one lookup per ready socket
+    // and per libcurl callback, with no hashing and no node to follow.
+    // Descriptors take the lowest free numbers, so the vector is as long as
+    // the highest one libcurl used, which the descriptor limit bounds.
+    socket_entry* find_socket(curl_socket_t s) noexcept {
+        const auto i = static_cast<std::size_t>(s);
+        if (s < 0 || i >= sockets_.size() || sockets_[i].generation == 0) return nullptr;
+        return &sockets_[i];
+    }
+
+    socket_entry& add_socket(curl_socket_t s) {
+        const auto i = static_cast<std::size_t>(s);
+        if (i >= sockets_.size()) sockets_.resize(i + 1);
+        sockets_[i] = socket_entry{};
+        sockets_[i].generation = ++socket_generation_;
+        return sockets_[i];
+    }
+
     void opened(curl_socket_t s) noexcept {
         forget(s);  // a number reused behind our back: its old entry is stale
+        if (s < 0) return;
         try {
-            auto& e = sockets_.try_emplace(s, ++socket_generation_).first->second;
-            e.opened_here = true;
+            add_socket(s).opened_here = true;
         } catch (...) {  // made an entry later, when libcurl first watches it
         }
     }
 
     void on_socket(curl_socket_t s, int what) noexcept {
-        auto it = sockets_.find(s);
+        socket_entry* found = find_socket(s);
         if (what == CURL_POLL_REMOVE) {
             // Sockets libcurl opened itself (the threaded resolver's) may be
             // closed without the close-socket callback: let go of them now.
-            if (it == sockets_.end()) return;
-            if (!it->second.opened_here) return forget(s);
+            if (!found) return;
+            if (!found->opened_here) return forget(s);
             // A kept-alive connection stays in the set with its interest;
             // a readiness libcurl does not wait for is silenced (on_set_ready).
-            unwatch(it->second);
+            unwatch(*found);
             return;
         }
+        if (s < 0) return;
         try {
-            if (it == sockets_.end()) it = sockets_.try_emplace(s, ++socket_generation_).first;
+            if (!found) found = &add_socket(s);
         } catch (...) {
             return;  // not watched: the transfers on it end at their limits
         }
-        auto& e = it->second;
+        auto& e = *found;
         if (what == CURL_POLL_NONE) {  // "not now": it stays in the set, silenced if it turns ready
             unwatch(e);
             return;
@@ -870,11 +888,11 @@ private:
     // The socket is about to be closed (or was never ours to keep): out of
     // the set first, so that its number, once reused, starts afresh.
     void forget(curl_socket_t s) noexcept {
-        auto it = sockets_.find(s);
-        if (it == sockets_.end()) return;
-        unwatch(it->second);
-        leave_set(s, it->second);
-        sockets_.erase(it);
+        socket_entry* e = find_socket(s);
+        if (!e) return;
+        unwatch(*e);
+        leave_set(s, *e);
+        *e = socket_entry{};
     }
 
     // One reactor wait on the set while libcurl watches a socket; none
@@ -906,9 +924,9 @@ private:
         for (int i = 0; i < n && !closed_; ++i) {
             const auto s = static_cast<curl_socket_t>(static_cast<std::uint32_t>(ready[i].data.u64));
             const std::uint64_t generation = ready[i].data.u64 >> 32;
-            auto it = sockets_.find(s);
-            if (it == sockets_.end() || (it->second.generation & 0xffffffffu) != generation) continue;  // closed since
-            auto& e = it->second;
+            socket_entry* found = find_socket(s);
+            if (!found || (found->generation & 0xffffffffu) != generation) continue;  // closed since
+            auto& e = *found;
             const std::uint32_t events = ready[i].events;
             if (e.what == 0) {
                 // Idle: libcurl looks at the connection when it reuses it.
@@ -1173,7 +1191,7 @@ private:
     ::asio::posix::stream_descriptor set_watch_;  ///< the reactor's view of event_set_
     bool set_waiting_ = false;                    ///< a reactor wait on the set is pending
     std::size_t watched_ = 0;                     ///< sockets libcurl watches now (what != 0)
-    std::unordered_map<curl_socket_t, socket_entry> sockets_;
+    std::vector<socket_entry> sockets_;  ///< indexed by descriptor (find_socket)
 #else
     std::unordered_map<curl_socket_t, std::unique_ptr<socket_entry>> sockets_;
 #endif
