@@ -1,6 +1,11 @@
 // Many GETs in flight to a local nginx, side by side in one run:
 //   baseline_raw_multi_64    one thread, a raw curl_multi loop (curl_multi_perform
 //                            and curl_multi_poll) keeping 64 transfers in flight, the baseline
+//   baseline_raw_multi_64_limits
+//                            the same loop, each transfer given the libcurl
+//                            limits the client sets for the calls below
+//                            (CURLOPT_CONNECTTIMEOUT_MS, CURLOPT_TIMEOUT_MS):
+//                            what libcurl spends on them
 //   baseline_raw_socket_action_64
 //                            one thread, the same transfers through libcurl's
 //                            event-loop interface (curl_multi_socket_action on
@@ -14,7 +19,8 @@
 // An iteration is a batch of 512 GETs; the rate is GETs per second. Each
 // kind runs in 5 interleaved rounds; the summary gives the medians over
 // rounds and the ratios to the raw multi loop (goals: the async client at
-// ≥ 0.95× the raw loop, and ≥ 1.0× the 8 blocking threads with one thread).
+// ≥ 0.95× the raw loop without limits, and ≥ 1.0× the 8 blocking threads
+// with one thread).
 //
 // The benchmark starts nginx itself (tests/support/nginx_server.hpp) and skips
 // with a message when nginx, libcurl or Asio is missing.
@@ -135,12 +141,18 @@ struct raw_transfers {
     int done = 0;
     bool failed = false;
 
-    raw_transfers() {
+    explicit raw_transfers(bool limits = false) {
         for (int i = 0; i < in_flight; ++i) {
             CURL* e = curl_easy_init();
             curl_easy_setopt(e, CURLOPT_URL, url.c_str());
             curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
             curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &discard);
+            if (limits) {
+                // What the client sets for {.connect = 1s, .total = 2s}: its
+                // own end of the total, and libcurl's 1 ms later.
+                curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+                curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 2001L);
+            }
             easies.push_back(e);
         }
     }
@@ -183,7 +195,7 @@ struct raw_transfers {
 };
 
 void raw_multi(benchmark::State& state, const std::string& kind) {
-    raw_transfers t;
+    raw_transfers t(kind == "baseline_raw_multi_64_limits");
     const auto run_batch = [&] {
         t.start_batch();
         while (!t.batch_done()) {
@@ -463,6 +475,10 @@ int main(int argc, char** argv) {
                                      std::string("baseline_raw_multi_64"))
             ->UseRealTime()
             ->MinTime(0.3);
+        benchmark::RegisterBenchmark(("get64/baseline_raw_multi_64_limits" + suffix).c_str(), raw_multi,
+                                     std::string("baseline_raw_multi_64_limits"))
+            ->UseRealTime()
+            ->MinTime(0.3);
         benchmark::RegisterBenchmark(("get64/baseline_raw_socket_action_64" + suffix).c_str(), raw_socket_action,
                                      std::string("baseline_raw_socket_action_64"))
             ->UseRealTime()
@@ -480,28 +496,39 @@ int main(int argc, char** argv) {
     benchmark::Shutdown();
     if (!rates["baseline_raw_multi_64"].empty()) {
         const double raw = median("baseline_raw_multi_64");
+        const double raw_limits = median("baseline_raw_multi_64_limits");
         const double socket_action = median("baseline_raw_socket_action_64");
         const double async = median("resil_async_64");
         const double blocking = median("resil_blocking_8_threads");
         const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
         std::printf("\nGETs to a local nginx, batches of %d; medians of %d interleaved rounds\n", batch, rounds);
         std::printf("  %-30s %9.0f req/s\n", "baseline_raw_multi_64", raw);
+        std::printf("  %-30s %9.0f req/s  %.3fx raw multi\n", "baseline_raw_multi_64_limits", raw_limits,
+                    ratio(raw_limits, raw));
         std::printf("  %-30s %9.0f req/s  %.3fx raw multi\n", "baseline_raw_socket_action_64", socket_action,
                     ratio(socket_action, raw));
-        std::printf("  %-30s %9.0f req/s  %.3fx raw multi, %.3fx raw socket_action, %.3fx 8 blocking threads\n",
-                    "resil_async_64", async, ratio(async, raw), ratio(async, socket_action), ratio(async, blocking));
+        std::printf(
+            "  %-30s %9.0f req/s  %.3fx raw multi, %.3fx raw multi with limits, %.3fx raw socket_action, %.3fx 8 "
+            "blocking threads\n",
+            "resil_async_64", async, ratio(async, raw), ratio(async, raw_limits), ratio(async, socket_action),
+            ratio(async, blocking));
         std::printf("  %-30s %9.0f req/s  %.3fx raw multi\n", "resil_blocking_8_threads", blocking, ratio(blocking, raw));
         const double raw_cpu = median("baseline_raw_multi_64", cpu_per_get);
+        const double raw_limits_cpu = median("baseline_raw_multi_64_limits", cpu_per_get);
         const double socket_action_cpu = median("baseline_raw_socket_action_64", cpu_per_get);
         const double async_cpu = median("resil_async_64", cpu_per_get);
         const double blocking_cpu = median("resil_blocking_8_threads", cpu_per_get);
         std::printf("CPU time of this process per GET (user + system), medians:\n");
         std::printf("  %-30s %9.2f us\n", "baseline_raw_multi_64", raw_cpu);
+        std::printf("  %-30s %9.2f us  %.3fx raw multi\n", "baseline_raw_multi_64_limits", raw_limits_cpu,
+                    ratio(raw_limits_cpu, raw_cpu));
         std::printf("  %-30s %9.2f us  %.3fx raw multi\n", "baseline_raw_socket_action_64", socket_action_cpu,
                     ratio(socket_action_cpu, raw_cpu));
-        std::printf("  %-30s %9.2f us  %.3fx raw multi, %.3fx raw socket_action, %.3fx 8 blocking threads\n",
-                    "resil_async_64", async_cpu, ratio(async_cpu, raw_cpu), ratio(async_cpu, socket_action_cpu),
-                    ratio(async_cpu, blocking_cpu));
+        std::printf(
+            "  %-30s %9.2f us  %.3fx raw multi, %.3fx raw multi with limits, %.3fx raw socket_action, %.3fx 8 "
+            "blocking threads\n",
+            "resil_async_64", async_cpu, ratio(async_cpu, raw_cpu), ratio(async_cpu, raw_limits_cpu),
+            ratio(async_cpu, socket_action_cpu), ratio(async_cpu, blocking_cpu));
         std::printf("  %-30s %9.2f us  %.3fx raw multi\n", "resil_blocking_8_threads", blocking_cpu,
                     ratio(blocking_cpu, raw_cpu));
     }
