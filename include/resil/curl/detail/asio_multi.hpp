@@ -1146,26 +1146,23 @@ private:
         ++in_libcurl_;
         const CURLMcode rc = curl_multi_socket_action(multi_, s, events, &running);
         --in_libcurl_;
-        if (rc != CURLM_OK) {
-            // "The state of all transfers is uncertain": each in flight ends,
-            // but those libcurl reported finished keep their outcome.
-            collect_pending_ = false;
-            collect();
-            for (auto& t : slots_)
-                if (t && t->active) finish(*t, transfer_end::multi_error, CURLE_FAILED_INIT);
-        } else if (in_batch_) {
+        if (rc == CURLM_OK && in_batch_ && !close_pending_) {
             // Read once at the end of the wake-up (batch_scope). Each
             // curl_multi_remove_handle walks libcurl's connection cache:
             // removals made together find it in the CPU's cache, one after
             // each socket's reads finds it evicted (3× the cycles, measured).
             collect_pending_ = true;
         } else {
+            // Now: what libcurl reported finished keeps its outcome before an
+            // error or the client's end cuts the rest.
+            collect_pending_ = false;
             collect();
+            // "The state of all transfers is uncertain": each in flight ends.
+            if (rc != CURLM_OK)
+                for (auto& t : slots_)
+                    if (t && t->active) finish(*t, transfer_end::multi_error, CURLE_FAILED_INIT);
         }
-        if (close_pending_ && in_libcurl_ == 0) {  // the client went from inside libcurl
-            if (std::exchange(collect_pending_, false)) collect();
-            shutdown();
-        }
+        if (close_pending_ && in_libcurl_ == 0) shutdown();  // the client went from inside libcurl
         if (!in_batch_) stamp_touched();
     }
 
