@@ -17,6 +17,7 @@
 
 #include "catch.hpp"
 #include "support/redis_server.hpp"
+#include "support/stall.hpp"
 #include "support/timing.hpp"
 
 using namespace std::chrono_literals;
@@ -89,12 +90,17 @@ TEST_CASE("redis limiter: Redis frozen -> a decision without a deadline ends at 
         redis.freeze();
         // Beside each decision, a bare poll() of the same length on an idle
         // socket: how late the kernel wakes a waiting thread now.
-        std::vector<std::chrono::microseconds> took, bare;
+        // `ran` is each decision's time less what the machine held the
+        // thread back (resil_test::stall_meter): the worst case is judged on
+        // it, the percentiles (beside the bare poll()) on the wall time.
+        std::vector<std::chrono::microseconds> took, ran, bare;
         for (int i = 0; i < (d < 100ms ? 30 : d < 500ms ? 10 : 6); ++i) {
             std::this_thread::sleep_for(2ms);  // past the backoff: this call probes
+            const resil_test::stall_meter stalled;
             const auto t0 = clock_type::now();
             const auto r = limiter.try_acquire();
             took.push_back(resil_test::since<std::chrono::microseconds>(t0));
+            ran.push_back(took.back() - stalled.elapsed());
             CHECK(r.status == rate_limit_status::unavailable);
             const auto t1 = clock_type::now();
             pollfd idle{idle_pair[0], POLLIN, 0};
@@ -103,7 +109,7 @@ TEST_CASE("redis limiter: Redis frozen -> a decision without a deadline ends at 
         }
         redis.thaw();
         CAPTURE(d, percentile(took, 0.0), percentile(took, 0.5), percentile(took, 0.9), percentile(took, 1.0),
-                percentile(bare, 0.5), percentile(bare, 0.9), limiter.last_error());
+                percentile(ran, 1.0), percentile(bare, 0.5), percentile(bare, 0.9), limiter.last_error());
         // Each probe connects (the kernel accepts for the frozen server) and
         // waits for SCRIPT LOAD's reply: the whole reply timeout, never less
         // (a blocking read that timed out early hands over to poll())...
@@ -112,7 +118,7 @@ TEST_CASE("redis limiter: Redis frozen -> a decision without a deadline ends at 
         // wake-up (the 90th percentile allows a late scheduler tick, 4 ms).
         CHECK(percentile(took, 0.5) <= percentile(bare, 0.5) + wake_slack);
         CHECK(percentile(took, 0.9) <= percentile(bare, 0.9) + wake_slack + 4ms);
-        CHECK(percentile(took, 1.0) <= d + resil_test::slack);
+        CHECK(percentile(ran, 1.0) <= d + resil_test::slack);
     }
     ::close(idle_pair[0]);
     ::close(idle_pair[1]);
