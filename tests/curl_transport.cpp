@@ -15,6 +15,9 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "catch.hpp"
 #include "support/attempts.hpp"
@@ -732,6 +735,58 @@ TEST_CASE("curl transport: which of libcurl's resends are let through (capture::
             CHECK(capture::may_send(t, "10.0.0.1", 80, 40000) == as_get);
             CHECK(t.redirect_refused == !as_get);
         }
+    }
+}
+
+TEST_CASE("curl transport: received header lines become fields; lines that are not fields are skipped") {
+    using resil::curl::detail::capture;
+    using resil::curl::detail::transfer_state;
+    auto r = resil::curl::detail::response_access::blank();
+    transfer_state t;
+    t.max_header_bytes = 1 << 16;
+    t.max_body = 100;
+    t.start(r, true);
+    using namespace std::string_view_literals;
+    for (const auto line :
+         {"HTTP/1.1 200 OK\r\n"sv, "Server: nginx\r\n"sv, "X-Spaced:   two  words \t\r\n"sv, "X-Tight:v\r\n"sv,
+          "X-Empty:\r\n"sv, "X-Blank:   \r\n"sv, "Bad Name: skipped\r\n"sv, ": no name\r\n"sv, "no colon at all\r\n"sv,
+          "X(paren): skipped\r\n"sv, "X-Folded: first\r\n"sv, " \t second\r\n"sv, "CONTENT-LENGTH: 5\n"sv,
+          "X-Last: a:b: c\r\n"sv})
+        CHECK(capture::header_line(t, line));
+    CHECK_FALSE(t.malformed);
+    std::vector<std::pair<std::string, std::string>> fields;
+    for (const auto [name, value] : r.headers()) fields.emplace_back(name, value);
+    CHECK(fields == std::vector<std::pair<std::string, std::string>>{{"Server", "nginx"},
+                                                                     {"X-Spaced", "two  words"},
+                                                                     {"X-Tight", "v"},
+                                                                     {"X-Empty", ""},
+                                                                     {"X-Blank", ""},
+                                                                     {"X-Folded", "first second"},
+                                                                     {"CONTENT-LENGTH", "5"},
+                                                                     {"X-Last", "a:b: c"}});
+    CHECK(r.header("content-length") == "5");
+
+    SECTION("a CR or NUL inside a line makes the reply malformed, wherever it is") {
+        for (const auto line : {"X-C: a\rb\r\n"sv, "X-N: a\0b\r\n"sv, "X\r: v\r\n"sv, "X-Long-Name-Here: 0123456789\0\r\n"sv}) {
+            t.start(r, true);
+            CAPTURE(line);
+            CHECK_FALSE(capture::header_line(t, line));
+            CHECK(t.malformed);
+        }
+    }
+    SECTION("a Content-Length over max_body_bytes stops the transfer, in any letter case") {
+        for (const auto line : {"Content-Length: 101\r\n"sv, "content-length: 101\r\n"sv, "CoNtEnT-LeNgTh: 101\r\n"sv}) {
+            t.start(r, true);
+            REQUIRE(capture::header_line(t, "HTTP/1.1 200 OK\r\n"));
+            CAPTURE(line);
+            CHECK_FALSE(capture::header_line(t, line));
+            CHECK(t.too_large);
+        }
+        t.start(r, true);
+        REQUIRE(capture::header_line(t, "HTTP/1.1 200 OK\r\n"));
+        CHECK(capture::header_line(t, "Content-Lengths: 101\r\n"));  // another field
+        CHECK(capture::header_line(t, "Content-Length: 100\r\n"));
+        CHECK_FALSE(t.too_large);
     }
 }
 

@@ -8,6 +8,7 @@
 // so a request hands libcurl its headers without copying them.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -59,6 +60,8 @@ public:
         f.name_size = static_cast<std::uint32_t>(name.size());
         f.value = static_cast<std::uint32_t>(text_.size() + name.size() + separator.size());
         f.value_size = static_cast<std::uint32_t>(value.size());
+        make_room(size);
+        index_.push_back(f);
         // One growth and three copies: this runs for every received header line.
         text_.resize(text_.size() + size);
         char* out = text_.data() + f.line;
@@ -66,7 +69,6 @@ public:
         std::memcpy(out + name.size(), separator.data(), separator.size());
         if (!value.empty()) std::memcpy(text_.data() + f.value, value.data(), value.size());
         text_.back() = '\0';
-        index_.push_back(f);
     }
 
     /// Appends a field given as one "Name: value" line (a single space
@@ -79,10 +81,11 @@ public:
         f.name_size = static_cast<std::uint32_t>(name_size);
         f.value = static_cast<std::uint32_t>(text_.size() + name_size + 2);
         f.value_size = static_cast<std::uint32_t>(line.size() - name_size - 2);
-        text_.resize(text_.size() + line.size() + 1);
-        std::memcpy(text_.data() + f.line, line.data(), line.size());
-        text_.back() = '\0';
+        make_room(line.size() + 1);
         index_.push_back(f);
+        // Appended, not resized and overwritten: no zero-fill first.
+        text_.append(line);
+        text_.push_back('\0');
     }
 
     /// Appends `more` to the last field's value, after one space (an obsolete
@@ -90,6 +93,7 @@ public:
     void extend_last(std::string_view more) {
         if (index_.empty() || more.empty()) return;
         check_size(more.size() + 1);
+        make_room(more.size() + 2);  // nothing below can throw then
         auto& f = index_.back();
         text_.pop_back();  // the NUL
         if (f.value_size == 0) {
@@ -139,6 +143,13 @@ public:
     }
 
 private:
+    // Room for `more` bytes of text, grown by doubling. Called before the
+    // index grows, so that a throw (no memory) from either leaves both as
+    // they were, and the text's growth after the index's cannot throw.
+    void make_room(std::size_t more) {
+        if (more > text_.capacity() - text_.size()) text_.reserve(std::max(text_.size() + more, 2 * text_.capacity()));
+    }
+
     void check_size(std::size_t more) const {
         if (more > std::numeric_limits<std::uint32_t>::max() - text_.size())
             throw std::length_error("resil::curl: header fields exceed 4 GiB");

@@ -135,8 +135,7 @@ struct capture {
         while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
         // CR and NUL inside a field are dangerous (RFC 9110 §5.5: reject the
         // message or replace them); the reply is refused as malformed.
-        // Two scans of the line (memchr), not find_first_of's lookup per byte.
-        if (line.find('\r') != std::string_view::npos || line.find('\0') != std::string_view::npos) {
+        if (holds_cr_or_nul(line)) {
             t.malformed = true;
             return false;
         }
@@ -161,7 +160,7 @@ struct capture {
                     t.in_trailers = true;
                 return true;
             }
-            if (line.starts_with("HTTP/")) {
+            if (line.size() >= 5 && std::memcmp(line.data(), "HTTP/", 5) == 0) {
                 // A new response starts (after a 1xx or a followed
                 // redirect): only the final one's fields count.
                 headers.clear();
@@ -313,19 +312,18 @@ private:
             fields.extend_last(trim_ows(line));
             return true;
         }
-        const auto colon = line.find(':');
-        if (colon == std::string_view::npos) return true;
+        // The name is the token before the colon: one pass finds both.
+        std::size_t colon = 0;
+        while (colon < line.size() && is_tchar(line[colon])) ++colon;
+        if (colon == 0 || colon == line.size() || line[colon] != ':') return true;
         const auto name = line.substr(0, colon);
-        if (!is_token(name)) return true;
         const auto value = trim_ows(line.substr(colon + 1));
         // Most lines are already "Name: value": stored with one copy.
         if (!value.empty() && value.data() == line.data() + colon + 2 && line[colon + 1] == ' ')
             fields.add_line(line.substr(0, colon + 2 + value.size()), colon);
         else
             fields.add(name, value);
-        constexpr std::string_view content_length = "Content-Length";
-        if (t && name.size() == content_length.size() && iequals(name, content_length))
-            return announced_body(*t, value);
+        if (t && token_iequals_lower(name, "content-length")) return announced_body(*t, value);
         return true;
     }
 

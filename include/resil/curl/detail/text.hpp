@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +55,50 @@ inline constexpr auto tchar_table = [] {
 }
 
 [[nodiscard]] constexpr bool is_ows(char c) noexcept { return c == ' ' || c == '\t'; }
+
+/// Whether `s` holds a CR or a NUL: eight bytes at a time, as every
+/// received header line is checked for them.
+[[nodiscard]] inline bool holds_cr_or_nul(std::string_view s) noexcept {
+    constexpr std::uint64_t ones = 0x0101010101010101;
+    constexpr std::uint64_t highs = 0x8080808080808080;
+    constexpr std::uint64_t crs = 0x0D * ones;
+    // Non-zero exactly when some byte of `w` is zero (which byte it flags
+    // may be off; whether there is one is not).
+    const auto zero_byte = [](std::uint64_t w) noexcept { return (w - ones) & ~w & highs; };
+    const auto word = [&](std::size_t at) noexcept {
+        std::uint64_t w;
+        std::memcpy(&w, s.data() + at, sizeof w);
+        return w;
+    };
+    if (s.size() < 8) {
+        for (const char c : s)
+            if (c == '\r' || c == '\0') return true;
+        return false;
+    }
+    for (std::size_t at = 0;; at += 8) {
+        if (at + 8 > s.size()) at = s.size() - 8;  // the last word overlaps the one before
+        const std::uint64_t w = word(at);
+        if (zero_byte(w) | zero_byte(w ^ crs)) return true;
+        if (at + 8 == s.size()) return false;
+    }
+}
+
+/// Whether `name`, a token (tchar only), is `lower` in any letter case,
+/// where `lower` is lower-case letters, digits and '-'. From 8 to 16 bytes,
+/// two word compares: setting bit 0x20 lower-cases a letter and keeps a
+/// digit or '-', and turns no other tchar into one of those.
+[[nodiscard]] inline bool token_iequals_lower(std::string_view name, std::string_view lower) noexcept {
+    if (name.size() != lower.size()) return false;
+    if (lower.size() < 8 || lower.size() > 16) return iequals(name, lower);
+    constexpr std::uint64_t case_bits = 0x2020202020202020;
+    const auto word = [](std::string_view v, std::size_t at) noexcept {
+        std::uint64_t w;
+        std::memcpy(&w, v.data() + at, sizeof w);
+        return w;
+    };
+    const std::size_t last = lower.size() - 8;
+    return (word(name, 0) | case_bits) == word(lower, 0) && (word(name, last) | case_bits) == word(lower, last);
+}
 
 [[nodiscard]] constexpr std::string_view trim_ows(std::string_view s) noexcept {
     while (!s.empty() && is_ows(s.front())) s.remove_prefix(1);
