@@ -15,6 +15,7 @@
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -715,6 +716,103 @@ TEST_CASE("curl async: a call finished in the wake-up where a sink destroys the 
     // it too before the client went: what it reports is not checked here.
     CHECK(first_completions == 1);
     CHECK(second_completions == 1);
+}
+
+// Calls whose answers one wake-up finds: their handlers run at the end of
+// that wake-up, one after another. Starts `paths.size()` calls answered at
+// once, waits for every request to be out, then stays away from the
+// io_context while the answers arrive.
+template <class Handler>
+void finish_together(resil_test::fault_server& server, asio::io_context& io, async_client& http,
+                     std::vector<resil::context>& contexts, const std::vector<std::string>& paths, Handler handler) {
+    for (const auto& path : paths) server.on(path, {action::respond_after(100ms, 200, "ok")});
+    const auto out = server.requests().size() + paths.size();
+    contexts.resize(paths.size());
+    for (std::size_t i = 0; i < paths.size(); ++i)
+        http.async_perform(request::get(server.url(paths[i])), contexts[i], handler);
+    const auto until = steady::now() + 5s;
+    while (server.requests().size() < out && steady::now() < until) {
+        io.run_for(1ms);
+        if (io.stopped()) io.restart();
+    }
+    REQUIRE(server.requests().size() == out);
+    std::this_thread::sleep_for(500ms);
+}
+
+TEST_CASE("curl async: a handler that throws leaves the calls finished beside it to complete, and the client working") {
+    resil_test::fault_server server;
+    asio::io_context io;
+    // The io_context's executor keeps a handler's exception for run() to
+    // throw once the client's work is done; a strand lets it through the
+    // client's code at once.
+    const bool on_strand = GENERATE(false, true);
+    CAPTURE(on_strand);
+    async_client http = on_strand ? async_client(asio::make_strand(io)) : async_client(io);
+    // In flight through the throw: the client keeps waiting for its answer.
+    server.on("/later", {action::respond_after(1500ms, 200, "later")});
+    std::optional<response> in_flight;
+    resil::context in_flight_ctx;
+    http.async_perform(request::get(server.url("/later")), in_flight_ctx, [&](response r) { in_flight = std::move(r); });
+    run_until(io, [&] { return server.requests().size() == 1; });
+    std::vector<resil::context> contexts;
+    int completions = 0;
+    int ok = 0;
+    finish_together(server, io, http, contexts, {"/a", "/b", "/c"}, [&](response r) {
+        ++completions;
+        if (r.ok()) ++ok;
+        if (completions == 1) throw std::runtime_error("the first handler failed");
+    });
+    int thrown = 0;
+    const auto until = steady::now() + 5s;
+    while (completions < 3 && steady::now() < until) {
+        try {
+            io.run_for(20ms);
+        } catch (const std::runtime_error&) {
+            ++thrown;
+        }
+        if (io.stopped()) io.restart();
+    }
+    CHECK(thrown == 1);
+    CHECK(completions == 3);
+    CHECK(ok == 3);
+    run_until(io, [&] { return in_flight.has_value(); }, 3s);
+    CHECK(in_flight->ok());
+    CHECK(in_flight->body() == "later");
+    // A new call completes too.
+    std::optional<response> later;
+    resil::context ctx;
+    http.async_perform(request::get(server.url("/a")), ctx, [&](response r) { later = std::move(r); });
+    run_until(io, [&] { return later.has_value(); });
+    CHECK(later->ok());
+    io.run_for(50ms);
+    CHECK(completions == 3);  // none twice
+}
+
+TEST_CASE("curl async: a handler that destroys the client leaves the calls finished beside it their answers") {
+    resil_test::fault_server server;
+    server.on("/slow", {action::respond_after(3s, 200, "slow")});
+    asio::io_context io;
+    auto http = std::make_unique<async_client>(io);
+    std::optional<response> slow;
+    resil::context slow_ctx;
+    http->async_perform(request::get(server.url("/slow")), slow_ctx, [&](response r) { slow = std::move(r); });
+    run_until(io, [&] { return server.requests().size() == 1; });
+    std::vector<resil::context> contexts;
+    std::vector<response> answers;
+    finish_together(server, io, *http, contexts, {"/a", "/b", "/c"}, [&](response r) {
+        answers.push_back(std::move(r));
+        http.reset();  // the first handler destroys the client; the others still run
+    });
+    run_until(io, [&] { return answers.size() == 3 && slow; }, 2s);
+    CHECK_FALSE(http);
+    for (const auto& r : answers) {
+        CHECK(r.ok());
+        CHECK(r.body() == "ok");
+    }
+    CHECK(slow->transport() == resil::curl::transport_status::cancelled);
+    io.restart();
+    io.run_for(50ms);
+    CHECK(answers.size() == 3);  // none twice
 }
 
 TEST_CASE("curl async: responses given back keep small body buffers only") {

@@ -34,8 +34,11 @@
 //
 // Completion: `void(resil::curl::response)`, whatever happened (every
 // failure is a response, as from perform); any Asio completion token
-// (use_awaitable, a callback, use_future, deferred). The handler is always
-// posted to its associated executor, never called inside async_perform.
+// (use_awaitable, a callback, use_future, deferred). The handler runs on
+// its associated executor, never inside async_perform or inside libcurl:
+// the calls one wake-up of the reactor finished are dispatched to it when
+// that wake-up's work is done (run right there when that executor runs on
+// this thread), any other completion is posted.
 //
 // Cancellation, each ending the call at once as transport_status::cancelled
 // (the transfer leaves the multi handle; over HTTP/1.1 its connection is
@@ -52,8 +55,8 @@
 // in flight as cancelled ("the asynchronous client was destroyed while the
 // call was in flight"), exactly once, and frees every libcurl handle; destroy
 // it before its io_context, as any Asio I/O object. A stopped io_context
-// never runs the posted completions: destroying it destroys them (and the
-// coroutine frames waiting on them).
+// never runs the completions posted to it: destroying it destroys them (and
+// the coroutine frames waiting on them).
 //
 // Memory: one pooled transfer per call in flight (an easy handle, its
 // buffers and a timer; libcurl's own buffers come with the easy handle),

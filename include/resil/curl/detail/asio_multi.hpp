@@ -17,8 +17,10 @@
 //    the close callback);
 //  - readiness and completions of waits that outlived their socket, timer or
 //    transfer are recognised by generation counters and ignored;
-//  - a transfer's completion is posted, never run inside this code, so a
-//    handler may start calls or destroy the client.
+//  - a transfer's completion never runs inside libcurl or inside this
+//    code's own state changes, so a handler may start calls or destroy the
+//    client: it is posted, or, for the transfers a wake-up of the reactor
+//    finished, dispatched once that wake-up's work is done (deliver_ready).
 #pragma once
 
 #include <curl/curl.h>
@@ -40,6 +42,7 @@
 #include <asio/associated_cancellation_slot.hpp>
 #include <asio/associated_executor.hpp>
 #include <asio/cancellation_type.hpp>
+#include <asio/dispatch.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
 #include <asio/posix/stream_descriptor.hpp>
@@ -93,6 +96,10 @@ struct async_completion {
     /// handler runs, or with the posted function if it never does (and when
     /// the post throws).
     virtual void post() = 0;
+    /// As post(), but runs the handler here and now when its executor
+    /// allows it (asio::dispatch: this thread runs that executor). Only
+    /// where the client may be re-entered or destroyed (deliver_ready).
+    virtual void dispatch() = 0;
 
     void complete(response&& r) {
         result = std::move(r);
@@ -133,6 +140,12 @@ public:
         auto work = std::move(work_);
         const auto ex = ::asio::get_associated_executor(handler_, work.get_executor());
         ::asio::post(ex, posted{this});
+    }
+
+    void dispatch() override {
+        auto work = std::move(work_);
+        const auto ex = ::asio::get_associated_executor(handler_, work.get_executor());
+        ::asio::dispatch(ex, posted{this});
     }
 
 private:
@@ -636,6 +649,13 @@ private:
         forget_stream(t);
         --in_flight_;
         release(t);
+        if (hold_completions_) {
+            try {
+                ready_.push_back(c);
+                return;
+            } catch (...) {  // no memory to hold it: posted
+            }
+        }
         c->post();
     }
 
@@ -721,18 +741,55 @@ private:
         }
     }
 
-    // The sockets one wake-up found ready are served as one batch.
+    // The sockets one wake-up found ready are served as one batch. The
+    // completions of the transfers it finished are held (ready_) for
+    // deliver_ready, unless the batch ends by an exception or inside a
+    // delivery (a handler that ran the io_context).
     struct batch_scope {
         asio_multi& m;
+        int exceptions = std::uncaught_exceptions();
         explicit batch_scope(asio_multi& owner) noexcept : m(owner) { m.in_batch_ = true; }
         batch_scope(const batch_scope&) = delete;
         batch_scope& operator=(const batch_scope&) = delete;
         ~batch_scope() {
             m.in_batch_ = false;
-            if (std::exchange(m.collect_pending_, false) && !m.closed_) m.collect();
+            if (std::exchange(m.collect_pending_, false) && !m.closed_) {
+                m.hold_completions_ = !m.delivering_ && std::uncaught_exceptions() == exceptions;
+                m.collect();
+                m.hold_completions_ = false;
+            }
             m.stamp_touched();
         }
     };
+
+    // Runs the completions a batch held, once its work is done and no
+    // libcurl call is under way: a handler whose executor runs on this
+    // thread is called from here (asio::dispatch), which spares each call a
+    // post (an allocation, the scheduler's lock and queue, and a trip
+    // through its loop); any other is posted. A handler may start calls or
+    // destroy the client: the held completions are already apart from any
+    // transfer. Should one throw, the rest are posted before the exception
+    // goes on.
+    void deliver_ready() {
+        if (ready_.empty()) return;
+        delivering_ = true;
+        std::size_t next = 0;
+        try {
+            while (next < ready_.size()) ready_[next++]->dispatch();
+        } catch (...) {
+            for (; next < ready_.size(); ++next) {
+                try {
+                    ready_[next]->post();
+                } catch (...) {  // no memory to post it: freed with its handler, as any failed post
+                }
+            }
+            ready_.clear();
+            delivering_ = false;
+            throw;
+        }
+        ready_.clear();
+        delivering_ = false;
+    }
 
     void stamp(async_transfer& t, std::chrono::steady_clock::time_point steady_now) noexcept {
         t.bytes_at = t.steady ? std::chrono::time_point_cast<duration>(steady_now) : t.now();
@@ -926,7 +983,9 @@ private:
         // once then. That rests on Asio 1.22's reactor, which registers the
         // set edge-triggered and re-arms it (EPOLL_CTL_MOD) for every wait it
         // starts, so that a readiness from before the wait is not lost.
+        // Started before the handlers run: one that throws leaves it started.
         wait_for_set();
+        deliver_ready();
     }
 
     // One batch: the finished transfers are read and the touched ones
@@ -1205,6 +1264,9 @@ private:
     std::vector<std::pair<std::uint32_t, std::uint64_t>> touched_;  ///< (index, generation) to stamp_touched
     bool in_batch_ = false;  ///< serving a batch of ready sockets: stamp_touched comes at its end
     bool collect_pending_ = false;  ///< libcurl ran within the batch: its finished transfers are read at its end
+    bool hold_completions_ = false;  ///< finish() holds completions in ready_ (the end of a batch)
+    bool delivering_ = false;        ///< deliver_ready is running them
+    std::vector<async_completion*> ready_;  ///< completions held for deliver_ready
     std::vector<std::unique_ptr<async_transfer>> slots_;
     std::vector<std::uint64_t> generations_;  ///< per slot index, outliving the slot
     std::vector<std::uint32_t> idle_;         ///< pooled transfers ready for a call
