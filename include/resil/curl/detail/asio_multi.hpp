@@ -220,7 +220,6 @@ struct async_transfer : easy_state {
     duration touch_horizon{};
     std::uint64_t timer_generation = 0;
     bool timer_pending = false;  ///< a wait of `timer` is still to complete
-    bool touch_pending = false;  ///< a callback saw a byte or a send; bytes_at is stamped at the end of the wake-up
     /// The call's clock is resil::steady_clock, whose readings are the
     /// steady_clock instants the transfer's timer waits for: one reading serves both.
     bool steady = false;
@@ -370,7 +369,7 @@ public:
         t->clock = &ctx.clock();
         t->read_clock = [](const void* clock) noexcept { return static_cast<const Clock*>(clock)->now(); };
         t->steady = std::is_same_v<Clock, resil::steady_clock>;
-        t->touch_pending = false;
+        t->transfer.touch_pending = false;
         t->transfer.start(t->out, req.method() != "HEAD");
         t->started = t->now();  // what timings().total counts from, as in the blocking client
         t->bytes_at = t->started;
@@ -668,8 +667,8 @@ private:
         if (now >= t.ends_at) return finish(t, transfer_end::total_limit, CURLE_OPERATION_TIMEDOUT);
         // A byte seen but not stamped yet (libcurl called back outside a
         // wake-up) counts as seen now: never an old stamp for new bytes.
-        if (t.touch_pending) {
-            t.touch_pending = false;
+        if (t.transfer.touch_pending) {
+            t.transfer.touch_pending = false;
             t.bytes_at = now;
         }
         int wait_ms = 1000;
@@ -731,11 +730,11 @@ private:
     // at most the batch's work, so a limit can end late by that, never early.
     static void on_touched(void* p) noexcept {
         auto& t = *static_cast<async_transfer*>(p);
-        if (t.touch_horizon == duration::zero() || !t.clock || !t.active || t.touch_pending) return;
+        if (t.touch_horizon == duration::zero() || !t.clock || !t.active || t.transfer.touch_pending) return;
         auto& owner = *t.owner;
         try {
             owner.touched_.push_back({t.index, owner.generations_[t.index]});
-            t.touch_pending = true;
+            t.transfer.touch_pending = true;
         } catch (...) {  // no memory to put it off: stamped now
             owner.stamp(t, std::chrono::steady_clock::now());
         }
@@ -807,8 +806,8 @@ private:
         for (const auto& [index, generation] : touched_) {
             if (closed_ || index >= slots_.size() || generations_[index] != generation) continue;  // ended since
             auto* t = slots_[index].get();
-            if (!t || !t->active || !t->touch_pending) continue;
-            t->touch_pending = false;
+            if (!t || !t->active || !t->transfer.touch_pending) continue;
+            t->transfer.touch_pending = false;
             stamp(*t, steady_now);
         }
         touched_.clear();

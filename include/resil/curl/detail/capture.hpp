@@ -69,6 +69,10 @@ struct transfer_state {
     /// every poll.
     void (*touched)(void*) noexcept = nullptr;
     void* touched_by = nullptr;
+    /// Set by the driver when `touched` noted this transfer for the end of
+    /// the wake-up, cleared when it stamps it: until then the callbacks
+    /// need not call `touched` again (a header line, a chunk each).
+    bool touch_pending = false;
     /// The connection the last HTTP/2 response came over: a resend after a
     /// send on it can only be a refused stream (see may_send).
     struct connection_id {
@@ -108,6 +112,11 @@ struct transfer_state {
 
 /// The callbacks.
 struct capture {
+    /// A byte or a send, for a driver that times silences (transfer_state::touched).
+    static void note_touch(transfer_state& t) noexcept {
+        if (t.touched && !t.touch_pending) t.touched(t.touched_by);
+    }
+
     /// A status line's code ("HTTP/1.1 503 Service Unavailable" → 503); 0
     /// when the line has no three-digit code where one belongs.
     [[nodiscard]] static constexpr int status_of(std::string_view line) noexcept {
@@ -125,7 +134,7 @@ struct capture {
     /// One header line as libcurl delivers it (terminator included). Returns
     /// false when the transfer must stop (a limit, or no memory).
     static bool header_line(transfer_state& t, std::string_view line) noexcept {
-        if (t.touched) t.touched(t.touched_by);
+        note_touch(t);
         t.received += line.size();
         t.header_bytes += line.size();
         if (t.header_bytes > t.max_header_bytes) {
@@ -181,7 +190,7 @@ struct capture {
 
     /// One chunk of the body. Returns false when the transfer must stop.
     static bool body_bytes(transfer_state& t, std::string_view data) noexcept {
-        if (t.touched) t.touched(t.touched_by);
+        note_touch(t);
         t.received += data.size();
         // A streamed 2xx body goes to the sink, never into the response;
         // any other status is kept as usual, for the classifier.
@@ -223,7 +232,7 @@ struct capture {
     /// libcurl turns it into a GET; otherwise the 3xx ends the transfer as
     /// its answer (redirect_refused).
     static bool may_send(transfer_state& t, const char* primary_ip, long primary_port, long local_port) noexcept {
-        if (t.touched) t.touched(t.touched_by);
+        note_touch(t);
         long connects = 0;
         if (t.easy) curl_easy_getinfo(t.easy, CURLINFO_NUM_CONNECTS, &connects);
         const bool first = t.sends == 0;
