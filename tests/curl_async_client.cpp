@@ -720,31 +720,61 @@ TEST_CASE("curl async: a call finished in the wake-up where a sink destroys the 
 
 // Calls whose answers one wake-up finds: their handlers run at the end of
 // that wake-up, one after another. Starts `paths.size()` calls answered at
-// once, waits for every request to be out, then stays away from the
-// io_context while the answers arrive.
+// once, then stays away from the io_context until the server has written
+// every answer (on loopback they are then in the client's sockets).
 template <class Handler>
 void finish_together(resil_test::fault_server& server, asio::io_context& io, async_client& http,
                      std::vector<resil::context>& contexts, const std::vector<std::string>& paths, Handler handler) {
-    for (const auto& path : paths) server.on(path, {action::respond_after(100ms, 200, "ok")});
+    for (const auto& path : paths) server.on(path, {action::respond_after(200ms, 200, "ok")});
     const auto out = server.requests().size() + paths.size();
+    const auto answered = server.answered() + paths.size();
     contexts.resize(paths.size());
     for (std::size_t i = 0; i < paths.size(); ++i)
         http.async_perform(request::get(server.url(paths[i])), contexts[i], handler);
-    const auto until = steady::now() + 5s;
+    auto until = steady::now() + 5s;
     while (server.requests().size() < out && steady::now() < until) {
         io.run_for(1ms);
         if (io.stopped()) io.restart();
     }
     REQUIRE(server.requests().size() == out);
-    std::this_thread::sleep_for(500ms);
+    until = steady::now() + 5s;
+    while (server.answered() < answered && steady::now() < until) std::this_thread::sleep_for(5ms);
+    REQUIRE(server.answered() == answered);
+    std::this_thread::sleep_for(20ms);
+}
+
+// Runs one handler at a time until `done`.
+template <class Done>
+void run_one_until(asio::io_context& io, Done done) {
+    const auto until = steady::now() + 5s;
+    while (!done() && steady::now() < until) {
+        io.run_one_for(20ms);
+        if (io.stopped()) io.restart();
+    }
+    REQUIRE(done());
+}
+
+TEST_CASE("curl async: the calls one wake-up finished complete in that wake-up, not one per trip through the loop") {
+    resil_test::fault_server server;
+    asio::io_context io;
+    async_client http(io);
+    std::vector<resil::context> contexts;
+    int completions = 0;
+    finish_together(server, io, http, contexts, {"/a", "/b", "/c"}, [&](response r) {
+        CHECK(r.ok());
+        ++completions;
+    });
+    run_one_until(io, [&] { return completions > 0; });
+#if RESIL_DETAIL_CURL_EVENT_SET
+    // The run_one() that served the wake-up ran every handler of it.
+    CHECK(completions == 3);
+#endif
+    run_until(io, [&] { return completions == 3; });
 }
 
 TEST_CASE("curl async: a handler that throws leaves the calls finished beside it to complete, and the client working") {
     resil_test::fault_server server;
     asio::io_context io;
-    // The io_context's executor keeps a handler's exception for run() to
-    // throw once the client's work is done; a strand lets it through the
-    // client's code at once.
     const bool on_strand = GENERATE(false, true);
     CAPTURE(on_strand);
     async_client http = on_strand ? async_client(asio::make_strand(io)) : async_client(io);
@@ -762,6 +792,8 @@ TEST_CASE("curl async: a handler that throws leaves the calls finished beside it
         if (r.ok()) ++ok;
         if (completions == 1) throw std::runtime_error("the first handler failed");
     });
+    // As from posted handlers: the exception leaves run() on its own, and
+    // the other handlers run afterwards, each once.
     int thrown = 0;
     const auto until = steady::now() + 5s;
     while (completions < 3 && steady::now() < until) {
@@ -769,6 +801,7 @@ TEST_CASE("curl async: a handler that throws leaves the calls finished beside it
             io.run_for(20ms);
         } catch (const std::runtime_error&) {
             ++thrown;
+            CHECK(completions == 1);
         }
         if (io.stopped()) io.restart();
     }
@@ -803,6 +836,10 @@ TEST_CASE("curl async: a handler that destroys the client leaves the calls finis
         answers.push_back(std::move(r));
         http.reset();  // the first handler destroys the client; the others still run
     });
+    run_one_until(io, [&] { return !answers.empty(); });
+#if RESIL_DETAIL_CURL_EVENT_SET
+    CHECK(answers.size() == 3);  // in the same wake-up, after the client was gone
+#endif
     run_until(io, [&] { return answers.size() == 3 && slow; }, 2s);
     CHECK_FALSE(http);
     for (const auto& r : answers) {
@@ -813,6 +850,40 @@ TEST_CASE("curl async: a handler that destroys the client leaves the calls finis
     io.restart();
     io.run_for(50ms);
     CHECK(answers.size() == 3);  // none twice
+}
+
+TEST_CASE("curl async: a handler that runs the io_context itself: each call still completes once") {
+    resil_test::fault_server server;
+    server.on("/c", {action::respond_after(600ms, 200, "c")});
+    asio::io_context io;
+    async_client http(io);
+    std::optional<response> c;
+    resil::context c_ctx;
+    http.async_perform(request::get(server.url("/c")), c_ctx, [&](response r) { c = std::move(r); });
+    run_until(io, [&] { return server.requests().size() == 1; });
+    std::vector<resil::context> contexts;
+    std::vector<response> answers;
+    bool nested_saw_c = false;
+    finish_together(server, io, http, contexts, {"/a", "/b"}, [&](response r) {
+        answers.push_back(std::move(r));
+        if (answers.size() != 1) return;
+        // The first handler waits for /c by running the io_context: the
+        // wake-up that finds /c completes it there, while /b still waits
+        // for this handler to return.
+        const auto until = steady::now() + 3s;
+        while (!c && steady::now() < until) {
+            io.run_for(10ms);
+            if (io.stopped()) io.restart();
+        }
+        nested_saw_c = c.has_value();
+    });
+    run_until(io, [&] { return answers.size() == 2 && c; });
+    CHECK(nested_saw_c);
+    for (const auto& r : answers) CHECK(r.ok());
+    CHECK(c->ok());
+    CHECK(c->body() == "c");
+    io.run_for(50ms);
+    CHECK(answers.size() == 2);  // none twice
 }
 
 TEST_CASE("curl async: responses given back keep small body buffers only") {

@@ -104,3 +104,20 @@ TEST_CASE("curl fields: a field name compared to a lower-case name in any letter
     }
     CHECK(matches == 13 * 2 + 1);  // each of the 13 letters in two cases, the '-' as itself
 }
+
+TEST_CASE("curl fields: a field added from views of the store's own fields is copied whole while the store grows") {
+    field_store store;
+    const std::string long_value(100, 'v');
+    store.add("X-Original", long_value);
+    for (int i = 0; i < 20; ++i) {  // enough to move the text more than once
+        const header_list list(store);
+        const auto first = list[0];  // views into the store
+        store.add(first.name, first.value);
+    }
+    const header_list list(store);
+    REQUIRE(list.size() == 21);
+    for (const auto field : list) {
+        CHECK(field.name == "X-Original");
+        CHECK(field.value == long_value);
+    }
+}

@@ -288,6 +288,8 @@ public:
     }
     /// TCP connections accepted so far.
     [[nodiscard]] std::size_t connections() const noexcept { return connections_.load(); }
+    /// Whole answers of `respond` actions written to their sockets so far.
+    [[nodiscard]] std::size_t answered() const noexcept { return answered_.load(); }
 
     /// Stops accepting, ends every connection and joins every thread. Idempotent.
     void stop() {
@@ -483,13 +485,16 @@ private:
                 case action::kind::respond:
                     if (a.delay.count() > 0 && !pause(a.delay)) keep = false;
                     else if (!send_all(fd, head_of(a, a.body.size(), !keep) + (req.method == "HEAD" ? "" : a.body))) keep = false;
-                    else if (a.idle_close.count() > 0) {
-                        // Idle as long as the client sends nothing more, then closed.
-                        if (!wait_readable(fd, static_cast<int>(a.idle_close.count())) && a.idle_reset) {
-                            const linger hard{1, 0};  // close with RST instead of FIN
-                            ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+                    else {
+                        ++answered_;
+                        if (a.idle_close.count() > 0) {
+                            // Idle as long as the client sends nothing more, then closed.
+                            if (!wait_readable(fd, static_cast<int>(a.idle_close.count())) && a.idle_reset) {
+                                const linger hard{1, 0};  // close with RST instead of FIN
+                                ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+                            }
+                            keep = false;
                         }
-                        keep = false;
                     }
                     break;
                 case action::kind::hang:
@@ -550,6 +555,7 @@ private:
     std::uint16_t port_ = 0;
     std::atomic<bool> stopping_{false};
     std::atomic<std::size_t> connections_{0};
+    std::atomic<std::size_t> answered_{0};
     std::thread acceptor_;
     mutable std::mutex mutex_;
     std::vector<int> open_;

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -50,8 +51,13 @@ public:
         index_.clear();
     }
 
-    /// Appends a field; `name` and `value` are already validated.
+    /// Appends a field; `name` and `value` are already validated. They may
+    /// view this store's own fields (req.add_header("X", *req.header("Y"))).
     void add(std::string_view name, std::string_view value) {
+        if (views_text(name) || views_text(value)) {
+            const std::string copy = std::string(name) + std::string(value);  // the growth below may move them
+            return add(std::string_view(copy).substr(0, name.size()), std::string_view(copy).substr(name.size()));
+        }
         const std::string_view separator = value.empty() ? ";" : ": ";
         const std::size_t size = name.size() + separator.size() + value.size() + 1;
         check_size(size);
@@ -143,6 +149,10 @@ public:
     }
 
 private:
+    [[nodiscard]] bool views_text(std::string_view v) const noexcept {
+        return !v.empty() && std::less_equal<>{}(text_.data(), v.data()) && std::less<>{}(v.data(), text_.data() + text_.size());
+    }
+
     // Room for `more` bytes of text, grown by doubling. Called before the
     // index grows, so that a throw (no memory) from either leaves both as
     // they were, and the text's growth after the index's cannot throw.

@@ -20,7 +20,7 @@
 //  - a transfer's completion never runs inside libcurl or inside this
 //    code's own state changes, so a handler may start calls or destroy the
 //    client: it is posted, or, for the transfers a wake-up of the reactor
-//    finished, dispatched once that wake-up's work is done (deliver_ready).
+//    finished, run once that wake-up's work is done (deliver_ready).
 #pragma once
 
 #include <curl/curl.h>
@@ -42,7 +42,6 @@
 #include <asio/associated_cancellation_slot.hpp>
 #include <asio/associated_executor.hpp>
 #include <asio/cancellation_type.hpp>
-#include <asio/dispatch.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
 #include <asio/posix/stream_descriptor.hpp>
@@ -96,10 +95,11 @@ struct async_completion {
     /// handler runs, or with the posted function if it never does (and when
     /// the post throws).
     virtual void post() = 0;
-    /// As post(), but runs the handler here and now when its executor
-    /// allows it (asio::dispatch: this thread runs that executor). Only
-    /// where the client may be re-entered or destroyed (deliver_ready).
-    virtual void dispatch() = 0;
+    /// Runs the handler here and now when its executor is `here`, the one
+    /// running the caller (the handler has none of its own); posts it
+    /// otherwise. Only where the client may be re-entered or destroyed
+    /// (deliver_ready). What the handler throws goes through the caller.
+    virtual void run_here_or_post(const ::asio::any_io_executor& here) = 0;
 
     void complete(response&& r) {
         result = std::move(r);
@@ -142,10 +142,14 @@ public:
         ::asio::post(ex, posted{this});
     }
 
-    void dispatch() override {
-        auto work = std::move(work_);
-        const auto ex = ::asio::get_associated_executor(handler_, work.get_executor());
-        ::asio::dispatch(ex, posted{this});
+    void run_here_or_post(const ::asio::any_io_executor& here) override {
+        if constexpr (std::is_same_v<handler_executor, ::asio::any_io_executor>) {
+            if (::asio::get_associated_executor(handler_, here) == here) {
+                const auto work = std::move(work_);  // the executor stays busy until the handler returns
+                return deliver();
+            }
+        }
+        post();
     }
 
 private:
@@ -743,7 +747,7 @@ private:
     // The sockets one wake-up found ready are served as one batch. The
     // completions of the transfers it finished are held (ready_) for
     // deliver_ready, unless the batch ends by an exception or inside a
-    // delivery (a handler that ran the io_context).
+    // delivery (a handler that ran the io_context): those are posted.
     struct batch_scope {
         asio_multi& m;
         int exceptions = std::uncaught_exceptions();
@@ -762,19 +766,22 @@ private:
     };
 
     // Runs the completions a batch held, once its work is done and no
-    // libcurl call is under way: a handler whose executor runs on this
-    // thread is called from here (asio::dispatch), which spares each call a
-    // post (an allocation, the scheduler's lock and queue, and a trip
-    // through its loop); any other is posted. A handler may start calls or
-    // destroy the client: the held completions are already apart from any
-    // transfer. Should one throw, the rest are posted before the exception
-    // goes on.
+    // libcurl call is under way. A handler without an executor of its own
+    // runs on the client's, which is running this (the set's wait completed
+    // on it): it is called from here, which spares each call a post (an
+    // allocation, the scheduler's lock and queue, and a trip through its
+    // loop). Any other is posted. A handler may start calls or destroy the
+    // client: the held completions are already apart from any transfer. One
+    // that throws: the rest are posted, then the exception goes on, out of
+    // the io_context's run() as from a posted handler. One that runs the
+    // io_context: the batches served meanwhile post theirs, and this list
+    // is not entered again.
     void deliver_ready() {
-        if (ready_.empty()) return;
+        if (delivering_ || ready_.empty()) return;
         delivering_ = true;
         std::size_t next = 0;
         try {
-            while (next < ready_.size()) ready_[next++]->dispatch();
+            while (next < ready_.size()) ready_[next++]->run_here_or_post(ex_);
         } catch (...) {
             for (; next < ready_.size(); ++next) {
                 try {
