@@ -95,9 +95,9 @@ struct async_completion {
     /// handler runs, or with the posted function if it never does (and when
     /// the post throws).
     virtual void post() = 0;
-    /// Runs the handler here and now when its executor is `here`, the one
-    /// running the caller (the handler has none of its own); posts it
-    /// otherwise. Only where the client may be re-entered or destroyed
+    /// Runs the handler here and now when its associated executor is
+    /// `here`, the one running the caller (as when it has none of its own);
+    /// posts it otherwise. Only where the client may be re-entered or destroyed
     /// (deliver_ready). What the handler throws goes through the caller.
     virtual void run_here_or_post(const ::asio::any_io_executor& here) = 0;
 
@@ -766,9 +766,9 @@ private:
     };
 
     // Runs the completions a batch held, once its work is done and no
-    // libcurl call is under way. A handler without an executor of its own
-    // runs on the client's, which is running this (the set's wait completed
-    // on it): it is called from here, which spares each call a post (an
+    // libcurl call is under way. A handler whose associated executor is the
+    // client's, which is running this (the set's wait completed on it), is
+    // called from here, which spares each call a post (an
     // allocation, the scheduler's lock and queue, and a trip through its
     // loop). Any other is posted. A handler may start calls or destroy the
     // client: the held completions are already apart from any transfer. One
