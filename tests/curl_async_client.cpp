@@ -719,27 +719,31 @@ TEST_CASE("curl async: a call finished in the wake-up where a sink destroys the 
 }
 
 // Calls whose answers one wake-up finds: their handlers run at the end of
-// that wake-up, one after another. Starts `paths.size()` calls answered at
-// once, then stays away from the io_context until the server has written
+// that wake-up, one after another. Starts `paths.size()` calls whose
+// answers wait at one gate of the server, opens it once every request is
+// there, then stays away from the io_context until the server has written
 // every answer (on loopback they are then in the client's sockets).
 template <class Handler>
 void finish_together(resil_test::fault_server& server, asio::io_context& io, async_client& http,
                      std::vector<resil::context>& contexts, const std::vector<std::string>& paths, Handler handler) {
-    for (const auto& path : paths) server.on(path, {action::respond_after(200ms, 200, "ok")});
+    for (const auto& path : paths) server.on(path, {action::respond_at_gate("together", 200, "ok")});
     const auto out = server.requests().size() + paths.size();
     const auto answered = server.answered() + paths.size();
+    const auto in_flight = http.in_flight() + paths.size();
     contexts.resize(paths.size());
     for (std::size_t i = 0; i < paths.size(); ++i)
         http.async_perform(request::get(server.url(paths[i])), contexts[i], handler);
-    auto until = steady::now() + 5s;
+    auto until = steady::now() + 10s;
     while (server.requests().size() < out && steady::now() < until) {
         io.run_for(1ms);
         if (io.stopped()) io.restart();
     }
     REQUIRE(server.requests().size() == out);
-    until = steady::now() + 5s;
+    REQUIRE(http.in_flight() == in_flight);  // none has completed yet
+    server.open_gate("together");
+    until = steady::now() + 10s;
     while (server.answered() < answered && steady::now() < until) std::this_thread::sleep_for(5ms);
-    REQUIRE(server.answered() == answered);
+    REQUIRE(server.answered() >= answered);
     std::this_thread::sleep_for(20ms);
 }
 
@@ -779,7 +783,7 @@ TEST_CASE("curl async: a handler that throws leaves the calls finished beside it
     CAPTURE(on_strand);
     async_client http = on_strand ? async_client(asio::make_strand(io)) : async_client(io);
     // In flight through the throw: the client keeps waiting for its answer.
-    server.on("/later", {action::respond_after(1500ms, 200, "later")});
+    server.on("/later", {action::respond_at_gate("later", 200, "later")});
     std::optional<response> in_flight;
     resil::context in_flight_ctx;
     http.async_perform(request::get(server.url("/later")), in_flight_ctx, [&](response r) { in_flight = std::move(r); });
@@ -808,7 +812,9 @@ TEST_CASE("curl async: a handler that throws leaves the calls finished beside it
     CHECK(thrown == 1);
     CHECK(completions == 3);
     CHECK(ok == 3);
-    run_until(io, [&] { return in_flight.has_value(); }, 3s);
+    CHECK_FALSE(in_flight);
+    server.open_gate("later");
+    run_until(io, [&] { return in_flight.has_value(); }, 5s);
     CHECK(in_flight->ok());
     CHECK(in_flight->body() == "later");
     // A new call completes too.
@@ -823,7 +829,7 @@ TEST_CASE("curl async: a handler that throws leaves the calls finished beside it
 
 TEST_CASE("curl async: a handler that destroys the client leaves the calls finished beside it their answers") {
     resil_test::fault_server server;
-    server.on("/slow", {action::respond_after(3s, 200, "slow")});
+    server.on("/slow", {action::hang()});
     asio::io_context io;
     auto http = std::make_unique<async_client>(io);
     std::optional<response> slow;
@@ -854,7 +860,7 @@ TEST_CASE("curl async: a handler that destroys the client leaves the calls finis
 
 TEST_CASE("curl async: a handler that runs the io_context itself: each call still completes once") {
     resil_test::fault_server server;
-    server.on("/c", {action::respond_after(600ms, 200, "c")});
+    server.on("/c", {action::respond_at_gate("c", 200, "c")});
     asio::io_context io;
     async_client http(io);
     std::optional<response> c;
@@ -867,10 +873,11 @@ TEST_CASE("curl async: a handler that runs the io_context itself: each call stil
     finish_together(server, io, http, contexts, {"/a", "/b"}, [&](response r) {
         answers.push_back(std::move(r));
         if (answers.size() != 1) return;
-        // The first handler waits for /c by running the io_context: the
-        // wake-up that finds /c completes it there, while /b still waits
-        // for this handler to return.
-        const auto until = steady::now() + 3s;
+        // The first handler lets /c answer and waits for it by running the
+        // io_context: the wake-up that finds /c completes it there, while
+        // /b still waits for this handler to return.
+        server.open_gate("c");
+        const auto until = steady::now() + 5s;
         while (!c && steady::now() < until) {
             io.run_for(10ms);
             if (io.stopped()) io.restart();

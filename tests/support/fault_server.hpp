@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -36,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -77,6 +79,7 @@ struct action {
     bool hold = false;         ///< raw: keep the connection open (sending nothing more) until the client leaves
     std::vector<std::pair<milliseconds, std::string>> pieces;  ///< stream: (pause before it, bytes)
     bool cut = false;          ///< stream: close after the last piece instead of ending the body
+    std::string gate;            ///< respond: wait until the test opens this gate (fault_server::open_gate)
     milliseconds idle_close{0};  ///< respond: keep the connection idle this long, then close it
     bool idle_reset = false;     ///< ... with a reset (RST) instead of a FIN
 
@@ -90,6 +93,13 @@ struct action {
     static action respond_after(milliseconds delay, int status, std::string body = "") {
         action a = respond(status, std::move(body));
         a.delay = delay;
+        return a;
+    }
+    /// Answers once the test opens `gate` (fault_server::open_gate): answers
+    /// that must reach the client together, or after something else.
+    static action respond_at_gate(std::string gate, int status, std::string body = "") {
+        action a = respond(status, std::move(body));
+        a.gate = std::move(gate);
         return a;
     }
     /// Answers with the connection kept alive, then closes it once it has
@@ -288,12 +298,26 @@ public:
     }
     /// TCP connections accepted so far.
     [[nodiscard]] std::size_t connections() const noexcept { return connections_.load(); }
+    /// Opens `gate`: the answers waiting at it (action::respond_at_gate) go
+    /// out, and later ones do not wait.
+    void open_gate(const std::string& gate) {
+        {
+            std::lock_guard lock(mutex_);
+            open_gates_.insert(gate);
+        }
+        gates_.notify_all();
+    }
+
     /// Whole answers of `respond` actions written to their sockets so far.
     [[nodiscard]] std::size_t answered() const noexcept { return answered_.load(); }
 
     /// Stops accepting, ends every connection and joins every thread. Idempotent.
     void stop() {
         if (stopping_.exchange(true)) return;
+        {
+            std::lock_guard lock(mutex_);  // a worker at a gate sees stopping_ before it waits, or is woken
+        }
+        gates_.notify_all();
         const std::uint64_t one = 1;
         [[maybe_unused]] auto written = ::write(wake_, &one, sizeof one);
         if (acceptor_.joinable()) acceptor_.join();
@@ -351,6 +375,13 @@ private:
     }
 
     // Sleeps `d` unless the server stops first; false when it stopped.
+    // False when the server stops first.
+    bool wait_at_gate(const std::string& gate) {
+        std::unique_lock lock(mutex_);
+        gates_.wait(lock, [&] { return stopping_.load() || open_gates_.count(gate) != 0; });
+        return !stopping_.load();
+    }
+
     bool pause(milliseconds d) const {
         pollfd p{wake_, POLLIN, 0};
         const auto until = std::chrono::steady_clock::now() + d;
@@ -483,7 +514,8 @@ private:
             bool keep = !close_requested && !a.close_after;
             switch (a.what) {
                 case action::kind::respond:
-                    if (a.delay.count() > 0 && !pause(a.delay)) keep = false;
+                    if (!a.gate.empty() && !wait_at_gate(a.gate)) keep = false;
+                    else if (a.delay.count() > 0 && !pause(a.delay)) keep = false;
                     else if (!send_all(fd, head_of(a, a.body.size(), !keep) + (req.method == "HEAD" ? "" : a.body))) keep = false;
                     else {
                         ++answered_;
@@ -558,6 +590,8 @@ private:
     std::atomic<std::size_t> answered_{0};
     std::thread acceptor_;
     mutable std::mutex mutex_;
+    std::condition_variable gates_;
+    std::set<std::string> open_gates_;
     std::vector<int> open_;
     std::vector<std::thread> workers_;
     std::map<std::string, script_state, std::less<>> scripts_;

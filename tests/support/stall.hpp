@@ -1,8 +1,9 @@
 // Time in which the machine did not run the calling thread although it was
 // ready: its wait on the kernel's run queue (/proc/thread-self/schedstat)
 // plus the time the hypervisor took a virtual CPU away (steal, from
-// /proc/stat: the largest increase of any one CPU, as the thread runs on one
-// at a time, so the figure is at most what it could have lost). A test that
+// /proc/stat: the largest increase of any one CPU, which is what the thread
+// lost to it if it stayed on that CPU; one that moved may have lost more or
+// less, so this is an estimate, and it only ever loosens a bound). A test that
 // bounds how long a call waits takes this off the wall time it measured:
 // the bound is on the call's own waiting, and a shared machine that stops
 // the thread for a second is not a wait of the call. On a machine without
@@ -15,9 +16,9 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
-#include <vector>
 
 namespace resil_test {
 
@@ -28,9 +29,9 @@ public:
     /// Stalled time since construction.
     [[nodiscard]] std::chrono::microseconds elapsed() const {
         std::chrono::nanoseconds stolen{};
-        const auto now = steal_per_cpu();
-        for (std::size_t i = 0; i < std::min(now.size(), steal_.size()); ++i)
-            stolen = std::max(stolen, now[i] - steal_[i]);
+        for (const auto& [cpu, steal] : steal_per_cpu())  // by number: an offline CPU has no line
+            if (const auto before = steal_.find(cpu); before != steal_.end())
+                stolen = std::max(stolen, steal - before->second);
         return std::chrono::duration_cast<std::chrono::microseconds>(run_queue_wait() - queued_ + stolen);
     }
 
@@ -44,8 +45,8 @@ private:
 
     // The "cpuN" lines: user nice system idle iowait irq softirq steal ...,
     // in clock ticks (USER_HZ).
-    static std::vector<std::chrono::nanoseconds> steal_per_cpu() {
-        std::vector<std::chrono::nanoseconds> out;
+    static std::map<int, std::chrono::nanoseconds> steal_per_cpu() {
+        std::map<int, std::chrono::nanoseconds> out;
         const long hz = ::sysconf(_SC_CLK_TCK);
         if (hz <= 0) return out;
         std::ifstream in("/proc/stat");
@@ -53,19 +54,19 @@ private:
         while (std::getline(in, line)) {
             if (line.rfind("cpu", 0) != 0) break;  // the cpu lines come first
             if (line.size() < 4 || line[3] == ' ') continue;  // the total
-            std::istringstream fields(line);
-            std::string name;
+            std::istringstream fields(line.substr(3));
+            int cpu = 0;
             std::uint64_t v[8] = {};
-            fields >> name;
+            fields >> cpu;
             for (auto& x : v) fields >> x;
-            if (!fields) return {};
-            out.emplace_back(static_cast<std::int64_t>(v[7] * (1'000'000'000 / static_cast<std::uint64_t>(hz))));
+            if (!fields) continue;  // a line without steal: that CPU counts none
+            out[cpu] = std::chrono::nanoseconds{static_cast<std::int64_t>(v[7] * (1'000'000'000 / static_cast<std::uint64_t>(hz)))};
         }
         return out;
     }
 
     std::chrono::nanoseconds queued_;
-    std::vector<std::chrono::nanoseconds> steal_;
+    std::map<int, std::chrono::nanoseconds> steal_;
 };
 
 }  // namespace resil_test

@@ -36,11 +36,11 @@
 // failure is a response, as from perform); any Asio completion token
 // (use_awaitable, a callback, use_future, deferred). The handler runs on
 // its associated executor, never inside async_perform or inside libcurl. A
-// handler whose associated executor is the client's (one without an
-// executor of its own), whose call ended in a wake-up that found its answer
-// on a socket, runs at the end of that wake-up (on Linux; that executor is
-// running it); any other is posted. See
-// docs/curl_async.md for order, exceptions and io_context::stop().
+// handler whose associated executor is an any_io_executor equal to the
+// client's (one without an executor of its own), whose call ended in a
+// wake-up that found its answer on a socket, runs at the end of that
+// wake-up (on Linux; that executor is running it); any other is posted.
+// See docs/curl_async.md for order, exceptions and io_context::stop().
 //
 // Cancellation, each ending the call at once as transport_status::cancelled
 // (the transfer leaves the multi handle; over HTTP/1.1 its connection is
