@@ -82,11 +82,13 @@ std::vector<log_line> access_log(const resil_test::nginx_server& nginx, std::siz
 }
 
 // Runs `io` until `done` or the time runs out (a hung test fails, never hangs).
+// `one_at_a_time`: a handler per step, to see what a single one did.
 template <class Done>
-void run_until(asio::io_context& io, Done done, std::chrono::milliseconds limit = 10s) {
+void run_until(asio::io_context& io, Done done, std::chrono::milliseconds limit = 10s, bool one_at_a_time = false) {
     const auto until = steady::now() + limit;
     while (!done() && steady::now() < until) {
-        io.run_for(20ms);
+        if (one_at_a_time) io.run_one_for(20ms);
+        else io.run_for(20ms);
         if (io.stopped()) io.restart();
     }
     REQUIRE(done());
@@ -733,29 +735,13 @@ void finish_together(resil_test::fault_server& server, asio::io_context& io, asy
     contexts.resize(paths.size());
     for (std::size_t i = 0; i < paths.size(); ++i)
         http.async_perform(request::get(server.url(paths[i])), contexts[i], handler);
-    auto until = steady::now() + 10s;
-    while (server.requests().size() < out && steady::now() < until) {
-        io.run_for(1ms);
-        if (io.stopped()) io.restart();
-    }
-    REQUIRE(server.requests().size() == out);
+    run_until(io, [&] { return server.requests().size() == out; });
     REQUIRE(http.in_flight() == in_flight);  // none has completed yet
     server.open_gate("together");
-    until = steady::now() + 10s;
+    const auto until = steady::now() + 10s;
     while (server.answered() < answered && steady::now() < until) std::this_thread::sleep_for(5ms);
     REQUIRE(server.answered() >= answered);
     std::this_thread::sleep_for(20ms);
-}
-
-// Runs one handler at a time until `done`.
-template <class Done>
-void run_one_until(asio::io_context& io, Done done) {
-    const auto until = steady::now() + 5s;
-    while (!done() && steady::now() < until) {
-        io.run_one_for(20ms);
-        if (io.stopped()) io.restart();
-    }
-    REQUIRE(done());
 }
 
 TEST_CASE("curl async: the calls one wake-up finished complete in that wake-up, not one per trip through the loop") {
@@ -768,7 +754,7 @@ TEST_CASE("curl async: the calls one wake-up finished complete in that wake-up, 
         CHECK(r.ok());
         ++completions;
     });
-    run_one_until(io, [&] { return completions > 0; });
+    run_until(io, [&] { return completions > 0; }, 5s, true);
 #if RESIL_DETAIL_CURL_EVENT_SET
     // The run_one() that served the wake-up ran every handler of it.
     CHECK(completions == 3);
@@ -842,7 +828,7 @@ TEST_CASE("curl async: a handler that destroys the client leaves the calls finis
         answers.push_back(std::move(r));
         http.reset();  // the first handler destroys the client; the others still run
     });
-    run_one_until(io, [&] { return !answers.empty(); });
+    run_until(io, [&] { return !answers.empty(); }, 5s, true);
 #if RESIL_DETAIL_CURL_EVENT_SET
     CHECK(answers.size() == 3);  // in the same wake-up, after the client was gone
 #endif
