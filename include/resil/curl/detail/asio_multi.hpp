@@ -566,6 +566,10 @@ private:
             index = holes_.back();
             holes_.pop_back();
         } else {
+            // release() files every index in one of these, without allocating.
+            const std::size_t room = slots_.size() + 1;
+            if (idle_.capacity() < room) idle_.reserve(std::max(room, 2 * idle_.capacity()));
+            if (holes_.capacity() < room) holes_.reserve(std::max(room, 2 * holes_.capacity()));
             index = static_cast<std::uint32_t>(slots_.size());
             slots_.emplace_back();
             generations_.push_back(0);
@@ -659,7 +663,10 @@ private:
             } catch (...) {  // no memory to hold it: posted
             }
         }
-        c->post();
+        try {
+            c->post();
+        } catch (...) {  // no memory to post it: freed with its handler, as any failed post
+        }
     }
 
     // resil's limits of one transfer: the absolute end of the attempt on the
@@ -801,7 +808,7 @@ private:
         t.bytes_at = t.steady ? std::chrono::time_point_cast<duration>(steady_now) : t.now();
         try {
             arm(t, t.touch_horizon, steady_now);
-        } catch (...) {  // the periodic check still comes
+        } catch (...) {  // no wait may be left: libcurl's own total limit (the backstop) still ends the call
         }
     }
 
