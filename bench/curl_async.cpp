@@ -20,7 +20,9 @@
 // kind runs in 5 interleaved rounds; the summary gives the medians over
 // rounds and the ratios to the raw multi loop (goals: the async client at
 // ≥ 0.95× the raw loop without limits, and ≥ 1.0× the 8 blocking threads
-// with one thread).
+// with one thread). Then side_by_side measures the first ratio again, with
+// the perform loop, the socket_action loop and the client alive together,
+// taking turns of a few tens of milliseconds (see side_by_side).
 //
 // The benchmark starts nginx itself (tests/support/nginx_server.hpp) and skips
 // with a message when nginx, libcurl or Asio is missing.
@@ -48,6 +50,7 @@
 #include <resil/curl/async_client.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -56,6 +59,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -194,18 +198,20 @@ struct raw_transfers {
     }
 };
 
+// One batch through the raw perform loop.
+void run_perform_batch(raw_transfers& t) {
+    t.start_batch();
+    while (!t.batch_done()) {
+        int running = 0;
+        curl_multi_perform(t.multi, &running);
+        t.collect();
+        if (!t.batch_done()) curl_multi_poll(t.multi, nullptr, 0, 1000, nullptr);
+    }
+}
+
 void raw_multi(benchmark::State& state, const std::string& kind) {
     raw_transfers t(kind == "baseline_raw_multi_64_limits");
-    const auto run_batch = [&] {
-        t.start_batch();
-        while (!t.batch_done()) {
-            int running = 0;
-            curl_multi_perform(t.multi, &running);
-            t.collect();
-            if (!t.batch_done()) curl_multi_poll(t.multi, nullptr, 0, 1000, nullptr);
-        }
-    };
-    time_batches(state, kind, run_batch, [&] { return t.failed; }, "raw multi: a request failed");
+    time_batches(state, kind, [&] { run_perform_batch(t); }, [&] { return t.failed; }, "raw multi: a request failed");
 }
 
 // The same transfers driven the way an event loop drives libcurl, without
@@ -300,26 +306,29 @@ struct socket_loop {
     }
 };
 
-void raw_socket_action(benchmark::State& state, const std::string& kind) {
+// The raw transfers on the socket loop: the handles' socket callbacks and
+// the multi's timer feed `loop`.
+struct socket_action_calls {
     socket_loop loop;  // outlives the transfers, whose cleanup reports their sockets' removal
-    if (loop.epoll < 0) {
-        state.SkipWithError("raw socket_action: epoll_create1 failed");
-        return;
-    }
     raw_transfers t;
-    curl_multi_setopt(t.multi, CURLMOPT_SOCKETFUNCTION, &socket_loop::on_socket);
-    curl_multi_setopt(t.multi, CURLMOPT_SOCKETDATA, &loop);
-    curl_multi_setopt(t.multi, CURLMOPT_TIMERFUNCTION, &socket_loop::on_timer);
-    curl_multi_setopt(t.multi, CURLMOPT_TIMERDATA, &loop);
-    for (CURL* e : t.easies) {
-        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &socket_loop::on_open);
-        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &loop);
-        curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &socket_loop::on_close);
-        curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, &loop);
-    }
     int running = 0;
-    bool broken = false;
-    const auto run_batch = [&] {
+    bool broken = loop.epoll < 0;
+
+    socket_action_calls() {
+        curl_multi_setopt(t.multi, CURLMOPT_SOCKETFUNCTION, &socket_loop::on_socket);
+        curl_multi_setopt(t.multi, CURLMOPT_SOCKETDATA, &loop);
+        curl_multi_setopt(t.multi, CURLMOPT_TIMERFUNCTION, &socket_loop::on_timer);
+        curl_multi_setopt(t.multi, CURLMOPT_TIMERDATA, &loop);
+        for (CURL* e : t.easies) {
+            curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &socket_loop::on_open);
+            curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &loop);
+            curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &socket_loop::on_close);
+            curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, &loop);
+        }
+    }
+    [[nodiscard]] bool failed() const { return t.failed || broken; }
+
+    void run_batch() {
         t.start_batch();
         epoll_event events[64];
         while (!t.batch_done() && !broken) {
@@ -344,51 +353,125 @@ void raw_socket_action(benchmark::State& state, const std::string& kind) {
             }
             t.collect();
         }
-    };
-    time_batches(state, kind, run_batch, [&] { return t.failed || broken; }, "raw socket_action: a request or epoll_wait failed");
+    }
+};
+
+void raw_socket_action(benchmark::State& state, const std::string& kind) {
+    socket_action_calls calls;
+    if (calls.broken) {
+        state.SkipWithError("raw socket_action: epoll_create1 failed");
+        return;
+    }
+    time_batches(state, kind, [&] { calls.run_batch(); }, [&] { return calls.failed(); },
+                 "raw socket_action: a request or epoll_wait failed");
 }
 
-void resil_async(benchmark::State& state, const std::string& kind) {
+// The asynchronous client keeping 64 calls in flight on one io_context.
+struct async_calls {
     asio::io_context io;
-    resil::curl::async_client http(io);
-    const auto req = resil::curl::request::get(url);
-    std::vector<resil::context> contexts(in_flight);
+    resil::curl::async_client http{io};
+    resil::curl::request req = resil::curl::request::get(url);
+    std::vector<resil::context> contexts = std::vector<resil::context>(in_flight);
     bool failed = false;
     int started = 0;
     int done = 0;
     // Each completion starts the next call on its context, as a server's
     // handlers would: 64 in flight until the batch is out.
     struct next_call {
-        resil::curl::async_client* http;
-        const resil::curl::request* req;
+        async_calls* calls;
         resil::context* ctx;
-        int* started;
-        int* done;
-        bool* failed;
         void start() const {
-            ++*started;
+            ++calls->started;
             *ctx = resil::context{};
             ctx->set_timeouts({.connect = 1s, .read = 1s, .total = 2s});
-            http->async_perform(*req, *ctx, *this);
+            calls->http.async_perform(calls->req, *ctx, *this);
         }
         void operator()(resil::curl::response r) const {
-            ++*done;
-            *failed = *failed || !r.ok();
-            http->recycle(std::move(r));
-            if (*started < batch) start();
+            ++calls->done;
+            calls->failed = calls->failed || !r.ok();
+            calls->http.recycle(std::move(r));
+            if (calls->started < batch) start();
         }
     };
-    const auto run_batch = [&] {
+    void run_batch() {
         started = 0;
         done = 0;
-        for (auto& ctx : contexts) next_call{&http, &req, &ctx, &started, &done, &failed}.start();
+        for (auto& ctx : contexts) next_call{this, &ctx}.start();
         // The io_context stops whenever it runs out of work (between batches).
         while (done < batch) {
             if (io.stopped()) io.restart();
             io.run_one();
         }
-    };
-    time_batches(state, kind, run_batch, [&] { return bool(failed); }, "resil async client: a request failed");
+    }
+};
+
+void resil_async(benchmark::State& state, const std::string& kind) {
+    async_calls calls;
+    time_batches(state, kind, [&] { calls.run_batch(); }, [&] { return calls.failed; },
+                 "resil async client: a request failed");
+}
+
+// The first goal's ratio with less drift between its sides: the perform
+// loop, the bare socket_action loop and the asynchronous client kept side by
+// side (each with its own connections), a turn of each in a row, in each of
+// the six orders in turn. On a machine whose speed changes from one tenth
+// of a second to the next (other guests, steal), turns a few tens of
+// milliseconds apart see nearly the same machine, where the rounds above are
+// 0.3 s apart. A turn is 4 batches: with one, each side starts from caches
+// the other two filled, which costs the side with more code (the client)
+// several percent. Reported: medians over the turns of the rate ratios
+// (equal work: the inverse ratio of their times) and of the CPU time per GET
+// ratios.
+struct turn_cost {
+    double seconds = 0;
+    double cpu_seconds = 0;
+};
+struct turn_ratios {
+    std::vector<double> rate;
+    std::vector<double> cpu;
+    void add(const turn_cost& a, const turn_cost& b) {
+        if (a.seconds > 0) rate.push_back(b.seconds / a.seconds);
+        if (b.cpu_seconds > 0) cpu.push_back(a.cpu_seconds / b.cpu_seconds);
+    }
+};
+constexpr int turn_batches = 4;
+turn_ratios async_to_perform;
+turn_ratios async_to_socket_action;
+turn_ratios socket_action_to_perform;
+
+void side_by_side(benchmark::State& state) {
+    raw_transfers perform;
+    socket_action_calls socket_action;
+    async_calls calls;
+    if (socket_action.broken) {
+        state.SkipWithError("side by side: epoll_create1 failed");
+        return;
+    }
+    run_perform_batch(perform);  // each connects
+    socket_action.run_batch();
+    calls.run_batch();
+    std::array<turn_cost, 3> cost;
+    const std::array<std::function<void()>, 3> sides = {[&] { run_perform_batch(perform); },
+                                                        [&] { socket_action.run_batch(); },
+                                                        [&] { calls.run_batch(); }};
+    // Every order of the three in turn: each side follows each other one as often.
+    std::array<std::size_t, 3> order = {0, 1, 2};
+    for (auto _ : state) {
+        for (const std::size_t side : order) {
+            const double cpu0 = process_cpu_seconds();
+            const auto t0 = steady::now();
+            for (int batches = 0; batches < turn_batches; ++batches) sides[side]();
+            cost[side] = {std::chrono::duration<double>(steady::now() - t0).count(), process_cpu_seconds() - cpu0};
+        }
+        std::next_permutation(order.begin(), order.end());  // after the last, the first again
+        if (perform.failed || socket_action.failed() || calls.failed) {
+            state.SkipWithError("side by side: a request failed");
+            break;
+        }
+        async_to_perform.add(cost[2], cost[0]);
+        async_to_socket_action.add(cost[2], cost[1]);
+        socket_action_to_perform.add(cost[1], cost[0]);
+    }
 }
 
 void resil_blocking_threads(benchmark::State& state, const std::string& kind) {
@@ -492,6 +575,7 @@ int main(int argc, char** argv) {
             ->UseRealTime()
             ->MinTime(0.3);
     }
+    benchmark::RegisterBenchmark("get64/side_by_side", side_by_side)->UseRealTime()->MinTime(6.0);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     if (!rates["baseline_raw_multi_64"].empty()) {
@@ -531,6 +615,24 @@ int main(int argc, char** argv) {
             ratio(async_cpu, socket_action_cpu), ratio(async_cpu, blocking_cpu));
         std::printf("  %-30s %9.2f us  %.3fx raw multi\n", "resil_blocking_8_threads", blocking_cpu,
                     ratio(blocking_cpu, raw_cpu));
+    }
+    if (!async_to_perform.rate.empty()) {
+        const auto quartiles = [](std::vector<double> v) {
+            std::sort(v.begin(), v.end());
+            const auto at = [&](double q) { return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]; };
+            return std::array<double, 3>{at(0.25), at(0.5), at(0.75)};
+        };
+        std::printf("Side by side, %d batches of each in turn (%zu turns): medians [quartiles]\n", turn_batches,
+                    async_to_perform.rate.size());
+        const auto row = [&](const char* name, const turn_ratios& r) {
+            const auto rate = quartiles(r.rate);
+            const auto cpu = quartiles(r.cpu);
+            std::printf("  %-40s req/s %.3fx [%.3f, %.3f]  CPU per GET %.3fx [%.3f, %.3f]\n", name, rate[1], rate[0],
+                        rate[2], cpu[1], cpu[0], cpu[2]);
+        };
+        row("resil_async_64 / raw multi", async_to_perform);
+        row("resil_async_64 / raw socket_action", async_to_socket_action);
+        row("raw socket_action / raw multi", socket_action_to_perform);
     }
     nginx.reset();
     return 0;
