@@ -480,6 +480,8 @@ public:
     static constexpr std::string_view cancelled_by_token = "cancelled through the stop token";
     static constexpr std::string_view no_memory_to_watch =
         "no memory to watch the call (cancellation slot or timer); it was ended before anything was sent";
+    static constexpr std::string_view no_memory_to_keep_watching =
+        "no memory to keep watching the call's limits (its timer); it was ended";
 
 private:
 #if RESIL_DETAIL_CURL_EVENT_SET
@@ -566,10 +568,18 @@ private:
             index = holes_.back();
             holes_.pop_back();
         } else {
-            // release() files every index in one of these, without allocating.
+            // Room first, for the new index and for every list that holds
+            // one index or one completion per transfer: the pushes below,
+            // release() and finish() then never allocate (they are noexcept).
             const std::size_t room = slots_.size() + 1;
-            if (idle_.capacity() < room) idle_.reserve(std::max(room, 2 * idle_.capacity()));
-            if (holes_.capacity() < room) holes_.reserve(std::max(room, 2 * holes_.capacity()));
+            const auto make_room = [room](auto& v) {
+                if (v.capacity() < room) v.reserve(std::max(room, 2 * v.capacity()));
+            };
+            make_room(slots_);
+            make_room(generations_);
+            make_room(idle_);
+            make_room(holes_);
+            make_room(ready_);
             index = static_cast<std::uint32_t>(slots_.size());
             slots_.emplace_back();
             generations_.push_back(0);
@@ -656,16 +666,15 @@ private:
         forget_stream(t);
         --in_flight_;
         release(t);
-        if (hold_completions_) {
-            try {
-                ready_.push_back(c);
-                return;
-            } catch (...) {  // no memory to hold it: posted
-            }
+        if (hold_completions_ && ready_.size() < ready_.capacity()) {  // room for one per transfer (acquire)
+            ready_.push_back(c);
+            return;
         }
         try {
             c->post();
-        } catch (...) {  // no memory to post it: freed with its handler, as any failed post
+        } catch (...) {
+            // No memory to post it: freed here with its handler, as any
+            // failed post (a coroutine's frame is destroyed, never resumed).
         }
     }
 
@@ -698,7 +707,25 @@ private:
         }
         duration wait = milliseconds{wait_ms};
         if (t.ends_at != time_point::max()) wait = std::min<duration>(wait, t.ends_at - now);
-        arm(t, wait, t.steady ? steady_instant(now) : std::chrono::steady_clock::now());
+        try {
+            arm(t, wait, t.steady ? steady_instant(now) : std::chrono::steady_clock::now());
+        } catch (...) {
+            lost_watch(t);
+        }
+    }
+
+    // The transfer's timer could not start its next wait (no memory), and
+    // arm() had already cancelled the one pending: nothing would end the call
+    // at its read or stream limits, nor at its total when libcurl has none
+    // (no total limit), so it ends now. Inside libcurl, which refuses the
+    // removal, it is left to the next stamp_touched.
+    void lost_watch(async_transfer& t) noexcept {
+        if (in_libcurl_ != 0) {
+            t.transfer.touch_pending = true;
+            touched_unlisted_ = true;
+            return;
+        }
+        finish(t, transfer_end::multi_error, CURLE_OUT_OF_MEMORY, no_memory_to_keep_watching);
     }
 
     // A resil::steady_clock reading as the timer's instant (rounded down
@@ -743,11 +770,11 @@ private:
         auto& t = *static_cast<async_transfer*>(p);
         if (t.touch_horizon == duration::zero() || !t.clock || !t.active || t.transfer.touch_pending) return;
         auto& owner = *t.owner;
+        t.transfer.touch_pending = true;
         try {
             owner.touched_.push_back({t.index, owner.generations_[t.index]});
-            t.transfer.touch_pending = true;
-        } catch (...) {  // no memory to put it off: stamped now
-            owner.stamp(t, std::chrono::steady_clock::now());
+        } catch (...) {  // no memory to list it: stamp_touched looks at every transfer
+            owner.touched_unlisted_ = true;
         }
     }
 
@@ -808,23 +835,28 @@ private:
         t.bytes_at = t.steady ? std::chrono::time_point_cast<duration>(steady_now) : t.now();
         try {
             arm(t, t.touch_horizon, steady_now);
-        } catch (...) {  // no wait may be left: libcurl's own total limit (the backstop) still ends the call
+        } catch (...) {
+            lost_watch(t);
         }
     }
 
     // The end of a wake-up (a batch of ready sockets, a timer): the
     // transfers touched since are stamped with one reading.
     void stamp_touched() noexcept {
-        if (touched_.empty()) return;
+        if (touched_.empty() && !touched_unlisted_) return;
         const auto steady_now = std::chrono::steady_clock::now();
+        const auto stamp_if_touched = [&](async_transfer* t) {
+            if (!t || !t->active || !t->transfer.touch_pending) return;
+            t->transfer.touch_pending = false;
+            stamp(*t, steady_now);  // may end the call (lost_watch)
+        };
         for (const auto& [index, generation] : touched_) {
             if (closed_ || index >= slots_.size() || generations_[index] != generation) continue;  // ended since
-            auto* t = slots_[index].get();
-            if (!t || !t->active || !t->transfer.touch_pending) continue;
-            t->transfer.touch_pending = false;
-            stamp(*t, steady_now);
+            stamp_if_touched(slots_[index].get());
         }
         touched_.clear();
+        if (std::exchange(touched_unlisted_, false))
+            for (std::size_t i = 0; i < slots_.size() && !closed_; ++i) stamp_if_touched(slots_[i].get());
     }
 
     // libcurl's callbacks.
@@ -1275,6 +1307,7 @@ private:
     std::uint64_t socket_generation_ = 0;
     std::uint64_t wait_generation_ = 0;  ///< of the transfers' timer waits
     std::vector<std::pair<std::uint32_t, std::uint64_t>> touched_;  ///< (index, generation) to stamp_touched
+    bool touched_unlisted_ = false;  ///< a transfer to stamp is missing from touched_ (no memory)
     bool in_batch_ = false;  ///< serving a batch of ready sockets: stamp_touched comes at its end
     bool collect_pending_ = false;  ///< libcurl ran within the batch: its finished transfers are read at its end
     bool hold_completions_ = false;  ///< finish() holds completions in ready_ (the end of a batch)
