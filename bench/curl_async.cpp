@@ -87,9 +87,11 @@ constexpr int threads = 8;
 // GETs per second of each kind's rounds, and the process's CPU time per GET
 // (user + system, all its threads): on a machine other work keeps busy the
 // rate follows the share of the cores each kind gets (8 threads get more
-// than one), the CPU time per GET much less.
-std::map<std::string, std::vector<double>> rates;
-std::map<std::string, std::vector<double>> cpu_per_get;
+// than one), the CPU time per GET much less. By round: Google Benchmark
+// calls a function a few times to size its run, and only the last call's
+// figures, the ones it reports, are kept.
+std::map<std::string, std::map<int, double>> rates;
+std::map<std::string, std::map<int, double>> cpu_per_get;
 
 double process_cpu_seconds() {
     rusage u{};
@@ -102,8 +104,8 @@ double process_cpu_seconds() {
 // connects), then a batch per iteration until one fails; req/s and
 // allocations recorded for the side-by-side table.
 template <class RunBatch, class Failed>
-void time_batches(benchmark::State& state, const std::string& kind, RunBatch run_batch, const Failed& failed,
-                  const char* failure) {
+void time_batches(benchmark::State& state, const std::string& kind, int round, RunBatch run_batch,
+                  const Failed& failed, const char* failure) {
     run_batch();
     const auto before = resil_bench::allocations.load();
     const double cpu0 = process_cpu_seconds();
@@ -122,15 +124,22 @@ void time_batches(benchmark::State& state, const std::string& kind, RunBatch run
     state.counters["req/s"] = rate;
     state.counters["cpu_us/req"] = cpu_us;
     resil_bench::report_allocations(state, before);
-    rates[kind].push_back(rate);  // the last run of a benchmark function is the one kept
-    cpu_per_get[kind].push_back(cpu_us);
+    rates[kind][round] = rate;
+    cpu_per_get[kind][round] = cpu_us;
 }
 
-double median(const std::string& kind, std::map<std::string, std::vector<double>>& of = rates) {
-    auto v = of[kind];
+// The median of `v` (the mean of the two middle values for an even count); 0 when empty.
+double median_of(std::vector<double> v) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    const std::size_t half = v.size() / 2;
+    return v.size() % 2 == 1 ? v[half] : (v[half - 1] + v[half]) / 2;
+}
+
+double median(const std::string& kind, std::map<std::string, std::map<int, double>>& of = rates) {
+    std::vector<double> v;
+    for (const auto& [round, value] : of[kind]) v.push_back(value);
+    return median_of(std::move(v));
 }
 
 std::size_t discard(char*, std::size_t size, std::size_t count, void*) { return size * count; }
@@ -146,6 +155,11 @@ struct raw_transfers {
     bool failed = false;
 
     explicit raw_transfers(bool limits = false) {
+        // Idle connections kept as the client keeps them (4 per transfer it
+        // pools): libcurl's default counts only the handles in the multi at
+        // that moment, so the end of each batch would close some, to be
+        // opened again by the next.
+        curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, long{4 * in_flight});
         for (int i = 0; i < in_flight; ++i) {
             CURL* e = curl_easy_init();
             curl_easy_setopt(e, CURLOPT_URL, url.c_str());
@@ -209,9 +223,9 @@ void run_perform_batch(raw_transfers& t) {
     }
 }
 
-void raw_multi(benchmark::State& state, const std::string& kind) {
+void raw_multi(benchmark::State& state, const std::string& kind, int round) {
     raw_transfers t(kind == "baseline_raw_multi_64_limits");
-    time_batches(state, kind, [&] { run_perform_batch(t); }, [&] { return t.failed; }, "raw multi: a request failed");
+    time_batches(state, kind, round, [&] { run_perform_batch(t); }, [&] { return t.failed; }, "raw multi: a request failed");
 }
 
 // The same transfers driven the way an event loop drives libcurl, without
@@ -356,13 +370,13 @@ struct socket_action_calls {
     }
 };
 
-void raw_socket_action(benchmark::State& state, const std::string& kind) {
+void raw_socket_action(benchmark::State& state, const std::string& kind, int round) {
     socket_action_calls calls;
     if (calls.broken) {
         state.SkipWithError("raw socket_action: epoll_create1 failed");
         return;
     }
-    time_batches(state, kind, [&] { calls.run_batch(); }, [&] { return calls.failed(); },
+    time_batches(state, kind, round, [&] { calls.run_batch(); }, [&] { return calls.failed(); },
                  "raw socket_action: a request or epoll_wait failed");
 }
 
@@ -405,19 +419,19 @@ struct async_calls {
     }
 };
 
-void resil_async(benchmark::State& state, const std::string& kind) {
+void resil_async(benchmark::State& state, const std::string& kind, int round) {
     async_calls calls;
-    time_batches(state, kind, [&] { calls.run_batch(); }, [&] { return calls.failed; },
+    time_batches(state, kind, round, [&] { calls.run_batch(); }, [&] { return calls.failed; },
                  "resil async client: a request failed");
 }
 
 // The first goal's ratio with less drift between its sides: the perform
 // loop, the bare socket_action loop and the asynchronous client kept side by
 // side (each with its own connections), a turn of each in a row, in each of
-// the six orders in turn. On a machine whose speed changes from one tenth
-// of a second to the next (other guests, steal), turns a few tens of
-// milliseconds apart see nearly the same machine, where the rounds above are
-// 0.3 s apart. A turn is 4 batches: with one, each side starts from caches
+// the six orders in turn (`orders`). On a machine whose speed changes from
+// one tenth of a second to the next (other guests, steal), turns a few tens
+// of milliseconds apart see nearly the same machine, where the rounds above
+// are 0.3 s apart. A turn is 4 batches: with one, each side starts from caches
 // the other two filled, which costs the side with more code (the client)
 // several percent. Reported: medians over the turns of the rate ratios
 // (equal work: the inverse ratio of their times) and of the CPU time per GET
@@ -438,6 +452,11 @@ constexpr int turn_batches = 4;
 turn_ratios async_to_perform;
 turn_ratios async_to_socket_action;
 turn_ratios socket_action_to_perform;
+// The six orders, in a sequence where each side follows each other one
+// equally often across turns too, and never itself; it goes on from call to call.
+constexpr std::array<std::array<std::size_t, 3>, 6> orders = {
+    {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}}};
+std::size_t next_order = 0;
 
 void side_by_side(benchmark::State& state) {
     raw_transfers perform;
@@ -454,17 +473,19 @@ void side_by_side(benchmark::State& state) {
     const std::array<std::function<void()>, 3> sides = {[&] { run_perform_batch(perform); },
                                                         [&] { socket_action.run_batch(); },
                                                         [&] { calls.run_batch(); }};
-    // Every order of the three in turn: each side follows each other one as often.
-    std::array<std::size_t, 3> order = {0, 1, 2};
+    // Only the last call's turns are reported (Google Benchmark calls this a
+    // few times to size its run; the last call is the one it reports).
+    for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
     for (auto _ : state) {
-        for (const std::size_t side : order) {
+        for (const std::size_t side : orders[next_order]) {
             const double cpu0 = process_cpu_seconds();
             const auto t0 = steady::now();
             for (int batches = 0; batches < turn_batches; ++batches) sides[side]();
             cost[side] = {std::chrono::duration<double>(steady::now() - t0).count(), process_cpu_seconds() - cpu0};
         }
-        std::next_permutation(order.begin(), order.end());  // after the last, the first again
+        next_order = (next_order + 1) % orders.size();
         if (perform.failed || socket_action.failed() || calls.failed) {
+            for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
             state.SkipWithError("side by side: a request failed");
             break;
         }
@@ -474,7 +495,7 @@ void side_by_side(benchmark::State& state) {
     }
 }
 
-void resil_blocking_threads(benchmark::State& state, const std::string& kind) {
+void resil_blocking_threads(benchmark::State& state, const std::string& kind, int round) {
     // Threads made once per run; each batch hands each thread its share.
     std::mutex m;
     std::condition_variable cv;
@@ -516,7 +537,7 @@ void resil_blocking_threads(benchmark::State& state, const std::string& kind) {
         cv.notify_all();
         cv.wait(lock, [&] { return finished == threads; });
     };
-    time_batches(state, kind, run_batch, [&] { return bool(failed); }, "resil blocking clients: a request failed");
+    time_batches(state, kind, round, run_batch, [&] { return bool(failed); }, "resil blocking clients: a request failed");
     {
         std::lock_guard lock(m);
         stop = true;
@@ -555,23 +576,23 @@ int main(int argc, char** argv) {
     for (int round = 1; round <= rounds; ++round) {
         const auto suffix = "/round:" + std::to_string(round);
         benchmark::RegisterBenchmark(("get64/baseline_raw_multi_64" + suffix).c_str(), raw_multi,
-                                     std::string("baseline_raw_multi_64"))
+                                     std::string("baseline_raw_multi_64"), round)
             ->UseRealTime()
             ->MinTime(0.3);
         benchmark::RegisterBenchmark(("get64/baseline_raw_multi_64_limits" + suffix).c_str(), raw_multi,
-                                     std::string("baseline_raw_multi_64_limits"))
+                                     std::string("baseline_raw_multi_64_limits"), round)
             ->UseRealTime()
             ->MinTime(0.3);
         benchmark::RegisterBenchmark(("get64/baseline_raw_socket_action_64" + suffix).c_str(), raw_socket_action,
-                                     std::string("baseline_raw_socket_action_64"))
+                                     std::string("baseline_raw_socket_action_64"), round)
             ->UseRealTime()
             ->MinTime(0.3);
         benchmark::RegisterBenchmark(("get64/resil_async_64" + suffix).c_str(), resil_async,
-                                     std::string("resil_async_64"))
+                                     std::string("resil_async_64"), round)
             ->UseRealTime()
             ->MinTime(0.3);
         benchmark::RegisterBenchmark(("get64/resil_blocking_8_threads" + suffix).c_str(), resil_blocking_threads,
-                                     std::string("resil_blocking_8_threads"))
+                                     std::string("resil_blocking_8_threads"), round)
             ->UseRealTime()
             ->MinTime(0.3);
     }
@@ -617,10 +638,12 @@ int main(int argc, char** argv) {
                     ratio(blocking_cpu, raw_cpu));
     }
     if (!async_to_perform.rate.empty()) {
+        // Lower quartile, median, upper quartile (zeros when empty).
         const auto quartiles = [](std::vector<double> v) {
+            if (v.empty()) return std::array<double, 3>{};
             std::sort(v.begin(), v.end());
             const auto at = [&](double q) { return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]; };
-            return std::array<double, 3>{at(0.25), at(0.5), at(0.75)};
+            return std::array<double, 3>{at(0.25), median_of(v), at(0.75)};
         };
         std::printf("Side by side, %d batches of each in turn (%zu turns): medians [quartiles]\n", turn_batches,
                     async_to_perform.rate.size());
