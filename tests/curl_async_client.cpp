@@ -427,7 +427,45 @@ struct resil::curl::detail::async_client_probe {
     // closed under it: every wait on the set fails from then on. Returns the
     // descriptor, still open, for the test to close.
     static int take_event_set(async_client& c) { return c.core_->set_watch_.release(); }
+
+    // Whether the timer of the call in flight has a wait pending.
+    static bool timer_waiting(async_client& c) {
+        for (auto& t : c.core_->slots_)
+            if (t && t->active) return t->timer_pending;
+        return false;
+    }
 };
+
+TEST_CASE("curl async: a call with no limit of resil's leaves its transfer's timer idle") {
+    resil_test::fault_server server;
+    server.on("/ok", {action::respond(200, "ok")});
+    server.on("/hang", {action::hang()});
+    asio::io_context io;
+    // Neither the client nor the contexts set a read or total limit for the second call.
+    async_client http(io, client_options{.limits = {.connect = 5s,
+                                                    .read = resil::timeouts::no_limit,
+                                                    .total = resil::timeouts::no_limit}});
+    // The first call's read limit leaves a wait pending on the pooled transfer.
+    const auto ok = request::get(server.url("/ok"));
+    resil::context first;
+    first.set_timeouts({.read = 300ms});
+    std::optional<response> got;
+    http.async_perform(ok, first, [&](response r) { got = std::move(r); });
+    run_until(io, [&] { return got.has_value(); });
+    REQUIRE(got->ok());
+    REQUIRE(http.pooled_transfers() == 1);
+    // The second call, on that transfer, has nothing to watch: once the
+    // inherited wait fires, none follows (before, one a second for as long
+    // as the call lasted).
+    const auto hang = request::get(server.url("/hang"));
+    resil::context second;
+    got.reset();
+    http.async_perform(hang, second, [&](response r) { got = std::move(r); });
+    io.restart();
+    io.run_for(1500ms);
+    REQUIRE(http.in_flight() == 1);
+    CHECK_FALSE(resil::curl::detail::async_client_probe::timer_waiting(http));
+}
 
 TEST_CASE("curl async: a reactor that cannot wait on libcurl's sockets ends the calls at once, without spinning") {
     resil_test::fault_server server;
