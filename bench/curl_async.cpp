@@ -114,7 +114,9 @@ void time_batches(benchmark::State& state, const std::string& kind, int round, R
         run_batch();
         if (failed()) {
             state.SkipWithError(failure);
-            break;
+            rates[kind].erase(round);  // no figure from a failed run, nor an earlier call's
+            cpu_per_get[kind].erase(round);
+            return;
         }
     }
     const auto elapsed = steady::now() - t0;
@@ -453,12 +455,15 @@ turn_ratios async_to_perform;
 turn_ratios async_to_socket_action;
 turn_ratios socket_action_to_perform;
 // The six orders, in a sequence where each side follows each other one
-// equally often across turns too, and never itself; it goes on from call to call.
+// equally often over every six turns, across turns too, and never itself.
 constexpr std::array<std::array<std::size_t, 3>, 6> orders = {
     {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}}};
 std::size_t next_order = 0;
 
 void side_by_side(benchmark::State& state) {
+    // Only the last call's turns are reported (Google Benchmark calls this a
+    // few times to size its run; the last call is the one it reports).
+    for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
     raw_transfers perform;
     socket_action_calls socket_action;
     async_calls calls;
@@ -473,9 +478,6 @@ void side_by_side(benchmark::State& state) {
     const std::array<std::function<void()>, 3> sides = {[&] { run_perform_batch(perform); },
                                                         [&] { socket_action.run_batch(); },
                                                         [&] { calls.run_batch(); }};
-    // Only the last call's turns are reported (Google Benchmark calls this a
-    // few times to size its run; the last call is the one it reports).
-    for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
     for (auto _ : state) {
         for (const std::size_t side : orders[next_order]) {
             const double cpu0 = process_cpu_seconds();
