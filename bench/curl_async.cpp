@@ -454,6 +454,9 @@ constexpr int turn_batches = 4;
 turn_ratios async_to_perform;
 turn_ratios async_to_socket_action;
 turn_ratios socket_action_to_perform;
+void forget_turns() {
+    for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
+}
 // The six orders, in a sequence where each side follows each other one
 // equally often over every six turns, across turns too, and never itself.
 constexpr std::array<std::array<std::size_t, 3>, 6> orders = {
@@ -463,7 +466,7 @@ std::size_t next_order = 0;
 void side_by_side(benchmark::State& state) {
     // Only the last call's turns are reported (Google Benchmark calls this a
     // few times to size its run; the last call is the one it reports).
-    for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
+    forget_turns();
     raw_transfers perform;
     socket_action_calls socket_action;
     async_calls calls;
@@ -487,7 +490,7 @@ void side_by_side(benchmark::State& state) {
         }
         next_order = (next_order + 1) % orders.size();
         if (perform.failed || socket_action.failed() || calls.failed) {
-            for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
+            forget_turns();
             state.SkipWithError("side by side: a request failed");
             break;
         }

@@ -227,9 +227,6 @@ struct async_transfer : easy_state {
     /// The call's clock is resil::steady_clock, whose readings are the
     /// steady_clock instants the transfer's timer waits for: one reading serves both.
     bool steady = false;
-    /// Its limits are to be looked at by the next stamp_touched: its timer
-    /// fired, or could not wait again, inside libcurl.
-    bool look_again = false;
     ::asio::steady_timer timer;
 
     struct stop_request {
@@ -377,7 +374,6 @@ public:
         t->read_clock = [](const void* clock) noexcept { return static_cast<const Clock*>(clock)->now(); };
         t->steady = std::is_same_v<Clock, resil::steady_clock>;
         t->transfer.touch_pending = false;
-        t->look_again = false;
         t->transfer.start(t->out, req.method() != "HEAD");
         t->started = t->now();  // what timings().total counts from, as in the blocking client
         t->bytes_at = t->started;
@@ -724,19 +720,10 @@ private:
     // The transfer's timer could not start its next wait (no memory), and
     // arm() had already cancelled the one pending: nothing would end the call
     // at its read or stream limits (its total, libcurl's backstop still
-    // would), so it ends now. Inside libcurl, which refuses the removal, it
-    // is looked at again by the next stamp_touched (look_again_later).
+    // would), so it ends now. Called from the timer's handler and from
+    // stamp_touched, never inside libcurl (a sink must not run the io_context).
     void lost_watch(async_transfer& t) noexcept {
-        if (in_libcurl_ != 0) return look_again_later(t);
         finish(t, transfer_end::multi_error, CURLE_OUT_OF_MEMORY, no_memory_to_keep_watching);
-    }
-
-    // watch_limits may end the call, which libcurl refuses from inside its
-    // callbacks (a sink that runs the io_context): there the look waits for
-    // the end of the wake-up, without allocating.
-    void look_again_later(async_transfer& t) noexcept {
-        t.look_again = true;
-        touched_unlisted_ = true;
     }
 
     // A resil::steady_clock reading as the timer's instant (rounded down
@@ -765,9 +752,7 @@ private:
             auto* s = self->slots_[index].get();
             if (!s || s->timer_generation != g) return;  // replaced by a later wait
             s->timer_pending = false;
-            if (ec || !s->active) return;
-            if (self->in_libcurl_ != 0) return self->look_again_later(*s);
-            self->watch_limits(*s);
+            if (!ec && s->active) self->watch_limits(*s);
         });
         t.timer_pending = true;
     }
@@ -853,40 +838,25 @@ private:
         }
     }
 
-    // The end of a wake-up (a batch of ready sockets, a timer): the
-    // transfers touched since are stamped with one reading.
-    // A transfer's limits looked at again (look_again_later) and its touch
-    // stamped; either may end the call and free its transfer.
+    // The end of a wake-up (a batch of ready sockets, a timer), outside
+    // libcurl: the transfers touched since are stamped with one reading (a
+    // stamp may end the call, lost_watch).
     void stamp_touched() noexcept {
         if (touched_.empty() && !touched_unlisted_) return;
         const auto steady_now = std::chrono::steady_clock::now();
-        bool looks_left = false;
-        const auto serve = [&](std::size_t index) {
-            auto* t = slots_[index].get();
-            if (!t || !t->active) return;
-            if (t->look_again) {
-                if (in_libcurl_ != 0) {
-                    looks_left = true;
-                } else {
-                    t->look_again = false;
-                    watch_limits(*t);  // arm() failures end the call inside
-                    t = slots_[index].get();
-                    if (!t || !t->active) return;
-                }
-            }
-            if (!t->transfer.touch_pending) return;
+        const auto stamp_if_touched = [&](async_transfer* t) {
+            if (!t || !t->active || !t->transfer.touch_pending) return;
             t->transfer.touch_pending = false;
             stamp(*t, steady_now);
         };
         for (std::size_t i = 0; i < touched_.size() && !closed_; ++i) {
             const auto [index, generation] = touched_[i];
             if (index >= slots_.size() || generations_[index] != generation) continue;  // ended since
-            serve(index);
+            stamp_if_touched(slots_[index].get());
         }
         touched_.clear();
         if (std::exchange(touched_unlisted_, false))
-            for (std::size_t i = 0; i < slots_.size() && !closed_; ++i) serve(i);
-        if (looks_left) touched_unlisted_ = true;
+            for (std::size_t i = 0; i < slots_.size() && !closed_; ++i) stamp_if_touched(slots_[i].get());
     }
 
     // libcurl's callbacks.
@@ -1337,7 +1307,7 @@ private:
     std::uint64_t socket_generation_ = 0;
     std::uint64_t wait_generation_ = 0;  ///< of the transfers' timer waits
     std::vector<std::pair<std::uint32_t, std::uint64_t>> touched_;  ///< (index, generation) to stamp_touched
-    bool touched_unlisted_ = false;  ///< a transfer to stamp is missing from touched_ (no memory)
+    bool touched_unlisted_ = false;  ///< a touched transfer is missing from touched_ (no memory): look at all
     bool in_batch_ = false;  ///< serving a batch of ready sockets: stamp_touched comes at its end
     bool collect_pending_ = false;  ///< libcurl ran within the batch: its finished transfers are read at its end
     bool hold_completions_ = false;  ///< finish() holds completions in ready_ (the end of a batch)
