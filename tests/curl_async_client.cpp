@@ -405,28 +405,14 @@ TEST_CASE("curl async: destroying the client completes each call in flight once,
     }
 }
 
-#if RESIL_DETAIL_CURL_EVENT_SET
-#include <sys/resource.h>
-#include <unistd.h>
-
-namespace {
-// This thread's CPU time so far (user + system), in seconds: the fault
-// server's threads apart.
-double thread_cpu_seconds() {
-    rusage u{};
-    getrusage(RUSAGE_THREAD, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
-}  // namespace
-
 // The tests' view of the client's internals.
 struct resil::curl::detail::async_client_probe {
+#if RESIL_DETAIL_CURL_EVENT_SET
     // Takes the epoll set's descriptor from the reactor, as if it had been
     // closed under it: every wait on the set fails from then on. Returns the
     // descriptor, still open, for the test to close.
     static int take_event_set(async_client& c) { return c.core_->set_watch_.release(); }
+#endif
 
     // Whether the timer of the call in flight has a wait pending.
     static bool timer_waiting(async_client& c) {
@@ -466,6 +452,22 @@ TEST_CASE("curl async: a call with no limit of resil's leaves its transfer's tim
     REQUIRE(http.in_flight() == 1);
     CHECK_FALSE(resil::curl::detail::async_client_probe::timer_waiting(http));
 }
+
+#if RESIL_DETAIL_CURL_EVENT_SET
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace {
+// This thread's CPU time so far (user + system), in seconds: the fault
+// server's threads apart.
+double thread_cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+}  // namespace
 
 TEST_CASE("curl async: a reactor that cannot wait on libcurl's sockets ends the calls at once, without spinning") {
     resil_test::fault_server server;
