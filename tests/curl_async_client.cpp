@@ -1157,3 +1157,145 @@ TEST_CASE("curl async: libcurl's own timer is served when it moves later while a
     REQUIRE(post != seen.end());
     CHECK(post->body == std::string(100, 'x'));
 }
+
+TEST_CASE("curl async: a sink that runs the io_context holds up this client's work, and breaks no call") {
+    // Not allowed (libcurl is not re-entrant), but not a reason to end every
+    // call in flight: what the client's handlers would do inside libcurl
+    // (serve ready sockets, libcurl's timer, a transfer's timer, a
+    // cancellation) waits until the streamed chunk's libcurl call returns.
+    resil_test::fault_server server;
+    server.on("/chunks", {action::stream({{0ms, "one"}, {40ms, "two"}})});
+    server.on("/ok", {action::respond(200, "fine")});
+    server.on("/silent", {action::stream({{0ms, "a"}, {3s, "b"}})});
+    server.on("/held", {action::hang()});
+    asio::io_context io;
+    async_client http(io);
+    std::vector<resil::context> ctx(7);
+    std::vector<std::optional<response>> results(7);
+    std::vector<int> completions(7, 0);
+    const auto done = [&](std::size_t i) {
+        return [&, i](response r) {
+            ++completions[i];
+            results[i] = std::move(r);
+        };
+    };
+    for (std::size_t i = 0; i < 3; ++i) http.async_perform(request::get(server.url("/ok")), ctx[i], done(i));
+    ctx[3].set_timeouts({.read = 30ms});
+    http.async_perform(request::get(server.url("/silent")), ctx[3], done(3));
+    asio::cancellation_signal signal;
+    http.async_perform(request::get(server.url("/held")), ctx[4], asio::bind_cancellation_slot(signal.slot(), done(4)));
+    // Its total ends it (resil's timer), and libcurl's timer comes due 1 ms later.
+    ctx[6].set_timeouts({.total = 30ms});
+    http.async_perform(request::get(server.url("/held")), ctx[6], done(6));
+    std::string got;
+    std::size_t nested_handlers = 0;
+    bool spun = false;
+    auto sink = [&](std::string_view chunk) {
+        if (got.empty()) {
+            std::this_thread::sleep_for(60ms);  // the answers to /ok arrive, /silent's read limit passes
+            // Bounded: a handler that posted itself again would make poll() spin.
+            const auto poll = [&] {
+                int i = 0;
+                for (; i < 100 && io.poll_one() != 0; ++i) ++nested_handlers;
+                spun = spun || i == 100;
+            };
+            poll();
+            signal.emit(asio::cancellation_type::terminal);
+            poll();
+        }
+        got += chunk;
+        return resil::curl::stream_action::next;
+    };
+    http.async_stream(request::get(server.url("/chunks")), ctx[5], sink, {}, [&](std::exception_ptr, response r) {
+        ++completions[5];
+        results[5] = std::move(r);
+    });
+    run_until(io, [&] { return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.has_value(); }); });
+    CHECK(nested_handlers > 0);  // the sink did run handlers of the client
+    CHECK_FALSE(spun);           // none of them posted itself again and again
+    for (std::size_t i = 0; i < 3; ++i) {
+        INFO("call " << i << ": " << results[i]->error_message());
+        CHECK(results[i]->ok());
+        CHECK(results[i]->body() == "fine");
+    }
+    INFO("/silent: " << results[3]->error_message());
+    CHECK(results[3]->transport() == transport_status::read_timeout);
+    INFO("/held: " << results[4]->error_message());
+    CHECK(results[4]->transport() == transport_status::cancelled);
+    INFO("stream: " << results[5]->error_message());
+    CHECK(results[5]->ok());
+    CHECK(got == "onetwo");
+    INFO("/held with a total: " << results[6]->error_message());
+    CHECK(results[6]->transport() == transport_status::total_timeout);
+    io.restart();
+    io.run_for(100ms);  // anything late would complete a call twice
+    CHECK(completions == std::vector<int>(7, 1));
+    CHECK(http.in_flight() == 0);
+    // Every pooled transfer is fit for the next calls (none was left in
+    // libcurl's multi handle by a removal refused inside libcurl).
+    std::vector<std::optional<response>> again(8);
+    std::vector<resil::context> again_ctx(8);
+    for (std::size_t i = 0; i < again.size(); ++i)
+        http.async_perform(request::get(server.url("/ok")), again_ctx[i], [&, i](response r) { again[i] = std::move(r); });
+    run_until(io, [&] { return std::all_of(again.begin(), again.end(), [](const auto& r) { return r.has_value(); }); });
+    for (const auto& r : again) {
+        INFO(r->error_message());
+        CHECK(r->ok());
+    }
+}
+
+TEST_CASE("curl async: a sink that runs the io_context at every chunk of a large body breaks no call") {
+    // libcurl reads at most 100 buffers per wake-up and comes back for the
+    // rest through its timer ("at once"): the sink then runs the io_context
+    // from a libcurl call the client's timer started, while the client waits
+    // on its sockets, whose readiness must wait too.
+    resil_test::fault_server server;
+    const std::string big(std::size_t{8} << 20, 'x');
+    server.on("/big", {action::stream({{0ms, big}}, false, {{"Content-Type", "application/octet-stream"}})});
+    server.on("/ok", {action::respond_after(20ms, 200, "fine")});
+    asio::io_context io;
+    async_client http(io);
+    std::vector<resil::context> ctx(4);
+    std::vector<std::optional<response>> results(4);
+    std::vector<int> completions(4, 0);
+    for (std::size_t i = 0; i < 3; ++i)
+        http.async_perform(request::get(server.url("/ok")), ctx[i], [&, i](response r) {
+            ++completions[i];
+            results[i] = std::move(r);
+        });
+    std::size_t got = 0;
+    std::size_t nested_handlers = 0;
+    bool spun = false;
+    auto sink = [&](std::string_view chunk) {
+        if (got == 0) std::this_thread::sleep_for(40ms);  // the answers to /ok arrive, the body piles up
+        got += chunk.size();
+        int i = 0;
+        for (; i < 100 && io.poll_one() != 0; ++i) ++nested_handlers;
+        spun = spun || i == 100;
+        return resil::curl::stream_action::next;
+    };
+    http.async_stream(request::get(server.url("/big")), ctx[3], sink, {}, [&](std::exception_ptr, response r) {
+        ++completions[3];
+        results[3] = std::move(r);
+    });
+    run_until(io, [&] { return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.has_value(); }); });
+    CHECK(nested_handlers > 0);
+    CHECK_FALSE(spun);
+    for (const auto& r : results) {
+        INFO(r->error_message());
+        CHECK(r->ok());
+    }
+    CHECK(got == big.size());
+    io.restart();
+    io.run_for(100ms);
+    CHECK(completions == std::vector<int>(4, 1));
+    std::vector<std::optional<response>> again(4);
+    std::vector<resil::context> again_ctx(4);
+    for (std::size_t i = 0; i < again.size(); ++i)
+        http.async_perform(request::get(server.url("/ok")), again_ctx[i], [&, i](response r) { again[i] = std::move(r); });
+    run_until(io, [&] { return std::all_of(again.begin(), again.end(), [](const auto& r) { return r.has_value(); }); });
+    for (const auto& r : again) {
+        INFO(r->error_message());
+        CHECK(r->ok());
+    }
+}

@@ -202,8 +202,10 @@ public:
     /// threw (the transfer ended then, and the response says so), so that
     /// `co_await ... use_awaitable` rethrows it as client::stream does. The
     /// sink runs inside libcurl's callback on the executor's thread and must
-    /// outlive the call, as `req` and `ctx`; it must not run the io_context
-    /// (libcurl is not re-entrant: async_perform from a sink is refused).
+    /// outlive the call, as `req` and `ctx`. It should not run the
+    /// io_context: libcurl is not re-entrant, so this client's own work
+    /// (other calls' bytes, timers, cancellations) waits until the sink
+    /// returns, and async_perform from a sink is refused, unsent.
     /// Throws std::invalid_argument for invalid `limits`, before anything
     /// starts.
     template <resil::clock Clock, class Sink, class CompletionToken>

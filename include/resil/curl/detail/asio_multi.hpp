@@ -224,6 +224,9 @@ struct async_transfer : easy_state {
     duration touch_horizon{};
     std::uint64_t timer_generation = 0;
     bool timer_pending = false;  ///< a wait of `timer` is still to complete
+    /// Why the call was cancelled inside libcurl, to be ended when that
+    /// libcurl call returns (run_deferred); empty otherwise.
+    std::string_view cancel_why{};
     /// The call's clock is resil::steady_clock, whose readings are the
     /// steady_clock instants the transfer's timer waits for: one reading serves both.
     bool steady = false;
@@ -440,13 +443,17 @@ public:
     }
 
     /// Ends the call on transfer `index` as cancelled, if it is still the
-    /// one of `generation`. Inside libcurl, the removal is posted.
+    /// one of `generation`. Inside libcurl (a sink emitted the cancellation,
+    /// or ran the io_context), the removal waits for libcurl to return: a
+    /// post would come back at once in a loop the sink runs. `why` is a
+    /// static text.
     void cancel(std::uint32_t index, std::uint64_t generation, std::string_view why) {
         if (closed_ || index >= slots_.size() || generations_[index] != generation) return;
         auto* t = slots_[index].get();
         if (!t || !t->active) return;
         if (in_libcurl_ != 0) {
-            ::asio::post(ex_, [self = shared_from_this(), index, generation, why] { self->cancel(index, generation, why); });
+            if (t->cancel_why.empty()) t->cancel_why = why;
+            deferred_ |= deferred_cancel;
             return;
         }
         finish(*t, transfer_end::cancelled, CURLE_ABORTED_BY_CALLBACK, why);
@@ -648,6 +655,7 @@ private:
             t.in_multi = false;
         }
         t.transfer.out = nullptr;
+        t.cancel_why = {};
         t.on_stop.reset();  // waits for a stop callback running on another thread (it only posts)
         if (t.cancel_slot.is_connected()) t.cancel_slot.clear();
         t.cancel_slot = {};
@@ -752,7 +760,12 @@ private:
             auto* s = self->slots_[index].get();
             if (!s || s->timer_generation != g) return;  // replaced by a later wait
             s->timer_pending = false;
-            if (!ec && s->active) self->watch_limits(*s);
+            if (ec || !s->active) return;
+            if (self->in_libcurl_ != 0) {  // a sink runs the io_context: looked at when libcurl returns
+                self->deferred_ |= deferred_watch;
+                return;
+            }
+            self->watch_limits(*s);
         });
         t.timer_pending = true;
     }
@@ -1014,6 +1027,10 @@ private:
     void on_set_ready(const ::asio::error_code& ec) {
         set_waiting_ = false;
         if (closed_) return;
+        if (in_libcurl_ != 0) {  // a sink runs the io_context: the set is waited on again when libcurl returns
+            deferred_ |= deferred_sockets;
+            return;
+        }
         // Cancelled by unwatch(): libcurl may watch a socket again since.
         if (ec == ::asio::error::operation_aborted) return wait_for_set();
         // Any other error (the reactor lost the set's descriptor) would come
@@ -1061,6 +1078,8 @@ private:
             act(s, flags);  // may open, close and forget sockets: `e` is not used after it
         }
     }
+
+    void rewatch_sockets() noexcept { wait_for_set(); }
 
     void end_in_flight(const ::asio::error_code& ec) noexcept {
         constexpr std::string_view what = "the reactor could not wait on libcurl's sockets";
@@ -1162,12 +1181,27 @@ private:
         auto& e = *it->second;
         (direction == CURL_CSELECT_IN ? e.reading : e.writing) = false;
         if (ec == ::asio::error::operation_aborted) return;
+        if (in_libcurl_ != 0) {  // a sink runs the io_context: watched again when libcurl returns
+            deferred_ |= deferred_sockets;
+            return;
+        }
         const int wanted = direction == CURL_CSELECT_IN ? CURL_POLL_IN : CURL_POLL_OUT;
         if (!(e.what & wanted)) return;  // libcurl no longer waits for this direction
         act(s, ec ? CURL_CSELECT_ERR : direction);
         // The socket may be gone, or another with its number, since.
         it = sockets_.find(s);
         if (!closed_ && it != sockets_.end() && it->second->generation == generation) watch(s, *it->second);
+    }
+
+    void rewatch_sockets() noexcept {
+        for (auto& [s, e] : sockets_) {
+            if (closed_) return;
+            if (e->what == 0) continue;
+            try {
+                watch(s, *e);
+            } catch (...) {  // not watched: the transfers on it end at their limits
+            }
+        }
     }
 
     void close_sockets() noexcept {
@@ -1200,7 +1234,7 @@ private:
                     self->zero_posted_ = false;
                     // Acts only while "at once" is still libcurl's latest wish.
                     if (self->closed_ || self->timer_generation_ != self->zero_due_) return;
-                    self->act(CURL_SOCKET_TIMEOUT, 0);
+                    self->act_on_timeout();
                 });
                 zero_posted_ = true;
                 return;
@@ -1242,10 +1276,24 @@ private:
             return;
         }
         curl_due_.reset();
+        act_on_timeout();
+    }
+
+    void act_on_timeout() {
+        if (in_libcurl_ != 0) {  // a sink runs the io_context: libcurl runs when it returns
+            deferred_ |= deferred_timeout;
+            return;
+        }
         act(CURL_SOCKET_TIMEOUT, 0);
     }
 
+    // Only where no libcurl call is under way (the entry points check).
     void act(curl_socket_t s, int events) {
+        act_once(s, events);
+        run_deferred();
+    }
+
+    void act_once(curl_socket_t s, int events) {
         int running = 0;
         ++in_libcurl_;
         const CURLMcode rc = curl_multi_socket_action(multi_, s, events, &running);
@@ -1268,6 +1316,43 @@ private:
         }
         if (close_pending_ && in_libcurl_ == 0) shutdown();  // the client went from inside libcurl
         if (!in_batch_) stamp_touched();
+    }
+
+    // What the client's handlers put off because they ran inside libcurl,
+    // where it is not re-entrant (a nested curl_multi_socket_action answers
+    // CURLM_RECURSIVE_API_CALL; a removal refused there leaves a handle in
+    // the multi that the pool takes back): a sink ran the io_context, which
+    // is not allowed, or emitted a cancellation. A sink runs only within
+    // act(), which calls this when libcurl has returned. Passes are bounded
+    // (a sink that runs the io_context at every chunk defers again each
+    // time): the rest is posted.
+    void run_deferred() {
+        if (deferred_ == 0 || in_libcurl_ != 0 || running_deferred_) return;
+        running_deferred_ = true;
+        struct reset {
+            bool& flag;
+            ~reset() { flag = false; }
+        } const done{running_deferred_};
+        for (int pass = 0; deferred_ != 0 && !closed_; ++pass) {
+            if (pass == 8) {
+                try {
+                    ::asio::post(ex_, [self = shared_from_this()] { self->run_deferred(); });
+                } catch (...) {  // no memory: the rest waits for the next call of libcurl's
+                }
+                return;
+            }
+            const unsigned what = std::exchange(deferred_, 0u);
+            if (what & deferred_cancel)
+                for (std::size_t i = 0; i < slots_.size() && !closed_; ++i)
+                    if (auto* t = slots_[i].get(); t && t->active && !t->cancel_why.empty())
+                        finish(*t, transfer_end::cancelled, CURLE_ABORTED_BY_CALLBACK, t->cancel_why);
+            // A transfer whose timer fired has no wait pending: it is looked at now.
+            if (what & deferred_watch)
+                for (std::size_t i = 0; i < slots_.size() && !closed_; ++i)
+                    if (auto* t = slots_[i].get(); t && t->active && !t->timer_pending) watch_limits(*t);
+            if (what & deferred_sockets) rewatch_sockets();
+            if (what & deferred_timeout) act_once(CURL_SOCKET_TIMEOUT, 0);
+        }
     }
 
     // The transfers libcurl finished. Each message is copied before
@@ -1321,6 +1406,13 @@ private:
     std::size_t in_flight_ = 0;
     std::size_t pooled_ = 0;
     int in_libcurl_ = 0;
+    // Work put off inside libcurl (run_deferred).
+    static constexpr unsigned deferred_cancel = 1;    ///< transfers with a cancel_why
+    static constexpr unsigned deferred_watch = 2;     ///< transfers whose timer fired
+    static constexpr unsigned deferred_sockets = 4;   ///< ready sockets: waited on again
+    static constexpr unsigned deferred_timeout = 8;   ///< libcurl's timer
+    unsigned deferred_ = 0;
+    bool running_deferred_ = false;
     bool closed_ = false;
     bool close_pending_ = false;  ///< shutdown() was asked for inside libcurl
     bool fresh_connection_next_ = false;  ///< a 408/421 answered: the next attempt opens a new connection
