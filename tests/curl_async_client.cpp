@@ -414,6 +414,12 @@ struct resil::curl::detail::async_client_probe {
     static int take_event_set(async_client& c) { return c.core_->set_watch_.release(); }
 #endif
 
+    // Ends the call in flight as when its timer cannot start a wait (no memory).
+    static void lose_watch(async_client& c) {
+        for (auto& t : c.core_->slots_)
+            if (t && t->active) return c.core_->lost_watch(*t);
+    }
+
     // Whether the timer of the call in flight has a wait pending.
     static bool timer_waiting(async_client& c) {
         for (auto& t : c.core_->slots_)
@@ -421,6 +427,25 @@ struct resil::curl::detail::async_client_probe {
         return false;
     }
 };
+
+TEST_CASE("curl async: a call whose timer cannot wait any more ends at once, reported as out of memory") {
+    resil_test::fault_server server;
+    server.on("/hang", {action::hang()});
+    asio::io_context io;
+    async_client http(io);
+    resil::context ctx;
+    ctx.set_timeouts({.read = 5s});
+    std::optional<response> got;
+    http.async_perform(request::get(server.url("/hang")), ctx, [&](response r) { got = std::move(r); });
+    run_until(io, [&] { return server.requests().size() == 1; });
+    resil::curl::detail::async_client_probe::lose_watch(http);
+    run_until(io, [&] { return got.has_value(); });
+    CHECK(got->transport() == transport_status::other_error);
+    CHECK(got->curl_code() == CURLE_OUT_OF_MEMORY);
+    CHECK(got->error_message() == "no memory to keep watching the call's limits (its timer); it was ended");
+    CHECK(got->may_have_reached_server());
+    CHECK(http.in_flight() == 0);
+}
 
 TEST_CASE("curl async: a call with no limit of resil's leaves its transfer's timer idle") {
     resil_test::fault_server server;
@@ -497,6 +522,7 @@ TEST_CASE("curl async: a reactor that cannot wait on libcurl's sockets ends the 
     CHECK(results[0].transport() == transport_status::other_error);
     CHECK(results[0].may_have_reached_server());  // it was sent
     CHECK(results[0].error_message().starts_with("the reactor could not wait on libcurl's sockets: "));
+    CHECK(results[0].curl_code() == CURLE_FAILED_INIT);
     // Nothing left in flight, nothing keeps the thread busy.
     const double cpu0 = thread_cpu_seconds();
     io.restart();

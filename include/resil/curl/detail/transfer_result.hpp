@@ -81,7 +81,10 @@ struct transfer_result {
                 fail(transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK, "cancelled through the stop token");
                 break;
             case transfer_end::multi_error:
-                fail(transport_status::other_error, CURLE_FAILED_INIT, "libcurl's multi interface failed");
+                // `code` says why where the caller knows (CURLE_OUT_OF_MEMORY:
+                // the async client could not keep watching the call).
+                fail(transport_status::other_error, code == CURLE_OK ? CURLE_FAILED_INIT : code,
+                     "libcurl's multi interface failed");
                 break;
             case transfer_end::first_byte_timeout:
                 fail(transport_status::first_byte_timeout, CURLE_OPERATION_TIMEDOUT,
