@@ -130,18 +130,10 @@ void time_batches(benchmark::State& state, const std::string& kind, int round, R
     cpu_per_get[kind][round] = cpu_us;
 }
 
-// The median of `v` (the mean of the two middle values for an even count); 0 when empty.
-double median_of(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t half = v.size() / 2;
-    return v.size() % 2 == 1 ? v[half] : (v[half - 1] + v[half]) / 2;
-}
-
 double median(const std::string& kind, std::map<std::string, std::map<int, double>>& of = rates) {
     std::vector<double> v;
     for (const auto& [round, value] : of[kind]) v.push_back(value);
-    return median_of(std::move(v));
+    return resil_bench::median(std::move(v));
 }
 
 std::size_t discard(char*, std::size_t size, std::size_t count, void*) { return size * count; }
@@ -644,11 +636,9 @@ int main(int argc, char** argv) {
     }
     if (!async_to_perform.rate.empty()) {
         // Lower quartile, median, upper quartile (zeros when empty).
-        const auto quartiles = [](std::vector<double> v) {
-            if (v.empty()) return std::array<double, 3>{};
-            std::sort(v.begin(), v.end());
-            const auto at = [&](double q) { return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]; };
-            return std::array<double, 3>{at(0.25), median_of(v), at(0.75)};
+        const auto quartiles = [](const std::vector<double>& v) {
+            return std::array<double, 3>{resil_bench::quantile(v, 0.25), resil_bench::median(v),
+                                         resil_bench::quantile(v, 0.75)};
         };
         std::printf("Side by side, %d batches of each in turn (%zu turns): medians [quartiles]\n", turn_batches,
                     async_to_perform.rate.size());

@@ -226,11 +226,7 @@ void print_paired(std::initializer_list<std::pair<const char*, const char*>> pai
             if (b[i].per_second > 0) total.push_back(a[i].per_second / b[i].per_second);
             if (b[i].steady_per_second > 0) steady.push_back(a[i].steady_per_second / b[i].steady_per_second);
         }
-        const auto q = [](std::vector<double> v, double p) {
-            if (v.empty()) return 0.0;
-            std::sort(v.begin(), v.end());
-            return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
-        };
+        const auto q = resil_bench::quantile;
         const std::string label = std::string(kind) + " / " + baseline;
         std::printf("  %-52s %7.3f [%6.3f, %6.3f]    %7.3f [%6.3f, %6.3f]\n", label.c_str(), q(total, 0.5),
                     q(total, 0.25), q(total, 0.75), q(steady, 0.5), q(steady, 0.25), q(steady, 0.75));
@@ -276,10 +272,7 @@ void interleaved_blocks(int blocks, int per_block) {
     }
     redisFree(bare);
     redisFree(bounded);
-    const auto q = [](std::vector<double> v, double p) {
-        std::sort(v.begin(), v.end());
-        return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
-    };
+    const auto q = resil_bench::quantile;
     const auto find = [&](const char* name) -> const kind& {
         for (const auto& k : kinds)
             if (std::string(k.name) == name) return k;
