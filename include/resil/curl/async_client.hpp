@@ -205,7 +205,8 @@ public:
     /// outlive the call, as `req` and `ctx`. It should not run the
     /// io_context: libcurl is not re-entrant, so this client's own work
     /// (other calls' bytes, timers, cancellations) waits until the sink
-    /// returns, and async_perform from a sink is refused, unsent.
+    /// returns, and async_perform from a sink, or from a handler it runs,
+    /// is refused, unsent.
     /// Throws std::invalid_argument for invalid `limits`, before anything
     /// starts.
     template <resil::clock Clock, class Sink, class CompletionToken>

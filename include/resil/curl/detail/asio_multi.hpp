@@ -8,8 +8,9 @@
 //
 // The rules it keeps (from libcurl's documentation and source, 7.88):
 //  - libcurl is never called from inside one of its callbacks: the timer
-//    callback only sets the timer (even for 0 ms), removals asked for while
-//    libcurl runs are posted;
+//    callback only sets the timer (even for 0 ms), and the client's work
+//    reached inside libcurl (a sink that runs the io_context, a cancellation
+//    there) waits until libcurl returns (run_deferred);
 //  - a socket is closed only when libcurl asks (the close-socket callback,
 //    the authoritative "socket gone" signal), after it has left the set (or
 //    its descriptor was released); sockets libcurl opened itself are let go
@@ -227,6 +228,9 @@ struct async_transfer : easy_state {
     /// Why the call was cancelled inside libcurl, to be ended when that
     /// libcurl call returns (run_deferred); empty otherwise.
     std::string_view cancel_why{};
+    /// Its timer fired inside libcurl: its limits are looked at when that
+    /// libcurl call returns (run_deferred).
+    bool watch_deferred = false;
     /// The call's clock is resil::steady_clock, whose readings are the
     /// steady_clock instants the transfer's timer waits for: one reading serves both.
     bool steady = false;
@@ -443,10 +447,10 @@ public:
     }
 
     /// Ends the call on transfer `index` as cancelled, if it is still the
-    /// one of `generation`. Inside libcurl (a sink emitted the cancellation,
-    /// or ran the io_context), the removal waits for libcurl to return: a
-    /// post would come back at once in a loop the sink runs. `why` is a
-    /// static text.
+    /// one of `generation`. Inside libcurl (a sink ran the io_context, which
+    /// ran a cancellation), the removal waits for libcurl to return: a post
+    /// would come back at once in the loop the sink runs. `why` is a static
+    /// text.
     void cancel(std::uint32_t index, std::uint64_t generation, std::string_view why) {
         if (closed_ || index >= slots_.size() || generations_[index] != generation) return;
         auto* t = slots_[index].get();
@@ -656,6 +660,7 @@ private:
         }
         t.transfer.out = nullptr;
         t.cancel_why = {};
+        t.watch_deferred = false;
         t.on_stop.reset();  // waits for a stop callback running on another thread (it only posts)
         if (t.cancel_slot.is_connected()) t.cancel_slot.clear();
         t.cancel_slot = {};
@@ -728,8 +733,8 @@ private:
     // The transfer's timer could not start its next wait (no memory), and
     // arm() had already cancelled the one pending: nothing would end the call
     // at its read or stream limits (its total, libcurl's backstop still
-    // would), so it ends now. Called from the timer's handler and from
-    // stamp_touched, never inside libcurl (a sink must not run the io_context).
+    // would), so it ends now. Called from the timer's handler, stamp_touched
+    // and run_deferred, never inside libcurl.
     void lost_watch(async_transfer& t) noexcept {
         finish(t, transfer_end::multi_error, CURLE_OUT_OF_MEMORY, no_memory_to_keep_watching);
     }
@@ -762,6 +767,7 @@ private:
             s->timer_pending = false;
             if (ec || !s->active) return;
             if (self->in_libcurl_ != 0) {  // a sink runs the io_context: looked at when libcurl returns
+                s->watch_deferred = true;
                 self->deferred_ |= deferred_watch;
                 return;
             }
@@ -806,6 +812,7 @@ private:
                 m.collect();
                 m.hold_completions_ = false;
             }
+            m.run_deferred();  // after collect(): what libcurl finished keeps its outcome
             m.stamp_touched();
         }
     };
@@ -1288,9 +1295,10 @@ private:
     }
 
     // Only where no libcurl call is under way (the entry points check).
+    // Within a batch, the deferred work comes at its end, after collect().
     void act(curl_socket_t s, int events) {
         act_once(s, events);
-        run_deferred();
+        if (!in_batch_) run_deferred();
     }
 
     void act_once(curl_socket_t s, int events) {
@@ -1312,7 +1320,9 @@ private:
             // "The state of all transfers is uncertain": each in flight ends.
             if (rc != CURLM_OK)
                 for (auto& t : slots_)
-                    if (t && t->active) finish(*t, transfer_end::multi_error, CURLE_FAILED_INIT);
+                    if (t && t->active)
+                        finish(*t, transfer_end::multi_error,
+                               rc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT);
         }
         if (close_pending_ && in_libcurl_ == 0) shutdown();  // the client went from inside libcurl
         if (!in_batch_) stamp_touched();
@@ -1322,8 +1332,9 @@ private:
     // where it is not re-entrant (a nested curl_multi_socket_action answers
     // CURLM_RECURSIVE_API_CALL; a removal refused there leaves a handle in
     // the multi that the pool takes back): a sink ran the io_context, which
-    // is not allowed, or emitted a cancellation. A sink runs only within
-    // act(), which calls this when libcurl has returned. Passes are bounded
+    // it should not. A sink runs only within act(), which calls this when
+    // libcurl has returned (at the end of a batch, after its collect()).
+    // Passes are bounded
     // (a sink that runs the io_context at every chunk defers again each
     // time): the rest is posted.
     void run_deferred() {
@@ -1346,10 +1357,12 @@ private:
                 for (std::size_t i = 0; i < slots_.size() && !closed_; ++i)
                     if (auto* t = slots_[i].get(); t && t->active && !t->cancel_why.empty())
                         finish(*t, transfer_end::cancelled, CURLE_ABORTED_BY_CALLBACK, t->cancel_why);
-            // A transfer whose timer fired has no wait pending: it is looked at now.
+            // Even where a stamp has started a wait since (stamp_touched):
+            // a total or first-byte limit may be due now.
             if (what & deferred_watch)
                 for (std::size_t i = 0; i < slots_.size() && !closed_; ++i)
-                    if (auto* t = slots_[i].get(); t && t->active && !t->timer_pending) watch_limits(*t);
+                    if (auto* t = slots_[i].get(); t && t->active && std::exchange(t->watch_deferred, false))
+                        watch_limits(*t);
             if (what & deferred_sockets) rewatch_sockets();
             if (what & deferred_timeout) act_once(CURL_SOCKET_TIMEOUT, 0);
         }
