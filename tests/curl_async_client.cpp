@@ -1184,6 +1184,23 @@ TEST_CASE("curl async: libcurl's own timer is served when it moves later while a
     CHECK(post->body == std::string(100, 'x'));
 }
 
+namespace {
+// Every pooled transfer is fit for the next calls (none was left in
+// libcurl's multi handle by a removal refused inside libcurl): `calls`
+// calls of `req` at once all succeed.
+void check_pool_fit(async_client& http, asio::io_context& io, const request& req, std::size_t calls) {
+    std::vector<std::optional<response>> again(calls);
+    std::vector<resil::context> contexts(calls);
+    for (std::size_t i = 0; i < calls; ++i)
+        http.async_perform(req, contexts[i], [&, i](response r) { again[i] = std::move(r); });
+    run_until(io, [&] { return std::all_of(again.begin(), again.end(), [](const auto& r) { return r.has_value(); }); });
+    for (const auto& r : again) {
+        INFO(r->error_message());
+        CHECK(r->ok());
+    }
+}
+}  // namespace
+
 TEST_CASE("curl async: a sink that runs the io_context holds up this client's work, and breaks no call") {
     // Not allowed (libcurl is not re-entrant), but not a reason to end every
     // call in flight: what the client's handlers would do inside libcurl
@@ -1262,17 +1279,7 @@ TEST_CASE("curl async: a sink that runs the io_context holds up this client's wo
     io.run_for(100ms);  // anything late would complete a call twice
     CHECK(completions == std::vector<int>(7, 1));
     CHECK(http.in_flight() == 0);
-    // Every pooled transfer is fit for the next calls (none was left in
-    // libcurl's multi handle by a removal refused inside libcurl).
-    std::vector<std::optional<response>> again(8);
-    std::vector<resil::context> again_ctx(8);
-    for (std::size_t i = 0; i < again.size(); ++i)
-        http.async_perform(request::get(server.url("/ok")), again_ctx[i], [&, i](response r) { again[i] = std::move(r); });
-    run_until(io, [&] { return std::all_of(again.begin(), again.end(), [](const auto& r) { return r.has_value(); }); });
-    for (const auto& r : again) {
-        INFO(r->error_message());
-        CHECK(r->ok());
-    }
+    check_pool_fit(http, io, request::get(server.url("/ok")), 8);
 }
 
 TEST_CASE("curl async: a sink that runs the io_context at every chunk of a large body breaks no call") {
@@ -1320,15 +1327,7 @@ TEST_CASE("curl async: a sink that runs the io_context at every chunk of a large
     io.restart();
     io.run_for(100ms);
     CHECK(completions == std::vector<int>(4, 1));
-    std::vector<std::optional<response>> again(4);
-    std::vector<resil::context> again_ctx(4);
-    for (std::size_t i = 0; i < again.size(); ++i)
-        http.async_perform(request::get(server.url("/ok")), again_ctx[i], [&, i](response r) { again[i] = std::move(r); });
-    run_until(io, [&] { return std::all_of(again.begin(), again.end(), [](const auto& r) { return r.has_value(); }); });
-    for (const auto& r : again) {
-        INFO(r->error_message());
-        CHECK(r->ok());
-    }
+    check_pool_fit(http, io, request::get(server.url("/ok")), 4);
 }
 
 TEST_CASE("curl async: a limit that passes while a sink runs the io_context leaves an answer finished meanwhile whole") {
