@@ -1223,13 +1223,13 @@ TEST_CASE("curl async: a sink that runs the io_context holds up this client's wo
         };
     };
     for (std::size_t i = 0; i < 3; ++i) http.async_perform(request::get(server.url("/ok")), ctx[i], done(i));
-    ctx[3].set_timeouts({.read = 30ms});
+    ctx[3].set_timeouts({.read = 100ms});
     http.async_perform(request::get(server.url("/silent")), ctx[3], done(3));
     asio::cancellation_signal signal;
     http.async_perform(request::get(server.url("/held")), ctx[4], asio::bind_cancellation_slot(signal.slot(), done(4)));
     // Its total passes while the sink sleeps: its timer and libcurl's
     // (resil's limit + 1 ms) fire inside libcurl.
-    ctx[6].set_timeouts({.total = 30ms});
+    ctx[6].set_timeouts({.total = 100ms});
     http.async_perform(request::get(server.url("/held")), ctx[6], done(6));
     std::string got;
     std::size_t nested_handlers = 0;
@@ -1237,7 +1237,9 @@ TEST_CASE("curl async: a sink that runs the io_context holds up this client's wo
     bool spun = false;
     auto sink = [&](std::string_view chunk) {
         if (got.empty()) {
-            std::this_thread::sleep_for(60ms);  // the answers to /ok arrive, the read and total limits pass
+            // The answers to /ok arrive, the read and total limits pass (with
+            // room for a loaded machine's delay before the first chunk).
+            std::this_thread::sleep_for(300ms);
             // Bounded: a handler that posted itself again would make poll() spin.
             const auto poll = [&] {
                 int i = 0;
@@ -1272,7 +1274,7 @@ TEST_CASE("curl async: a sink that runs the io_context holds up this client's wo
     CHECK(results[5]->ok());
     CHECK(got == "onetwo");
     INFO("/held with a total: " << results[6]->error_message());
-    // connect_timeout if it was not even sent in 30 ms (a loaded machine).
+    // connect_timeout if it was not even sent in 100 ms (a loaded machine).
     CHECK((results[6]->transport() == transport_status::total_timeout ||
            results[6]->transport() == transport_status::connect_timeout));
     io.restart();
@@ -1339,12 +1341,12 @@ TEST_CASE("curl async: a limit that passes while a sink runs the io_context leav
     asio::io_context io;
     async_client http(io);
     resil::context ctx;
-    ctx.set_timeouts({.total = 100ms});
+    ctx.set_timeouts({.total = 150ms});
     std::string got;
     std::size_t nested_handlers = 0;
     auto sink = [&](std::string_view chunk) {
         if (got.empty()) {
-            std::this_thread::sleep_for(200ms);
+            std::this_thread::sleep_for(400ms);
             for (int i = 0; i < 100 && io.poll_one() != 0; ++i) ++nested_handlers;
         }
         got += chunk;
@@ -1368,7 +1370,7 @@ TEST_CASE("curl async: libcurl's timer, come due while a sink runs the io_contex
     resil_test::fault_server server;
     server.on("/one", {action::stream({{0ms, "one"}})});
     asio::io_context io;
-    async_client http(io, client_options{.limits = {.connect = 30ms,
+    async_client http(io, client_options{.limits = {.connect = 150ms,
                                                     .read = resil::timeouts::no_limit,
                                                     .total = resil::timeouts::no_limit}});
     resil::context connect_ctx;
@@ -1378,7 +1380,7 @@ TEST_CASE("curl async: libcurl's timer, come due while a sink runs the io_contex
     std::optional<response> streamed;
     std::size_t nested_handlers = 0;
     auto sink = [&](std::string_view) {
-        std::this_thread::sleep_for(60ms);  // the connect limit passes
+        std::this_thread::sleep_for(300ms);  // the connect limit passes
         for (int i = 0; i < 100 && io.poll_one() != 0; ++i) ++nested_handlers;
         return resil::curl::stream_action::next;
     };
