@@ -455,9 +455,8 @@ public:
         if (closed_ || index >= slots_.size() || generations_[index] != generation) return;
         auto* t = slots_[index].get();
         if (!t || !t->active) return;
-        if (in_libcurl_ != 0) {
+        if (put_off(deferred_cancel)) {
             if (t->cancel_why.empty()) t->cancel_why = why;
-            deferred_ |= deferred_cancel;
             return;
         }
         finish(*t, transfer_end::cancelled, CURLE_ABORTED_BY_CALLBACK, why);
@@ -766,9 +765,8 @@ private:
             if (!s || s->timer_generation != g) return;  // replaced by a later wait
             s->timer_pending = false;
             if (ec || !s->active) return;
-            if (self->in_libcurl_ != 0) {  // a sink runs the io_context: looked at when libcurl returns
+            if (self->put_off(deferred_watch)) {
                 s->watch_deferred = true;
-                self->deferred_ |= deferred_watch;
                 return;
             }
             self->watch_limits(*s);
@@ -1034,10 +1032,7 @@ private:
     void on_set_ready(const ::asio::error_code& ec) {
         set_waiting_ = false;
         if (closed_) return;
-        if (in_libcurl_ != 0) {  // a sink runs the io_context: the set is waited on again when libcurl returns
-            deferred_ |= deferred_sockets;
-            return;
-        }
+        if (put_off(deferred_sockets)) return;
         // Cancelled by unwatch(): libcurl may watch a socket again since.
         if (ec == ::asio::error::operation_aborted) return wait_for_set();
         // Any other error (the reactor lost the set's descriptor) would come
@@ -1188,10 +1183,7 @@ private:
         auto& e = *it->second;
         (direction == CURL_CSELECT_IN ? e.reading : e.writing) = false;
         if (ec == ::asio::error::operation_aborted) return;
-        if (in_libcurl_ != 0) {  // a sink runs the io_context: watched again when libcurl returns
-            deferred_ |= deferred_sockets;
-            return;
-        }
+        if (put_off(deferred_sockets)) return;
         const int wanted = direction == CURL_CSELECT_IN ? CURL_POLL_IN : CURL_POLL_OUT;
         if (!(e.what & wanted)) return;  // libcurl no longer waits for this direction
         act(s, ec ? CURL_CSELECT_ERR : direction);
@@ -1287,11 +1279,15 @@ private:
     }
 
     void act_on_timeout() {
-        if (in_libcurl_ != 0) {  // a sink runs the io_context: libcurl runs when it returns
-            deferred_ |= deferred_timeout;
-            return;
-        }
-        act(CURL_SOCKET_TIMEOUT, 0);
+        if (!put_off(deferred_timeout)) act(CURL_SOCKET_TIMEOUT, 0);
+    }
+
+    // A handler of the client run inside libcurl (a sink that runs the
+    // io_context) only notes its work, for run_deferred: true then.
+    bool put_off(unsigned work) noexcept {
+        if (in_libcurl_ == 0) return false;
+        deferred_ |= work;
+        return true;
     }
 
     // Only where no libcurl call is under way (the entry points check).
@@ -1334,9 +1330,8 @@ private:
     // the multi that the pool takes back): a sink ran the io_context, which
     // it should not. A sink runs only within act(), which calls this when
     // libcurl has returned (at the end of a batch, after its collect()).
-    // Passes are bounded
-    // (a sink that runs the io_context at every chunk defers again each
-    // time): the rest is posted.
+    // Passes are bounded (a sink that runs the io_context at every chunk
+    // defers again each time): the rest is posted.
     void run_deferred() {
         if (deferred_ == 0 || in_libcurl_ != 0 || running_deferred_) return;
         running_deferred_ = true;
