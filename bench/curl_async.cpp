@@ -6,6 +6,11 @@
 //                            limits the client sets for the calls below
 //                            (CURLOPT_CONNECTTIMEOUT_MS, CURLOPT_TIMEOUT_MS):
 //                            what libcurl spends on them
+//   baseline_raw_multi_64_parsed_url
+//                            the same loop, each handle given its URL parsed
+//                            once (CURLOPT_CURLU), as the client does: libcurl
+//                            parses a URL given as text again for every
+//                            transfer, so this is what a raw loop gains by it
 //   baseline_raw_socket_action_64
 //                            one thread, the same transfers through libcurl's
 //                            event-loop interface (curl_multi_socket_action on
@@ -148,7 +153,10 @@ struct raw_transfers {
     int done = 0;
     bool failed = false;
 
-    explicit raw_transfers(bool limits = false) {
+    // CURLU handles given with CURLOPT_CURLU; freed after the easy handles.
+    std::vector<CURLU*> parsed_urls;
+
+    explicit raw_transfers(bool limits = false, bool parsed_url = false) {
         // Idle connections kept as the client keeps them (4 per transfer it
         // pools): libcurl's default counts only the handles in the multi at
         // that moment, so the end of each batch would close some, to be
@@ -157,6 +165,14 @@ struct raw_transfers {
         for (int i = 0; i < in_flight; ++i) {
             CURL* e = curl_easy_init();
             curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+            if (parsed_url) {
+                CURLU* u = curl_url();
+                if (u && curl_url_set(u, CURLUPART_URL, url.c_str(), CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK)
+                    curl_easy_setopt(e, CURLOPT_CURLU, u);
+                else
+                    failed = true;
+                if (u) parsed_urls.push_back(u);
+            }
             curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
             curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &discard);
             if (limits) {
@@ -176,6 +192,7 @@ struct raw_transfers {
             curl_easy_cleanup(e);
         }
         curl_multi_cleanup(multi);
+        for (CURLU* u : parsed_urls) curl_url_cleanup(u);
     }
 
     void start_batch() {
@@ -218,7 +235,7 @@ void run_perform_batch(raw_transfers& t) {
 }
 
 void raw_multi(benchmark::State& state, const std::string& kind, int round) {
-    raw_transfers t(kind == "baseline_raw_multi_64_limits");
+    raw_transfers t(kind == "baseline_raw_multi_64_limits", kind == "baseline_raw_multi_64_parsed_url");
     time_batches(state, kind, round, [&] { run_perform_batch(t); }, [&] { return t.failed; }, "raw multi: a request failed");
 }
 
@@ -580,6 +597,10 @@ int main(int argc, char** argv) {
                                      std::string("baseline_raw_multi_64_limits"), round)
             ->UseRealTime()
             ->MinTime(0.3);
+        benchmark::RegisterBenchmark(("get64/baseline_raw_multi_64_parsed_url" + suffix).c_str(), raw_multi,
+                                     std::string("baseline_raw_multi_64_parsed_url"), round)
+            ->UseRealTime()
+            ->MinTime(0.3);
         benchmark::RegisterBenchmark(("get64/baseline_raw_socket_action_64" + suffix).c_str(), raw_socket_action,
                                      std::string("baseline_raw_socket_action_64"), round)
             ->UseRealTime()
@@ -599,39 +620,45 @@ int main(int argc, char** argv) {
     if (!rates["baseline_raw_multi_64"].empty()) {
         const double raw = median("baseline_raw_multi_64");
         const double raw_limits = median("baseline_raw_multi_64_limits");
+        const double raw_parsed = median("baseline_raw_multi_64_parsed_url");
         const double socket_action = median("baseline_raw_socket_action_64");
         const double async = median("resil_async_64");
         const double blocking = median("resil_blocking_8_threads");
         const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
         std::printf("\nGETs to a local nginx, batches of %d; medians of %d interleaved rounds\n", batch, rounds);
-        std::printf("  %-30s %9.0f req/s\n", "baseline_raw_multi_64", raw);
-        std::printf("  %-30s %9.0f req/s  %.3fx raw multi\n", "baseline_raw_multi_64_limits", raw_limits,
+        std::printf("  %-33s %9.0f req/s\n", "baseline_raw_multi_64", raw);
+        std::printf("  %-33s %9.0f req/s  %.3fx raw multi\n", "baseline_raw_multi_64_limits", raw_limits,
                     ratio(raw_limits, raw));
-        std::printf("  %-30s %9.0f req/s  %.3fx raw multi\n", "baseline_raw_socket_action_64", socket_action,
+        std::printf("  %-33s %9.0f req/s  %.3fx raw multi\n", "baseline_raw_multi_64_parsed_url", raw_parsed,
+                    ratio(raw_parsed, raw));
+        std::printf("  %-33s %9.0f req/s  %.3fx raw multi\n", "baseline_raw_socket_action_64", socket_action,
                     ratio(socket_action, raw));
         std::printf(
-            "  %-30s %9.0f req/s  %.3fx raw multi, %.3fx raw multi with limits, %.3fx raw socket_action, %.3fx 8 "
-            "blocking threads\n",
-            "resil_async_64", async, ratio(async, raw), ratio(async, raw_limits), ratio(async, socket_action),
-            ratio(async, blocking));
-        std::printf("  %-30s %9.0f req/s  %.3fx raw multi\n", "resil_blocking_8_threads", blocking, ratio(blocking, raw));
+            "  %-33s %9.0f req/s  %.3fx raw multi, %.3fx raw multi with limits, %.3fx raw multi with a parsed URL, "
+            "%.3fx raw socket_action, %.3fx 8 blocking threads\n",
+            "resil_async_64", async, ratio(async, raw), ratio(async, raw_limits), ratio(async, raw_parsed),
+            ratio(async, socket_action), ratio(async, blocking));
+        std::printf("  %-33s %9.0f req/s  %.3fx raw multi\n", "resil_blocking_8_threads", blocking, ratio(blocking, raw));
         const double raw_cpu = median("baseline_raw_multi_64", cpu_per_get);
         const double raw_limits_cpu = median("baseline_raw_multi_64_limits", cpu_per_get);
+        const double raw_parsed_cpu = median("baseline_raw_multi_64_parsed_url", cpu_per_get);
         const double socket_action_cpu = median("baseline_raw_socket_action_64", cpu_per_get);
         const double async_cpu = median("resil_async_64", cpu_per_get);
         const double blocking_cpu = median("resil_blocking_8_threads", cpu_per_get);
         std::printf("CPU time of this process per GET (user + system), medians:\n");
-        std::printf("  %-30s %9.2f us\n", "baseline_raw_multi_64", raw_cpu);
-        std::printf("  %-30s %9.2f us  %.3fx raw multi\n", "baseline_raw_multi_64_limits", raw_limits_cpu,
+        std::printf("  %-33s %9.2f us\n", "baseline_raw_multi_64", raw_cpu);
+        std::printf("  %-33s %9.2f us  %.3fx raw multi\n", "baseline_raw_multi_64_limits", raw_limits_cpu,
                     ratio(raw_limits_cpu, raw_cpu));
-        std::printf("  %-30s %9.2f us  %.3fx raw multi\n", "baseline_raw_socket_action_64", socket_action_cpu,
+        std::printf("  %-33s %9.2f us  %.3fx raw multi\n", "baseline_raw_multi_64_parsed_url", raw_parsed_cpu,
+                    ratio(raw_parsed_cpu, raw_cpu));
+        std::printf("  %-33s %9.2f us  %.3fx raw multi\n", "baseline_raw_socket_action_64", socket_action_cpu,
                     ratio(socket_action_cpu, raw_cpu));
         std::printf(
-            "  %-30s %9.2f us  %.3fx raw multi, %.3fx raw multi with limits, %.3fx raw socket_action, %.3fx 8 "
-            "blocking threads\n",
+            "  %-33s %9.2f us  %.3fx raw multi, %.3fx raw multi with limits, %.3fx raw multi with a parsed URL, "
+            "%.3fx raw socket_action, %.3fx 8 blocking threads\n",
             "resil_async_64", async_cpu, ratio(async_cpu, raw_cpu), ratio(async_cpu, raw_limits_cpu),
-            ratio(async_cpu, socket_action_cpu), ratio(async_cpu, blocking_cpu));
-        std::printf("  %-30s %9.2f us  %.3fx raw multi\n", "resil_blocking_8_threads", blocking_cpu,
+            ratio(async_cpu, raw_parsed_cpu), ratio(async_cpu, socket_action_cpu), ratio(async_cpu, blocking_cpu));
+        std::printf("  %-33s %9.2f us  %.3fx raw multi\n", "resil_blocking_8_threads", blocking_cpu,
                     ratio(blocking_cpu, raw_cpu));
     }
     if (!async_to_perform.rate.empty()) {

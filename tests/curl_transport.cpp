@@ -339,6 +339,43 @@ TEST_CASE("curl transport: through tinyproxy — plain requests, CONNECT tunnels
     }
 }
 
+TEST_CASE("curl transport: the URL is parsed once per change, and every call goes where its own URL says") {
+    // The client hands libcurl the URL parsed (CURLOPT_CURLU) as well as its
+    // text; libcurl keeps using the text it was given for some things and
+    // refreshes it from the parsed URL after a redirect. One client (one
+    // easy handle) goes through every change of URL, a redirect, the same
+    // URL again after it, and a URL the parser refuses.
+    resil_test::nginx_server nginx{R"(
+        location /who { echo -n "$host $request_uri"; }
+        location = /r { return 302 /who?via=r; }
+    )"};
+    const auto port = std::to_string(nginx.port());
+    client http({.limits = quick, .redirects = {.max = 2}});
+    const auto body = [&](const std::string& url) {
+        const auto r = http.perform(request::get(url));
+        INFO(url << ": " << r.error_message());
+        CHECK(r.ok());
+        return r.body();
+    };
+    CHECK(body(nginx.url("/who?a=1")) == "127.0.0.1 /who?a=1");
+    CHECK(body(nginx.url("/who?a=1")) == "127.0.0.1 /who?a=1");
+    CHECK(body(nginx.url("/r")) == "127.0.0.1 /who?via=r");
+    CHECK(body(nginx.url("/r")) == "127.0.0.1 /who?via=r");  // the same URL, after libcurl followed a redirect
+    CHECK(body(nginx.url("/who?b=2")) == "127.0.0.1 /who?b=2");
+    CHECK(body("http://localhost:" + port + "/who/a%20b#fragment") == "localhost /who/a%20b");
+    CHECK(body(nginx.url("/x/../who?dots")) == "127.0.0.1 /who?dots");  // as libcurl parses text: dot segments go
+
+    // A port out of range passes the request's own check but not libcurl's
+    // parser: refused before any I/O, as libcurl refuses the text.
+    const auto bad = http.perform(request::get("http://127.0.0.1:99999/who"));
+    INFO(bad.error_message());
+    CHECK(bad.transport() == transport_status::invalid_request);
+    CHECK(bad.curl_code() == CURLE_URL_MALFORMAT);
+    CHECK_FALSE(bad.may_have_reached_server());
+    CHECK(body(nginx.url("/who?c=3")) == "127.0.0.1 /who?c=3");
+    CHECK(body(nginx.url("/r")) == "127.0.0.1 /who?via=r");
+}
+
 TEST_CASE("curl transport: redirects — off by default, followed when on, a keyed POST kept, too many refused") {
     resil_test::nginx_server nginx{R"(
         location = /r1 { return 302 /r2; }

@@ -77,6 +77,9 @@ struct easy_state {
     bool fresh_connection_next = false;
     /// The connection options' lists and buffers, and the shared cache held.
     connection_state connections{};
+    /// The request's URL parsed once (CURLOPT_CURLU, setup.hpp); null until
+    /// the first one, or when there was no memory for it.
+    CURLU* parsed_url = nullptr;
 
     easy_state() {
         ensure_curl_initialised();
@@ -96,6 +99,9 @@ protected:
     void release_easy() noexcept {
         if (easy) curl_easy_cleanup(easy);
         easy = nullptr;
+        // After the easy handle, which points at it.
+        if (parsed_url) curl_url_cleanup(parsed_url);
+        parsed_url = nullptr;
     }
 };
 
