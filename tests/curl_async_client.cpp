@@ -997,6 +997,53 @@ TEST_CASE("curl async: after a 421 the next attempt opens a new connection, on w
     CHECK(server.connections() == before + 1);
 }
 
+TEST_CASE("curl async: pooled transfers that change URL from call to call send each call where its URL says") {
+    // Each pooled transfer hands libcurl the URL parsed once per change
+    // (CURLOPT_CURLU, detail/setup.hpp): over three rounds the same 8
+    // transfers get other URLs, hosts, a redirect, and one URL libcurl
+    // refuses, which must leave its transfer fit for the next round.
+    resil_test::nginx_server nginx{R"(
+        location /who { echo -n "$host $request_uri"; }
+        location = /r { return 302 /who?via=r; }
+    )"};
+    const auto port = std::to_string(nginx.port());
+    asio::io_context io;
+    async_client http(io, {.redirects = {.max = 2}});
+    const std::vector<std::pair<std::string, std::string>> targets = {
+        {nginx.url("/who?n=0"), "127.0.0.1 /who?n=0"},
+        {nginx.url("/who?n=1"), "127.0.0.1 /who?n=1"},
+        {"http://localhost:" + port + "/who?n=2", "localhost /who?n=2"},
+        {nginx.url("/r"), "127.0.0.1 /who?via=r"},
+        {nginx.url("/who/a%20b#fragment"), "127.0.0.1 /who/a%20b"},
+        {nginx.url("/x/../who?n=5"), "127.0.0.1 /who?n=5"},
+        {"http://127.0.0.1:99999/who", ""},  // refused before any I/O
+        {nginx.url("/who?n=7"), "127.0.0.1 /who?n=7"},
+    };
+    for (std::size_t round = 0; round < 3; ++round) {
+        std::vector<std::optional<response>> results(targets.size());
+        std::vector<resil::context> contexts(targets.size());
+        for (std::size_t i = 0; i < targets.size(); ++i) {
+            const std::size_t which = (i + round * 3) % targets.size();
+            http.async_perform(request::get(targets[which].first), contexts[i],
+                               [&results, which](response r) { results[which] = std::move(r); });
+        }
+        run_until(io, [&] { return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.has_value(); }); });
+        for (std::size_t which = 0; which < targets.size(); ++which) {
+            const auto& r = *results[which];
+            INFO("round " << round << ", " << targets[which].first << ": " << r.error_message());
+            if (targets[which].second.empty()) {
+                CHECK(r.transport() == transport_status::invalid_request);
+                CHECK(r.curl_code() == CURLE_URL_MALFORMAT);
+                CHECK_FALSE(r.may_have_reached_server());
+            } else {
+                CHECK(r.ok());
+                CHECK(r.body() == targets[which].second);
+            }
+        }
+    }
+    CHECK(http.pooled_transfers() == targets.size());
+}
+
 TEST_CASE("curl async: async_perform from inside a sink is refused at once, unsent; the streamed call goes on") {
     resil_test::fault_server server;
     server.on("/chunks", {action::stream({{0ms, "one"}, {20ms, "two"}})});

@@ -374,6 +374,21 @@ TEST_CASE("curl transport: the URL is parsed once per change, and every call goe
     CHECK_FALSE(bad.may_have_reached_server());
     CHECK(body(nginx.url("/who?c=3")) == "127.0.0.1 /who?c=3");
     CHECK(body(nginx.url("/r")) == "127.0.0.1 /who?via=r");
+
+    // A URL whose parse the handle's own options change goes as text, so
+    // that libcurl applies them as it did before the parsed URL.
+    client as_is({.limits = quick, .configure_handle = [](CURL* e) {
+                      curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+                      curl_easy_setopt(e, CURLOPT_DISALLOW_USERNAME_IN_URL, 1L);
+                  }});
+    const auto kept = as_is.perform(request::get(nginx.url("/x/../who?dots")));
+    CHECK(kept.body() == "127.0.0.1 /x/../who?dots");
+    CHECK(as_is.perform(request::get(nginx.url("/who?after"))).body() == "127.0.0.1 /who?after");
+    const auto named = as_is.perform(request::get("http://joe@127.0.0.1:" + port + "/who"));
+    INFO(named.error_message());
+    CHECK(named.curl_code() == CURLE_LOGIN_DENIED);
+    CHECK_FALSE(named.may_have_reached_server());
+    CHECK(body(std::string("http://joe@127.0.0.1:") + port + "/who?user") == "127.0.0.1 /who?user");
 }
 
 TEST_CASE("curl transport: redirects — off by default, followed when on, a keyed POST kept, too many refused") {

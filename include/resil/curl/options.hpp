@@ -102,10 +102,8 @@ struct client_options {
     /// (CURLOPT_URL and, parsed once, CURLOPT_CURLU), method, body, headers,
     /// timeouts, CURLOPT_FRESH_CONNECT and CURLOPT_CONNECT_TO again whenever
     /// its own value changes, overwriting the hook's, so setting them here
-    /// has no reliable effect (use the request and the fields above); the
-    /// URL is parsed with libcurl's default rules, which
-    /// CURLOPT_PATH_AS_IS and CURLOPT_DISALLOW_USERNAME_IN_URL do not
-    /// change. Its exceptions leave the client's constructor. Default none.
+    /// has no reliable effect (use the request and the fields above). Its
+    /// exceptions leave the client's constructor. Default none.
     std::function<void(CURL*)> configure_handle{};
 
     /// The first invalid field, if any: each limit in [1ms, longest_limit]

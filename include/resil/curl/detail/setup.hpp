@@ -108,8 +108,8 @@ struct setup {
     }
 
     // Sets one option, unless an earlier one failed: the first failure is
-    // kept and nothing is sent (libcurl keeps the old value of an option it
-    // refuses, e.g. a URL over its 8 MB limit, and would send to that).
+    // kept and nothing is sent (libcurl may keep the old value of an option
+    // it refuses, or drop it, as it drops a URL over its 8 MB limit).
     struct option_setter {
         CURL* easy;
         CURLcode result = CURLE_OK;
@@ -157,19 +157,30 @@ struct setup {
     // A URL given as text is parsed again by libcurl for every transfer,
     // about a tenth of the CPU of a GET on a kept-alive connection
     // (bench/curl_async.cpp); one given parsed (CURLOPT_CURLU) is only
-    // copied. It is parsed here once per change, as libcurl parses its text
-    // (the same flags, so the same URLs pass and fail). The text is set as
-    // well, for what libcurl reads from it (the effective URL, a redirect's
-    // Referer). A URL the parser refuses, or no memory to parse it, goes as
-    // text alone: libcurl then judges it as it always does.
+    // copied. It is parsed here once per change, with the flags libcurl
+    // parses its text with by default. A URL whose parse the handle's own
+    // options could change goes as text alone, so that libcurl applies them
+    // as it always did: one with credentials (CURLOPT_DISALLOW_USERNAME_IN_URL
+    // refuses it) or with a "/." (CURLOPT_PATH_AS_IS keeps dot segments). So
+    // does one the parser refuses, or when there is no memory to parse it:
+    // libcurl then judges the text as before. The text is set as well, for
+    // what libcurl reads from it (a redirect's Referer, the effective URL,
+    // which then reads as given rather than normalised).
     static void set_url(easy_state& s, const std::string& url, option_setter& set) noexcept {
         set(CURLOPT_URL, url.c_str(), "CURLOPT_URL");
-        if (set.result != CURLE_OK) return;
-        if (!s.parsed_url) s.parsed_url = curl_url();
-        CURLU* parsed = s.parsed_url;
-        if (parsed && curl_url_set(parsed, CURLUPART_URL, url.c_str(), CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) !=
-                          CURLUE_OK)
-            parsed = nullptr;
+        if (set.result != CURLE_OK) {
+            // libcurl 7.88 drops the old text before it refuses a new one,
+            // and would rebuild it from the parsed URL of an earlier request.
+            curl_easy_setopt(s.easy, CURLOPT_CURLU, static_cast<CURLU*>(nullptr));
+            return;
+        }
+        CURLU* parsed = nullptr;
+        if (url.find("/.") == std::string::npos) {
+            if (!s.parsed_url) s.parsed_url = curl_url();
+            parsed = s.parsed_url;
+            constexpr unsigned flags = CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME | CURLU_DISALLOW_USER;
+            if (parsed && curl_url_set(parsed, CURLUPART_URL, url.c_str(), flags) != CURLUE_OK) parsed = nullptr;
+        }
         set(CURLOPT_CURLU, parsed, "CURLOPT_CURLU");
     }
 
