@@ -27,7 +27,9 @@
 // ≥ 0.95× the raw loop without limits, and ≥ 1.0× the 8 blocking threads
 // with one thread). Then side_by_side measures the first ratio again, with
 // the perform loop, the socket_action loop and the client alive together,
-// taking turns of a few tens of milliseconds (see side_by_side).
+// taking turns of a few tens of milliseconds (see side_by_side), and
+// side_by_side_parsed_url measures the client against the perform loop that
+// hands libcurl its URL parsed once, as the client does.
 //
 // The benchmark starts nginx itself (tests/support/nginx_server.hpp) and skips
 // with a message when nginx, libcurl or Asio is missing.
@@ -462,9 +464,11 @@ struct turn_ratios {
 constexpr int turn_batches = 4;
 turn_ratios async_to_perform;
 turn_ratios async_to_socket_action;
+turn_ratios async_to_parsed_url;
 turn_ratios socket_action_to_perform;
 void forget_turns() {
     for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
+    async_to_parsed_url = {};
 }
 // The six orders, in a sequence where each side follows each other one
 // equally often over every six turns, across turns too, and never itself.
@@ -506,6 +510,44 @@ void side_by_side(benchmark::State& state) {
         async_to_perform.add(cost[2], cost[0]);
         async_to_socket_action.add(cost[2], cost[1]);
         socket_action_to_perform.add(cost[1], cost[0]);
+    }
+}
+
+// The client against the perform loop that hands libcurl its URL parsed
+// once, as the client does, in turns of 4 batches, the order alternating:
+// the client's own cost, with libcurl's parse left out of both.
+void side_by_side_parsed_url(benchmark::State& state) {
+    async_to_parsed_url = {};
+    raw_transfers perform(false, true);
+    async_calls calls;
+    run_perform_batch(perform);  // each connects
+    calls.run_batch();
+    const auto turn = [](const std::function<void()>& run_batch) {
+        const double cpu0 = process_cpu_seconds();
+        const auto t0 = steady::now();
+        for (int batches = 0; batches < turn_batches; ++batches) run_batch();
+        return turn_cost{std::chrono::duration<double>(steady::now() - t0).count(), process_cpu_seconds() - cpu0};
+    };
+    const std::function<void()> raw_batch = [&] { run_perform_batch(perform); };
+    const std::function<void()> client_batch = [&] { calls.run_batch(); };
+    bool client_first = false;
+    for (auto _ : state) {
+        turn_cost raw;
+        turn_cost client;
+        if (client_first) {
+            client = turn(client_batch);
+            raw = turn(raw_batch);
+        } else {
+            raw = turn(raw_batch);
+            client = turn(client_batch);
+        }
+        client_first = !client_first;
+        if (perform.failed || calls.failed) {
+            async_to_parsed_url = {};
+            state.SkipWithError("side by side, parsed URL: a request failed");
+            break;
+        }
+        async_to_parsed_url.add(client, raw);
     }
 }
 
@@ -615,6 +657,7 @@ int main(int argc, char** argv) {
             ->MinTime(0.3);
     }
     benchmark::RegisterBenchmark("get64/side_by_side", side_by_side)->UseRealTime()->MinTime(6.0);
+    benchmark::RegisterBenchmark("get64/side_by_side_parsed_url", side_by_side_parsed_url)->UseRealTime()->MinTime(4.0);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     if (!rates["baseline_raw_multi_64"].empty()) {
@@ -661,23 +704,28 @@ int main(int argc, char** argv) {
         std::printf("  %-33s %9.2f us  %.3fx raw multi\n", "resil_blocking_8_threads", blocking_cpu,
                     ratio(blocking_cpu, raw_cpu));
     }
+    // Lower quartile, median, upper quartile (zeros when empty).
+    const auto quartiles = [](const std::vector<double>& v) {
+        return std::array<double, 3>{resil_bench::quantile(v, 0.25), resil_bench::median(v),
+                                     resil_bench::quantile(v, 0.75)};
+    };
+    const auto row = [&](const char* name, const turn_ratios& r) {
+        const auto rate = quartiles(r.rate);
+        const auto cpu = quartiles(r.cpu);
+        std::printf("  %-40s req/s %.3fx [%.3f, %.3f]  CPU per GET %.3fx [%.3f, %.3f]\n", name, rate[1], rate[0],
+                    rate[2], cpu[1], cpu[0], cpu[2]);
+    };
     if (!async_to_perform.rate.empty()) {
-        // Lower quartile, median, upper quartile (zeros when empty).
-        const auto quartiles = [](const std::vector<double>& v) {
-            return std::array<double, 3>{resil_bench::quantile(v, 0.25), resil_bench::median(v),
-                                         resil_bench::quantile(v, 0.75)};
-        };
         std::printf("Side by side, %d batches of each in turn (%zu turns): medians [quartiles]\n", turn_batches,
                     async_to_perform.rate.size());
-        const auto row = [&](const char* name, const turn_ratios& r) {
-            const auto rate = quartiles(r.rate);
-            const auto cpu = quartiles(r.cpu);
-            std::printf("  %-40s req/s %.3fx [%.3f, %.3f]  CPU per GET %.3fx [%.3f, %.3f]\n", name, rate[1], rate[0],
-                        rate[2], cpu[1], cpu[0], cpu[2]);
-        };
         row("resil_async_64 / raw multi", async_to_perform);
         row("resil_async_64 / raw socket_action", async_to_socket_action);
         row("raw socket_action / raw multi", socket_action_to_perform);
+    }
+    if (!async_to_parsed_url.rate.empty()) {
+        std::printf("Side by side with the URL parsed once in both, %d batches of each in turn (%zu turns):\n",
+                    turn_batches, async_to_parsed_url.rate.size());
+        row("resil_async_64 / raw multi, parsed URL", async_to_parsed_url);
     }
     nginx.reset();
     return 0;
