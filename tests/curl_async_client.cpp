@@ -1002,10 +1002,7 @@ TEST_CASE("curl async: pooled transfers that change URL from call to call send e
     // (CURLOPT_CURLU, detail/setup.hpp): over three rounds the same 8
     // transfers get other URLs, hosts, a redirect, and one URL libcurl
     // refuses, which must leave its transfer fit for the next round.
-    resil_test::nginx_server nginx{R"(
-        location /who { echo -n "$host $request_uri"; }
-        location = /r { return 302 /who?via=r; }
-    )"};
+    resil_test::nginx_server nginx{resil_test::where_it_went};
     const auto port = std::to_string(nginx.port());
     asio::io_context io;
     async_client http(io, {.redirects = {.max = 2}});

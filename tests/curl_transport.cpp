@@ -345,10 +345,7 @@ TEST_CASE("curl transport: the URL is parsed once per change, and every call goe
     // refreshes it from the parsed URL after a redirect. One client (one
     // easy handle) goes through every change of URL, a redirect, the same
     // URL again after it, and a URL the parser refuses.
-    resil_test::nginx_server nginx{R"(
-        location /who { echo -n "$host $request_uri"; }
-        location = /r { return 302 /who?via=r; }
-    )"};
+    resil_test::nginx_server nginx{resil_test::where_it_went};
     const auto port = std::to_string(nginx.port());
     client http({.limits = quick, .redirects = {.max = 2}});
     const auto body = [&](const std::string& url) {

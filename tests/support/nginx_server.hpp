@@ -33,6 +33,14 @@
 
 namespace resil_test {
 
+/// Locations for tests of where a call went: /who answers with the Host and
+/// the request target nginx saw ("127.0.0.1 /who?a=1"), /r redirects to
+/// /who?via=r.
+inline constexpr const char* where_it_went = R"(
+        location /who { echo -n "$host $request_uri"; }
+        location = /r { return 302 /who?via=r; }
+)";
+
 class nginx_server {
 public:
     static constexpr std::string_view echo_module_path = "/usr/lib/nginx/modules/ngx_http_echo_module.so";
