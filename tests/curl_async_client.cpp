@@ -1000,8 +1000,11 @@ TEST_CASE("curl async: after a 421 the next attempt opens a new connection, on w
 TEST_CASE("curl async: pooled transfers that change URL from call to call send each call where its URL says") {
     // Each pooled transfer hands libcurl the URL parsed once per change
     // (CURLOPT_CURLU, detail/setup.hpp): over three rounds the same 8
-    // transfers get other URLs, hosts, a redirect, and one URL libcurl
-    // refuses, which must leave its transfer fit for the next round.
+    // transfers get URLs of other paths and hosts, a redirect, and one URL
+    // libcurl refuses, which must leave its transfer fit for the next round.
+    // Which transfer gets which URL follows the order the last round's calls
+    // ended in (the idle list is last in, first out): the URLs are rotated
+    // each round so that most transfers, not provably all, change URL.
     resil_test::nginx_server nginx{resil_test::where_it_went};
     const auto port = std::to_string(nginx.port());
     asio::io_context io;

@@ -341,10 +341,10 @@ TEST_CASE("curl transport: through tinyproxy — plain requests, CONNECT tunnels
 
 TEST_CASE("curl transport: the URL is parsed once per change, and every call goes where its own URL says") {
     // The client hands libcurl the URL parsed (CURLOPT_CURLU) as well as its
-    // text; libcurl keeps using the text it was given for some things and
-    // refreshes it from the parsed URL after a redirect. One client (one
-    // easy handle) goes through every change of URL, a redirect, the same
-    // URL again after it, and a URL the parser refuses.
+    // text: libcurl 7.88 keeps reading the text for some things and goes back
+    // to it after a redirect, later versions rebuild it from the parsed URL.
+    // One client (one easy handle) goes through every change of URL, a
+    // redirect, the same URL again after it, and a URL the parser refuses.
     resil_test::nginx_server nginx{resil_test::where_it_went};
     const auto port = std::to_string(nginx.port());
     client http({.limits = quick, .redirects = {.max = 2}});

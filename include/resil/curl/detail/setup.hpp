@@ -154,26 +154,16 @@ struct setup {
         a.method_set = true;
     }
 
-    // A URL given as text is parsed again by libcurl for every transfer,
-    // about a tenth of the CPU of a GET on a kept-alive connection
-    // (bench/curl_async.cpp); one given parsed (CURLOPT_CURLU) is only
-    // copied. It is parsed here once per change, with the flags libcurl
-    // parses its text with by default. A URL whose parse the handle's own
-    // options could change goes as text alone, so that libcurl applies them
-    // as it always did: one with credentials (CURLOPT_DISALLOW_USERNAME_IN_URL
-    // refuses it) or with a "/." (CURLOPT_PATH_AS_IS keeps dot segments). So
-    // does one the parser refuses, or when there is no memory to parse it:
-    // libcurl then judges the text as before. The text is set as well, for
-    // what libcurl reads from it (a redirect's Referer, the effective URL,
-    // which then reads as given rather than normalised).
+    // libcurl 7.88 parses a URL given as text again for every transfer
+    // (about a tenth of the CPU of a small GET, bench/README.md); given
+    // parsed (CURLOPT_CURLU) it only copies it. Parsed here once per change,
+    // with libcurl's own flags; the text goes too, for what libcurl reads
+    // from it. As text alone: a URL the handle's options would parse
+    // otherwise (credentials: CURLOPT_DISALLOW_USERNAME_IN_URL; "/.":
+    // CURLOPT_PATH_AS_IS), one the parser refuses, or with no memory to
+    // parse. The parsed URL is set first: libcurl 8.12 and later drop the
+    // text when it is set.
     static void set_url(easy_state& s, const std::string& url, option_setter& set) noexcept {
-        set(CURLOPT_URL, url.c_str(), "CURLOPT_URL");
-        if (set.result != CURLE_OK) {
-            // libcurl 7.88 drops the old text before it refuses a new one,
-            // and would rebuild it from the parsed URL of an earlier request.
-            curl_easy_setopt(s.easy, CURLOPT_CURLU, static_cast<CURLU*>(nullptr));
-            return;
-        }
         CURLU* parsed = nullptr;
         if (url.find("/.") == std::string::npos) {
             if (!s.parsed_url) s.parsed_url = curl_url();
@@ -182,6 +172,10 @@ struct setup {
             if (parsed && curl_url_set(parsed, CURLUPART_URL, url.c_str(), flags) != CURLUE_OK) parsed = nullptr;
         }
         set(CURLOPT_CURLU, parsed, "CURLOPT_CURLU");
+        set(CURLOPT_URL, url.c_str(), "CURLOPT_URL");
+        // libcurl drops the old text before it refuses a new one, and would
+        // rebuild it from the parsed URL of an earlier request.
+        if (set.result != CURLE_OK) curl_easy_setopt(s.easy, CURLOPT_CURLU, static_cast<CURLU*>(nullptr));
     }
 
     static void set_url_and_timeouts(easy_state& s, const request& req, const resil::timeouts& t,
