@@ -182,8 +182,11 @@ struct setup {
                                      option_setter& set) {
         auto& a = s.applied;
         if (a.url != req.url()) {
-            set_url(s, req.url(), set);
-            if (set.result == CURLE_OK) a.url = req.url();
+            // Noted first: a copy that throws (no memory) then leaves libcurl
+            // and the note alike. A refused option forgets the note
+            // (request_options).
+            a.url = req.url();
+            set_url(s, a.url, set);
         }
         if (const long connect = to_curl_ms(t.connect); connect != a.connect_ms) {
             set(CURLOPT_CONNECTTIMEOUT_MS, connect, "CURLOPT_CONNECTTIMEOUT_MS");
