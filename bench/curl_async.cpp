@@ -475,6 +475,14 @@ constexpr std::array<std::array<std::size_t, 3>, 6> orders = {
     {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}}};
 std::size_t next_order = 0;
 
+// One setup's turn: `turn_batches` batches, their wall and CPU time.
+turn_cost timed_turn(const std::function<void()>& run_batch) {
+    const double cpu0 = process_cpu_seconds();
+    const auto t0 = steady::now();
+    for (int batches = 0; batches < turn_batches; ++batches) run_batch();
+    return {std::chrono::duration<double>(steady::now() - t0).count(), process_cpu_seconds() - cpu0};
+}
+
 void side_by_side(benchmark::State& state) {
     // Only the last call's turns are reported (Google Benchmark calls this a
     // few times to size its run; the last call is the one it reports).
@@ -494,12 +502,7 @@ void side_by_side(benchmark::State& state) {
                                                         [&] { socket_action.run_batch(); },
                                                         [&] { calls.run_batch(); }};
     for (auto _ : state) {
-        for (const std::size_t side : orders[next_order]) {
-            const double cpu0 = process_cpu_seconds();
-            const auto t0 = steady::now();
-            for (int batches = 0; batches < turn_batches; ++batches) sides[side]();
-            cost[side] = {std::chrono::duration<double>(steady::now() - t0).count(), process_cpu_seconds() - cpu0};
-        }
+        for (const std::size_t side : orders[next_order]) cost[side] = timed_turn(sides[side]);
         next_order = (next_order + 1) % orders.size();
         if (perform.failed || socket_action.failed() || calls.failed) {
             forget_turns();
@@ -521,32 +524,20 @@ void side_by_side_parsed_url(benchmark::State& state) {
     async_calls calls;
     run_perform_batch(perform);  // each connects
     calls.run_batch();
-    const auto turn = [](const std::function<void()>& run_batch) {
-        const double cpu0 = process_cpu_seconds();
-        const auto t0 = steady::now();
-        for (int batches = 0; batches < turn_batches; ++batches) run_batch();
-        return turn_cost{std::chrono::duration<double>(steady::now() - t0).count(), process_cpu_seconds() - cpu0};
-    };
-    const std::function<void()> raw_batch = [&] { run_perform_batch(perform); };
-    const std::function<void()> client_batch = [&] { calls.run_batch(); };
-    bool client_first = false;
+    std::array<turn_cost, 2> cost;  // the raw loop's, the client's
+    const std::array<std::function<void()>, 2> sides = {[&] { run_perform_batch(perform); },
+                                                        [&] { calls.run_batch(); }};
+    std::size_t first = 0;
     for (auto _ : state) {
-        turn_cost raw;
-        turn_cost client;
-        if (client_first) {
-            client = turn(client_batch);
-            raw = turn(raw_batch);
-        } else {
-            raw = turn(raw_batch);
-            client = turn(client_batch);
-        }
-        client_first = !client_first;
+        cost[first] = timed_turn(sides[first]);
+        cost[1 - first] = timed_turn(sides[1 - first]);
+        first = 1 - first;
         if (perform.failed || calls.failed) {
             async_to_parsed_url = {};
             state.SkipWithError("side by side, parsed URL: a request failed");
             break;
         }
-        async_to_parsed_url.add(client, raw);
+        async_to_parsed_url.add(cost[1], cost[0]);
     }
 }
 
