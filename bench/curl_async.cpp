@@ -28,8 +28,11 @@
 // with one thread). Then side_by_side measures the first ratio again, with
 // the perform loop, the socket_action loop and the client alive together,
 // taking turns of a few tens of milliseconds (see side_by_side), and
-// side_by_side_parsed_url measures the client against the perform loop that
-// hands libcurl its URL parsed once, as the client does.
+// side_by_side_parsed_url measures the client against raw loops that hand
+// libcurl the URL parsed once, as the client does: the perform loop bare,
+// the perform loop with the rest of what the client asks of libcurl per
+// transfer (its limits, the head and body kept, a callback before each
+// send), and the socket_action loop with that work too.
 //
 // The benchmark starts nginx itself (tests/support/nginx_server.hpp) and skips
 // with a message when nginx, libcurl or Asio is missing.
@@ -145,6 +148,27 @@ double median(const std::string& kind, std::map<std::string, std::map<int, doubl
 
 std::size_t discard(char*, std::size_t size, std::size_t count, void*) { return size * count; }
 
+// What a raw loop's transfers carry besides their URL.
+struct raw_setup {
+    // The libcurl limits the client sets for {.connect = 1s, .total = 2s}:
+    // its own end of the total, and libcurl's 1 ms later.
+    bool limits = false;
+    // The URL parsed once (CURLOPT_CURLU), as the client gives it.
+    bool parsed_url = false;
+    // The rest of the per-transfer work the client asks of libcurl: the
+    // header lines and the body kept (each handle's own buffers, cleared
+    // for its next GET), and a callback before each send
+    // (CURLOPT_PREREQFUNCTION). What the client then does with them (the
+    // fields parsed, the send judged) is its own cost, not libcurl's.
+    bool client_callbacks = false;
+};
+
+std::size_t keep(char* data, std::size_t size, std::size_t count, void* to) {
+    static_cast<std::string*>(to)->append(data, size * count);
+    return size * count;
+}
+int go_ahead(void*, char*, char*, int, int) { return CURL_PREREQFUNC_OK; }
+
 // The raw baselines' 64 easy handles on one multi handle: a batch starts
 // them all, and each finished transfer's handle starts the next GET until
 // the batch's count is reached.
@@ -157,8 +181,14 @@ struct raw_transfers {
 
     // CURLU handles given with CURLOPT_CURLU; freed after the easy handles.
     std::vector<CURLU*> parsed_urls;
+    // Per handle (CURLOPT_PRIVATE), with client_callbacks: what it keeps.
+    struct kept {
+        std::string head;
+        std::string body;
+    };
+    std::vector<kept> kept_by_handle = std::vector<kept>(in_flight);
 
-    explicit raw_transfers(bool limits = false, bool parsed_url = false) {
+    explicit raw_transfers(raw_setup setup = {}) {
         // Idle connections kept as the client keeps them (4 per transfer it
         // pools): libcurl's default counts only the handles in the multi at
         // that moment, so the end of each batch would close some, to be
@@ -167,7 +197,7 @@ struct raw_transfers {
         for (int i = 0; i < in_flight; ++i) {
             CURL* e = curl_easy_init();
             curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-            if (parsed_url) {
+            if (setup.parsed_url) {
                 CURLU* u = curl_url();
                 if (u && curl_url_set(u, CURLUPART_URL, url.c_str(), CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK)
                     curl_easy_setopt(e, CURLOPT_CURLU, u);
@@ -177,11 +207,18 @@ struct raw_transfers {
             }
             curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
             curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &discard);
-            if (limits) {
-                // What the client sets for {.connect = 1s, .total = 2s}: its
-                // own end of the total, and libcurl's 1 ms later.
+            if (setup.limits) {
                 curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
                 curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 2001L);
+            }
+            if (setup.client_callbacks) {
+                auto& k = kept_by_handle[static_cast<std::size_t>(i)];
+                curl_easy_setopt(e, CURLOPT_PRIVATE, &k);
+                curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &keep);
+                curl_easy_setopt(e, CURLOPT_HEADERDATA, &k.head);
+                curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &keep);
+                curl_easy_setopt(e, CURLOPT_WRITEDATA, &k.body);
+                curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &go_ahead);
             }
             easies.push_back(e);
         }
@@ -217,6 +254,14 @@ struct raw_transfers {
             failed = failed || msg->data.result != CURLE_OK || status != 200;
             curl_multi_remove_handle(multi, e);
             ++done;
+            void* k = nullptr;
+            curl_easy_getinfo(e, CURLINFO_PRIVATE, &k);
+            if (k) {
+                auto& what = *static_cast<kept*>(k);
+                failed = failed || what.head.empty() || what.body != "hello\n";
+                what.head.clear();
+                what.body.clear();
+            }
             if (started < batch) {
                 curl_multi_add_handle(multi, e);
                 ++started;
@@ -237,7 +282,8 @@ void run_perform_batch(raw_transfers& t) {
 }
 
 void raw_multi(benchmark::State& state, const std::string& kind, int round) {
-    raw_transfers t(kind == "baseline_raw_multi_64_limits", kind == "baseline_raw_multi_64_parsed_url");
+    raw_transfers t({.limits = kind == "baseline_raw_multi_64_limits",
+                     .parsed_url = kind == "baseline_raw_multi_64_parsed_url"});
     time_batches(state, kind, round, [&] { run_perform_batch(t); }, [&] { return t.failed; }, "raw multi: a request failed");
 }
 
@@ -341,7 +387,7 @@ struct socket_action_calls {
     int running = 0;
     bool broken = loop.epoll < 0;
 
-    socket_action_calls() {
+    explicit socket_action_calls(raw_setup setup = {}) : t(setup) {
         curl_multi_setopt(t.multi, CURLMOPT_SOCKETFUNCTION, &socket_loop::on_socket);
         curl_multi_setopt(t.multi, CURLMOPT_SOCKETDATA, &loop);
         curl_multi_setopt(t.multi, CURLMOPT_TIMERFUNCTION, &socket_loop::on_timer);
@@ -440,15 +486,15 @@ void resil_async(benchmark::State& state, const std::string& kind, int round) {
 
 // The first goal's ratio with less drift between its sides: the perform
 // loop, the bare socket_action loop and the asynchronous client kept side by
-// side (each with its own connections), a turn of each in a row, in each of
-// the six orders in turn (`orders`). On a machine whose speed changes from
-// one tenth of a second to the next (other guests, steal), turns a few tens
-// of milliseconds apart see nearly the same machine, where the rounds above
-// are 0.3 s apart. A turn is 4 batches: with one, each side starts from caches
-// the other two filled, which costs the side with more code (the client)
-// several percent. Reported: medians over the turns of the rate ratios
-// (equal work: the inverse ratio of their times) and of the CPU time per GET
-// ratios.
+// side (each with its own connections), a turn of each in a row, in orders
+// that change from turn to turn (take_turns). On a machine whose speed
+// changes from one tenth of a second to the next (other guests, steal),
+// turns a few tens of milliseconds apart see nearly the same machine, where
+// the rounds above are 0.3 s apart. A turn is 4 batches: with one, each
+// side starts from caches the others filled, which costs the side with more
+// code (the client) several percent. Reported: medians over the turns of
+// the rate ratios (equal work: the inverse ratio of their times) and of the
+// CPU time per GET ratios.
 struct turn_cost {
     double seconds = 0;
     double cpu_seconds = 0;
@@ -464,16 +510,25 @@ struct turn_ratios {
 constexpr int turn_batches = 4;
 turn_ratios async_to_perform;
 turn_ratios async_to_socket_action;
-turn_ratios async_to_parsed_url;
 turn_ratios socket_action_to_perform;
-void forget_turns() {
-    for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
-}
-// The six orders, in a sequence where each side follows each other one
-// equally often over every six turns, across turns too, and never itself.
-constexpr std::array<std::array<std::size_t, 3>, 6> orders = {
+// With the URL parsed once everywhere (side_by_side_parsed_url).
+turn_ratios async_to_parsed_url;
+turn_ratios async_to_parsed_url_callbacks;
+turn_ratios async_to_parsed_socket_action_callbacks;
+turn_ratios parsed_callbacks_to_parsed_url;
+turn_ratios parsed_socket_action_callbacks_to_parsed_callbacks;
+
+// The orders of the sides' turns, one round after another. Three sides:
+// the rotations and the reversed rotations, in a sequence where each side
+// comes first, and right after each other side, equally often, the step
+// from one round to the next included, and never right after itself.
+// Four: a row-complete Latin square, where each side comes first once and
+// each ordered pair of sides runs one right after the other once within
+// the rounds (the steps between rounds add one of each of four pairs);
+// never a side right after itself.
+constexpr std::array<std::array<std::size_t, 3>, 6> orders3 = {
     {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}}};
-std::size_t next_order = 0;
+constexpr std::array<std::array<std::size_t, 4>, 4> orders4 = {{{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}}};
 
 // One setup's turn: `turn_batches` batches, their wall and CPU time.
 turn_cost timed_turn(const std::function<void()>& run_batch) {
@@ -483,10 +538,29 @@ turn_cost timed_turn(const std::function<void()>& run_batch) {
     return {std::chrono::duration<double>(steady::now() - t0).count(), process_cpu_seconds() - cpu0};
 }
 
+// The sides take turns, one iteration a turn of each, until Google
+// Benchmark has enough; `record` gets each round's costs and the order the
+// sides ran in. Stops at the first failed request (`failed`), with
+// `record`'s figures to be forgotten by the caller.
+template <std::size_t N, std::size_t K, class Failed, class Record>
+bool take_turns(benchmark::State& state, const std::array<std::function<void()>, N>& sides,
+                const std::array<std::array<std::size_t, N>, K>& orders, const Failed& failed, const Record& record) {
+    for (const auto& side : sides) side();  // each connects
+    std::array<turn_cost, N> cost;
+    std::size_t next = 0;
+    for (auto _ : state) {
+        for (const std::size_t side : orders[next]) cost[side] = timed_turn(sides[side]);
+        next = (next + 1) % K;
+        if (failed()) return false;
+        record(cost, orders[(next + K - 1) % K]);
+    }
+    return true;
+}
+
 void side_by_side(benchmark::State& state) {
     // Only the last call's turns are reported (Google Benchmark calls this a
     // few times to size its run; the last call is the one it reports).
-    forget_turns();
+    for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
     raw_transfers perform;
     socket_action_calls socket_action;
     async_calls calls;
@@ -494,50 +568,70 @@ void side_by_side(benchmark::State& state) {
         state.SkipWithError("side by side: epoll_create1 failed");
         return;
     }
-    run_perform_batch(perform);  // each connects
-    socket_action.run_batch();
-    calls.run_batch();
-    std::array<turn_cost, 3> cost;
     const std::array<std::function<void()>, 3> sides = {[&] { run_perform_batch(perform); },
                                                         [&] { socket_action.run_batch(); },
                                                         [&] { calls.run_batch(); }};
-    for (auto _ : state) {
-        for (const std::size_t side : orders[next_order]) cost[side] = timed_turn(sides[side]);
-        next_order = (next_order + 1) % orders.size();
-        if (perform.failed || socket_action.failed() || calls.failed) {
-            forget_turns();
-            state.SkipWithError("side by side: a request failed");
-            break;
-        }
+    const auto failed = [&] { return perform.failed || socket_action.failed() || calls.failed; };
+    const bool ran = take_turns(state, sides, orders3, failed, [](const std::array<turn_cost, 3>& cost, const auto&) {
         async_to_perform.add(cost[2], cost[0]);
         async_to_socket_action.add(cost[2], cost[1]);
         socket_action_to_perform.add(cost[1], cost[0]);
+    });
+    if (!ran) {
+        for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
+        state.SkipWithError("side by side: a request failed");
     }
 }
 
-// The client against the perform loop that hands libcurl its URL parsed
-// once, as the client does, in turns of 4 batches, the order alternating:
-// the client's own cost, with libcurl's parse left out of both.
+// The client against raw loops that hand libcurl the URL parsed once, as
+// the client does, side by side as above: the perform loop bare; the
+// perform loop with the rest of the libcurl work the client asks for (its
+// limits, the header lines and body kept, a callback before each send:
+// raw_setup); and the socket_action loop with that work too. The ratios:
+// the client against the bare loop (all it costs), against the loops that
+// ask libcurl for the same work (through perform, then through libcurl's
+// socket interface, as the client does: what is left is the client's own
+// work per call), and what that work and that interface cost libcurl. A
+// side runs faster after some sides than after others (their code left
+// in the caches), by up to a tenth: ratios are taken over the four rounds
+// of orders4 together, in which each side ran once right after each other
+// one, from each side's summed costs.
 void side_by_side_parsed_url(benchmark::State& state) {
-    async_to_parsed_url = {};
-    raw_transfers perform(false, true);
+    const auto all = {&async_to_parsed_url, &async_to_parsed_url_callbacks, &async_to_parsed_socket_action_callbacks,
+                      &parsed_callbacks_to_parsed_url, &parsed_socket_action_callbacks_to_parsed_callbacks};
+    for (auto* r : all) *r = {};
+    raw_transfers perform({.parsed_url = true});
+    raw_transfers perform_callbacks({.limits = true, .parsed_url = true, .client_callbacks = true});
+    socket_action_calls socket_action({.limits = true, .parsed_url = true, .client_callbacks = true});
     async_calls calls;
-    run_perform_batch(perform);  // each connects
-    calls.run_batch();
-    std::array<turn_cost, 2> cost;  // the raw loop's, the client's
-    const std::array<std::function<void()>, 2> sides = {[&] { run_perform_batch(perform); },
-                                                        [&] { calls.run_batch(); }};
-    std::size_t first = 0;
-    for (auto _ : state) {
-        cost[first] = timed_turn(sides[first]);
-        cost[1 - first] = timed_turn(sides[1 - first]);
-        first = 1 - first;
-        if (perform.failed || calls.failed) {
-            async_to_parsed_url = {};
-            state.SkipWithError("side by side, parsed URL: a request failed");
-            break;
-        }
-        async_to_parsed_url.add(cost[1], cost[0]);
+    if (socket_action.broken) {
+        state.SkipWithError("side by side, parsed URL: epoll_create1 failed");
+        return;
+    }
+    const std::array<std::function<void()>, 4> sides = {
+        [&] { run_perform_batch(perform); }, [&] { run_perform_batch(perform_callbacks); },
+        [&] { socket_action.run_batch(); }, [&] { calls.run_batch(); }};
+    const auto failed = [&] {
+        return perform.failed || perform_callbacks.failed || socket_action.failed() || calls.failed;
+    };
+    std::array<turn_cost, 4> sum{};
+    std::size_t rounds_summed = 0;
+    const auto record = [&](const std::array<turn_cost, 4>& cost, const auto&) {
+        for (std::size_t side = 0; side < sum.size(); ++side)
+            sum[side] = {sum[side].seconds + cost[side].seconds, sum[side].cpu_seconds + cost[side].cpu_seconds};
+        if (++rounds_summed < orders4.size()) return;
+        async_to_parsed_url.add(sum[3], sum[0]);
+        async_to_parsed_url_callbacks.add(sum[3], sum[1]);
+        async_to_parsed_socket_action_callbacks.add(sum[3], sum[2]);
+        parsed_callbacks_to_parsed_url.add(sum[1], sum[0]);
+        parsed_socket_action_callbacks_to_parsed_callbacks.add(sum[2], sum[1]);
+        sum = {};
+        rounds_summed = 0;
+    };
+    const bool ran = take_turns(state, sides, orders4, failed, record);
+    if (!ran) {
+        for (auto* r : all) *r = {};
+        state.SkipWithError("side by side, parsed URL: a request failed");
     }
 }
 
@@ -647,7 +741,7 @@ int main(int argc, char** argv) {
             ->MinTime(0.3);
     }
     benchmark::RegisterBenchmark("get64/side_by_side", side_by_side)->UseRealTime()->MinTime(6.0);
-    benchmark::RegisterBenchmark("get64/side_by_side_parsed_url", side_by_side_parsed_url)->UseRealTime()->MinTime(4.0);
+    benchmark::RegisterBenchmark("get64/side_by_side_parsed_url", side_by_side_parsed_url)->UseRealTime()->MinTime(12.0);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     if (!rates["baseline_raw_multi_64"].empty()) {
@@ -704,7 +798,7 @@ int main(int argc, char** argv) {
     const auto row = [&](const char* name, const turn_ratios& r) {
         const auto rate = quartiles(r.rate);
         const auto cpu = quartiles(r.cpu);
-        std::printf("  %-40s req/s %.3fx [%.3f, %.3f]  CPU per GET %.3fx [%.3f, %.3f]\n", name, rate[1], rate[0],
+        std::printf("  %-50s req/s %.3fx [%.3f, %.3f]  CPU per GET %.3fx [%.3f, %.3f]\n", name, rate[1], rate[0],
                     rate[2], cpu[1], cpu[0], cpu[2]);
     };
     if (!async_to_perform.rate.empty()) {
@@ -715,9 +809,14 @@ int main(int argc, char** argv) {
         row("raw socket_action / raw multi", socket_action_to_perform);
     }
     if (!async_to_parsed_url.rate.empty()) {
-        std::printf("Side by side with the URL parsed once in both, %d batches of each in turn (%zu turns):\n",
+        std::printf("Side by side with the URL parsed once everywhere, %d batches of each in turn, ratios of 4 rounds "
+                    "of turns each (%zu):\n",
                     turn_batches, async_to_parsed_url.rate.size());
-        row("resil_async_64 / raw multi, parsed URL", async_to_parsed_url);
+        row("resil_async_64 / raw multi", async_to_parsed_url);
+        row("resil_async_64 / raw multi, client's libcurl work", async_to_parsed_url_callbacks);
+        row("resil_async_64 / raw socket_action, the same work", async_to_parsed_socket_action_callbacks);
+        row("raw multi, client's libcurl work / raw multi", parsed_callbacks_to_parsed_url);
+        row("raw socket_action / raw multi, both with that work", parsed_socket_action_callbacks_to_parsed_callbacks);
     }
     nginx.reset();
     return 0;
