@@ -155,17 +155,23 @@ struct raw_setup {
     bool limits = false;
     // The URL parsed once (CURLOPT_CURLU), as the client gives it.
     bool parsed_url = false;
-    // The rest of the per-transfer work the client asks of libcurl: the
+    // The callbacks the client has libcurl call on every transfer: the
     // header lines and the body kept (each handle's own buffers, cleared
-    // for its next GET), and a callback before each send
-    // (CURLOPT_PREREQFUNCTION). What the client then does with them (the
-    // fields parsed, the send judged) is its own cost, not libcurl's.
+    // for its next GET), and one before each send (CURLOPT_PREREQFUNCTION).
+    // What the client then does with them (the fields parsed, the send
+    // judged) is its own cost, not libcurl's. Its options that cost nothing
+    // per transfer (an error buffer, the protocols allowed, ...) are left out.
     bool client_callbacks = false;
 };
 
-std::size_t keep(char* data, std::size_t size, std::size_t count, void* to) {
-    static_cast<std::string*>(to)->append(data, size * count);
-    return size * count;
+// Nothing may escape into libcurl's C frames: no memory ends the transfer.
+std::size_t keep(char* data, std::size_t size, std::size_t count, void* to) noexcept {
+    try {
+        static_cast<std::string*>(to)->append(data, size * count);
+        return size * count;
+    } catch (...) {
+        return 0;
+    }
 }
 int go_ahead(void*, char*, char*, int, int) { return CURL_PREREQFUNC_OK; }
 
@@ -186,9 +192,11 @@ struct raw_transfers {
         std::string head;
         std::string body;
     };
-    std::vector<kept> kept_by_handle = std::vector<kept>(in_flight);
+    bool keeps = false;
+    std::vector<kept> kept_by_handle;
 
-    explicit raw_transfers(raw_setup setup = {}) {
+    explicit raw_transfers(raw_setup setup = {})
+        : keeps(setup.client_callbacks), kept_by_handle(keeps ? static_cast<std::size_t>(in_flight) : 0) {
         // Idle connections kept as the client keeps them (4 per transfer it
         // pools): libcurl's default counts only the handles in the multi at
         // that moment, so the end of each batch would close some, to be
@@ -254,9 +262,9 @@ struct raw_transfers {
             failed = failed || msg->data.result != CURLE_OK || status != 200;
             curl_multi_remove_handle(multi, e);
             ++done;
-            void* k = nullptr;
-            curl_easy_getinfo(e, CURLINFO_PRIVATE, &k);
-            if (k) {
+            if (keeps) {
+                void* k = nullptr;
+                curl_easy_getinfo(e, CURLINFO_PRIVATE, &k);
                 auto& what = *static_cast<kept*>(k);
                 failed = failed || what.head.empty() || what.body != "hello\n";
                 what.head.clear();
@@ -517,18 +525,18 @@ turn_ratios async_to_parsed_url_callbacks;
 turn_ratios async_to_parsed_socket_action_callbacks;
 turn_ratios parsed_callbacks_to_parsed_url;
 turn_ratios parsed_socket_action_callbacks_to_parsed_callbacks;
+turn_ratios parsed_socket_action_callbacks_to_parsed_url;
 
-// The orders of the sides' turns, one round after another. Three sides:
-// the rotations and the reversed rotations, in a sequence where each side
-// comes first, and right after each other side, equally often, the step
-// from one round to the next included, and never right after itself.
-// Four: a row-complete Latin square, where each side comes first once and
-// each ordered pair of sides runs one right after the other once within
-// the rounds (the steps between rounds add one of each of four pairs);
-// never a side right after itself.
+// The orders of the sides' turns, one round after another, in cycles in
+// which each side runs right after each other side equally often, the
+// step from one round to the next included, and never right after itself
+// (a side runs faster after some sides than after others: their code is
+// still in the caches). Three sides: the rotations and the reversed
+// rotations, each side also first equally often. Four: three rounds in
+// which each ordered pair of sides is one right after the other once.
 constexpr std::array<std::array<std::size_t, 3>, 6> orders3 = {
     {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}}};
-constexpr std::array<std::array<std::size_t, 4>, 4> orders4 = {{{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}}};
+constexpr std::array<std::array<std::size_t, 4>, 3> orders4 = {{{0, 1, 2, 3}, {0, 2, 1, 3}, {1, 0, 3, 2}}};
 
 // One setup's turn: `turn_batches` batches, their wall and CPU time.
 turn_cost timed_turn(const std::function<void()>& run_batch) {
@@ -538,21 +546,23 @@ turn_cost timed_turn(const std::function<void()>& run_batch) {
     return {std::chrono::duration<double>(steady::now() - t0).count(), process_cpu_seconds() - cpu0};
 }
 
-// The sides take turns, one iteration a turn of each, until Google
-// Benchmark has enough; `record` gets each round's costs and the order the
-// sides ran in. Stops at the first failed request (`failed`), with
-// `record`'s figures to be forgotten by the caller.
+// The sides take turns, one iteration a round of turns, until Google
+// Benchmark has enough; `record` gets each round's costs. Stops at the
+// first failed request (`failed`), with `record`'s figures to be forgotten
+// by the caller.
 template <std::size_t N, std::size_t K, class Failed, class Record>
 bool take_turns(benchmark::State& state, const std::array<std::function<void()>, N>& sides,
                 const std::array<std::array<std::size_t, N>, K>& orders, const Failed& failed, const Record& record) {
-    for (const auto& side : sides) side();  // each connects
+    // Each connects, in the cycle's last order: the first round's first
+    // side then follows the side it follows in every later cycle.
+    for (const std::size_t side : orders.back()) sides[side]();
     std::array<turn_cost, N> cost;
     std::size_t next = 0;
     for (auto _ : state) {
         for (const std::size_t side : orders[next]) cost[side] = timed_turn(sides[side]);
         next = (next + 1) % K;
         if (failed()) return false;
-        record(cost, orders[(next + K - 1) % K]);
+        record(cost);
     }
     return true;
 }
@@ -572,7 +582,7 @@ void side_by_side(benchmark::State& state) {
                                                         [&] { socket_action.run_batch(); },
                                                         [&] { calls.run_batch(); }};
     const auto failed = [&] { return perform.failed || socket_action.failed() || calls.failed; };
-    const bool ran = take_turns(state, sides, orders3, failed, [](const std::array<turn_cost, 3>& cost, const auto&) {
+    const bool ran = take_turns(state, sides, orders3, failed, [](const std::array<turn_cost, 3>& cost) {
         async_to_perform.add(cost[2], cost[0]);
         async_to_socket_action.add(cost[2], cost[1]);
         socket_action_to_perform.add(cost[1], cost[0]);
@@ -591,14 +601,14 @@ void side_by_side(benchmark::State& state) {
 // the client against the bare loop (all it costs), against the loops that
 // ask libcurl for the same work (through perform, then through libcurl's
 // socket interface, as the client does: what is left is the client's own
-// work per call), and what that work and that interface cost libcurl. A
-// side runs faster after some sides than after others (their code left
-// in the caches), by up to a tenth: ratios are taken over the four rounds
-// of orders4 together, in which each side ran once right after each other
-// one, from each side's summed costs.
+// work per call), and what that work and that interface cost libcurl.
+// Ratios are of each side's costs summed over a cycle of orders4, in which
+// each side ran once right after each other one: turn by turn they depend
+// on which side ran just before.
 void side_by_side_parsed_url(benchmark::State& state) {
     const auto all = {&async_to_parsed_url, &async_to_parsed_url_callbacks, &async_to_parsed_socket_action_callbacks,
-                      &parsed_callbacks_to_parsed_url, &parsed_socket_action_callbacks_to_parsed_callbacks};
+                      &parsed_callbacks_to_parsed_url, &parsed_socket_action_callbacks_to_parsed_callbacks,
+                      &parsed_socket_action_callbacks_to_parsed_url};
     for (auto* r : all) *r = {};
     raw_transfers perform({.parsed_url = true});
     raw_transfers perform_callbacks({.limits = true, .parsed_url = true, .client_callbacks = true});
@@ -616,7 +626,7 @@ void side_by_side_parsed_url(benchmark::State& state) {
     };
     std::array<turn_cost, 4> sum{};
     std::size_t rounds_summed = 0;
-    const auto record = [&](const std::array<turn_cost, 4>& cost, const auto&) {
+    const auto record = [&](const std::array<turn_cost, 4>& cost) {
         for (std::size_t side = 0; side < sum.size(); ++side)
             sum[side] = {sum[side].seconds + cost[side].seconds, sum[side].cpu_seconds + cost[side].cpu_seconds};
         if (++rounds_summed < orders4.size()) return;
@@ -625,6 +635,7 @@ void side_by_side_parsed_url(benchmark::State& state) {
         async_to_parsed_socket_action_callbacks.add(sum[3], sum[2]);
         parsed_callbacks_to_parsed_url.add(sum[1], sum[0]);
         parsed_socket_action_callbacks_to_parsed_callbacks.add(sum[2], sum[1]);
+        parsed_socket_action_callbacks_to_parsed_url.add(sum[2], sum[0]);
         sum = {};
         rounds_summed = 0;
     };
@@ -809,14 +820,15 @@ int main(int argc, char** argv) {
         row("raw socket_action / raw multi", socket_action_to_perform);
     }
     if (!async_to_parsed_url.rate.empty()) {
-        std::printf("Side by side with the URL parsed once everywhere, %d batches of each in turn, ratios of 4 rounds "
+        std::printf("Side by side with the URL parsed once everywhere, %d batches of each in turn, ratios of %zu rounds "
                     "of turns each (%zu):\n",
-                    turn_batches, async_to_parsed_url.rate.size());
+                    turn_batches, orders4.size(), async_to_parsed_url.rate.size());
         row("resil_async_64 / raw multi", async_to_parsed_url);
         row("resil_async_64 / raw multi, client's libcurl work", async_to_parsed_url_callbacks);
         row("resil_async_64 / raw socket_action, the same work", async_to_parsed_socket_action_callbacks);
         row("raw multi, client's libcurl work / raw multi", parsed_callbacks_to_parsed_url);
         row("raw socket_action / raw multi, both with that work", parsed_socket_action_callbacks_to_parsed_callbacks);
+        row("raw socket_action with that work / raw multi", parsed_socket_action_callbacks_to_parsed_url);
     }
     nginx.reset();
     return 0;
