@@ -30,8 +30,8 @@
 // taking turns of a few tens of milliseconds (see side_by_side), and
 // side_by_side_parsed_url measures the client against raw loops that hand
 // libcurl the URL parsed once, as the client does: the perform loop bare,
-// the perform loop with the rest of what the client asks of libcurl per
-// transfer (its limits, the head and body kept, a callback before each
+// the perform loop with the main per-transfer work the client asks of
+// libcurl (its limits, the head and body kept, a callback before each
 // send), and the socket_action loop with that work too.
 //
 // The benchmark starts nginx itself (tests/support/nginx_server.hpp) and skips
@@ -89,6 +89,8 @@ using steady = std::chrono::steady_clock;
 
 std::unique_ptr<resil_test::nginx_server> nginx;
 std::string url;
+// What nginx answers there (its config in main(), where "\n" is nginx's escape).
+constexpr std::string_view answer = "hello\n";
 constexpr int rounds = 5;
 constexpr int batch = 512;
 constexpr int in_flight = 64;
@@ -266,7 +268,7 @@ struct raw_transfers {
                 void* k = nullptr;
                 curl_easy_getinfo(e, CURLINFO_PRIVATE, &k);
                 auto& what = *static_cast<kept*>(k);
-                failed = failed || what.head.empty() || what.body != "hello\n";
+                failed = failed || what.head.empty() || what.body != answer;
                 what.head.clear();
                 what.body.clear();
             }
@@ -506,6 +508,11 @@ void resil_async(benchmark::State& state, const std::string& kind, int round) {
 struct turn_cost {
     double seconds = 0;
     double cpu_seconds = 0;
+    turn_cost& operator+=(const turn_cost& other) {
+        seconds += other.seconds;
+        cpu_seconds += other.cpu_seconds;
+        return *this;
+    }
 };
 struct turn_ratios {
     std::vector<double> rate;
@@ -570,7 +577,8 @@ bool take_turns(benchmark::State& state, const std::array<std::function<void()>,
 void side_by_side(benchmark::State& state) {
     // Only the last call's turns are reported (Google Benchmark calls this a
     // few times to size its run; the last call is the one it reports).
-    for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
+    const auto all = {&async_to_perform, &async_to_socket_action, &socket_action_to_perform};
+    for (auto* r : all) *r = {};
     raw_transfers perform;
     socket_action_calls socket_action;
     async_calls calls;
@@ -588,16 +596,16 @@ void side_by_side(benchmark::State& state) {
         socket_action_to_perform.add(cost[1], cost[0]);
     });
     if (!ran) {
-        for (auto* r : {&async_to_perform, &async_to_socket_action, &socket_action_to_perform}) *r = {};
+        for (auto* r : all) *r = {};
         state.SkipWithError("side by side: a request failed");
     }
 }
 
 // The client against raw loops that hand libcurl the URL parsed once, as
 // the client does, side by side as above: the perform loop bare; the
-// perform loop with the rest of the libcurl work the client asks for (its
-// limits, the header lines and body kept, a callback before each send:
-// raw_setup); and the socket_action loop with that work too. The ratios:
+// perform loop with the main per-transfer work the client asks of libcurl
+// (its limits, the header lines and body kept, a callback before each
+// send: raw_setup); and the socket_action loop with that work too. The ratios:
 // the client against the bare loop (all it costs), against the loops that
 // ask libcurl for the same work (through perform, then through libcurl's
 // socket interface, as the client does: what is left is the client's own
@@ -627,8 +635,7 @@ void side_by_side_parsed_url(benchmark::State& state) {
     std::array<turn_cost, 4> sum{};
     std::size_t rounds_summed = 0;
     const auto record = [&](const std::array<turn_cost, 4>& cost) {
-        for (std::size_t side = 0; side < sum.size(); ++side)
-            sum[side] = {sum[side].seconds + cost[side].seconds, sum[side].cpu_seconds + cost[side].cpu_seconds};
+        for (std::size_t side = 0; side < sum.size(); ++side) sum[side] += cost[side];
         if (++rounds_summed < orders4.size()) return;
         async_to_parsed_url.add(sum[3], sum[0]);
         async_to_parsed_url_callbacks.add(sum[3], sum[1]);
