@@ -214,6 +214,23 @@ public:
     [[nodiscard]] circuit_state state() const noexcept { return state_of(state_.load(std::memory_order_acquire)); }
     /// True while held open by isolate().
     [[nodiscard]] bool isolated() const noexcept { return (state_.load(std::memory_order_acquire) & isolated_bit) != 0; }
+    /// How much longer the breaker refuses every call without a probe: while
+    /// open, the time left of open_for on the breaker's clock (read only
+    /// then), duration::max() while isolated; zero in any other state, and
+    /// once open_for has passed (the next call becomes a probe). For a
+    /// balancer telling which endpoints can take a call now.
+    [[nodiscard]] duration refusing_for() const noexcept {
+        for (;;) {
+            const auto s = state_.load(std::memory_order_acquire);
+            if ((s & state_mask) != open_state) return duration::zero();
+            if (s & isolated_bit) return duration::max();
+            if (s & pending_bit) return duration::zero();  // half-open (or reset) any moment now
+            if (const auto until = read_deadline(s)) {
+                const auto now = clock_.now();
+                return now < *until ? *until - now : duration::zero();
+            }
+        }
+    }
 
     /// The options in force (probe_timeout resolved).
     [[nodiscard]] const circuit_breaker_options& options() const noexcept { return options_; }

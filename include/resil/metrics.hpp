@@ -585,7 +585,7 @@ private:
         return out;
     }
 
-    // What calls write, one copy per stripe of threads: 89 words (712
+    // What calls write, one copy per stripe of threads: 92 words (736
     // bytes). Limit and pace changes too: Gradient2 may move its limit on
     // most calls.
     struct call_counters {
@@ -595,7 +595,7 @@ private:
         detail::latency_histogram attempt_latency;
         detail::latency_histogram call_latency;
     };
-    static_assert(sizeof(call_counters) == 89 * sizeof(counter));
+    static_assert(sizeof(call_counters) == (11 + 3 * reason_count + 30) * sizeof(counter));
     call_counters& local() noexcept { return stripes_.local(); }
 
     std::string name_;

@@ -71,9 +71,16 @@ struct server_hint {
 struct classification {
     resil::verdict verdict = verdict::success;
     server_hint hint{};
+    /// The request is known never to have left the client: a refused
+    /// connection, a failed DNS lookup, a TLS handshake refused, a breaker's
+    /// refusal. A call may then move to another idempotency scope
+    /// (resil/balancer.hpp). False unless the classifier knows: a failure
+    /// that may have reached the server keeps a call in that server's scope.
+    bool never_sent = false;
 
     constexpr classification() = default;
-    constexpr classification(resil::verdict v, server_hint h = {}) : verdict(v), hint(std::move(h)) {}  // NOLINT: implicit by design
+    constexpr classification(resil::verdict v, server_hint h = {}, bool sent_never = false)  // NOLINT: implicit by design
+        : verdict(v), hint(std::move(h)), never_sent(sent_never) {}
     friend bool operator==(const classification&, const classification&) = default;
 };
 
@@ -226,6 +233,8 @@ public:
         return retry_after_;
     }
     [[nodiscard]] bool dont_retry() const noexcept { return (state_ & dont_retry_bit) != 0; }
+    /// The last attempt is known never to have left the client (classification::never_sent).
+    [[nodiscard]] bool never_sent() const noexcept { return (state_ & never_sent_bit) != 0; }
     /// The exception a user's exception classifier caught, if any.
     [[nodiscard]] const std::exception_ptr& exception() const noexcept { return exception_; }
     /// Set when a fallback produced the value: the reason the call failed.
@@ -267,6 +276,7 @@ private:
     static constexpr std::uint32_t has_value_bit = 1u << 24;
     static constexpr std::uint32_t has_retry_after_bit = 1u << 25;
     static constexpr std::uint32_t dont_retry_bit = 1u << 26;
+    static constexpr std::uint32_t never_sent_bit = 1u << 27;
 
     static constexpr std::uint32_t pack(resil::verdict v, resil::reason r, resil::reason fallback,
                                         std::uint32_t flags) noexcept {
@@ -284,6 +294,7 @@ private:
             retry_after_ = *c.hint.retry_after;
         }
         if (c.hint.dont_retry) flags |= dont_retry_bit;
+        if (c.never_sent) flags |= never_sent_bit;
         state_ = pack(c.verdict, r, reason::none, flags);
     }
     void destroy_value() noexcept {
@@ -319,7 +330,8 @@ private:
 template <class T>
 [[nodiscard]] classification classify(const outcome<T>& o) noexcept {
     if (o.ok()) return verdict::success;
-    return {o.verdict(), server_hint{o.retry_after(), o.dont_retry()}};
+    // A rejection (nothing attempted) sent nothing either.
+    return {o.verdict(), server_hint{o.retry_after(), o.dont_retry()}, o.never_sent() || !o.attempted()};
 }
 
 }  // namespace resil

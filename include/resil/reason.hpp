@@ -31,11 +31,14 @@ enum class reason : std::uint8_t {
     throttled,                     ///< client-side adaptive throttling rejected the call locally
                                    ///< (the dependency has been refusing work: resil/adaptive_throttle.hpp)
     no_endpoint,                   ///< a balancer had no endpoint to send the call to (resil/balancer.hpp)
+    no_endpoint_in_scope,          ///< an earlier attempt may have reached a server, and no endpoint of that
+                                   ///< server's idempotency scope can take the call: another scope would not
+                                   ///< know its key (resil/balancer.hpp)
 };
 
 /// The number of reasons, `none` included.
-inline constexpr std::size_t reason_count = 16;
-static_assert(static_cast<std::size_t>(reason::no_endpoint) + 1 == reason_count, "reason_count counts every reason");
+inline constexpr std::size_t reason_count = 17;
+static_assert(static_cast<std::size_t>(reason::no_endpoint_in_scope) + 1 == reason_count, "reason_count counts every reason");
 
 /// The reason's name in snake_case, as used in logs and metric labels.
 [[nodiscard]] constexpr std::string_view to_string(reason r) noexcept {
@@ -56,6 +59,7 @@ static_assert(static_cast<std::size_t>(reason::no_endpoint) + 1 == reason_count,
         case reason::quota_unavailable: return "quota_unavailable";
         case reason::throttled: return "throttled";
         case reason::no_endpoint: return "no_endpoint";
+        case reason::no_endpoint_in_scope: return "no_endpoint_in_scope";
     }
     return "unknown";
 }

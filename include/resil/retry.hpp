@@ -288,7 +288,9 @@ public:
 private:
     template <class Context, class Outcome>
     void give_up(Context& ctx, Outcome& out, resil::reason why, std::uint32_t attempt) const {
-        out.fail(why);
+        // A plain "failed" does not hide what a nested call's outcome said
+        // of itself (no_endpoint_in_scope, circuit_open, ...).
+        if (why != reason::failed || out.ok()) out.fail(why);
         if (why == reason::retries_exhausted) ctx.emit(events::retries_exhausted{attempt});
         if (why == reason::deadline_exceeded) ctx.emit(events::deadline_exceeded{attempt});
         // Retrying happens in one layer: tell the layers above not to add theirs.
