@@ -1,6 +1,7 @@
 #include <resil/balancer.hpp>
 #include <resil/testing/manual_clock.hpp>
 
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -191,6 +192,68 @@ TEST_CASE("peak EWMA: the slower endpoint loses, a slow sample counts at once, a
     bool went_fast = false;
     for (int i = 0; i < 10; ++i) went_fast = went_fast || lb.pick(clock.now()).address() == "fast:1";
     CHECK(went_fast);
+}
+
+namespace {
+/// Finagle's PeakEwma (finagle-core, loadbalancer/aperture and p2c's
+/// PeakEwma), ported as the oracle: reading the cost decays it towards 0
+/// and restamps it; a sample takes the peak, or blends in by the time
+/// since the stamp.
+struct finagle_peak_ewma {
+    double tau;
+    double cost = 0.0;
+    double stamp = 0.0;
+    void observe(double rtt, double t) {
+        const double w = std::exp(-std::max(t - stamp, 0.0) / tau);
+        cost = rtt > cost ? rtt : cost * w + rtt * (1.0 - w);
+        stamp = t;
+    }
+    double get(double t) {
+        observe(0.0, t);
+        return cost;
+    }
+    /// The cost get() would give at t, without restamping.
+    [[nodiscard]] double peek(double t) const { return cost * std::exp(-std::max(t - stamp, 0.0) / tau); }
+};
+}  // namespace
+
+TEST_CASE("peak EWMA follows Finagle's: the decay of the pick that read the cost counts before the sample") {
+    manual_clock clock;
+    const auto start = clock.now();
+    balancer lb{{{.address = "a:1"}, {.address = "b:1"}}, {.policy = balancing_policy::peak_ewma}};
+    std::map<std::string, finagle_peak_ewma> finagle{{"a:1", {1e10}}, {"b:1", {1e10}}};
+    auto ns = [&](resil::time_point t) { return static_cast<double>((t - start).count()); };
+    // Sequential calls: (idle before the pick, latency of the answer), on
+    // whichever endpoint the pick chooses. 30 s idle, then a 200 ms answer.
+    const std::vector<std::pair<resil::duration, resil::duration>> calls{
+        {0ms, 1000ms}, {0ms, 1000ms}, {30s, 200ms}, {30s, 200ms}, {10ms, 50ms},  {1s, 300ms},
+        {0ms, 20ms},   {5s, 20ms},    {0ms, 900ms}, {2s, 100ms},  {100ms, 10ms}, {40s, 5ms}};
+    for (const auto& [idle, latency] : calls) {
+        clock.advance(idle);
+        const auto picked_at = clock.now();
+        auto lease = lb.pick(picked_at);
+        // Finagle's pick reads both costs (and both are decayed by it).
+        const double cost_a = finagle.at("a:1").get(ns(picked_at)), cost_b = finagle.at("b:1").get(ns(picked_at));
+        const auto name = lease.address();
+        const double chosen = name == "a:1" ? cost_a : cost_b, other = name == "a:1" ? cost_b : cost_a;
+        CHECK(chosen <= other);  // the cheaper one (ties either way)
+        clock.advance(latency);
+        lease.finish(clock.now(), endpoint_result::success);
+        finagle.at(name).observe(static_cast<double>(resil::duration{latency}.count()), ns(clock.now()));
+        if (idle == 30s) {
+            // 30 s idle, then one 200 ms answer: 200 ms, as in Finagle (not
+            // the 237.85 ms of blending with the undecayed average).
+            for (const auto& st : lb.status(clock.now()))
+                if (st.endpoint.address == name) CHECK(st.latency_ewma == 200ms);
+        }
+        for (const auto& st : lb.status(clock.now())) {
+            const double idle_s = std::chrono::duration<double>(idle).count();
+            const double latency_ms = std::chrono::duration<double, std::milli>(latency).count();
+            INFO(st.endpoint.address << " after " << idle_s << " s idle and " << latency_ms << " ms");
+            const double expected = finagle.at(st.endpoint.address).peek(ns(clock.now()));
+            CHECK(std::abs(static_cast<double>(st.latency_ewma.count()) - expected) <= 2.0);
+        }
+    }
 }
 
 TEST_CASE("an unmeasured endpoint is tried while idle and penalised while busy") {

@@ -84,11 +84,13 @@ TEST_CASE("ejection timeline: out at the 5th consecutive failure, back after 30 
     clock.advance(1ns);
     CHECK(picked(lb, x, clock.now()));
 
-    // The n-th ejection in a row lasts n × 30 s, capped at 300 s, where the multiplier stops.
+    // The n-th ejection in a row lasts n × 30 s, capped at 300 s; the
+    // multiplier grows while multiplier × 30 s < 300 s + 30 s, so it stops at
+    // 11, as Envoy's ejectTimeBackoff does.
     for (int n = 3; n <= 12; ++n) {
         REQUIRE(fail(lb, x, clock.now(), 5));
         const auto expected = std::min(n * 30, 300);
-        CHECK(log.back() == "ejected c:80 #" + std::to_string(std::min(n, 10)) + " for " + std::to_string(expected) + "s");
+        CHECK(log.back() == "ejected c:80 #" + std::to_string(std::min(n, 11)) + " for " + std::to_string(expected) + "s");
         clock.advance(std::chrono::seconds{expected});
     }
     const auto m = lb.metrics();
@@ -106,7 +108,10 @@ TEST_CASE("the ejection cap: at most 10 % of the set, at least one may be, one i
         CHECK(picked(lb, "b:80", clock.now()));  // over the cap: kept despite its failures
         CHECK(lb.metrics().ejections == 1);
         clock.advance(30s);
-        // a is back; b's run of failures goes on, and its next failure ejects it.
+        // a is back. b's run started again when the cap refused its ejection
+        // (as Envoy resets its count): 4 more failures keep it, the 5th ejects it.
+        REQUIRE(fail(lb, "b:80", clock.now(), 4));
+        CHECK(picked(lb, "b:80", clock.now()));
         REQUIRE(fail(lb, "b:80", clock.now(), 1));
         CHECK_FALSE(picked(lb, "b:80", clock.now()));
         CHECK(picked(lb, "a:80", clock.now()));
@@ -241,6 +246,42 @@ TEST_CASE("the ejection multiplier decays by one per decay interval spent un-eje
     CHECK(times.back() == 1);
     CHECK(lengths.back() == 30s);
     CHECK(lb.status(clock.now())[2].times_ejected == 1);
+}
+
+TEST_CASE("the ejection multiplier follows Envoy's ejectTimeBackoff: after 11 ejections and 20 s healthy, 300 s") {
+    // Envoy (outlier_detection_impl.cc): on ejection, ejectTimeBackoff++
+    // while backoff × base < max + base; each detection interval (10 s) an
+    // un-ejected host's backoff falls by one; an ejection lasts
+    // min(base × backoff, max). The oracle, ported:
+    struct envoy_host {
+        long backoff = 0;
+        long eject(long base, long max) {
+            if (backoff * base < max + base) ++backoff;
+            return std::min(base * backoff, max);
+        }
+        void healthy_intervals(long n) { backoff = std::max(0L, backoff - n); }
+    } envoy;
+    manual_clock clock;
+    std::vector<resil::duration> lengths;
+    std::vector<std::uint32_t> times;
+    balancer lb{replicas(10), {.policy = balancing_policy::round_robin,
+                               .on_ejected = [&](const resil::events::endpoint_ejected& e) {
+                                   times.push_back(e.times_ejected);
+                                   lengths.push_back(e.ejected_for);
+                               }}};
+    for (int n = 1; n <= 11; ++n) {
+        REQUIRE(fail(lb, "c:80", clock.now(), 5));
+        CHECK(lengths.back() == std::chrono::seconds{envoy.eject(30, 300)});
+        clock.advance(lengths.back());
+    }
+    CHECK(times.back() == 11);
+    // Two intervals healthy: 11 → 9, then this ejection → 10: 300 s (capped
+    // at 10 the multiplier gave 8 → 9: 270 s).
+    clock.advance(20s);
+    envoy.healthy_intervals(2);
+    REQUIRE(fail(lb, "c:80", clock.now(), 5));
+    CHECK(lengths.back() == std::chrono::seconds{envoy.eject(30, 300)});
+    CHECK(lengths.back() == 300s);
 }
 
 TEST_CASE("a metrics object given as the balancer's hooks counts ejections and returns, exported with the rest") {

@@ -1,5 +1,6 @@
 // resil::curl::classify: the verdict table and the server hints, on
 // responses built by hand. No network.
+#include <resil/balancer.hpp>
 #include <resil/curl.hpp>
 #include <resil/pipeline.hpp>
 #include <resil/retry.hpp>
@@ -109,4 +110,60 @@ TEST_CASE("curl classify: found by ADL, so a pipeline needs no classifier argume
     });
     CHECK(calls == 1);
     CHECK(stopped.reason() == resil::reason::dont_retry);
+}
+
+TEST_CASE("curl classify: a transfer known never sent says so, for idempotency scopes") {
+    CHECK(classify(failure(transport_status::connect_failed, false, CURLE_COULDNT_CONNECT)).never_sent);
+    CHECK(classify(failure(transport_status::tls_handshake_failed, false, CURLE_SSL_CONNECT_ERROR)).never_sent);
+    CHECK_FALSE(classify(failure(transport_status::connection_lost, true, CURLE_GOT_NOTHING)).never_sent);
+    CHECK_FALSE(classify(failure(transport_status::read_timeout, true, CURLE_OPERATION_TIMEDOUT)).never_sent);
+    CHECK_FALSE(classify(status(503)).never_sent);  // answered: the server received it
+}
+
+TEST_CASE("curl endpoint_failure: what counts towards ejection is Envoy's consecutive-5xx") {
+    using resil::curl::endpoint_failure;
+    // Every 5xx, 501, 505, 507 and 511 included.
+    for (int s : {500, 501, 502, 503, 504, 505, 507, 511, 599}) {
+        INFO(s);
+        CHECK(endpoint_failure(status(s)));
+    }
+    // Any other answer says the endpoint answered: 408, 421 and 429 too.
+    for (int s : {200, 204, 301, 400, 404, 408, 409, 421, 429, 499}) {
+        INFO(s);
+        CHECK_FALSE(endpoint_failure(status(s)));
+    }
+    // The endpoint's own failures to answer (Envoy counts them as 5xx) ...
+    for (auto t : {transport_status::connect_failed, transport_status::connect_timeout,
+                   transport_status::tls_handshake_failed, transport_status::tls_certificate_rejected,
+                   transport_status::read_timeout, transport_status::total_timeout, transport_status::connection_lost,
+                   transport_status::protocol_error, transport_status::first_byte_timeout,
+                   transport_status::stream_interrupted, transport_status::other_error}) {
+        INFO(resil::curl::to_string(t));
+        CHECK(endpoint_failure(failure(t, true)));
+    }
+    // ... but not the caller's end, nor a request refused before it left.
+    for (auto t : {transport_status::cancelled, transport_status::deadline_exceeded, transport_status::invalid_request,
+                   transport_status::body_too_large, transport_status::headers_too_large}) {
+        INFO(resil::curl::to_string(t));
+        CHECK_FALSE(endpoint_failure(failure(t, true)));
+    }
+}
+
+TEST_CASE("curl endpoint_failure through call_endpoint: five 429s eject nothing, five 501s eject") {
+    resil::testing::manual_clock clock;
+    resil::balancer lb{{{.address = "a:80"}, {.address = "b:80"}}, {.policy = resil::balancing_policy::round_robin}};
+    auto call_on_a = [&](int answer) {
+        resil::tried_endpoints tried;
+        resil::basic_context<resil::testing::manual_clock> ctx{clock};
+        for (int i = 0; i < 4; ++i) {
+            auto out = resil::call_endpoint(lb, ctx, tried, [&](const resil::endpoint& ep) {
+                return ep.address == "a:80" ? status(answer) : status(200);
+            });
+            if (out.has_value() && out.value().status() == answer) return;
+        }
+    };
+    for (int i = 0; i < 5; ++i) call_on_a(429);
+    CHECK(lb.metrics().ejections == 0);
+    for (int i = 0; i < 5; ++i) call_on_a(501);
+    CHECK(lb.metrics().ejections == 1);
 }

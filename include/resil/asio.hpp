@@ -10,6 +10,7 @@
 #pragma once
 
 #include "asio/config.hpp"  // first: before any Asio header
+#include "asio/call_endpoint.hpp"
 #include "asio/pipeline.hpp"
 #include "asio/hedge.hpp"
 #include "asio/policies.hpp"

@@ -76,10 +76,12 @@
 
 #include "../circuit_breaker.hpp"
 #include "../clock.hpp"
+#include "../detail/saturate.hpp"
 #include "../detail/stripes.hpp"
 #include "../detail/thread_jitter.hpp"
 #include "../events.hpp"
 #include "../jitter.hpp"
+#include "../reason.hpp"
 #include "../validation.hpp"
 #include "endpoint.hpp"
 
@@ -199,6 +201,9 @@ struct balancer_metrics {
     std::uint64_t panic_picks = 0;     ///< picks made over a whole group in panic mode
     std::uint64_t failover_picks = 0;  ///< picks from a group other than the first
     std::uint64_t no_endpoint = 0;     ///< picks that found no endpoint
+    /// Picks of a call held to an idempotency scope that found no endpoint of it
+    /// (tried_endpoints; counted in no_endpoint too).
+    std::uint64_t no_endpoint_in_scope = 0;
     std::uint64_t replacements = 0;
 };
 
@@ -206,19 +211,32 @@ struct balancer_metrics {
 struct endpoint_status {
     resil::endpoint endpoint;
     std::uint32_t outstanding = 0;
-    duration latency_ewma{};  ///< 0 until measured
+    /// peak_ewma: the latency average as a pick at `now` reads it (decayed
+    /// towards 0 since its last sample); 0 until measured.
+    duration latency_ewma{};
     bool ejected = false;
     std::uint32_t times_ejected = 0;
     bool failing_checks = false;  ///< active health checks took it out
 };
 
-/// Endpoints a call has tried already, so a retry prefers another (Envoy's
-/// previous-hosts rule). Fixed size, no allocation: past `capacity`
-/// endpoints the oldest are forgotten. One per call; copies of the call
-/// running at once on several threads (hedged copies) may share it: its
-/// cells are atomic, and a copy that picks after another has added its
-/// endpoint avoids it (two copies picking at the same instant may not see
-/// each other: it is a preference, not a lock).
+/// What one call knows of where its attempts went: the endpoints it tried,
+/// so a retry prefers another (Envoy's previous-hosts rule), and the
+/// idempotency scope it is held to. One per call; copies of the call running
+/// at once (hedged copies) share it. Fixed size, no allocation.
+///
+/// Tried endpoints: past `capacity` the oldest are forgotten. Its cells are
+/// atomic; a copy that picks after another has added its endpoint avoids it
+/// (two copies picking at the same instant may not see each other: it is a
+/// preference, not a lock).
+///
+/// The scope: an attempt that may have reached an endpoint (anything but
+/// "known never sent") of a call that may not be repeated anywhere (not
+/// idempotent) holds the call to that endpoint's idempotency scope: only
+/// that scope's store knows the call's key. While such an attempt is in
+/// flight, and for good once one may have been processed, balancer::pick
+/// offers only endpoints of that scope. Unlike the tried set this is a
+/// lock: enter_scope() refuses a copy whose pick raced into another scope.
+/// resil::call_endpoint (and resil::asio::call_endpoint) keep both.
 class tried_endpoints {
 public:
     static constexpr std::size_t capacity = 8;
@@ -239,15 +257,68 @@ public:
     [[nodiscard]] std::size_t size() const noexcept {
         return std::min<std::size_t>(next_.load(std::memory_order_acquire), capacity);
     }
-    /// Not while another thread adds.
+    /// Forgets the endpoints and the scope. Not while another thread uses it.
     void clear() noexcept {
         for (auto& id : ids_) id.store(nullptr, std::memory_order_relaxed);
-        next_.store(0, std::memory_order_release);
+        next_.store(0, std::memory_order_relaxed);
+        scope_.store(0, std::memory_order_release);
+    }
+
+    /// The scope later attempts must stay in (an endpoint_lease's scope()),
+    /// or 0 when they may go anywhere.
+    [[nodiscard]] std::uint32_t held_scope() const noexcept { return held(scope_.load(std::memory_order_acquire)); }
+    /// The call may be repeated anywhere (idempotent): no scope holds it.
+    void mark_idempotent() noexcept { scope_.fetch_or(idempotent_bit, std::memory_order_acq_rel); }
+    [[nodiscard]] bool idempotent() const noexcept {
+        return (scope_.load(std::memory_order_acquire) & idempotent_bit) != 0;
+    }
+    /// An attempt is about to be sent to an endpoint of `scope`: false (and
+    /// nothing changed) when the call is held to another scope, e.g. by a copy
+    /// that entered since this one picked. Each true is followed by one
+    /// leave_scope().
+    [[nodiscard]] bool enter_scope(std::uint32_t scope) noexcept {
+        auto w = scope_.load(std::memory_order_acquire);
+        for (;;) {
+            if (in_flight(w) == max_in_flight) return false;
+            const auto h = held(w);
+            if (h != 0 && h != scope) return false;
+            const auto next = ((w & idempotent_bit) != 0 || h != 0 ? w : (w & ~scope_mask) | scope) + in_flight_one;
+            if (scope_.compare_exchange_weak(w, next, std::memory_order_acq_rel, std::memory_order_acquire))
+                return true;
+        }
+    }
+    /// The attempt that entered has ended. `may_have_been_processed`:
+    /// anything but "known never sent" (refused connection, DNS, a TLS
+    /// handshake refused, a breaker's refusal): the call stays in the scope
+    /// for good. Otherwise, once no attempt of the call is in flight, it is
+    /// free to go anywhere again.
+    void leave_scope(bool may_have_been_processed) noexcept {
+        auto w = scope_.load(std::memory_order_acquire);
+        for (;;) {
+            auto next = w - in_flight_one;
+            if (may_have_been_processed) next |= processed_bit;
+            if (in_flight(next) == 0 && (next & processed_bit) == 0) next &= ~scope_mask;
+            if (scope_.compare_exchange_weak(w, next, std::memory_order_acq_rel, std::memory_order_acquire)) return;
+        }
     }
 
 private:
+    // scope_: bits 0-31 the scope, 32-47 attempts in flight in it, then the
+    // flags. One word, so that entering and leaving race-free without a lock.
+    static constexpr std::uint64_t scope_mask = 0xFFFF'FFFFULL;
+    static constexpr std::uint64_t in_flight_one = 1ULL << 32;
+    static constexpr std::uint64_t max_in_flight = 0xFFFF;
+    static constexpr std::uint64_t processed_bit = 1ULL << 48;
+    static constexpr std::uint64_t idempotent_bit = 1ULL << 49;
+    [[nodiscard]] static constexpr std::uint64_t in_flight(std::uint64_t w) noexcept { return (w >> 32) & max_in_flight; }
+    [[nodiscard]] static constexpr std::uint32_t held(std::uint64_t w) noexcept {
+        if ((w & idempotent_bit) != 0 || (in_flight(w) == 0 && (w & processed_bit) == 0)) return 0;
+        return static_cast<std::uint32_t>(w & scope_mask);
+    }
+
     std::atomic<const void*> ids_[capacity] = {};
     std::atomic<std::size_t> next_{0};
+    std::atomic<std::uint64_t> scope_{0};
 };
 
 namespace detail {
@@ -286,6 +357,8 @@ struct balancer_snapshot {
     std::vector<std::shared_ptr<endpoint_state>> states;
     std::vector<endpoint_state*> state_of;  ///< states[i].get(), read on every pick
     std::vector<std::uint32_t> weight;
+    /// Each endpoint's idempotency scope, as the balancer numbers scopes (never 0).
+    std::vector<std::uint32_t> scope_of;
     /// Group g is endpoints [group_begin[g], group_begin[g + 1]).
     std::vector<std::uint32_t> group_begin;
     /// Per group: the weights summed up to and including each endpoint (weighted draws).
@@ -396,6 +469,14 @@ public:
     [[nodiscard]] std::size_t index() const noexcept { return index_; }
     /// Identifies the endpoint across replacements, for tried_endpoints.
     [[nodiscard]] const void* id() const noexcept { return snapshot_->state_of[index_]; }
+    /// The endpoint's idempotency scope, numbered by the balancer (stable
+    /// across replacements): what tried_endpoints::enter_scope() takes.
+    [[nodiscard]] std::uint32_t scope() const noexcept { return snapshot_->scope_of[index_]; }
+    /// Why an empty lease is empty: reason::no_endpoint, or
+    /// reason::no_endpoint_in_scope when the call is held to an idempotency
+    /// scope none of whose endpoints can take it; reason::none for a lease
+    /// that holds an endpoint.
+    [[nodiscard]] resil::reason refusal() const noexcept { return refusal_; }
     /// The endpoint's circuit breaker (balancer_options::endpoint_breaker), or null.
     [[nodiscard]] circuit_breaker* breaker() const noexcept { return snapshot_->state_of[index_]->breaker.get(); }
     /// When the pick was made.
@@ -424,12 +505,14 @@ private:
         stripe_ = o.stripe_;
         recorded_ = o.recorded_;
         started_ = o.started_;
+        refusal_ = o.refusal_;
     }
     const balancer* owner_ = nullptr;
     detail::balancer_snapshot* snapshot_ = nullptr;
     std::uint32_t index_ = 0;
     std::uint32_t stripe_ = 0;  ///< the stripe of snapshot_->leases this lease counts in
     bool recorded_ = false;     ///< record() was called: finish() only releases
+    resil::reason refusal_ = reason::none;
     time_point started_{};
 };
 
@@ -506,6 +589,7 @@ public:
         m.panic_picks = panic_picks_.total();
         m.failover_picks = failover_picks_.total();
         m.no_endpoint = no_endpoint_.load(std::memory_order_relaxed);
+        m.no_endpoint_in_scope = no_endpoint_in_scope_.load(std::memory_order_relaxed);
         m.replacements = replacements_.load(std::memory_order_relaxed);
         return m;
     }
@@ -518,7 +602,7 @@ public:
         for (std::size_t i = 0; i < s->endpoints.size(); ++i) {
             const auto& st = *s->state_of[i];
             out.push_back({s->endpoints[i], st.outstanding.load(std::memory_order_relaxed),
-                           duration{static_cast<std::int64_t>(st.ewma_ns.load(std::memory_order_relaxed))},
+                           duration{static_cast<std::int64_t>(decayed_latency(st, detail::ns_of(now)))},
                            st.ejected_at(detail::ns_of(now)), st.times_ejected.load(std::memory_order_relaxed),
                            st.failing_checks.load(std::memory_order_relaxed)});
         }
@@ -632,7 +716,15 @@ private:
         });
     }
 
-    [[nodiscard]] std::unique_ptr<detail::balancer_snapshot> build(std::span<const endpoint> endpoints) const;
+    [[nodiscard]] std::unique_ptr<detail::balancer_snapshot> build(std::span<const endpoint> endpoints);
+    /// The number of an endpoint's idempotency scope: its priority group's
+    /// (1 + priority) when it names none, else its name's.
+    [[nodiscard]] std::uint32_t scope_number(const endpoint& e, std::size_t index);
+
+    /// Named scopes a balancer numbers in its life (bounded: scopes name
+    /// services, not replicas).
+    static constexpr std::size_t max_scope_names = endpoint::max_endpoints;
+    static constexpr std::uint32_t first_named_scope = endpoint::max_priority + 2;
 
     /// Recounts the usable endpoints of each group and returns ejected ones
     /// whose time is up; one thread at a time (the others use the counts as they are).
@@ -645,6 +737,8 @@ private:
                                                       std::int64_t now_ns) const noexcept;
 
     [[nodiscard]] double cost(const detail::endpoint_state& st, std::int64_t now_ns, std::uint32_t weight) const noexcept;
+    /// The peak EWMA at `now_ns`, decayed since its last sample; 0 when not measured.
+    [[nodiscard]] double decayed_latency(const detail::endpoint_state& st, std::int64_t now_ns) const noexcept;
 
     balancer_options options_;
     std::atomic<detail::balancer_snapshot*> current_{nullptr};
@@ -652,6 +746,10 @@ private:
     detail::stripes<reader_cells> readers_{};
     std::mutex writer_;
     std::vector<retired_snapshot> retired_;
+    /// Named idempotency scopes seen so far, numbered from first_named_scope
+    /// in this order (written under writer_ only, by build()): a scope keeps
+    /// its number across replacements, so a call held to it stays held.
+    std::vector<std::string> scope_names_;
 
     /// Health of the current set: usable endpoints per group, recounted by
     /// refresh() when health_changes_ moved or an ejection ended.
@@ -665,7 +763,7 @@ private:
     /// Held by try_eject() only: ejections are counted against the cap one at a time.
     mutable std::mutex ejecting_;
 
-    mutable std::atomic<std::uint64_t> ejections_{0}, returns_{0}, no_endpoint_{0};
+    mutable std::atomic<std::uint64_t> ejections_{0}, returns_{0}, no_endpoint_{0}, no_endpoint_in_scope_{0};
     std::atomic<std::uint64_t> replacements_{0};
     detail::striped_counter panic_picks_{}, failover_picks_{};
 };
@@ -701,7 +799,21 @@ inline std::optional<events::endpoint_ejected> endpoint_lease::record(time_point
 
 // ---- balancer ----
 
-inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<const endpoint> endpoints) const {
+inline std::uint32_t balancer::scope_number(const endpoint& e, std::size_t index) {
+    if (e.idempotency_scope.empty()) return e.priority + 1;
+    const auto known = std::find(scope_names_.begin(), scope_names_.end(), e.idempotency_scope);
+    if (known != scope_names_.end())
+        return first_named_scope + static_cast<std::uint32_t>(known - scope_names_.begin());
+    if (scope_names_.size() >= max_scope_names)
+        detail::throw_invalid("resil::balancer",
+                              detail::bad_endpoint_field(index, "idempotency_scope",
+                                                         "one of at most 4096 names in a balancer's life",
+                                                         e.idempotency_scope));
+    scope_names_.push_back(e.idempotency_scope);
+    return first_named_scope + static_cast<std::uint32_t>(scope_names_.size() - 1);
+}
+
+inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<const endpoint> endpoints) {
     auto s = std::make_unique<detail::balancer_snapshot>();
     s->endpoints.assign(endpoints.begin(), endpoints.end());
     std::stable_sort(s->endpoints.begin(), s->endpoints.end(),
@@ -714,11 +826,22 @@ inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<cons
                 if (old->endpoints[i].address == e.address) kept = old->states[i];
         if (!kept) {
             kept = std::make_shared<detail::endpoint_state>();
-            if (options_.endpoint_breaker) kept->breaker = std::make_unique<circuit_breaker>(*options_.endpoint_breaker);
+            if (options_.endpoint_breaker) {
+                // A change of the breaker's state changes which endpoints are
+                // usable: the group counts are taken again at the next pick.
+                auto breaker_options = *options_.endpoint_breaker;
+                breaker_options.on_state_change = [this, told = std::move(breaker_options.on_state_change)](
+                                                      const events::breaker_state_changed& change) {
+                    health_changes_.fetch_add(1, std::memory_order_acq_rel);
+                    if (told) told(change);
+                };
+                kept->breaker = std::make_unique<circuit_breaker>(std::move(breaker_options));
+            }
         }
         s->states.push_back(std::move(kept));
         s->state_of.push_back(s->states.back().get());
         s->weight.push_back(static_cast<std::uint32_t>(e.weight));
+        s->scope_of.push_back(scope_number(e, s->scope_of.size()));
     }
     const auto n = static_cast<std::uint32_t>(s->endpoints.size());
     for (std::uint32_t i = 0; i < n; ++i)
@@ -765,10 +888,16 @@ inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns)
                     options_.on_returned({s.endpoints[i].address, time_point{duration{now_ns}}});
                 until = 0;
             }
-            if (until == 0) {
-                if (!st.failing_checks.load(std::memory_order_relaxed)) ++usable;
-            } else {
+            if (until != 0) {
                 next_return = std::min(next_return, until);
+            } else if (!st.failing_checks.load(std::memory_order_relaxed)) {
+                // An open breaker refuses the endpoint's calls until its
+                // open_for ends: not usable for choosing a group till then.
+                const auto refusing = st.breaker ? st.breaker->refusing_for() : duration::zero();
+                if (refusing > duration::zero())
+                    next_return = std::min(next_return, detail::saturating_add(now_ns, refusing.count()));
+                else
+                    ++usable;
             }
         }
         usable_[g].store(usable, std::memory_order_relaxed);
@@ -779,17 +908,22 @@ inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns)
     refreshing_.store(false, std::memory_order_release);
 }
 
+inline double balancer::decayed_latency(const detail::endpoint_state& st, std::int64_t now_ns) const noexcept {
+    double latency = st.ewma_ns.load(std::memory_order_relaxed);
+    if (latency <= 0.0) return 0.0;
+    // Decayed towards 0 since the last sample (read only: nothing written),
+    // so an endpoint left alone after a slow spell is tried again.
+    const auto idle = now_ns - st.ewma_at.load(std::memory_order_relaxed);
+    if (idle > 0) latency *= std::exp(-static_cast<double>(idle) / static_cast<double>(options_.decay_time.count()));
+    return latency;
+}
+
 inline double balancer::cost(const detail::endpoint_state& st, std::int64_t now_ns, std::uint32_t weight) const noexcept {
     const auto out = static_cast<double>(st.outstanding.load(std::memory_order_relaxed));
-    double latency = st.ewma_ns.load(std::memory_order_relaxed);
+    double latency = decayed_latency(st, now_ns);
     if (latency <= 0.0) {
         if (out == 0.0) return 0.0;
         latency = static_cast<double>(options_.unmeasured_penalty.count());
-    } else {
-        // Decayed towards 0 since the last sample (read only: nothing written),
-        // so an endpoint left alone after a slow spell is tried again.
-        const auto idle = now_ns - st.ewma_at.load(std::memory_order_relaxed);
-        if (idle > 0) latency *= std::exp(-static_cast<double>(idle) / static_cast<double>(options_.decay_time.count()));
     }
     return latency * (out + 1.0) / static_cast<double>(weight);
 }
@@ -800,15 +934,27 @@ inline std::optional<events::endpoint_ejected> balancer::record(detail::balancer
     auto& st = *s.state_of[index];
     const auto now_ns = detail::ns_of(now);
     if (options_.policy == balancing_policy::peak_ewma) {
+        // Finagle's PeakEwma: reading the cost (the pick) decays it towards 0
+        // and restamps it; a sample then takes the peak, or blends in by the
+        // time since that stamp. A pick here writes nothing (so picks write
+        // no endpoint they do not choose): the decay of this call's own pick
+        // is applied now, from the last stamp to the pick's instant. Reads by
+        // other picks while the call was in flight would have restamped it
+        // in Finagle; that is the one difference (docs/balancing.md).
         // Two finishes racing on one endpoint may lose one sample: the
         // average is a heuristic, and a lock here would cost every call.
+        const auto tau = static_cast<double>(options_.decay_time.count());
         const auto rtt = static_cast<double>(std::max<std::int64_t>(0, (now - started).count()));
-        const double prev = st.ewma_ns.load(std::memory_order_relaxed);
-        const auto at = st.ewma_at.load(std::memory_order_relaxed);
+        double prev = st.ewma_ns.load(std::memory_order_relaxed);
+        auto at = st.ewma_at.load(std::memory_order_relaxed);
+        if (const auto picked = detail::ns_of(started); prev > 0.0 && picked > at) {
+            prev *= std::exp(-static_cast<double>(picked - at) / tau);
+            at = picked;
+        }
         double next = rtt;
         if (prev > 0.0 && rtt < prev) {
             const auto td = static_cast<double>(std::max<std::int64_t>(0, now_ns - at));
-            const double w = std::exp(-td / static_cast<double>(options_.decay_time.count()));
+            const double w = std::exp(-td / tau);
             next = prev * w + rtt * (1.0 - w);
         }
         st.ewma_ns.store(next, std::memory_order_relaxed);
@@ -840,15 +986,21 @@ inline std::optional<events::endpoint_ejected> balancer::try_eject(detail::balan
     const auto cap = std::min(n - 1, std::max<std::size_t>(1, share_cap));
     std::size_t count = 0;
     for (const auto* other : s.state_of) count += other->ejected_at(now_ns) ? 1 : 0;
-    if (count >= cap) return std::nullopt;
+    if (count >= cap) {
+        // Refused by the cap: the run starts again (as Envoy resets its
+        // consecutive-5xx count whether or not the ejection was allowed).
+        st.consecutive_failures.store(0, std::memory_order_relaxed);
+        return std::nullopt;
+    }
     const auto base = options_.outlier.base_ejection_time.count();
     const auto longest = options_.outlier.max_ejection_time.count();
-    // The multiplier: less one per decay interval spent un-ejected, plus this
-    // ejection, at most ceil(longest / base) (Envoy's max_ejection_time rule).
+    // The multiplier: less one per decay interval spent un-ejected, then, as
+    // Envoy's ejectTimeBackoff, one more while multiplier × base < max + base
+    // (so it reaches 11 with 30 s and 300 s); the length is capped at max.
     std::int64_t times = st.times_ejected.load(std::memory_order_relaxed);
     const auto healthy_for = now_ns - st.last_ejection_end.load(std::memory_order_relaxed);
     if (healthy_for > 0) times -= std::min<std::int64_t>(times, healthy_for / options_.outlier.ejection_decay_interval.count());
-    times = std::min<std::int64_t>(times + 1, (longest + base - 1) / base);
+    if (times * base < longest + base) ++times;
     const auto length = std::min(longest, base * times);
     // An expired ejection not returned yet by refresh() ends here (no event:
     // the endpoint goes straight from one ejection to the next).
@@ -871,24 +1023,149 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
     const auto guard = enter();
     auto& s = *guard.snapshot;
     const auto now_ns = detail::ns_of(now);
-    if (s.endpoints.empty()) {
+    // A call held to an idempotency scope (tried_endpoints) is offered only
+    // that scope's usable endpoints, panic mode or not.
+    const std::uint32_t hold = tried != nullptr ? tried->held_scope() : 0;
+    auto nothing = [&]() noexcept {
         leave(guard.reader);
         no_endpoint_.fetch_add(1, std::memory_order_relaxed);
-        return {};
-    }
+        endpoint_lease empty;
+        empty.refusal_ = reason::no_endpoint;
+        if (hold != 0) {
+            no_endpoint_in_scope_.fetch_add(1, std::memory_order_relaxed);
+            empty.refusal_ = reason::no_endpoint_in_scope;
+        }
+        return empty;
+    };
+    if (s.endpoints.empty()) return nothing();
     if (counted_changes_.load(std::memory_order_acquire) != health_changes_.load(std::memory_order_acquire) ||
         now_ns >= next_return_ns_.load(std::memory_order_relaxed) ||
         counted_snapshot_.load(std::memory_order_relaxed) != &s) [[unlikely]]
         refresh(s, now_ns);
 
-    // The group: the first with enough usable endpoints, else the one with the largest usable share.
+    constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+    auto group_size = [&](std::size_t g) noexcept { return s.group_begin[g + 1] - s.group_begin[g]; };
+    auto in_panic = [&](std::size_t g) noexcept {
+        return hold == 0 && static_cast<double>(usable_[g].load(std::memory_order_relaxed)) <
+                                options_.panic_threshold * static_cast<double>(group_size(g));
+    };
+    // Whether endpoint i may be picked: 2 = usable and untried, 1 = usable
+    // but tried (or its breaker open), 0 = not usable (or not in the scope).
+    auto rank = [&](std::uint32_t i, bool panic) noexcept -> int {
+        const auto& st = *s.state_of[i];
+        if (hold != 0 && s.scope_of[i] != hold) return 0;
+        if (!panic && st.unusable_at(now_ns)) return 0;
+        if (tried != nullptr && tried->contains(&st)) return 1;
+        // An open breaker refuses until its open_for ends; then its next call is a probe.
+        if (st.breaker && st.breaker->state() == circuit_state::open && st.breaker->refusing_for() > duration::zero())
+            return 1;
+        return 2;
+    };
+    auto best_rank = [&](std::size_t g, bool panic) noexcept {
+        int best = 0;
+        for (auto i = s.group_begin[g]; i < s.group_begin[g + 1] && best < 2; ++i) best = std::max(best, rank(i, panic));
+        return best;
+    };
+
+    // The policy's choice inside group g, preferring rank 2, then rank 1; none when all are 0.
+    auto choose_in = [&](std::size_t group, bool panic) noexcept -> std::uint32_t {
+        const auto b = s.group_begin[group], e = s.group_begin[group + 1];
+        const auto size = e - b;
+        auto draw = [&]() noexcept -> std::uint32_t {
+            if (s.group_uniform[group]) return b + detail::below(rng(), size);
+            const auto total = s.group_weight[group];
+            const auto target = static_cast<std::uint64_t>(unit_interval(rng) * static_cast<double>(total));
+            const auto first = s.cumulative.begin() + b, last = s.cumulative.begin() + e;
+            const auto at = std::upper_bound(first, last, target);
+            return b + static_cast<std::uint32_t>(std::min<std::ptrdiff_t>(at - first, size - 1));
+        };
+        // The best-ranked endpoint by `better` over a scan from a random start.
+        auto scan = [&](auto&& better) noexcept -> std::uint32_t {
+            const auto start = detail::below(rng(), size);
+            std::uint32_t chosen = none;
+            int chosen_rank = 0;
+            for (std::uint32_t k = 0; k < size; ++k) {
+                const auto i = b + (start + k) % size;
+                const int r = rank(i, panic);
+                if (r == 0) continue;
+                if (r > chosen_rank || (r == chosen_rank && better(i, chosen))) {
+                    chosen = i;
+                    chosen_rank = r;
+                }
+            }
+            return chosen;
+        };
+        auto fewer_outstanding = [&](std::uint32_t a, std::uint32_t c) noexcept {
+            // (out_a + 1) / w_a < (out_c + 1) / w_c, in integers.
+            const std::uint64_t oa = s.state_of[a]->outstanding.load(std::memory_order_relaxed) + 1ULL;
+            const std::uint64_t oc = s.state_of[c]->outstanding.load(std::memory_order_relaxed) + 1ULL;
+            return oa * s.weight[c] < oc * s.weight[a];
+        };
+        auto cheaper = [&](std::uint32_t a, std::uint32_t c) noexcept {
+            return cost(*s.state_of[a], now_ns, s.weight[a]) < cost(*s.state_of[c], now_ns, s.weight[c]);
+        };
+        auto never = [](std::uint32_t, std::uint32_t) noexcept { return false; };
+        // Two distinct draws, compared by `better`. A draw that is not usable and
+        // untried is drawn again a few times; then a scan decides (the first),
+        // or the next such endpoint after the first is taken (the second).
+        auto two_choices = [&](auto&& better) noexcept -> std::uint32_t {
+            std::uint32_t first = none;
+            for (int tries = 0; tries < 8 && first == none; ++tries)
+                if (const auto i = draw(); rank(i, panic) == 2) first = i;
+            if (first == none) return scan(better);
+            if (size == 1) return first;
+            std::uint32_t second = none;
+            for (int tries = 0; tries < 8 && second == none; ++tries) {
+                const auto i = s.group_uniform[group] ? b + (first - b + 1 + detail::below(rng(), size - 1)) % size : draw();
+                if (i != first && rank(i, panic) == 2) second = i;
+            }
+            for (std::uint32_t k = 1; k < size && second == none; ++k)
+                if (const auto i = b + (first - b + k) % size; rank(i, panic) == 2) second = i;
+            if (second == none) return first;
+            return better(second, first) ? second : first;
+        };
+
+        std::uint32_t chosen = none;
+        switch (options_.policy) {
+            case balancing_policy::round_robin: {
+                const auto sb = s.schedule_begin[group];
+                const auto len = s.schedule_begin[group + 1] - sb;
+                const auto c = s.cursors.local().fetch_add(1, std::memory_order_relaxed);
+                int chosen_rank = 0;
+                for (std::uint32_t k = 0; k < len && chosen_rank < 2; ++k) {
+                    const auto i = s.schedule[sb + static_cast<std::uint32_t>((c + k) % len)];
+                    const int r = rank(i, panic);
+                    if (r > chosen_rank) {
+                        chosen = i;
+                        chosen_rank = r;
+                    }
+                }
+                break;
+            }
+            case balancing_policy::random:
+                for (int tries = 0; tries < 8 && chosen == none; ++tries)
+                    if (const auto i = draw(); rank(i, panic) == 2) chosen = i;
+                if (chosen == none) chosen = scan(never);
+                break;
+            case balancing_policy::least_outstanding: chosen = scan(fewer_outstanding); break;
+            case balancing_policy::power_of_two_choices: chosen = two_choices(fewer_outstanding); break;
+            case balancing_policy::peak_ewma: chosen = two_choices(cheaper); break;
+        }
+        return chosen;
+    };
+
+    // The group: the first with enough usable endpoints, else the one with
+    // the largest usable share. A held call: the first group with a usable
+    // endpoint of its scope.
     std::size_t group = 0;
-    if (s.groups() > 1) {
+    if (hold != 0) {
+        while (group < s.groups() && best_rank(group, false) == 0) ++group;
+        if (group == s.groups()) return nothing();
+    } else if (s.groups() > 1) {
         double best_share = -1.0;
         std::size_t best = 0;
         for (std::size_t g = 0; g < s.groups(); ++g) {
-            const auto size = s.group_begin[g + 1] - s.group_begin[g];
-            const double share = static_cast<double>(usable_[g].load(std::memory_order_relaxed)) / size;
+            const double share = static_cast<double>(usable_[g].load(std::memory_order_relaxed)) / group_size(g);
             if (share >= options_.failover_threshold) {
                 best = g;
                 break;
@@ -899,106 +1176,28 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
             }
         }
         group = best;
-        if (group != 0) failover_picks_.add();
     }
-    const auto b = s.group_begin[group], e = s.group_begin[group + 1];
-    const auto size = e - b;
-    const bool panic = static_cast<double>(usable_[group].load(std::memory_order_relaxed)) <
-                       options_.panic_threshold * static_cast<double>(size);
+    bool panic = in_panic(group);
+    std::uint32_t chosen = choose_in(group, panic);
+    // Nothing fresh in that group (every usable endpoint tried by this call,
+    // or refused by its breaker): the first group that has a fresh one takes
+    // the attempt, so a retry after a refused connection fails over at once.
+    if (s.groups() > 1 && (chosen == none || rank(chosen, panic) < 2)) [[unlikely]] {
+        for (std::size_t g = 0; g < s.groups(); ++g) {
+            if (g == group) continue;
+            const bool p = in_panic(g);
+            if (best_rank(g, p) < 2) continue;
+            if (const auto c = choose_in(g, p); c != none) {
+                group = g;
+                panic = p;
+                chosen = c;
+            }
+            break;
+        }
+    }
+    if (chosen == none) return nothing();  // everything ejected and panic mode off
+    if (group != 0) failover_picks_.add();
     if (panic) panic_picks_.add();
-
-    // Whether endpoint i may be picked: 2 = usable and untried, 1 = usable but tried, 0 = not usable.
-    auto rank = [&](std::uint32_t i) noexcept -> int {
-        const auto& st = *s.state_of[i];
-        if (!panic && st.unusable_at(now_ns)) return 0;
-        if (tried != nullptr && tried->contains(&st)) return 1;
-        return st.breaker && st.breaker->state() == circuit_state::open ? 1 : 2;
-    };
-    auto draw = [&]() noexcept -> std::uint32_t {
-        if (s.group_uniform[group]) return b + detail::below(rng(), size);
-        const auto total = s.group_weight[group];
-        const auto target = static_cast<std::uint64_t>(unit_interval(rng) * static_cast<double>(total));
-        const auto first = s.cumulative.begin() + b, last = s.cumulative.begin() + e;
-        const auto at = std::upper_bound(first, last, target);
-        return b + static_cast<std::uint32_t>(std::min<std::ptrdiff_t>(at - first, size - 1));
-    };
-    // The best-ranked endpoint by `better` over a scan from a random start.
-    auto scan = [&](auto&& better) noexcept -> std::uint32_t {
-        const auto start = detail::below(rng(), size);
-        std::uint32_t chosen = e;
-        int chosen_rank = 0;
-        for (std::uint32_t k = 0; k < size; ++k) {
-            const auto i = b + (start + k) % size;
-            const int r = rank(i);
-            if (r == 0) continue;
-            if (r > chosen_rank || (r == chosen_rank && better(i, chosen))) {
-                chosen = i;
-                chosen_rank = r;
-            }
-        }
-        return chosen;
-    };
-    auto fewer_outstanding = [&](std::uint32_t a, std::uint32_t c) noexcept {
-        // (out_a + 1) / w_a < (out_c + 1) / w_c, in integers.
-        const std::uint64_t oa = s.state_of[a]->outstanding.load(std::memory_order_relaxed) + 1ULL;
-        const std::uint64_t oc = s.state_of[c]->outstanding.load(std::memory_order_relaxed) + 1ULL;
-        return oa * s.weight[c] < oc * s.weight[a];
-    };
-    auto cheaper = [&](std::uint32_t a, std::uint32_t c) noexcept {
-        return cost(*s.state_of[a], now_ns, s.weight[a]) < cost(*s.state_of[c], now_ns, s.weight[c]);
-    };
-    auto never = [](std::uint32_t, std::uint32_t) noexcept { return false; };
-    // Two distinct draws, compared by `better`. A draw that is not usable and
-    // untried is drawn again a few times; then a scan decides (the first),
-    // or the next such endpoint after the first is taken (the second).
-    auto two_choices = [&](auto&& better) noexcept -> std::uint32_t {
-        std::uint32_t first = e;
-        for (int tries = 0; tries < 8 && first == e; ++tries)
-            if (const auto i = draw(); rank(i) == 2) first = i;
-        if (first == e) return scan(better);
-        if (size == 1) return first;
-        std::uint32_t second = e;
-        for (int tries = 0; tries < 8 && second == e; ++tries) {
-            const auto i = s.group_uniform[group] ? b + (first - b + 1 + detail::below(rng(), size - 1)) % size : draw();
-            if (i != first && rank(i) == 2) second = i;
-        }
-        for (std::uint32_t k = 1; k < size && second == e; ++k)
-            if (const auto i = b + (first - b + k) % size; rank(i) == 2) second = i;
-        if (second == e) return first;
-        return better(second, first) ? second : first;
-    };
-
-    std::uint32_t chosen = e;
-    switch (options_.policy) {
-        case balancing_policy::round_robin: {
-            const auto sb = s.schedule_begin[group];
-            const auto len = s.schedule_begin[group + 1] - sb;
-            const auto c = s.cursors.local().fetch_add(1, std::memory_order_relaxed);
-            int chosen_rank = 0;
-            for (std::uint32_t k = 0; k < len && chosen_rank < 2; ++k) {
-                const auto i = s.schedule[sb + static_cast<std::uint32_t>((c + k) % len)];
-                const int r = rank(i);
-                if (r > chosen_rank) {
-                    chosen = i;
-                    chosen_rank = r;
-                }
-            }
-            break;
-        }
-        case balancing_policy::random:
-            for (int tries = 0; tries < 8 && chosen == e; ++tries)
-                if (const auto i = draw(); rank(i) == 2) chosen = i;
-            if (chosen == e) chosen = scan(never);
-            break;
-        case balancing_policy::least_outstanding: chosen = scan(fewer_outstanding); break;
-        case balancing_policy::power_of_two_choices: chosen = two_choices(fewer_outstanding); break;
-        case balancing_policy::peak_ewma: chosen = two_choices(cheaper); break;
-    }
-    if (chosen == e) {  // everything ejected and panic mode off
-        leave(guard.reader);
-        no_endpoint_.fetch_add(1, std::memory_order_relaxed);
-        return {};
-    }
     s.state_of[chosen]->outstanding.fetch_add(1, std::memory_order_relaxed);
     // Pinned inside the epoch guard (a writer sees it before freeing), then the guard ends.
     const auto stripe = static_cast<std::uint32_t>(detail::this_thread_stripe() & (s.leases.size() - 1));

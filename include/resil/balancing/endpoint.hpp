@@ -32,8 +32,16 @@ struct endpoint {
     /// 0: the primary group; a higher number is used only while every lower
     /// group has too few healthy endpoints (balancer_options::failover_threshold).
     std::uint32_t priority = 0;
+    /// The idempotency scope: endpoints that share one store of idempotency
+    /// keys (replicas of one service) name the same scope. Empty: the
+    /// endpoint's priority group is its scope. A call that may have reached
+    /// an endpoint of a scope, and may not be repeated elsewhere, sends its
+    /// later attempts only to that scope (docs/balancing.md, "At most once").
+    std::string idempotency_scope{};
 
     static constexpr std::int32_t max_weight = 10000;
+    /// Characters in a scope's name.
+    static constexpr std::size_t max_scope_length = 256;
     static constexpr std::uint32_t max_priority = 7;
     /// Endpoints per set: the limit keeps a weighted round-robin schedule and
     /// a scan of the set small.
@@ -131,6 +139,14 @@ namespace detail {
     return out;
 }
 
+/// A scope's name: printable ASCII, at most endpoint::max_scope_length characters.
+[[nodiscard]] constexpr bool is_scope_name(std::string_view name) noexcept {
+    if (name.size() > endpoint::max_scope_length) return false;
+    for (char c : name)
+        if (c < ' ' || c > '~') return false;
+    return true;
+}
+
 [[nodiscard]] RESIL_DETAIL_COLD inline invalid_option bad_endpoint_field(std::size_t index, std::string_view field,
                                                                          std::string_view what, std::string_view got) {
     const auto i = std::to_string(index);
@@ -163,6 +179,10 @@ namespace detail {
             return bad->within(detail::concat({"endpoints[", std::to_string(i), "]"}));
         if (auto bad = detail::check_in_range("priority", e.priority, std::uint32_t{0}, endpoint::max_priority))
             return bad->within(detail::concat({"endpoints[", std::to_string(i), "]"}));
+        if (!detail::is_scope_name(e.idempotency_scope))
+            return detail::bad_endpoint_field(i, "idempotency_scope",
+                                              "at most 256 printable ASCII characters (empty: the priority group)",
+                                              e.idempotency_scope.substr(0, endpoint::max_scope_length));
     }
     return std::nullopt;
 }

@@ -101,7 +101,9 @@ namespace detail {
     const verdict v = r.completed() ? classify_status(r.status(), r.carried_idempotency_key(), r.repeatable())
                                     : classify_transport(r.transport(), r.may_have_reached_server());
     if (v == verdict::success) return v;
-    return detail::classify_failure(r, v, options);
+    auto c = detail::classify_failure(r, v, options);
+    c.never_sent = !r.completed() && !r.may_have_reached_server();
+    return c;
 }
 
 #if RESIL_DETAIL_BODIES
@@ -133,5 +135,25 @@ RESIL_DECL classification detail::classify_failure(const response& r, verdict v,
 /// classify(r, options) with the default floor (50 ms). Found by ADL, so
 /// pipelines need no classifier argument for resil::curl::response.
 [[nodiscard]] inline classification classify(const response& r) noexcept { return classify(r, pushback_options{}); }
+
+/// Whether the response counts against its endpoint for outlier ejection
+/// (resil/balancer.hpp; found by ADL): as Envoy's consecutive-5xx, any 5xx
+/// answer (501, 505, 507 and 511 too), and a failure of the endpoint's own
+/// to answer (refused, reset, timeouts, TLS, a reply that is not HTTP),
+/// which Envoy counts as 5xx too. Any other answer (408, 421, 429 and every
+/// other 4xx included) says the endpoint answered. The caller's own end (a
+/// cancel, the deadline) and a request refused before it left (too large,
+/// malformed) say nothing about it.
+[[nodiscard]] inline bool endpoint_failure(const response& r) noexcept {
+    switch (r.transport()) {
+        case transport_status::completed: return r.status() >= 500 && r.status() <= 599;
+        case transport_status::deadline_exceeded:
+        case transport_status::cancelled:
+        case transport_status::body_too_large:
+        case transport_status::headers_too_large:
+        case transport_status::invalid_request: return false;
+        default: return true;
+    }
+}
 
 }  // namespace resil::curl
