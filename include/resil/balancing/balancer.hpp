@@ -28,14 +28,23 @@
 // (5) failures in a row — 5xx answers and connect failures, reported as
 // endpoint_result::failure — eject an endpoint for base_ejection_time (30 s) ×
 // its ejection multiplier, at most max_ejection_time (300 s). The multiplier
-// grows by one per ejection until base × it reaches the cap, and falls by one
-// for each ejection_decay_interval (10 s) the endpoint spent un-ejected since
-// its last ejection ended, so an incident a day later starts at 30 s again. At most
-// max_ejection_share (10 %) of the set is ejected at once, and at least one
-// endpoint may always be ejected unless the set has one endpoint: one is
-// always kept. An ejected endpoint comes back exactly when its time is up.
-// When fewer than panic_threshold (50 %) of a group are usable, the group is
-// balanced over all its endpoints (better than overloading the few left).
+// grows by one per ejection while base × it < max + base (Envoy's rule), and
+// falls by one for each ejection_decay_interval (10 s) the endpoint spent
+// un-ejected since its last ejection ended, so an incident a day later starts
+// at 30 s again. At most max_ejection_share (10 %) of the set is ejected at
+// once, and at least one endpoint may always be ejected unless the set has one
+// endpoint: one is always kept; an ejection the cap refuses starts the run of
+// failures again, as Envoy's does. An ejected endpoint comes back exactly when
+// its time is up. When fewer than panic_threshold (50 %) of a group are
+// usable, the group is balanced over all its endpoints (better than
+// overloading the few left); an endpoint whose breaker is open is not usable.
+//
+// Priority groups and idempotency scopes: calls go to the first group with
+// failover_threshold of its endpoints usable; a pick given a call's
+// tried_endpoints moves to the next group with an untried endpoint when its
+// group has none, and offers a call held to an idempotency scope (an attempt
+// that may have reached a server, of a call that may not be repeated) only
+// that scope's usable endpoints (resil/balancing/call.hpp).
 //
 // Thread-safe, and picks take no lock: the set is an immutable snapshot
 // behind one atomic pointer, replaced by replace() (writers serialize on a
