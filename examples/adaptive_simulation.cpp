@@ -11,6 +11,11 @@
 //   SRE K=2     resil::adaptive_throttle (reject locally, p = (req - 2 acc) / (req + 1))
 //   SRE 10 s    the same with a 10 s window instead of the default 2 min
 //
+// Then Gradient2 and AIMD with other options, among them the rules of
+// Netflix's concurrency-limits where resil's defaults differ from them
+// (Gradient2Limit's drops read as latency samples, AIMDLimit's +1 per success
+// and cut on every drop).
+//
 // The dependency is one FIFO server: 10 ms of work per request (25 ms during
 // the drop), 20 ms of network, a queue of at most 100 (then 503 at once).
 // The client waits 250 ms, then gives up — but the server still does the
@@ -95,19 +100,27 @@ duration percentile_of(std::vector<duration> v, std::size_t pct) {
     return v[k];
 }
 
+// What a run may change: the adaptive limits' options (the documented
+// defaults unless a variant below asks for others), and how an overload
+// reaches them.
+struct run_options {
+    resil::adaptive_limit_options aimd{};
+    resil::adaptive_limit_options gradient{.algorithm = resil::adaptive_algorithm::gradient2};
+    // concurrency-limits' Gradient2Limit reads no drop: a 503 or a timeout is
+    // one more latency sample, never a cut.
+    bool overload_as_latency_sample = false;
+};
+
 // One run: arrivals, the server's FIFO, the client's answers, in time order.
-// `gradient_options`: Gradient2's (the documented defaults unless a variant
-// below asks for others).
-result simulate(strategy which, resil::adaptive_limit_options gradient_options = {
-                                    .algorithm = resil::adaptive_algorithm::gradient2}) {
+result simulate(strategy which, const run_options& run = {}) {
     manual_clock clock;
     const time_point t0 = clock.now();
     resil::jitter_engine rng{2024};
 
     resil::concurrency_limit fixed{{.max_in_flight = 16}};
     using limit_t = resil::basic_adaptive_limit<manual_clock>;
-    limit_t aimd{{.algorithm = resil::adaptive_algorithm::aimd}, clock};
-    limit_t gradient{gradient_options, clock};
+    limit_t aimd{run.aimd, clock};
+    limit_t gradient{run.gradient, clock};
     resil::basic_adaptive_throttle<manual_clock> throttle{
         {.k = 2.0, .window = which == strategy::sre_short ? duration{10s} : duration{2min}}, clock, 1};
     const bool throttled = which == strategy::sre || which == strategy::sre_short;
@@ -211,7 +224,9 @@ result simulate(strategy which, resil::adaptive_limit_options gradient_options =
         if (!e.overload && q.sent - t0 >= drop_start && q.sent - t0 < drop_end) ++r.accepted_in_drop;
         const auto signal = e.overload ? resil::load_signal::overload : resil::load_signal::accepted;
         q.fixed_permit.release();
-        if (adaptive) adaptive->complete(std::move(q.limit_permit), signal, now);
+        if (adaptive)
+            adaptive->complete(std::move(q.limit_permit),
+                               run.overload_as_latency_sample ? resil::load_signal::accepted : signal, now);
         if (throttled) throttle.record(std::move(q.ticket), signal, now);
     }
 
@@ -325,27 +340,42 @@ int main(int argc, char** argv) {
     // overload raised), so the limit climbs from 9 to 17 in a few hundred
     // milliseconds, the queue fills past what 250 ms allows, and the abandoned
     // requests cost the server seconds of work. Each option below slows the
-    // climb or speeds the cut.
+    // climb or speeds the cut; the last row is Gradient2Limit's own handling
+    // of a 503 or a timeout (a latency sample like any other).
     struct variant {
         const char* name;
-        resil::adaptive_limit_options options;
+        run_options run;
     };
     constexpr auto g2 = resil::adaptive_algorithm::gradient2;
-    const variant variants[] = {
-        {"defaults (queue_size 4, smoothing 0.2)", {.algorithm = g2}},
-        {"queue_size 1", {.algorithm = g2, .queue_size = 1}},
-        {"smoothing 0.05", {.algorithm = g2, .smoothing = 0.05}},
-        {"long_window 6000", {.algorithm = g2, .long_window = 6000}},
-        {"queue_size 1, smoothing 0.1", {.algorithm = g2, .smoothing = 0.1, .queue_size = 1}},
-        {"cut_once_per_round = false", {.algorithm = g2, .cut_once_per_round = false}},
+    const variant gradient_variants[] = {
+        {"defaults (queue_size 4, smoothing 0.2)", {.gradient = {.algorithm = g2}}},
+        {"queue_size 1", {.gradient = {.algorithm = g2, .queue_size = 1}}},
+        {"smoothing 0.05", {.gradient = {.algorithm = g2, .smoothing = 0.05}}},
+        {"long_window 6000", {.gradient = {.algorithm = g2, .long_window = 6000}}},
+        {"queue_size 1, smoothing 0.1", {.gradient = {.algorithm = g2, .smoothing = 0.1, .queue_size = 1}}},
+        {"cut_once_per_round = false", {.gradient = {.algorithm = g2, .cut_once_per_round = false}}},
+        {"Gradient2Limit: drops as latency samples", {.overload_as_latency_sample = true}},
     };
-    std::printf("\n%-40s %10s %10s %9s\n", "Gradient2 with other options", "goodput/s", "sent/acc", "timeouts");
-    for (const auto& v : variants) {
-        const auto r = simulate(strategy::gradient2, v.options);
-        std::printf("%-40s %10.1f %10.2f %9d\n", v.name, r.ok_in_drop / 120.0,
-                    r.accepted_in_drop == 0 ? 0.0 : static_cast<double>(r.sent_in_drop) / r.accepted_in_drop,
-                    r.timeouts);
-    }
+    // AIMD's default is TCP's rule (+1 per round of successes, one cut per
+    // round); concurrency-limits' AIMDLimit adds 1 per success and cuts on
+    // every drop, from a floor of 20.
+    const variant aimd_variants[] = {
+        {"defaults (TCP's rule)", {}},
+        {"AIMDLimit's rule", {.aimd = {.cut_once_per_round = false, .increase_per_success = true}}},
+        {"AIMDLimit's rule, min_limit 20",
+         {.aimd = {.min_limit = 20, .cut_once_per_round = false, .increase_per_success = true}}},
+    };
+    const auto table = [](const char* title, strategy which, const auto& variants) {
+        std::printf("\n%-40s %10s %10s %9s\n", title, "goodput/s", "sent/acc", "timeouts");
+        for (const auto& v : variants) {
+            const auto r = simulate(which, v.run);
+            std::printf("%-40s %10.1f %10.2f %9d\n", v.name, r.ok_in_drop / 120.0,
+                        r.accepted_in_drop == 0 ? 0.0 : static_cast<double>(r.sent_in_drop) / r.accepted_in_drop,
+                        r.timeouts);
+        }
+    };
+    table("Gradient2 with other options", strategy::gradient2, gradient_variants);
+    table("AIMD with other options", strategy::aimd, aimd_variants);
     if (argc == 3 && std::strcmp(argv[1], "--svg") == 0) write_svg(argv[2], results);
     return 0;
 }

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -88,6 +90,11 @@ TEST_CASE("adaptive limit options: one validate(), messages of one form") {
     CHECK_FALSE(error_of({.algorithm = adaptive_algorithm::gradient2,
                           .rtt_tolerance = std::numeric_limits<double>::infinity()}).empty());
     CHECK(error_of({.initial_limit = 1, .min_limit = 1, .max_limit = 1, .queue_size = 1}).empty());
+    CHECK(error_of({.overload_latency = -1ns}) ==
+          "resil::adaptive_limit: `overload_latency` must be in [0s, 24h], got -1ns");
+    CHECK(error_of({.overload_latency = 25h}) ==
+          "resil::adaptive_limit: `overload_latency` must be in [0s, 24h], got 25h");
+    CHECK(error_of({.overload_latency = 0s}).empty());
 }
 
 TEST_CASE("AIMD: +1 per round of successes as large as the limit, exact trajectory") {
@@ -314,7 +321,9 @@ TEST_CASE("Gradient2: calls failing at once cut once per round, not down to 1") 
 }
 
 TEST_CASE("Gradient2: the warm-up's plain average counts each of racing samples once") {
-    // Ten threads complete one call each at once, latencies 1..10 ms: the average is 5.5 ms exactly.
+    // Ten threads complete one call each at once, latencies 10..19 ms: the
+    // average is 14.5 ms exactly (never twice a sample, so never decayed,
+    // whichever sample comes last).
     for (int trial = 0; trial < 100; ++trial) {
         manual_clock clock;
         limit_t l{{.algorithm = adaptive_algorithm::gradient2, .max_limit = 200}, clock};
@@ -327,10 +336,10 @@ TEST_CASE("Gradient2: the warm-up's plain average counts each of racing samples 
                 ready.fetch_add(1);
                 while (ready.load() < 10) {}
                 l.complete(std::move(sent[static_cast<std::size_t>(t)]), load_signal::accepted,
-                           clock.now() + std::chrono::milliseconds{t + 1});
+                           clock.now() + std::chrono::milliseconds{t + 10});
             });
         for (auto& th : pool) th.join();
-        REQUIRE(l.long_rtt() == 5500us);
+        REQUIRE(l.long_rtt() == 14500us);
     }
 }
 
@@ -467,4 +476,323 @@ TEST_CASE("docs/adaptive.md, In a pipeline: throttle and limit inside the retry,
     CHECK(throttle.counts(clock.now()).accepts == 1);
     CHECK(limit.metrics().admitted == 2);
     CHECK(limit.in_flight() == 0);
+}
+
+// ---------------------------------------------------------------------------
+// Against the reference. Small ports of the update rules of Netflix's
+// concurrency-limits (Gradient2Limit, AIMDLimit, ExpAvgMeasurement with its
+// warm-up), written from its source as the oracle: each is fed the same
+// samples as resil, and the limits are compared decision by decision. One
+// sample is a latency, the calls in flight at its admission (counting it),
+// and for AIMDLimit whether it was a drop. Java's int and long arithmetic
+// stays inside each port; the tests speak resil's types.
+
+namespace {
+
+namespace reference {
+
+// ExpAvgMeasurement: a plain average over the first `warm_up` samples, then
+// value × (1 − f) + sample × f with f = 2 / (window + 1). Its update() (the
+// decay) rewrites `value`; a warm-up sample after it recomputes sum / count.
+struct exp_avg {
+    int window;
+    int warm_up;
+    int count = 0;
+    double sum = 0.0;
+    double value = 0.0;
+    double add(double sample) {
+        if (count < warm_up) {
+            ++count;
+            sum += sample;
+            value = sum / count;
+        } else {
+            const double factor = 2.0 / (window + 1);
+            value = value * (1 - factor) + sample * factor;
+        }
+        return value;
+    }
+};
+
+// Gradient2Limit._update (a constant queue size; its didDrop is not read).
+struct gradient2 {
+    double estimated;
+    int min_limit, max_limit;
+    double smoothing, tolerance;
+    int queue_size;
+    exp_avg long_rtt;
+    int decays = 0, tenth_decays = 0;  // counted for the tests' own check of their coverage
+
+    explicit gradient2(const resil::adaptive_limit_options& o)
+        : estimated(o.initial_limit), min_limit(static_cast<int>(o.min_limit)),
+          max_limit(static_cast<int>(o.max_limit)), smoothing(o.smoothing), tolerance(o.rtt_tolerance),
+          queue_size(static_cast<int>(o.queue_size)), long_rtt{static_cast<int>(o.long_window), 10} {}
+
+    std::uint32_t sample(resil::duration latency, std::uint32_t in_flight) {
+        const std::int64_t rtt = latency.count();  // nanoseconds, as there
+        const int inflight = static_cast<int>(in_flight);
+        const double queue = queue_size;
+        const double short_rtt = static_cast<double>(rtt);
+        const bool tenth = long_rtt.count == 9;
+        const double long_value = long_rtt.add(static_cast<double>(rtt));
+        if (long_value / short_rtt > 2) {
+            long_rtt.value = long_rtt.value * 0.95;
+            ++decays;
+            if (tenth) ++tenth_decays;
+        }
+        if (inflight < estimated / 2) return limit();
+        const double gradient = std::max(0.5, std::min(1.0, tolerance * long_value / short_rtt));
+        double next = estimated * gradient + queue;
+        next = estimated * (1 - smoothing) + next * smoothing;
+        estimated = std::max<double>(min_limit, std::min<double>(max_limit, next));
+        return limit();
+    }
+    [[nodiscard]] std::uint32_t limit() const { return static_cast<std::uint32_t>(static_cast<int>(estimated)); }
+    [[nodiscard]] resil::duration long_average() const {
+        return resil::duration{static_cast<std::int64_t>(long_rtt.value)};
+    }
+};
+
+// AIMDLimit._update: a drop, or a sample slower than the timeout, cuts.
+struct aimd {
+    int current;
+    int min_limit, max_limit;
+    double backoff_ratio;
+    std::int64_t timeout_ns;
+
+    std::uint32_t sample(resil::duration latency, std::uint32_t in_flight, bool drop) {
+        const std::int64_t rtt = latency.count();
+        const int inflight = static_cast<int>(in_flight);
+        int next = current;
+        if (drop || rtt > timeout_ns) {
+            next = static_cast<int>(next * backoff_ratio);
+        } else if (inflight * 2 >= next) {
+            next = next + 1;
+        }
+        current = std::min(max_limit, std::max(min_limit, next));
+        return limit();
+    }
+    [[nodiscard]] std::uint32_t limit() const { return static_cast<std::uint32_t>(current); }
+    [[nodiscard]] resil::duration timeout() const { return resil::duration{timeout_ns}; }
+};
+
+}  // namespace reference
+
+// Drives resil's limit with one sample: `inflight` calls in flight when it is
+// admitted (counting it), latency `rtt`. The others are held permits, released
+// without teaching anything.
+struct sample_driver {
+    manual_clock clock;
+    limit_t limit;
+    std::vector<limit_t::permit> held;
+
+    explicit sample_driver(const resil::adaptive_limit_options& o) : limit{o, clock} {}
+
+    std::uint32_t sample(resil::duration rtt, std::uint32_t inflight, load_signal s = load_signal::accepted) {
+        REQUIRE(inflight >= 1);
+        REQUIRE(inflight <= limit.limit());
+        while (held.size() + 1 > inflight) held.pop_back();
+        while (held.size() + 1 < inflight) held.push_back(limit.try_acquire(clock.now()));
+        auto p = limit.try_acquire(clock.now());
+        REQUIRE(p);
+        clock.advance(rtt);
+        limit.complete(std::move(p), s, clock.now());
+        return limit.limit();
+    }
+};
+
+// In [0, n), from the engine's raw output only: the standard's distributions differ between libraries.
+std::int64_t below(std::mt19937_64& rng, std::int64_t n) {
+    return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
+}
+
+}  // namespace
+
+TEST_CASE("Gradient2 as Gradient2Limit: the tenth sample's 5% decay carries into the long average") {
+    const resil::adaptive_limit_options o{.algorithm = adaptive_algorithm::gradient2};
+    sample_driver resil_side{o};
+    reference::gradient2 netflix{o};
+    // Nine samples of 100 ms, then one of 10 ms (the warm-up's last): the
+    // plain average is 91 ms, more than twice the sample, so it is decayed
+    // to 86.45 ms before the exponential average takes over from it.
+    for (int i = 0; i < 9; ++i) {
+        const auto inflight = resil_side.limit.limit();
+        CHECK(resil_side.sample(100ms, inflight) == netflix.sample(100ms, inflight));
+    }
+    auto inflight = resil_side.limit.limit();
+    CHECK(resil_side.sample(10ms, inflight) == netflix.sample(10ms, inflight));
+    CHECK(netflix.long_rtt.value == Approx(86'450'000.0));
+    CHECK(resil_side.limit.long_rtt() == netflix.long_average());
+    CHECK(resil_side.limit.long_rtt() >= 86'449'999ns);
+    CHECK(resil_side.limit.long_rtt() <= 86'450'000ns);
+    // A slow sample next: the gradient (1.5 × long / 200 ms) is measured from 86.45 ms, not 91 ms.
+    inflight = resil_side.limit.limit();
+    CHECK(netflix.sample(200ms, inflight) == 26);
+    CHECK(resil_side.sample(200ms, inflight) == 26);
+}
+
+TEST_CASE("Gradient2 as Gradient2Limit: the same limits, sample by sample, on random latencies") {
+    const resil::adaptive_limit_options variants[] = {
+        {.algorithm = adaptive_algorithm::gradient2},
+        {.algorithm = adaptive_algorithm::gradient2, .min_limit = 20},  // concurrency-limits' floor
+        {.algorithm = adaptive_algorithm::gradient2, .initial_limit = 5, .max_limit = 50, .smoothing = 1.0,
+         .rtt_tolerance = 2.0, .long_window = 5, .queue_size = 1},
+        {.algorithm = adaptive_algorithm::gradient2, .initial_limit = 100, .max_limit = 400, .smoothing = 0.05,
+         .rtt_tolerance = 1.0, .long_window = 30, .queue_size = 10},
+    };
+    std::uint64_t seed = 35;
+    int tenth_decays = 0;
+    for (const auto& o : variants) {
+        int fell = 0, rose = 0, decays = 0;
+        for (int run = 0; run < 8; ++run) {
+            std::mt19937_64 rng{seed++};
+            sample_driver resil_side{o};
+            reference::gradient2 netflix{o};
+            // Latency in phases (a base that jumps up and down by up to 400×,
+            // noise around it; jumps often during the warm-up), so the decay
+            // after an overload, the clamps of the gradient and the idle
+            // guard all take turns.
+            std::int64_t base_us = 10'000;
+            for (int i = 0; i < 1000; ++i) {
+                if (below(rng, i < 12 ? 3 : 200) == 0) base_us = 500 + below(rng, 200'000);
+                const resil::duration rtt{(base_us + below(rng, base_us)) * 1000 + below(rng, 1000)};
+                const auto lim = resil_side.limit.limit();
+                REQUIRE(lim == netflix.limit());
+                const auto inflight = static_cast<std::uint32_t>(1 + below(rng, lim));
+                const auto expected = netflix.sample(rtt, inflight);
+                INFO("seed " << seed - 1 << ", sample " << i << ": " << rtt.count() << " ns, " << inflight
+                             << " in flight");
+                REQUIRE(resil_side.sample(rtt, inflight) == expected);
+                REQUIRE(resil_side.limit.long_rtt() == netflix.long_average());
+                if (expected < lim) ++fell;
+                if (expected > lim) ++rose;
+            }
+            decays += netflix.decays;
+            tenth_decays += netflix.tenth_decays;
+        }
+        // The sequences went through every branch.
+        CHECK(decays > 0);
+        CHECK(fell > 0);
+        CHECK(rose > 0);
+    }
+    CHECK(tenth_decays > 0);  // some warm-ups ended on a sample that decayed the average
+}
+
+TEST_CASE("AIMD as AIMDLimit (increase_per_success, cut on every drop): a success slower than 5 s is a drop") {
+    const resil::adaptive_limit_options o{.initial_limit = 100, .cut_once_per_round = false,
+                                          .increase_per_success = true};
+    {
+        sample_driver slow{o};
+        reference::aimd netflix{100, 1, 200, 0.9, 5'000'000'000};
+        CHECK(netflix.sample(5s + 1ns, 100, false) == 90);
+        CHECK(slow.sample(5s + 1ns, 100) == 90);
+    }
+    {
+        // At the timeout exactly, not past it: a success, +1.
+        sample_driver on_time{o};
+        reference::aimd netflix{100, 1, 200, 0.9, 5'000'000'000};
+        CHECK(netflix.sample(5s, 100, false) == 101);
+        CHECK(on_time.sample(5s, 100) == 101);
+    }
+}
+
+TEST_CASE("AIMD as AIMDLimit: the same limits, sample by sample, on random latencies and drops") {
+    struct variant {
+        resil::adaptive_limit_options options;
+        reference::aimd netflix;
+    };
+    variant variants[] = {
+        {{.cut_once_per_round = false, .increase_per_success = true}, {20, 1, 200, 0.9, 5'000'000'000}},
+        {{.min_limit = 20, .cut_once_per_round = false, .increase_per_success = true},
+         {20, 20, 200, 0.9, 5'000'000'000}},
+        {{.initial_limit = 7, .min_limit = 3, .max_limit = 40, .backoff_ratio = 0.5, .cut_once_per_round = false,
+          .increase_per_success = true, .overload_latency = 1s},
+         {7, 3, 40, 0.5, 1'000'000'000}},
+    };
+    std::uint64_t seed = 350;
+    for (auto& v : variants) {
+        std::mt19937_64 rng{seed++};
+        sample_driver resil_side{v.options};
+        int slow_cuts = 0, drop_cuts = 0, rises = 0, idle = 0;
+        const auto timeout = v.netflix.timeout();
+        for (int i = 0; i < 5000; ++i) {
+            const auto lim = resil_side.limit.limit();
+            REQUIRE(lim == v.netflix.limit());
+            // Mostly in time; one in eight past the timeout; one in ten a drop (429, 503).
+            const resil::duration rtt = below(rng, 8) == 0 ? timeout + resil::duration{below(rng, 3'000'000'000)}
+                                                           : resil::duration{1 + below(rng, timeout.count())};
+            const bool drop = below(rng, 10) == 0;
+            const auto inflight = static_cast<std::uint32_t>(1 + below(rng, lim));
+            const auto expected = v.netflix.sample(rtt, inflight, drop);
+            INFO("seed " << seed - 1 << ", sample " << i << ": " << rtt.count() << " ns, " << inflight
+                         << " in flight" << (drop ? ", drop" : ""));
+            REQUIRE(resil_side.sample(rtt, inflight, drop ? load_signal::overload : load_signal::accepted) == expected);
+            if (expected < lim) ++(drop ? drop_cuts : slow_cuts);
+            if (expected > lim) ++rises;
+            if (!drop && rtt <= timeout && 2 * inflight < lim) ++idle;
+        }
+        CHECK(slow_cuts > 0);
+        CHECK(drop_cuts > 0);
+        CHECK(rises > 0);
+        CHECK(idle > 0);
+    }
+}
+
+TEST_CASE("AIMD: an accepted call slower than overload_latency (5 s) is an overload, once per round") {
+    manual_clock clock;
+    limit_t l{{}, clock};
+    std::vector<limit_t::permit> sent;
+    for (int i = 0; i < 3; ++i) sent.push_back(l.try_acquire());
+    clock.advance(5s);
+    // At 5 s exactly: on time. A round of 20 needs 19 more; nothing moves.
+    CHECK_FALSE(l.complete(std::move(sent[0]), load_signal::accepted));
+    clock.advance(1ns);
+    const auto cut = l.complete(std::move(sent[1]), load_signal::accepted);
+    REQUIRE(cut);
+    CHECK(cut->from == 20);
+    CHECK(cut->to == 18);
+    CHECK(cut->cause == load_signal::overload);
+    // Admitted before that cut: no second one.
+    CHECK_FALSE(l.complete(std::move(sent[2]), load_signal::accepted));
+    CHECK(l.limit() == 18);
+    // Ignored stays ignored, however slow.
+    auto p = l.try_acquire();
+    clock.advance(1min);
+    CHECK_FALSE(l.complete(std::move(p), load_signal::ignored));
+
+    // Zero: latency is not read.
+    limit_t never{{.overload_latency = 0s}, clock};
+    auto q = never.try_acquire();
+    CHECK(q.started() == resil::time_point{});
+    clock.advance(1h);
+    CHECK_FALSE(never.complete(std::move(q), load_signal::accepted));
+    CHECK(never.limit() == 20);
+}
+
+TEST_CASE("AIMD pipeline policy: a success slower than overload_latency cuts, timed on the pipeline's clock") {
+    manual_clock clock;
+    limit_t l{{.overload_latency = 2s}, clock};
+    std::vector<resil::events::limit_changed> changes;
+    const auto pipe = resil::pipeline(clock, std::ref(l)).with_listener(
+        [&](const resil::events::limit_changed& e) { changes.push_back(e); });
+    CHECK(pipe([&] { clock.advance(2s); return 200; }, resil::always_success).ok());
+    CHECK(changes.empty());
+    CHECK(pipe([&] { clock.advance(2001ms); return 200; }, resil::always_success).ok());
+    REQUIRE(changes.size() == 1);
+    CHECK(changes[0].to == 18);
+    CHECK(changes[0].cause == load_signal::overload);
+}
+
+TEST_CASE("Gradient2, unlike Gradient2Limit: an overload is no latency sample, it cuts") {
+    const resil::adaptive_limit_options o{.algorithm = adaptive_algorithm::gradient2};
+    sample_driver resil_side{o};
+    // Twelve samples at the long average: gradient 1, +0.8 each, 20 -> 29.6.
+    for (int i = 0; i < 12; ++i) resil_side.sample(10ms, resil_side.limit.limit());
+    CHECK(resil_side.limit.limit() == 29);
+    CHECK(resil_side.limit.long_rtt() == 10ms);
+    // A 503 in 1 ms (Gradient2Limit: a fast sample, the limit rises) and a
+    // timeout at 250 ms (there: a slow sample that raises the long average).
+    CHECK(resil_side.sample(1ms, 29, load_signal::overload) == 26);  // floor(29.6 x 0.9)
+    CHECK(resil_side.limit.long_rtt() == 10ms);
+    CHECK(resil_side.sample(250ms, 26, load_signal::overload) == 23);  // floor(26 x 0.9)
+    CHECK(resil_side.limit.long_rtt() == 10ms);
 }

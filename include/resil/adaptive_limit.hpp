@@ -1,6 +1,8 @@
 // resil/adaptive_limit.hpp — a concurrency limit that moves with what is
-// measured: AIMD on overload signals, or Gradient2 on latency (the two
-// algorithms of Netflix's concurrency-limits, with its documented defaults).
+// measured: AIMD on overload signals, or Gradient2 on latency (two of the
+// algorithms of Netflix's concurrency-limits, AIMDLimit and Gradient2Limit,
+// with their defaults; where resil differs from them is said below, and
+// tests/adaptive_limit.cpp checks each against a port of its update rule).
 //
 //   resil::adaptive_limit limit{{.algorithm = resil::adaptive_algorithm::aimd}};
 //
@@ -18,18 +20,20 @@
 // AIMD (additive increase, multiplicative decrease, as TCP's congestion
 // window): by default the limit rises by 1 once a window of successes as
 // large as the limit itself has been counted (one "round trip" of the limit),
-// and is cut to
-// ⌊limit × backoff_ratio⌋ (0.9) on an overload signal (429, 503, a timeout:
-// options.overload_verdicts). Only calls admitted while at least half the
-// limit was in flight count towards a rise (concurrency-limits' guard: an
-// idle client has not tested its limit, so it must not raise it), and one cut
-// per round (RFC 6582's rule for TCP): an overload from a call admitted before
-// the last cut says nothing new, as it was sent under the old limit — without
-// this, 20 calls failing at once would cut 20 → 2.
+// and is cut to ⌊limit × backoff_ratio⌋ (0.9) on an overload signal (429,
+// 503, a timeout: options.overload_verdicts; and, as AIMDLimit's timeout, an
+// accepted call that took longer than options.overload_latency, 5 s). Only
+// calls admitted while at least half the limit was in flight count towards a
+// rise (concurrency-limits' guard: an idle client has not tested its limit,
+// so it must not raise it), and one cut per round (RFC 6582's rule for TCP):
+// an overload from a call admitted before the last cut says nothing new, as
+// it was sent under the old limit — without this, 20 calls failing at once
+// would cut 20 → 2.
 // concurrency-limits' AIMDLimit differs on both counts: +1 per success and a
 // cut on every drop (options increase_per_success = true and
-// cut_once_per_round = false give its rule exactly). The default is TCP's
-// rule because AIMDLimit's climbs by up to the limit per round trip (it
+// cut_once_per_round = false give its rule exactly, decision by decision,
+// overload_latency being its timeout; min_limit = 20 adds its floor). The
+// default is TCP's rule because AIMDLimit's climbs by up to the limit per round trip (it
 // doubles, as TCP's slow start) and cuts once per failing call, so one burst
 // of failures takes it to min_limit. In the capacity drop of
 // examples/adaptive_simulation.cpp, AIMDLimit's rule keeps 19.7 useful
@@ -38,23 +42,35 @@
 //
 // Gradient2 (concurrency-limits' Gradient2Limit): compares each call's
 // latency (short RTT) with a long exponential average (long RTT, 600
-// samples): gradient = clamp(rtt_tolerance × long / short, 0.5, 1); new =
-// limit × gradient + queue_size, smoothed: limit × (1 − smoothing) + new ×
-// smoothing. Latency at its long-run level lets the limit grow by about
-// queue_size × smoothing per call; latency above 1.5× the long average shrinks
-// it, at most halving per step. When the long average is more than twice the
-// latest sample it decays by 5% (recovery after a long overload). Chosen over
-// Vegas because Vegas needs the no-load RTT (the minimum ever seen), which a
-// client cannot re-measure while the dependency is busy and which goes stale
-// when the dependency's normal latency moves; Gradient2 compares against its
-// own recent past and needs no probing. Unlike Gradient2Limit, an overload
-// signal also cuts the limit × backoff_ratio (once per round, as AIMD): a 503
-// returned in a millisecond would otherwise read as "fast, raise the limit".
+// samples after a plain average of the first 10): gradient =
+// clamp(rtt_tolerance × long / short, 0.5, 1); new = limit × gradient +
+// queue_size, smoothed: limit × (1 − smoothing) + new × smoothing. Latency at
+// its long-run level lets the limit grow by about queue_size × smoothing per
+// call; latency above 1.5× the long average shrinks it, at most halving per
+// step. When the long average is more than twice the latest sample it decays
+// by 5% (recovery after a long overload), from the tenth sample on: the
+// exponential average starts from the decayed value. Accepted calls follow
+// Gradient2Limit's rule and arithmetic exactly, sample by sample (a latency
+// of 0 counts as 1 ns, where Gradient2Limit would divide by zero). Chosen
+// over Vegas because Vegas needs the no-load RTT: concurrency-limits'
+// VegasLimit keeps the minimum since its last probe, and a probe (every 15
+// to 30 × limit samples) takes that moment's latency as the new baseline —
+// a loaded one if the dependency is busy then, after which Vegas sees no
+// queue; between probes the baseline goes stale when the dependency's normal
+// latency moves. Gradient2 compares against its own recent past.
+// Unlike Gradient2Limit, which reads no drop (a 503 or a timeout is one more
+// latency sample there), an overload signal is no latency sample here: it
+// cuts the limit × backoff_ratio (once per round, as AIMD) and leaves the
+// long RTT as it is. A 503 returned in a millisecond would otherwise read as
+// "fast, raise the limit", and a timeout's latency is the client's patience,
+// not the dependency's (in examples/adaptive_simulation.cpp, Gradient2Limit's
+// handling keeps 1.0 useful answer a second, resil's 7.8).
 //
-// Defaults (concurrency-limits): initial 20, max 200, backoff_ratio 0.9,
-// smoothing 0.2, rtt_tolerance 1.5, long_window 600, queue_size 4. The minimum
-// is 1, not concurrency-limits' 20: a floor equal to the start would let the
-// limit never go below where it began, and a client knows nothing of its
+// Defaults (concurrency-limits'): initial 20, max 200, backoff_ratio 0.9,
+// overload_latency 5 s (AIMDLimit's timeout), smoothing 0.2, rtt_tolerance
+// 1.5, long_window 600, queue_size 4. The minimum is 1, not
+// concurrency-limits' 20: a floor equal to the start would let the limit
+// never go below where it began, and a client knows nothing of its
 // dependency's capacity. The limit is never 0: some call always gets through
 // to measure recovery.
 //
@@ -64,8 +80,11 @@
 // word (limit, successes in the round, the round's number) changed by
 // compare-and-swap; Gradient2's is two doubles (the estimate, the long RTT),
 // each changed by its own compare-and-swap (the long RTT's warm-up keeps its
-// sum and count in one word). The shed counter is per-thread stripes, and so
-// are AIMD's successes: each thread counts them in its stripe and adds them
+// sum, count and latest decay in one word). Gradient2Limit takes a lock per
+// sample; here the two updates of samples completing at once on several
+// threads may interleave (each sample still counts once); samples one at a
+// time give Gradient2Limit's results exactly. The shed counter is per-thread
+// stripes, and so are AIMD's successes: each thread counts them in its stripe and adds them
 // to the shared word in batches of ⌈(successes the round still needs) /
 // stripes⌉, so a round of L successes writes the shared word about log(L)
 // times per thread instead of L times. A thread alone adds its last success
@@ -144,6 +163,12 @@ struct adaptive_limit_options {
     /// successes as many as the limit (TCP's congestion avoidance). Default
     /// false. With cut_once_per_round = false too, AIMD is AIMDLimit's rule.
     bool increase_per_success = false;
+    /// AIMD: an accepted call that took longer than this, from admission to
+    /// complete(), counts as an overload signal (concurrency-limits'
+    /// AIMDLimit `timeout`: a success that slow says the dependency queues),
+    /// in [0, 24h]; zero: latency is not read (AIMD then reads no clock).
+    /// Gradient2 ignores it (latency is its signal). Default 5 s.
+    duration overload_latency = std::chrono::seconds{5};
     /// Verdicts that mean overload. Default retryable and ambiguous.
     verdict_set overload_verdicts = default_overload_verdicts;
 
@@ -176,6 +201,9 @@ RESIL_DECL validation_result adaptive_limit_options::validate() const {
         return bad;
     if (auto bad = detail::check_in_range("long_window", long_window, std::uint32_t{1}, std::uint32_t{1'000'000}))
         return bad;
+    if (auto bad = detail::check_in_range("overload_latency", overload_latency, duration::zero(),
+                                          duration{std::chrono::hours{24}}))
+        return bad;
     // Gradient2 grows only through queue_size: at 0 its limit could only fall.
     if (algorithm == adaptive_algorithm::gradient2)
         return detail::check_that(queue_size >= 1 && queue_size <= max_limit, "queue_size",
@@ -196,9 +224,10 @@ struct adaptive_limit_metrics {
     std::uint64_t decreases = 0;
 };
 
-/// An adaptive concurrency limit on `Clock` (read only by Gradient2, for
-/// latencies). Thread-safe and lock-free; members are const (the state is
-/// atomic), so pipelines share it by std::ref. Not copyable.
+/// An adaptive concurrency limit on `Clock` (read only for latencies: by
+/// Gradient2, and by AIMD unless overload_latency is zero). Thread-safe and
+/// lock-free; members are const (the state is atomic), so pipelines share it
+/// by std::ref. Not copyable.
 template <clock Clock = steady_clock>
 class basic_adaptive_limit {
 public:
@@ -258,8 +287,9 @@ public:
     basic_adaptive_limit& operator=(const basic_adaptive_limit&) = delete;
 
     /// A permit when fewer than limit() calls are in flight; an empty one
-    /// (counted as shed) otherwise. `now` is when the call starts (only
-    /// Gradient2 uses it). Never waits, never allocates.
+    /// (counted as shed) otherwise. `now` is when the call starts (Gradient2
+    /// measures latency from it, AIMD finds a call slower than
+    /// overload_latency). Never waits, never allocates.
     [[nodiscard]] permit try_acquire(time_point now) const noexcept {
         const auto state = aimd_.load(std::memory_order_relaxed);
         const auto lim = gradient() ? gradient_limit() : limit_of(state);
@@ -275,14 +305,16 @@ public:
         if ((current >> 24) == admitted_field_max) wraps_.fetch_add(1, std::memory_order_relaxed);
         return permit{this, now, static_cast<std::uint32_t>(current & field_mask) + 1, round_of(state)};
     }
-    /// try_acquire() at the clock's reading (read only by Gradient2).
+    /// try_acquire() at the clock's reading (read only when latency is:
+    /// Gradient2, and AIMD with an overload_latency).
     [[nodiscard]] permit try_acquire() const noexcept {
-        return try_acquire(gradient() ? clock_.now() : time_point{});
+        return try_acquire(reads_latency() ? clock_.now() : time_point{});
     }
 
     /// Ends the call held by `p` (released here) and learns from it: `now` is
-    /// when it ended (Gradient2: latency = now − p.started()). Returns the
-    /// change when the limit moved. An empty permit teaches nothing.
+    /// when it ended (latency = now − p.started(): Gradient2's sample; for
+    /// AIMD, an accepted call slower than overload_latency is an overload).
+    /// Returns the change when the limit moved. An empty permit teaches nothing.
     std::optional<events::limit_changed> complete(permit&& p, load_signal s, time_point now) const noexcept {
         if (!p.held()) return std::nullopt;
         const auto in_flight_then = p.in_flight_;
@@ -291,11 +323,15 @@ public:
         p.release();
         if (s == load_signal::ignored) return std::nullopt;
         if (gradient()) return learn_gradient(s, now - started, in_flight_then, round);
+        // AIMDLimit's timeout: strictly longer is a drop.
+        if (s == load_signal::accepted && options_.overload_latency > duration::zero() &&
+            now - started > options_.overload_latency)
+            s = load_signal::overload;
         return learn_aimd(s, in_flight_then, round);
     }
-    /// complete() at the clock's reading (read only by Gradient2).
+    /// complete() at the clock's reading (read only when latency is).
     std::optional<events::limit_changed> complete(permit&& p, load_signal s) const noexcept {
-        return complete(std::move(p), s, gradient() ? clock_.now() : time_point{});
+        return complete(std::move(p), s, reads_latency() ? clock_.now() : time_point{});
     }
 
     /// The limit now, in [min_limit, max_limit].
@@ -308,8 +344,8 @@ public:
     /// Gradient2's long RTT average (zero before the first sample, and for AIMD).
     [[nodiscard]] duration long_rtt() const noexcept {
         const auto w = samples_.load(std::memory_order_relaxed);
-        double r = count_of(w) < warm_up ? warm_average(w) : long_rtt_.load(std::memory_order_relaxed);
-        if (r == 0.0) r = warm_average(w);
+        double r = count_of(w) < warm_up ? warm_value(w) : long_rtt_.load(std::memory_order_relaxed);
+        if (r == 0.0) r = warm_value(w);
         return duration{static_cast<duration::rep>(r)};
     }
     [[nodiscard]] adaptive_limit_metrics metrics() const noexcept {
@@ -335,7 +371,7 @@ public:
     auto execute(Context& ctx, Next&& next) const {
         using result_type = decltype(next(ctx));
         const bool shared = detail::context_reads(ctx, clock_);
-        const auto reading = [&] { return !gradient() ? time_point{} : shared ? ctx.recent_now() : clock_.now(); };
+        const auto reading = [&] { return !reads_latency() ? time_point{} : shared ? ctx.recent_now() : clock_.now(); };
         auto p = try_acquire(reading());
         if (!p) {
             ctx.emit(events::rejected{reason::shed, std::nullopt});
@@ -349,13 +385,26 @@ public:
 
 private:
     static constexpr std::uint64_t warm_up = 10;  // samples averaged plainly before the exponential average
-    // The warm-up's word: samples counted (8 bits) | their sum in ns (56 bits;
-    // each sample at most 2^52 ns, about 52 days, so ten of them fit).
+    // The warm-up's word: the latest sample decayed the average (1 bit) |
+    // samples counted (7 bits) | their sum in ns (56 bits; each sample at
+    // most 2^52 ns, about 52 days, so ten of them fit).
     static constexpr std::int64_t largest_rtt_ns = std::int64_t{1} << 52;
-    static constexpr std::uint64_t count_of(std::uint64_t w) noexcept { return w >> 56; }
+    static constexpr std::uint64_t decayed_bit = std::uint64_t{1} << 63;
+    static constexpr std::uint64_t count_of(std::uint64_t w) noexcept { return (w >> 56) & 0x7Fu; }
     static constexpr std::uint64_t sum_of(std::uint64_t w) noexcept { return w & ((std::uint64_t{1} << 56) - 1); }
     static double warm_average(std::uint64_t w) noexcept {
         return count_of(w) == 0 ? 0.0 : static_cast<double>(sum_of(w)) / static_cast<double>(count_of(w));
+    }
+    // Back to normal after a long overload: the long average is cut by 5% when
+    // it is more than twice the sample (Gradient2Limit's rule).
+    static constexpr double decay = 0.95;
+    static bool decays(double long_rtt, double rtt) noexcept { return long_rtt / rtt > 2.0; }
+    // The long RTT as the warm-up left it: the plain average, × 0.95 when the
+    // latest sample decayed it (the tenth's decay is where the exponential
+    // average starts from, as in ExpAvgMeasurement).
+    static double warm_value(std::uint64_t w) noexcept {
+        const double a = warm_average(w);
+        return (w & decayed_bit) != 0 ? a * decay : a;
     }
 
     // AIMD's word: limit (24 bits) | successes in the round (24) | cut count (16).
@@ -375,6 +424,9 @@ private:
         return o;
     }
     [[nodiscard]] bool gradient() const noexcept { return options_.algorithm == adaptive_algorithm::gradient2; }
+    [[nodiscard]] bool reads_latency() const noexcept {
+        return gradient() || options_.overload_latency > duration::zero();
+    }
     [[nodiscard]] std::uint32_t gradient_limit() const noexcept {
         return static_cast<std::uint32_t>(estimate_.load(std::memory_order_relaxed));  // ⌊estimate⌋ ≥ min_limit ≥ 1
     }
@@ -471,21 +523,25 @@ private:
         const auto rtt_ns = std::clamp<std::int64_t>(rtt_d.count(), 1, largest_rtt_ns);
         const double rtt = static_cast<double>(rtt_ns);
         // The long RTT: a plain average over the first 10 samples (warm-up,
-        // as concurrency-limits' ExpAvgMeasurement), then exponential. The
-        // warm-up's sum and count share one word, so racing samples each
-        // count exactly once. (Past the warm-up the word is only read.)
+        // as concurrency-limits' ExpAvgMeasurement), then exponential, in
+        // ExpAvgMeasurement's arithmetic. The gradient uses the average before
+        // its 5% decay; the decay is stored, the tenth sample's included (the
+        // exponential average starts from the decayed value, as there). The
+        // warm-up's sum, count and decay share one word, so racing samples
+        // each count exactly once. (Past the warm-up the word is only read.)
         double averaged = 0;
         bool warming = false;
         auto w = samples_.load(std::memory_order_relaxed);
         while (count_of(w) < warm_up) {
             const auto n = count_of(w) + 1;
             const auto sum = sum_of(w) + static_cast<std::uint64_t>(rtt_ns);
-            if (samples_.compare_exchange_weak(w, n << 56 | sum, std::memory_order_relaxed)) {
-                averaged = static_cast<double>(sum) / static_cast<double>(n);
+            averaged = static_cast<double>(sum) / static_cast<double>(n);
+            const auto next = n << 56 | sum | (decays(averaged, rtt) ? decayed_bit : 0);
+            if (samples_.compare_exchange_weak(w, next, std::memory_order_relaxed)) {
                 warming = true;
-                if (n == warm_up) {  // the exponential average starts from the plain one
+                if (n == warm_up) {  // the exponential average starts from the warm-up's value
                     double unset = 0.0;
-                    long_rtt_.compare_exchange_strong(unset, averaged, std::memory_order_relaxed);
+                    long_rtt_.compare_exchange_strong(unset, warm_value(next), std::memory_order_relaxed);
                 }
                 break;
             }
@@ -493,12 +549,11 @@ private:
         if (!warming) {
             const double factor = 2.0 / (options_.long_window + 1.0);
             double long_rtt = long_rtt_.load(std::memory_order_relaxed);
-            // Warm-up just ended on another thread, which has not stored its average yet.
-            if (long_rtt == 0.0) long_rtt = warm_average(w);
             for (;;) {
-                averaged = long_rtt + (rtt - long_rtt) * factor;
-                // Back to normal after a long overload: let the long average catch up faster.
-                const double stored = averaged / rtt > 2.0 ? averaged * 0.95 : averaged;
+                // Warm-up just ended on another thread, which has not stored its value yet: the word has it.
+                const double base = long_rtt == 0.0 ? warm_value(w) : long_rtt;
+                averaged = base * (1.0 - factor) + rtt * factor;
+                const double stored = decays(averaged, rtt) ? averaged * decay : averaged;
                 // A steady latency leaves the average as it is: no write (threads would take turns on the line).
                 if (stored == long_rtt || long_rtt_.compare_exchange_weak(long_rtt, stored, std::memory_order_relaxed)) break;
             }

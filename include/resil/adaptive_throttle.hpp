@@ -20,7 +20,11 @@
 // over the last `window` (2 min by default): requests are everything the
 // application asked for, the local rejections included; accepts are answers
 // that are not overload signals (options.overload_verdicts: 429, 503,
-// timeouts by default). While the dependency accepts everything, nothing is
+// timeouts by default). Where the book counts the requests attempted, a
+// request sent is counted here when its answer is recorded (the same counts
+// once the answers are in, a call's latency later), and one whose end
+// teaches nothing (cancelled, or refused by a policy before it was sent:
+// load_signal::ignored) is not counted: it never asked the dependency. While the dependency accepts everything, nothing is
 // rejected; when it accepts only a fraction a, the requests that still reach
 // it settle near k · accepts: with k = 2 the client sends about twice what
 // the dependency accepts, instead of the full offered load. Larger k is more
