@@ -746,6 +746,69 @@ private:
                                                       std::int64_t now_ns) const noexcept;
 
     [[nodiscard]] double cost(const detail::endpoint_state& st, std::int64_t now_ns, std::uint32_t weight) const noexcept;
+    /// The pick off the common path: a call held to idempotency scope `hold`
+    /// (0: none), or a retry whose group (skip_group) has no fresh endpoint.
+    /// The first group with a fresh endpoint (else, when held, a usable one),
+    /// and in it the best-ranked with the fewest calls in flight per weight
+    /// (peak EWMA: the lowest cost); none when there is none.
+    RESIL_DETAIL_COLD std::uint32_t pick_off_path(const detail::balancer_snapshot& s, std::int64_t now_ns,
+                                                  jitter_engine& rng, const tried_endpoints* tried, std::uint32_t hold,
+                                                  std::size_t skip_group) const noexcept {
+        constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+        // 2 = usable and fresh (untried, its breaker not refusing), 1 = usable, 0 = not to be picked.
+        auto rank = [&](std::uint32_t i, bool panic) noexcept -> int {
+            const auto& st = *s.state_of[i];
+            if (hold != 0 && s.scope_of[i] != hold) return 0;
+            if (!panic && st.unusable_at(now_ns)) return 0;
+            if (tried != nullptr && tried->contains(&st)) return 1;
+            if (st.breaker && st.breaker->state() == circuit_state::open && st.breaker->refusing_for() > duration::zero())
+                return 1;
+            return 2;
+        };
+        auto in_panic = [&](std::size_t g) noexcept {
+            const auto size = s.group_begin[g + 1] - s.group_begin[g];
+            return hold == 0 && static_cast<double>(usable_[g].load(std::memory_order_relaxed)) <
+                                    options_.panic_threshold * static_cast<double>(size);
+        };
+        // The group: the first with a fresh endpoint, else (a held call) the first with a usable one.
+        std::size_t group = s.groups();
+        int wanted = 2;
+        for (; wanted >= (hold != 0 ? 1 : 2) && group == s.groups(); --wanted)
+            for (std::size_t g = 0; g < s.groups() && group == s.groups(); ++g) {
+                if (g == skip_group) continue;
+                const bool panic = in_panic(g);
+                for (auto i = s.group_begin[g]; i < s.group_begin[g + 1]; ++i)
+                    if (rank(i, panic) >= wanted) {
+                        group = g;
+                        break;
+                    }
+            }
+        if (group == s.groups()) return none;
+        // Within it, the best of the best-ranked by the policy's measure (calls
+        // in flight per weight; peak EWMA: its cost), from a random start.
+        const bool panic = in_panic(group);
+        const auto b = s.group_begin[group], size = s.group_begin[group + 1] - b;
+        const auto start = detail::below(rng(), size);
+        std::uint32_t chosen = none;
+        int chosen_rank = 0;
+        double chosen_measure = 0.0;
+        for (std::uint32_t k = 0; k < size; ++k) {
+            const auto i = b + (start + k) % size;
+            const int r = rank(i, panic);
+            if (r == 0 || r < chosen_rank) continue;
+            const double measure =
+                options_.policy == balancing_policy::peak_ewma
+                    ? cost(*s.state_of[i], now_ns, s.weight[i])
+                    : (static_cast<double>(s.state_of[i]->outstanding.load(std::memory_order_relaxed)) + 1.0) / s.weight[i];
+            if (r > chosen_rank || measure < chosen_measure) {
+                chosen = i;
+                chosen_rank = r;
+                chosen_measure = measure;
+            }
+        }
+        return chosen;
+    }
+
     /// The peak EWMA at `now_ns`, decayed since its last sample; 0 when not measured.
     [[nodiscard]] double decayed_latency(const detail::endpoint_state& st, std::int64_t now_ns) const noexcept;
 
@@ -1052,34 +1115,45 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
         counted_snapshot_.load(std::memory_order_relaxed) != &s) [[unlikely]]
         refresh(s, now_ns);
 
-    constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
-    auto group_size = [&](std::size_t g) noexcept { return s.group_begin[g + 1] - s.group_begin[g]; };
-    auto in_panic = [&](std::size_t g) noexcept {
-        return hold == 0 && static_cast<double>(usable_[g].load(std::memory_order_relaxed)) <
-                                options_.panic_threshold * static_cast<double>(group_size(g));
-    };
-    // Whether endpoint i may be picked: 2 = usable and untried, 1 = usable
-    // but tried (or its breaker open), 0 = not usable (or not in the scope).
-    auto rank = [&](std::uint32_t i, bool panic) noexcept -> int {
-        const auto& st = *s.state_of[i];
-        if (hold != 0 && s.scope_of[i] != hold) return 0;
-        if (!panic && st.unusable_at(now_ns)) return 0;
-        if (tried != nullptr && tried->contains(&st)) return 1;
-        // An open breaker refuses until its open_for ends; then its next call is a probe.
-        if (st.breaker && st.breaker->state() == circuit_state::open && st.breaker->refusing_for() > duration::zero())
-            return 1;
-        return 2;
-    };
-    auto best_rank = [&](std::size_t g, bool panic) noexcept {
-        int best = 0;
-        for (auto i = s.group_begin[g]; i < s.group_begin[g + 1] && best < 2; ++i) best = std::max(best, rank(i, panic));
-        return best;
-    };
-
-    // The policy's choice inside group g, preferring rank 2, then rank 1; none when all are 0.
-    auto choose_in = [&](std::size_t group, bool panic) noexcept -> std::uint32_t {
+    std::size_t group = 0;
+    bool panic = false;
+    std::uint32_t chosen = std::numeric_limits<std::uint32_t>::max();
+    if (hold != 0) [[unlikely]] {
+        chosen = pick_off_path(s, now_ns, rng, tried, hold, s.groups());
+    } else {
+        // The group: the first with enough usable endpoints, else the one with the largest usable share.
+        if (s.groups() > 1) {
+            double best_share = -1.0;
+            std::size_t best = 0;
+            for (std::size_t g = 0; g < s.groups(); ++g) {
+                const auto size = s.group_begin[g + 1] - s.group_begin[g];
+                const double share = static_cast<double>(usable_[g].load(std::memory_order_relaxed)) / size;
+                if (share >= options_.failover_threshold) {
+                    best = g;
+                    break;
+                }
+                if (share > best_share) {
+                    best_share = share;
+                    best = g;
+                }
+            }
+            group = best;
+        }
         const auto b = s.group_begin[group], e = s.group_begin[group + 1];
         const auto size = e - b;
+        panic = static_cast<double>(usable_[group].load(std::memory_order_relaxed)) <
+                options_.panic_threshold * static_cast<double>(size);
+
+        // Whether endpoint i may be picked: 2 = usable and untried, 1 = usable but tried (or its breaker open), 0 = not usable.
+        auto rank = [&](std::uint32_t i) noexcept -> int {
+            const auto& st = *s.state_of[i];
+            if (!panic && st.unusable_at(now_ns)) return 0;
+            if (tried != nullptr && tried->contains(&st)) return 1;
+            // An open breaker refuses until its open_for ends; then its next call is a probe.
+            if (st.breaker && st.breaker->state() == circuit_state::open && st.breaker->refusing_for() > duration::zero())
+                return 1;
+            return 2;
+        };
         auto draw = [&]() noexcept -> std::uint32_t {
             if (s.group_uniform[group]) return b + detail::below(rng(), size);
             const auto total = s.group_weight[group];
@@ -1088,21 +1162,24 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
             const auto at = std::upper_bound(first, last, target);
             return b + static_cast<std::uint32_t>(std::min<std::ptrdiff_t>(at - first, size - 1));
         };
+        // The rank of the choice made: below 2, another group may have a fresh endpoint.
+        int found = 0;
         // The best-ranked endpoint by `better` over a scan from a random start.
         auto scan = [&](auto&& better) noexcept -> std::uint32_t {
             const auto start = detail::below(rng(), size);
-            std::uint32_t chosen = none;
-            int chosen_rank = 0;
+            std::uint32_t best = e;
+            int best_rank = 0;
             for (std::uint32_t k = 0; k < size; ++k) {
                 const auto i = b + (start + k) % size;
-                const int r = rank(i, panic);
+                const int r = rank(i);
                 if (r == 0) continue;
-                if (r > chosen_rank || (r == chosen_rank && better(i, chosen))) {
-                    chosen = i;
-                    chosen_rank = r;
+                if (r > best_rank || (r == best_rank && better(i, best))) {
+                    best = i;
+                    best_rank = r;
                 }
             }
-            return chosen;
+            found = best_rank;
+            return best;
         };
         auto fewer_outstanding = [&](std::uint32_t a, std::uint32_t c) noexcept {
             // (out_a + 1) / w_a < (out_c + 1) / w_c, in integers.
@@ -1118,95 +1195,71 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
         // untried is drawn again a few times; then a scan decides (the first),
         // or the next such endpoint after the first is taken (the second).
         auto two_choices = [&](auto&& better) noexcept -> std::uint32_t {
-            std::uint32_t first = none;
-            for (int tries = 0; tries < 8 && first == none; ++tries)
-                if (const auto i = draw(); rank(i, panic) == 2) first = i;
-            if (first == none) return scan(better);
+            std::uint32_t first = e;
+            for (int tries = 0; tries < 8 && first == e; ++tries)
+                if (const auto i = draw(); rank(i) == 2) first = i;
+            if (first == e) return scan(better);
+            found = 2;
             if (size == 1) return first;
-            std::uint32_t second = none;
-            for (int tries = 0; tries < 8 && second == none; ++tries) {
+            std::uint32_t second = e;
+            for (int tries = 0; tries < 8 && second == e; ++tries) {
                 const auto i = s.group_uniform[group] ? b + (first - b + 1 + detail::below(rng(), size - 1)) % size : draw();
-                if (i != first && rank(i, panic) == 2) second = i;
+                if (i != first && rank(i) == 2) second = i;
             }
-            for (std::uint32_t k = 1; k < size && second == none; ++k)
-                if (const auto i = b + (first - b + k) % size; rank(i, panic) == 2) second = i;
-            if (second == none) return first;
+            for (std::uint32_t k = 1; k < size && second == e; ++k)
+                if (const auto i = b + (first - b + k) % size; rank(i) == 2) second = i;
+            if (second == e) return first;
             return better(second, first) ? second : first;
         };
 
-        std::uint32_t chosen = none;
+        chosen = e;
         switch (options_.policy) {
             case balancing_policy::round_robin: {
                 const auto sb = s.schedule_begin[group];
                 const auto len = s.schedule_begin[group + 1] - sb;
                 const auto c = s.cursors.local().fetch_add(1, std::memory_order_relaxed);
-                int chosen_rank = 0;
-                for (std::uint32_t k = 0; k < len && chosen_rank < 2; ++k) {
+                for (std::uint32_t k = 0; k < len && found < 2; ++k) {
                     const auto i = s.schedule[sb + static_cast<std::uint32_t>((c + k) % len)];
-                    const int r = rank(i, panic);
-                    if (r > chosen_rank) {
+                    const int r = rank(i);
+                    if (r > found) {
                         chosen = i;
-                        chosen_rank = r;
+                        found = r;
                     }
                 }
                 break;
             }
             case balancing_policy::random:
-                for (int tries = 0; tries < 8 && chosen == none; ++tries)
-                    if (const auto i = draw(); rank(i, panic) == 2) chosen = i;
-                if (chosen == none) chosen = scan(never);
+                for (int tries = 0; tries < 8 && chosen == e; ++tries)
+                    if (const auto i = draw(); rank(i) == 2) chosen = i;
+                if (chosen == e) chosen = scan(never);
+                else found = 2;
                 break;
             case balancing_policy::least_outstanding: chosen = scan(fewer_outstanding); break;
             case balancing_policy::power_of_two_choices: chosen = two_choices(fewer_outstanding); break;
             case balancing_policy::peak_ewma: chosen = two_choices(cheaper); break;
         }
-        return chosen;
-    };
-
-    // The group: the first with enough usable endpoints, else the one with
-    // the largest usable share. A held call: the first group with a usable
-    // endpoint of its scope.
-    std::size_t group = 0;
-    if (hold != 0) {
-        while (group < s.groups() && best_rank(group, false) == 0) ++group;
-        if (group == s.groups()) return nothing();
-    } else if (s.groups() > 1) {
-        double best_share = -1.0;
-        std::size_t best = 0;
-        for (std::size_t g = 0; g < s.groups(); ++g) {
-            const double share = static_cast<double>(usable_[g].load(std::memory_order_relaxed)) / group_size(g);
-            if (share >= options_.failover_threshold) {
-                best = g;
-                break;
-            }
-            if (share > best_share) {
-                best_share = share;
-                best = g;
+        if (chosen == e) chosen = std::numeric_limits<std::uint32_t>::max();
+        // Nothing fresh in that group (every usable endpoint tried by this
+        // call, or refused by its breaker): the first group that has a fresh
+        // one takes the attempt, so a retry after a refused connection fails
+        // over at once.
+        if (found < 2 && s.groups() > 1) [[unlikely]] {
+            if (const auto fresh = pick_off_path(s, now_ns, rng, tried, 0, group);
+                fresh != std::numeric_limits<std::uint32_t>::max()) {
+                chosen = fresh;
+                for (group = 0; s.group_begin[group + 1] <= fresh; ++group) {
+                }
+                panic = static_cast<double>(usable_[group].load(std::memory_order_relaxed)) <
+                        options_.panic_threshold * static_cast<double>(s.group_begin[group + 1] - s.group_begin[group]);
             }
         }
-        group = best;
     }
-    bool panic = in_panic(group);
-    std::uint32_t chosen = choose_in(group, panic);
-    // Nothing fresh in that group (every usable endpoint tried by this call,
-    // or refused by its breaker): the first group that has a fresh one takes
-    // the attempt, so a retry after a refused connection fails over at once.
-    if (s.groups() > 1 && (chosen == none || rank(chosen, panic) < 2)) [[unlikely]] {
-        for (std::size_t g = 0; g < s.groups(); ++g) {
-            if (g == group) continue;
-            const bool p = in_panic(g);
-            if (best_rank(g, p) < 2) continue;
-            if (const auto c = choose_in(g, p); c != none) {
-                group = g;
-                panic = p;
-                chosen = c;
-            }
-            break;
-        }
+    if (chosen == std::numeric_limits<std::uint32_t>::max()) return nothing();  // everything ejected and panic mode off
+    if (hold == 0) {
+        // (A held call's pick is not the balancer's choice of group.)
+        if (group != 0) failover_picks_.add();
+        if (panic) panic_picks_.add();
     }
-    if (chosen == none) return nothing();  // everything ejected and panic mode off
-    if (group != 0) failover_picks_.add();
-    if (panic) panic_picks_.add();
     s.state_of[chosen]->outstanding.fetch_add(1, std::memory_order_relaxed);
     // Pinned inside the epoch guard (a writer sees it before freeing), then the guard ends.
     const auto stripe = static_cast<std::uint32_t>(detail::this_thread_stripe() & (s.leases.size() - 1));
