@@ -60,7 +60,7 @@ mkdir -p "$out"
 max_len_of() {
     case "$1" in
         retry_after) echo 128 ;;        # 8 bytes of clock + a header value
-        rate_limit) echo 512 ;;         # 8 bytes of clock + a few header lines
+        rate_limit) echo 1024 ;;        # 8 bytes of clock + a few header lines of several families
         timeout_header) echo 32 ;;      # at most 9 meaningful bytes
         idempotency_key) echo 64 ;;     # 36 meaningful bytes
         json_duration) echo 64 ;;

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <optional>
 #include <stdexcept>
@@ -26,6 +27,7 @@ using resil::duration;
 using resil::reason;
 using resil::verdict;
 using resil::curl::classify;
+using resil::curl::classify_status;
 using resil::curl::client;
 using resil::curl::request;
 using resil::curl::response;
@@ -63,6 +65,22 @@ std::string unix_ms_from_now(std::chrono::milliseconds later) {
     return std::to_string(at.time_since_epoch().count());
 }
 
+std::string unix_seconds_from_now(std::chrono::seconds later) {
+    const auto at = std::chrono::floor<std::chrono::seconds>(system_clock::now()) + later;
+    return std::to_string(at.time_since_epoch().count());
+}
+
+// GitHub's answer to a request over its primary rate limit ("Rate limits
+// for the REST API" and "Troubleshooting the REST API": a 403 or a 429,
+// x-ratelimit-remaining 0, x-ratelimit-reset in UTC epoch seconds).
+header_pairs github_exhausted(const std::string& reset) {
+    return {{"x-ratelimit-limit", "60"},
+            {"x-ratelimit-remaining", "0"},
+            {"x-ratelimit-used", "60"},
+            {"x-ratelimit-reset", reset},
+            {"x-ratelimit-resource", "core"}};
+}
+
 }  // namespace
 
 TEST_CASE("curl rate limit: a response exposes its rate-limit fields") {
@@ -88,6 +106,13 @@ TEST_CASE("curl rate limit: a response exposes its rate-limit fields") {
     CHECK(ok.rate_limit().window == duration{60s});
     CHECK(classify(ok).verdict == verdict::success);
     CHECK_FALSE(response::from_parts(503).rate_limit().present());
+    // A field on several lines: each line by its index among those of its name.
+    const auto lines = response::from_parts(200, {{"RateLimit", "a"}, {"Other", "x"}, {"ratelimit", "b"}});
+    CHECK(lines.header("RATELIMIT", 0) == "a");
+    CHECK(lines.header("RateLimit", 1) == "b");
+    CHECK_FALSE(lines.header("RateLimit", 2));
+    CHECK_FALSE(lines.header("Missing", 0));
+    CHECK(lines.headers().find("ratelimit", 1) == "b");
     CHECK_FALSE(response::from_failure(resil::curl::transport_status::connect_failed, CURLE_COULDNT_CONNECT, false)
                     .received_at());
 }
@@ -172,6 +197,53 @@ TEST_CASE("curl rate limit: a 429 or 503 waits what its rate-limit fields say") 
         CHECK(t.retries[0].delay > duration{100ms});
         CHECK(t.retries[0].from_retry_after);
     }
+    SECTION("draft 07's dictionary (express-rate-limit's draft-7 mode)") {
+        busy_then_ok t{429, {{"RateLimit-Policy", "10;w=60"}, {"RateLimit", "limit=10, remaining=0, reset=1"}}};
+        t.run(server, "/draft7", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK(t.retries[0].delay == duration{1s});
+        CHECK(t.retries[0].from_retry_after);
+    }
+    SECTION("Reddit's fractional remaining, reset in seconds") {
+        busy_then_ok t{429, {{"X-Ratelimit-Used", "600"}, {"X-Ratelimit-Remaining", "0.0"}, {"X-Ratelimit-Reset", "1"}}};
+        t.run(server, "/reddit", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK(t.retries[0].delay == duration{1s});
+    }
+    SECTION("X's x-rate-limit-* with a Unix-time reset") {
+        busy_then_ok t{429, {{"x-rate-limit-limit", "900"}, {"x-rate-limit-remaining", "0"},
+                             {"x-rate-limit-reset", unix_seconds_from_now(1s)}}};
+        t.run(server, "/x", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK(t.retries[0].from_retry_after);
+        CHECK(t.retries[0].delay <= duration{1s});
+        CHECK(t.retries[0].delay >= duration{50ms});
+    }
+    SECTION("Anthropic's anthropic-ratelimit-* with an RFC 3339 reset") {
+        const auto at = std::chrono::floor<std::chrono::milliseconds>(system_clock::now()) + 400ms;
+        const auto day = std::chrono::floor<std::chrono::days>(at);
+        const std::chrono::year_month_day ymd{day};
+        const std::chrono::hh_mm_ss<std::chrono::milliseconds> time{at - day};
+        char reset[40];
+        std::snprintf(reset, sizeof reset, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(ymd.year()),
+                      static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                      static_cast<int>(time.hours().count()), static_cast<int>(time.minutes().count()),
+                      static_cast<int>(time.seconds().count()), static_cast<int>(time.subseconds().count()));
+        busy_then_ok t{429, {{"anthropic-ratelimit-requests-limit", "50"},
+                             {"anthropic-ratelimit-requests-remaining", "0"},
+                             {"anthropic-ratelimit-requests-reset", reset},
+                             {"anthropic-ratelimit-tokens-remaining", "40000"}}};
+        t.run(server, "/anthropic", http);
+        REQUIRE(t.out->ok());
+        REQUIRE(t.retries.size() == 1);
+        CHECK(t.retries[0].from_retry_after);
+        // The time between writing the script and reading the reply comes off.
+        CHECK(t.retries[0].delay <= duration{400ms});
+        CHECK(t.retries[0].delay >= duration{50ms});
+    }
     SECTION("requests and tokens with durations") {
         busy_then_ok t{503, {{"x-ratelimit-remaining-requests", "0"}, {"x-ratelimit-reset-requests", "120ms"},
                              {"x-ratelimit-remaining-tokens", "5000"}, {"x-ratelimit-reset-tokens", "6m0s"}}};
@@ -204,6 +276,131 @@ TEST_CASE("curl rate limit: a 429 or 503 waits what its rate-limit fields say") 
         REQUIRE(t.retries.size() == 1);
         CHECK_FALSE(t.retries[0].from_retry_after);
     }
+}
+
+TEST_CASE("curl rate limit: GitHub's 403 with an exhausted quota is its rate limit") {
+    const auto now = system_clock::time_point{} + std::chrono::seconds{1'717'200'000};
+    const auto judge = [now](int status, std::initializer_list<resil::curl::header_field> h) {
+        return classify(response::from_parts(status, h, "", now));
+    };
+    // GitHub's fields (see github_exhausted): retried after the reset.
+    auto c = judge(403, {{"x-ratelimit-limit", "60"},
+                         {"x-ratelimit-remaining", "0"},
+                         {"x-ratelimit-used", "60"},
+                         {"x-ratelimit-reset", "1717200060"},
+                         {"x-ratelimit-resource", "core"}});
+    CHECK(c.verdict == verdict::retryable);
+    CHECK(c.hint.retry_after == duration{60s});
+    // Any form of exhausted quota with its reset; Retry-After still first; a
+    // reset already past waits the floor.
+    c = judge(403, {{"RateLimit", R"("default";r=0;t=5)"}});
+    CHECK(c.verdict == verdict::retryable);
+    CHECK(c.hint.retry_after == duration{5s});
+    c = judge(403, {{"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", "1717200060"}, {"Retry-After", "7"}});
+    CHECK(c.hint.retry_after == duration{7s});
+    c = judge(403, {{"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", "1717199000"}});
+    CHECK(c.verdict == verdict::retryable);
+    CHECK(c.hint.retry_after == duration{50ms});
+    CHECK(classify(response::from_parts(403, {{"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", "1717200060"}}, "", now),
+                   {.floor = 2min})
+              .hint.retry_after == duration{2min});
+    // A "don't retry" pushback is still obeyed.
+    CHECK(judge(403, {{"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", "1717200060"},
+                      {"grpc-retry-pushback-ms", "-1"}})
+              .hint.dont_retry);
+
+    // A 403 without an exhausted quota with its reset is what it says: permanent.
+    CHECK(judge(403, {}).verdict == verdict::permanent);
+    CHECK(judge(403, {{"x-ratelimit-remaining", "0"}}).verdict == verdict::permanent);  // no reset
+    CHECK(judge(403, {{"x-ratelimit-remaining", "1"}, {"x-ratelimit-reset", "1717200060"}}).verdict ==
+          verdict::permanent);
+    CHECK(judge(403, {{"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", "soon"}}).verdict == verdict::permanent);
+    CHECK(judge(403, {{"Retry-After", "60"}}).verdict == verdict::permanent);
+    // Other 4xx are not rate limits, whatever their fields say.
+    for (const int status : {400, 401, 404, 422}) {
+        INFO(status);
+        CHECK(judge(status, {{"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", "1717200060"}}).verdict ==
+              verdict::permanent);
+    }
+    CHECK(classify_status(403, false, false) == verdict::permanent);  // the status alone cannot say
+}
+
+TEST_CASE("curl rate limit: GitHub's 403 through a pipeline: retried when the reset fits the deadline") {
+    fault_server server;
+    client http;
+    std::vector<resil::events::retry_scheduled> retries;
+    const auto pipe = resil::pipeline(resil::deadline_policy{10s}, resil::retry_policy{resil_test::quick_retries})
+                          .with_listener(scheduled_retries{&retries});
+    const auto call = [&](const std::string& path) {
+        return pipe([&](resil::context& ctx) { return http.perform(request::get(server.url(path)), ctx); });
+    };
+
+    SECTION("a reset within the deadline: waited, then retried") {
+        server.on("/soon", {action::respond(403, "", github_exhausted(unix_seconds_from_now(2s))),
+                            action::respond(200, "ok")});
+        const auto out = call("/soon");
+        REQUIRE(out.ok());
+        CHECK(server.requests().size() == 2);
+        REQUIRE(retries.size() == 1);
+        CHECK(retries[0].from_retry_after);
+        // Whole seconds to the reset from when the 403 arrived (at most 2,
+        // fewer if a second ticked meanwhile), or the floor if it passed.
+        CHECK(retries[0].delay <= duration{2s});
+        CHECK(retries[0].delay >= duration{50ms});
+    }
+    SECTION("a reset past the deadline: the call ends at once") {
+        server.on("/later", {action::respond(403, "", github_exhausted(unix_seconds_from_now(1h))),
+                             action::respond(200, "ok")});
+        const auto out = call("/later");
+        CHECK(out.reason() == reason::retry_after_exceeds_deadline);
+        CHECK(retries.empty());
+        CHECK(server.requests().size() == 1);
+        REQUIRE(out.has_value());
+        CHECK(out->status() == 403);
+    }
+    SECTION("a 403 that is no rate limit: permanent, not repeated") {
+        server.on("/forbidden", {action::respond(403, "", {{"x-ratelimit-remaining", "59"},
+                                                           {"x-ratelimit-reset", unix_seconds_from_now(1h)}}),
+                                 action::respond(200, "ok")});
+        const auto out = call("/forbidden");
+        CHECK(out.reason() == reason::failed);
+        CHECK(retries.empty());
+        CHECK(server.requests().size() == 1);
+    }
+}
+
+TEST_CASE("curl rate limit: a RateLimit field on several lines from the server") {
+    // express-rate-limit's draft-8 mode with two limiters: one RateLimit and
+    // one RateLimit-Policy line each.
+    fault_server server;
+    server.on("/two", {action::respond(429, "",
+                                       {{"RateLimit-Policy", R"("burst"; q=10; w=1)"},
+                                        {"RateLimit", R"("burst"; r=4; t=1)"},
+                                        {"RateLimit-Policy", R"("hourly"; q=100; w=3600)"},
+                                        {"RateLimit", R"("hourly"; r=0; t=1)"}}),
+                       action::respond(200, "ok")});
+    client http;
+    const auto first = http.perform(request::get(server.url("/two")));
+    REQUIRE(first.status() == 429);
+    CHECK(first.header("RateLimit", 1) == R"("hourly"; r=0; t=1)");
+    CHECK_FALSE(first.header("RateLimit", 2));
+    const auto q = first.rate_limit();
+    CHECK(q.remaining == 0);
+    CHECK(q.limit == 100);
+    CHECK(q.window == duration{3600s});
+    CHECK(classify(first).hint.retry_after == duration{1s});
+
+    server.on("/two", {action::respond(429, "",
+                                       {{"RateLimit", R"("burst"; r=4; t=1)"}, {"RateLimit", R"("hourly"; r=0; t=1)"}}),
+                       action::respond(200, "ok")});
+    std::vector<resil::events::retry_scheduled> retries;
+    const auto pipe = resil::pipeline(resil::retry_policy{resil_test::quick_retries})
+                          .with_listener(scheduled_retries{&retries});
+    const auto out = pipe([&](resil::context& ctx) { return http.perform(request::get(server.url("/two")), ctx); });
+    REQUIRE(out.ok());
+    REQUIRE(retries.size() == 1);
+    CHECK(retries[0].delay == duration{1s});  // the second line's reset
+    CHECK(retries[0].from_retry_after);
 }
 
 TEST_CASE("curl rate limit: a reset past the deadline ends the call at once") {

@@ -1,7 +1,9 @@
 // resil/paced_bucket.hpp — a token bucket whose rate and burst follow what
-// the server advertises in its rate-limit fields (RateLimit, RateLimit-*,
-// X-RateLimit-*, x-ratelimit-*-requests: read by resil/rate_limit.hpp), so a
-// batch caller slows down before the 429 rather than after it.
+// the server advertises in its rate-limit fields (RateLimit in each draft's
+// shape, RateLimit-*, X-RateLimit-*, x-rate-limit-*, x-ratelimit-*-requests,
+// anthropic-ratelimit-*: read by resil/rate_limit.hpp, the most restrictive
+// quota of them), so a batch caller slows down before the 429 rather than
+// after it.
 //
 //   resil::paced_bucket pace{{.rate = 10, .burst = 10}};      // until a server says more
 //
@@ -243,10 +245,9 @@ public:
         auto out = std::forward<Next>(next)(ctx);
         if constexpr (requires { out->header(std::string_view{}); }) {
             if (out.has_value()) {
-                const auto& value = *out;
-                const auto lookup = [&value](std::string_view name) -> std::optional<std::string_view> {
-                    return value.header(name);
-                };
+                // header(name, index) too, where the result has it: a
+                // RateLimit field on several lines is read whole.
+                const auto lookup = detail::fields_lookup<std::remove_cvref_t<decltype(*out)>>{&*out};
                 if (const auto change = observe(lookup, shared ? ctx.recent_now() : clock_.now(),
                                                 std::chrono::system_clock::now()))
                     ctx.emit(*change);

@@ -1,41 +1,63 @@
 // resil/rate_limit.hpp — what a server says about its rate limits, and how
-// long it asks a client to wait: the IETF RateLimit fields, their older
-// drafts, the X-RateLimit-* family, the duration form some APIs send, and
-// retry-after-ms, next to Retry-After.
+// long it asks a client to wait: the IETF RateLimit fields in each of their
+// drafts' shapes, the X-RateLimit-* family and its vendor variants, the
+// duration and timestamp resets some APIs send, and retry-after-ms, next to
+// Retry-After.
 //
 //   auto lookup = [&](std::string_view name) { return r.header(name); };   // any letter case
 //   resil::rate_limit_info q = resil::read_rate_limit(lookup, now);
 //   if (q.exhausted() && q.reset) log("quota back in", *q.reset);
 //   if (auto p = resil::pushback_from(lookup, now)) wait(p->wait);   // Retry-After first
 //
-// Forms read (the first one present wins, in this order):
-//   RateLimit: "default";r=0;t=30           draft-ietf-httpapi-ratelimit-headers-08 and
-//   RateLimit-Policy: "default";q=100;w=60    later: Structured Field lists (RFC 9651); `t`
-//                                            is delay-seconds; several items: the most
-//                                            restrictive one (below)
-//   RateLimit-Limit: 100                     drafts 00 to 07: Structured Field integers
-//   RateLimit-Remaining: 0
-//   RateLimit-Reset: 30                      (the reset heuristic below, as GitLab sends
-//                                            Unix time in this field)
-//   X-RateLimit-Limit: 5000                  GitHub, Twitter, many others: digits;
-//   X-RateLimit-Remaining: 0                 X-RateLimit-Reset through the heuristic
-//   X-RateLimit-Reset: 1717171717
-//   x-ratelimit-remaining-requests: 0        OpenAI and similar: requests and tokens, each
-//   x-ratelimit-reset-requests: 6m0s         reset a Go duration ("6m0s", "20ms", "1.5s")
+// Forms read (`rate_limit_form`):
+//   RateLimit: "default";r=0;t=30           ietf: draft-ietf-httpapi-ratelimit-headers-08
+//   RateLimit-Policy: "default";q=100;w=60    and later, Structured Field lists (RFC 9651);
+//                                            `t` is delay-seconds
+//   RateLimit: limit=100, remaining=0, reset=5   ietf_dictionary: draft 07, a Structured
+//   RateLimit-Policy: 100;w=60                   Field Dictionary (express-rate-limit's
+//                                                "draft-7"); the policy matched by quota
+//   RateLimit-Limit: 100                     ietf_legacy: drafts 00 to 06, Structured Field
+//   RateLimit-Remaining: 0                   integers (RateLimit-Policy as in draft 07);
+//   RateLimit-Reset: 30                      the reset heuristic below (GitLab sends Unix
+//                                            time in this field)
+//   X-RateLimit-Limit: 5000                  x_ratelimit: GitHub, Reddit, many others;
+//   X-RateLimit-Remaining: 0                 digits (a fraction, Reddit's "0.0", rounded
+//   X-RateLimit-Reset: 1717171717            down); the reset through the heuristic
+//   x-rate-limit-remaining: 0                x_rate_limit: X's API, the same values
+//   x-rate-limit-reset: 1705420800
+//   x-ratelimit-remaining-requests: 0        x_ratelimit_split: OpenAI and similar, requests
+//   x-ratelimit-reset-requests: 6m0s         and tokens; a Go duration ("6m0s", "1.5s")
+//   anthropic-ratelimit-tokens-remaining: 0  anthropic: requests, tokens, input-tokens,
+//   anthropic-ratelimit-tokens-reset:        output-tokens; the reset an RFC 3339 time
+//       2025-08-21T12:40:59Z
 //
-// The reset heuristic (X-RateLimit-Reset, RateLimit-Reset): a number N at or
-// above 10^12 is milliseconds since the Unix epoch (10^12 ms is September
-// 2001; as seconds it would be the year 33658); at or above 10^9 it is
-// seconds since the epoch (10^9 s is also September 2001; as a delay it would
-// be 31 years), as GitHub documents and octokit reads it; below 10^9 it is
-// delay-seconds, as the IETF drafts define it. A number of any magnitude
-// that reads as a time already past is a reset of zero.
+// The most restrictive quota wins: of every member of a RateLimit field (on
+// every line it was sent on), and of every form present in the response.
+// One that says what remains beats one that does not; an exhausted one
+// (remaining 0) beats any other, and among exhausted ones the later known
+// reset (every one must be restored before a request passes); among the
+// others, one that says a reset after now (a pace) beats one that does not,
+// and of those the slower pace — remaining ÷ time to the reset: 2 left for
+// 9 s binds more than 2 left for 1 s — wins; of the rest, the lower
+// remaining. On a tie the first read stays, in the order above.
+// Counts in different units (requests, tokens) are compared as they are:
+// the fields do not say what a request costs.
+//
+// The reset heuristic (X-RateLimit-Reset, x-rate-limit-reset,
+// RateLimit-Reset): a number N at or above 10^12 is milliseconds since the
+// Unix epoch (10^12 ms is September 2001; as seconds it would be the year
+// 33658); at or above 10^9 it is seconds since the epoch (10^9 s is also
+// September 2001; as a delay it would be 31 years), as GitHub and X document
+// and octokit reads it; below 10^9 it is delay-seconds, as the IETF drafts
+// and Reddit define it. A number of any magnitude that reads as a time
+// already past is a reset of zero.
 //
 // Malformed values are ignored, never guessed: a field that does not parse is
-// as if absent (draft: "Malformed RateLimit header fields MUST be ignored"),
-// and every duration is capped at retry_after_max (2^31 s), so no value makes
-// anyone sleep for years; whether a wait fits the deadline is the retry
-// policy's decision.
+// as if absent (draft: "Malformed RateLimit header fields MUST be ignored";
+// a RateLimit field with one malformed line is ignored whole), and every
+// duration is capped at retry_after_max (2^31 s), so no value makes anyone
+// sleep for years; whether a wait fits the deadline is the retry policy's
+// decision.
 //
 // pushback_from's precedence, first match wins:
 //   1. Retry-After (RFC 9110; the draft says it MUST take precedence)
@@ -46,10 +68,13 @@
 //
 // Transport-agnostic: every function takes a header lookup, any callable
 // `std::optional<std::string_view>(std::string_view name)` that finds the
-// first field of that name in any letter case and does not throw. A list
-// split over several field lines is read from the first line only (the lookup
-// returns one). Pure functions of their arguments: no allocation, no
-// exceptions, no locale, constexpr; thread-safe.
+// first field of that name in any letter case and does not throw; one that
+// can also be called with (name, index) for the index-th field line of that
+// name (header_lookup_lines) lets RateLimit and RateLimit-Policy be read
+// from every line they were sent on (up to rate_limit_max_lines), else from
+// the first. The other families are read from the first field of each name.
+// Pure functions of their arguments: no allocation, no exceptions, no
+// locale, constexpr; thread-safe.
 #pragma once
 
 #include <chrono>
@@ -61,6 +86,7 @@
 #include <type_traits>
 
 #include "detail/platform.hpp"
+#include "detail/rfc3339.hpp"
 #include "clock.hpp"
 #include "retry_after.hpp"
 #include "validation.hpp"
@@ -70,10 +96,13 @@ namespace resil {
 /// Which fields a rate_limit_info was read from.
 enum class rate_limit_form : std::uint8_t {
     none,              ///< no rate-limit field was present and well formed
-    ietf,              ///< RateLimit (and RateLimit-Policy): the current IETF draft
-    ietf_legacy,       ///< RateLimit-Limit / -Remaining / -Reset: the draft's versions 00 to 07
+    ietf,              ///< RateLimit (and RateLimit-Policy) as lists of named policies: the draft from version 08
+    ietf_legacy,       ///< RateLimit-Limit / -Remaining / -Reset: the draft's versions 00 to 06
     x_ratelimit,       ///< X-RateLimit-Limit / -Remaining / -Reset
     x_ratelimit_split, ///< x-ratelimit-{limit,remaining,reset}-{requests,tokens}, resets as durations
+    ietf_dictionary,   ///< RateLimit: limit=, remaining=, reset= (and RateLimit-Policy): the draft's version 07
+    x_rate_limit,      ///< x-rate-limit-limit / -remaining / -reset (X's API)
+    anthropic,         ///< anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-*, RFC 3339 resets
 };
 
 [[nodiscard]] constexpr std::string_view to_string(rate_limit_form f) noexcept {
@@ -83,6 +112,9 @@ enum class rate_limit_form : std::uint8_t {
         case rate_limit_form::ietf_legacy: return "ietf_legacy";
         case rate_limit_form::x_ratelimit: return "x_ratelimit";
         case rate_limit_form::x_ratelimit_split: return "x_ratelimit_split";
+        case rate_limit_form::ietf_dictionary: return "ietf_dictionary";
+        case rate_limit_form::x_rate_limit: return "x_rate_limit";
+        case rate_limit_form::anthropic: return "anthropic";
     }
     return "unknown";
 }
@@ -98,11 +130,11 @@ struct rate_limit_info {
     /// The quota of the window (RateLimit-Policy's `q` for the IETF form, when
     /// the policy named by RateLimit is there).
     std::optional<std::int64_t> limit{};
-    /// What is left of it.
+    /// What is left of it; a fraction (Reddit's "0.0") is rounded down.
     std::optional<std::int64_t> remaining{};
     /// Time from `now` until the quota is restored, at most retry_after_max.
     std::optional<duration> reset{};
-    /// The policy's window (RateLimit-Policy's `w`; IETF form only).
+    /// The policy's window (RateLimit-Policy's `w`; the IETF forms only).
     std::optional<duration> window{};
 
     /// Nothing is left: a request now would be throttled.
@@ -116,6 +148,18 @@ template <class F>
 concept header_lookup = std::invocable<const F&, std::string_view> &&
                         std::convertible_to<std::invoke_result_t<const F&, std::string_view>,
                                             std::optional<std::string_view>>;
+
+/// A header_lookup that also finds the field line of a name at `index`
+/// (0: the first, as lookup(name)), so that a RateLimit field sent on several
+/// lines is read whole. resil::curl::response is read through one.
+template <class F>
+concept header_lookup_lines =
+    header_lookup<F> && std::invocable<const F&, std::string_view, std::size_t> &&
+    std::convertible_to<std::invoke_result_t<const F&, std::string_view, std::size_t>, std::optional<std::string_view>>;
+
+/// The field lines of one name read at most: a RateLimit field on more lines
+/// is read from its first 16 (a bound on the work a response can ask for).
+inline constexpr std::size_t rate_limit_max_lines = 16;
 
 /// The lowest wait pushback_from returns, by default.
 inline constexpr duration default_pushback_floor = std::chrono::milliseconds{50};
@@ -182,8 +226,11 @@ inline constexpr std::int64_t rate_limit_cap_ns = retry_after_max.count() * ns_p
 /// One bare item of a Structured Field (RFC 9651 §3.3), as much of it as the
 /// rate-limit fields need: integers by value, strings and tokens as their
 /// raw text (a string's escapes are left in place), the rest by kind only.
+/// `inner_list` stands for a dictionary member's inner list, skipped.
 struct sf_bare_item {
-    enum class kind : std::uint8_t { integer, decimal, string, token, byte_sequence, boolean, date, display_string };
+    enum class kind : std::uint8_t {
+        integer, decimal, string, token, byte_sequence, boolean, date, display_string, inner_list
+    };
     kind type = kind::integer;
     std::int64_t integer = 0;
     std::string_view text{};
@@ -249,6 +296,28 @@ public:
             if (!bare_item() || !parameters([](std::string_view, const sf_bare_item&) {})) return false;
             if (!next_is(' ') && !next_is(')')) return false;
         }
+    }
+
+    /// §4.2.2: one dictionary member: its key, then "=" and an item or an
+    /// inner list (whose members are skipped: `value` is then of kind
+    /// inner_list), or no "=" and the Boolean true; parameters ignored.
+    [[nodiscard]] constexpr bool dictionary_member(std::string_view& key, sf_bare_item& value) noexcept {
+        const auto name = this->key();
+        if (!name) return false;
+        key = *name;
+        value = sf_bare_item{sf_bare_item::kind::boolean, 1, {}};
+        if (next_is('=')) {
+            ++i_;
+            if (next_is('(')) {
+                if (!skip_inner_list()) return false;
+                value = sf_bare_item{sf_bare_item::kind::inner_list, 0, {}};
+            } else {
+                const auto item = bare_item();
+                if (!item) return false;
+                value = *item;
+            }
+        }
+        return parameters([](std::string_view, const sf_bare_item&) {});
     }
 
     /// §4.2.1: after a list member, either the end or a comma and another
@@ -406,14 +475,20 @@ private:
     return failed ? std::nullopt : std::optional{item->integer};
 }
 
-/// ASCII digits only (OWS around), saturated at rate_limit_count_max.
+/// ASCII digits (OWS around), saturated at rate_limit_count_max, with an
+/// optional fraction ("599.0": Reddit) that is dropped: a count is rounded
+/// down, so less than one whole request left reads as none left.
 [[nodiscard]] constexpr std::optional<std::int64_t> plain_count(std::string_view value) noexcept {
     const auto text = trim_ows(value);
-    if (text.empty()) return std::nullopt;
     std::int64_t n = 0;
-    for (const char c : text) {
-        if (!is_digit(c)) return std::nullopt;
-        if (n <= rate_limit_count_max) n = n * 10 + (c - '0');  // stops growing past the cap
+    std::size_t i = 0;
+    for (; i < text.size() && is_digit(text[i]); ++i)
+        if (n <= rate_limit_count_max) n = n * 10 + (text[i] - '0');  // stops growing past the cap
+    if (i == 0) return std::nullopt;
+    if (i < text.size()) {
+        if (text[i] != '.' || i + 1 == text.size()) return std::nullopt;
+        for (++i; i < text.size(); ++i)
+            if (!is_digit(text[i])) return std::nullopt;
     }
     return n < rate_limit_count_max ? n : rate_limit_count_max;
 }
@@ -457,14 +532,15 @@ struct decimal_number {
     return out;
 }
 
-/// The reset heuristic (see the banner) for `n` whole units plus a fraction.
-[[nodiscard]] constexpr duration reset_from_number(const decimal_number& n,
+/// The time from `now` until `n` whole seconds (or, `in_ms`, milliseconds)
+/// since the Unix epoch plus its fraction: zero when already past; a whole
+/// number rounded up to whole units; at most the cap. `n.whole` within
+/// ±10^18.
+[[nodiscard]] constexpr duration until_epoch_units(const decimal_number& n, bool in_ms,
                                                    std::chrono::system_clock::time_point now) noexcept {
     using std::chrono::milliseconds;
     using std::chrono::nanoseconds;
     using std::chrono::seconds;
-    if (n.whole < 1'000'000'000) return capped_ns(n.whole * ns_per_second + n.fraction_ns);  // delay-seconds
-    const bool in_ms = n.whole >= 1'000'000'000'000;
     const std::int64_t unit_ns = in_ms ? 1'000'000 : ns_per_second;
     // Whole units first, in units, so that no count of nanoseconds since the
     // epoch is ever formed from the server's number: it may be far away.
@@ -482,6 +558,13 @@ struct decimal_number {
     return capped_ns(units * unit_ns + n.fraction_ns - into_unit);
 }
 
+/// The reset heuristic (see the banner) for `n` whole units plus a fraction.
+[[nodiscard]] constexpr duration reset_from_number(const decimal_number& n,
+                                                   std::chrono::system_clock::time_point now) noexcept {
+    if (n.whole < 1'000'000'000) return capped_ns(n.whole * ns_per_second + n.fraction_ns);  // delay-seconds
+    return until_epoch_units(n, n.whole >= 1'000'000'000'000, now);
+}
+
 /// One Go-style duration component's unit, in nanoseconds; 0 when unknown.
 [[nodiscard]] constexpr std::int64_t duration_unit_ns(std::string_view name) noexcept {
     if (name == "ns") return 1;
@@ -493,24 +576,79 @@ struct decimal_number {
     return 0;
 }
 
-/// The most restrictive of two quotas: an exhausted one before any other
-/// (among exhausted ones, the later known reset: every one must be
-/// restored); else the one with less remaining; the first on a tie.
-[[nodiscard]] constexpr bool more_restrictive(std::int64_t remaining, const std::optional<duration>& reset,
-                                              std::int64_t than_remaining,
-                                              const std::optional<duration>& than_reset) noexcept {
-    if (remaining == 0 && than_remaining == 0) return reset && (!than_reset || *reset > *than_reset);
-    return remaining < than_remaining;
+/// a·b < c·d for unsigned 64-bit factors, exactly (128-bit products from
+/// 32-bit halves: no 128-bit type needed).
+[[nodiscard]] constexpr bool product_less(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) noexcept {
+    struct wide {
+        std::uint64_t high, low;
+    };
+    const auto multiply = [](std::uint64_t x, std::uint64_t y) {
+        constexpr std::uint64_t half = 0xFFFF'FFFF;
+        const std::uint64_t low_low = (x & half) * (y & half), low_high = (x & half) * (y >> 32);
+        const std::uint64_t high_low = (x >> 32) * (y & half), high_high = (x >> 32) * (y >> 32);
+        const std::uint64_t middle = (low_low >> 32) + (low_high & half) + (high_low & half);
+        return wide{high_high + (low_high >> 32) + (high_low >> 32) + (middle >> 32), (middle << 32) | (low_low & half)};
+    };
+    const wide left = multiply(a, b), right = multiply(c, d);
+    return left.high != right.high ? left.high < right.high : left.low < right.low;
 }
 
-/// The IETF RateLimit field (with RateLimit-Policy when it names the same policy).
-[[nodiscard]] constexpr std::optional<rate_limit_info> read_ietf(std::string_view field,
-                                                                 std::optional<std::string_view> policy_field) noexcept {
-    sf_parser p(field);
+/// Whether quota `a` is more restrictive than `b` (the banner's rule):
+/// 1. one that says what remains over one that does not;
+/// 2. an exhausted one (remaining 0) over any other; among exhausted ones, a
+///    known reset over an unknown one, then the later reset (every one must
+///    be restored before a request passes);
+/// 3. among the others, one with a reset after now (it says a pace) over
+///    one without; among those, the slower pace (remaining ÷ time to the
+///    reset, compared exactly); among the rest, the lower remaining.
+/// A strict weak order, so the most restrictive of several does not depend
+/// on the order they are read in; false on a tie (the one read first stays).
+[[nodiscard]] constexpr bool more_restrictive(const rate_limit_info& a, const rate_limit_info& b) noexcept {
+    if (a.remaining.has_value() != b.remaining.has_value()) return a.remaining.has_value();
+    if (!a.remaining) return false;
+    const std::int64_t left_a = *a.remaining, left_b = *b.remaining;
+    if ((left_a == 0) != (left_b == 0)) return left_a == 0;
+    if (left_a == 0) return a.reset && (!b.reset || *a.reset > *b.reset);
+    const bool paced_a = a.reset && a.reset->count() > 0, paced_b = b.reset && b.reset->count() > 0;
+    if (paced_a != paced_b) return paced_a;
+    if (!paced_a) return left_a < left_b;
+    // left_a / reset_a < left_b / reset_b, without dividing.
+    const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+    return product_less(u(left_a), u(b.reset->count()), u(left_b), u(a.reset->count()));
+}
+
+/// Keeps in `best` the more restrictive of it and `candidate`.
+constexpr void keep_most_restrictive(std::optional<rate_limit_info>& best,
+                                     const std::optional<rate_limit_info>& candidate) noexcept {
+    if (candidate && (!best || more_restrictive(*candidate, *best))) best = candidate;
+}
+
+/// The field line of `name` at `index` (0: the first); past the first only
+/// when the lookup can find more (header_lookup_lines).
+template <class Lookup>
+[[nodiscard]] constexpr std::optional<std::string_view> field_line(const Lookup& lookup, std::string_view name,
+                                                                   std::size_t index) noexcept {
+    if constexpr (header_lookup_lines<Lookup>) {
+        return std::optional<std::string_view>(lookup(name, index));
+    } else {
+        if (index != 0) return std::nullopt;
+        return std::optional<std::string_view>(lookup(name));
+    }
+}
+
+/// The quota one RateLimit line names, with the name of its policy (the list
+/// form; empty for the dictionary form).
+struct ietf_quota {
+    rate_limit_info info;
+    std::string_view policy_name{};
+};
+
+/// One RateLimit line in the list form of draft 08 and later: its most
+/// restrictive member.
+[[nodiscard]] constexpr std::optional<ietf_quota> read_ietf_list(std::string_view line) noexcept {
+    sf_parser p(line);
     bool failed = false;
-    bool found = false;
-    rate_limit_info best{rate_limit_form::ietf};
-    std::string_view best_name;
+    std::optional<ietf_quota> best;
     do {
         // Each member: a policy's name (a String), r (REQUIRED, a
         // non-negative Integer), t (optional, a non-negative Integer).
@@ -522,48 +660,129 @@ struct decimal_number {
             if (key == "t") t = v;
         });
         if (!ok || !r || !r->non_negative_integer() || (t && !t->non_negative_integer())) return std::nullopt;
-        std::optional<duration> reset;
-        if (t) reset = capped_seconds(t->integer);
-        if (!found || more_restrictive(r->integer, reset, *best.remaining, best.reset)) {
-            best.remaining = r->integer;
-            best.reset = reset;
-            best_name = name->text;
-        }
-        found = true;
+        ietf_quota q{rate_limit_info{rate_limit_form::ietf}, name->text};
+        q.info.remaining = r->integer;
+        if (t) q.info.reset = capped_seconds(t->integer);
+        if (!best || more_restrictive(q.info, best->info)) best = q;
     } while (p.next_member(failed));
     if (failed) return std::nullopt;
+    return best;
+}
 
-    if (policy_field) {
+/// One RateLimit line in draft 07's dictionary form: limit (REQUIRED),
+/// remaining (optional), reset (REQUIRED, delay-seconds), each a
+/// non-negative Integer; other keys and every parameter ignored; a key given
+/// twice keeps its last value (RFC 9651 §4.2.2).
+[[nodiscard]] constexpr std::optional<rate_limit_info> read_ietf_dictionary(std::string_view line) noexcept {
+    sf_parser p(line);
+    bool failed = false;
+    std::optional<sf_bare_item> limit, remaining, reset;
+    do {
+        std::string_view key;
+        sf_bare_item value;
+        if (!p.dictionary_member(key, value)) return std::nullopt;
+        if (key == "limit") limit = value;
+        if (key == "remaining") remaining = value;
+        if (key == "reset") reset = value;
+    } while (p.next_member(failed));
+    if (failed || !limit || !limit->non_negative_integer() || !reset || !reset->non_negative_integer() ||
+        (remaining && !remaining->non_negative_integer()))
+        return std::nullopt;
+    rate_limit_info info{rate_limit_form::ietf_dictionary};
+    info.limit = limit->integer;
+    if (remaining) info.remaining = remaining->integer;
+    info.reset = capped_seconds(reset->integer);
+    return info;
+}
+
+/// RateLimit-Policy in the list form of draft 08 and later: the limit (`q`)
+/// and window (`w`) of the first policy named `name`, into `info`. A
+/// malformed line leaves `info` as it was: the field is ignored as a whole.
+template <class Lookup>
+constexpr void read_named_policy(const Lookup& lookup, std::string_view name, rate_limit_info& info) noexcept {
+    std::optional<std::int64_t> limit;
+    std::optional<duration> window;
+    for (std::size_t i = 0; i < rate_limit_max_lines; ++i) {
+        const auto line = field_line(lookup, "RateLimit-Policy", i);
+        if (!line) break;
         // A quota policy: its name (a String), q (REQUIRED, a non-negative
-        // Integer), w (optional, a positive Integer). A malformed policy
-        // field is ignored as a whole.
-        sf_parser q(*policy_field);
-        std::optional<std::int64_t> limit;
-        std::optional<duration> window;
-        bool policy_ok = true;
+        // Integer), w (optional, a positive Integer).
+        sf_parser q(*line);
+        bool failed = false;
         do {
-            const auto name = q.bare_item();
+            const auto policy = q.bare_item();
             std::optional<sf_bare_item> quota, w;
-            const bool ok = name && q.parameters([&](std::string_view key, const sf_bare_item& v) {
+            const bool ok = policy && q.parameters([&](std::string_view key, const sf_bare_item& v) {
                 if (key == "q") quota = v;
                 if (key == "w") w = v;
             });
-            if (!ok || name->type != sf_bare_item::kind::string || !quota || !quota->non_negative_integer() ||
-                (w && (!w->non_negative_integer() || w->integer == 0))) {
-                policy_ok = false;
-                break;
-            }
-            if (name->text == best_name && !limit) {  // the first policy of that name
+            if (!ok || policy->type != sf_bare_item::kind::string || !quota || !quota->non_negative_integer() ||
+                (w && (!w->non_negative_integer() || w->integer == 0)))
+                return;
+            if (policy->text == name && !limit) {  // the first policy of that name
                 limit = quota->integer;
                 if (w) window = capped_seconds(w->integer);
             }
         } while (q.next_member(failed));
-        if (policy_ok && !failed) {
-            best.limit = limit;
-            best.window = window;
-        }
+        if (failed) return;
     }
-    return best;
+    info.limit = limit;
+    info.window = window;
+}
+
+/// RateLimit-Policy in the form of drafts 03 to 07 (`100;w=60, 1000;w=3600`:
+/// Integers, each with `w` REQUIRED, a positive Integer): the window of the
+/// first policy whose quota is `info.limit`, into `info` ("two quota policies
+/// MUST NOT be associated with the same quota units value"). A malformed
+/// line leaves `info` as it was.
+template <class Lookup>
+constexpr void read_quota_policy(const Lookup& lookup, rate_limit_info& info) noexcept {
+    if (!info.limit) return;
+    std::optional<duration> window;
+    for (std::size_t i = 0; i < rate_limit_max_lines; ++i) {
+        const auto line = field_line(lookup, "RateLimit-Policy", i);
+        if (!line) break;
+        sf_parser q(*line);
+        bool failed = false;
+        do {
+            const auto quota = q.bare_item();
+            std::optional<sf_bare_item> w;
+            const bool ok = quota && q.parameters([&](std::string_view key, const sf_bare_item& v) {
+                if (key == "w") w = v;
+            });
+            if (!ok || !quota->non_negative_integer() || !w || !w->non_negative_integer() || w->integer == 0) return;
+            if (quota->integer == *info.limit && !window) window = capped_seconds(w->integer);
+        } while (q.next_member(failed));
+        if (failed) return;
+    }
+    info.window = window;
+}
+
+/// The RateLimit field, every line of it (up to rate_limit_max_lines), each
+/// line in the list form (draft 08 and later) or the dictionary form (draft
+/// 07): the most restrictive quota of all, with its policy. One malformed
+/// line and the field is ignored as a whole.
+template <class Lookup>
+[[nodiscard]] constexpr std::optional<rate_limit_info> read_ietf(const Lookup& lookup) noexcept {
+    std::optional<ietf_quota> best;
+    for (std::size_t i = 0; i < rate_limit_max_lines; ++i) {
+        const auto line = field_line(lookup, "RateLimit", i);
+        if (!line) break;
+        auto q = read_ietf_list(*line);
+        if (!q) {
+            const auto dictionary = read_ietf_dictionary(*line);
+            if (!dictionary) return std::nullopt;
+            q = ietf_quota{*dictionary};
+        }
+        if (!best || more_restrictive(q->info, best->info)) best = q;
+    }
+    if (!best) return std::nullopt;
+    if (best->info.form == rate_limit_form::ietf) {
+        read_named_policy(lookup, best->policy_name, best->info);
+    } else {
+        read_quota_policy(lookup, best->info);
+    }
+    return best->info;
 }
 
 /// Limit, remaining and reset from three fields, each read by its parser;
@@ -582,6 +801,46 @@ template <class ReadCount, class ReadReset>
     if (!info.limit && !info.remaining && !info.reset) return std::nullopt;
     return info;
 }
+
+/// The names of one quota's three fields.
+struct quota_field_names {
+    std::string_view limit, remaining, reset;
+};
+
+/// OpenAI's requests and tokens.
+inline constexpr quota_field_names openai_quotas[] = {
+    {"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"},
+    {"x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"},
+};
+
+/// Anthropic's four quotas.
+inline constexpr quota_field_names anthropic_quotas[] = {
+    {"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining",
+     "anthropic-ratelimit-requests-reset"},
+    {"anthropic-ratelimit-tokens-limit", "anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset"},
+    {"anthropic-ratelimit-input-tokens-limit", "anthropic-ratelimit-input-tokens-remaining",
+     "anthropic-ratelimit-input-tokens-reset"},
+    {"anthropic-ratelimit-output-tokens-limit", "anthropic-ratelimit-output-tokens-remaining",
+     "anthropic-ratelimit-output-tokens-reset"},
+};
+
+/// A header_lookup_lines over an object with `header(name)` and, where it
+/// has one, `header(name, index)` (resil::curl::response), both returning
+/// std::optional<std::string_view>.
+template <class Fields>
+struct fields_lookup {
+    const Fields* fields;
+    constexpr std::optional<std::string_view> operator()(std::string_view name) const {
+        return fields->header(name);
+    }
+    constexpr std::optional<std::string_view> operator()(std::string_view name, std::size_t index) const
+        requires requires(const Fields& f, std::string_view n, std::size_t i) {
+            { f.header(n, i) } -> std::convertible_to<std::optional<std::string_view>>;
+        }
+    {
+        return fields->header(name, index);
+    }
+};
 
 }  // namespace detail
 
@@ -642,15 +901,30 @@ template <class ReadCount, class ReadReset>
     return detail::reset_from_number(*n, now);
 }
 
-/// Reads the rate-limit fields of one response (see the banner for the forms
-/// and their order). `now` is the moment the response arrived: Unix-time
-/// resets are measured from it.
+/// Parses an RFC 3339 date-time ("2025-08-21T12:40:59Z",
+/// "2025-08-21T14:40:59.5+02:00"), as Anthropic's anthropic-ratelimit-*-reset
+/// sends it, into the time from `now` until then: zero when already past; a
+/// time in whole seconds is rounded up to whole seconds, as Retry-After's
+/// HTTP-date is, so the wait never ends just before the reset; at most
+/// retry_after_max. "T" and "Z" in either case; OWS around is ignored.
+[[nodiscard]] constexpr std::optional<duration> parse_reset_timestamp(
+    std::string_view value, std::chrono::system_clock::time_point now) noexcept {
+    const auto instant = detail::parse_rfc3339_exact(detail::trim_ows(value));
+    if (!instant) return std::nullopt;
+    return detail::until_epoch_units({instant->seconds, instant->nanoseconds, instant->has_fraction}, false, now);
+}
+
+/// Reads the rate-limit fields of one response: every form of the banner
+/// that is present and well formed, and of them the most restrictive quota
+/// (see the banner). `now` is the moment the response arrived: Unix-time and
+/// RFC 3339 resets are measured from it. With a header_lookup_lines, a
+/// RateLimit or RateLimit-Policy field on several lines is read whole.
 template <header_lookup Lookup>
 [[nodiscard]] constexpr rate_limit_info read_rate_limit(const Lookup& lookup,
                                                         std::chrono::system_clock::time_point now) noexcept {
     const auto find = [&](std::string_view name) -> std::optional<std::string_view> { return lookup(name); };
-    if (const auto field = find("RateLimit"))
-        if (auto info = detail::read_ietf(*field, find("RateLimit-Policy"))) return *info;
+    std::optional<rate_limit_info> best;
+    detail::keep_most_restrictive(best, detail::read_ietf(lookup));
 
     const auto sf_count_of = [](std::string_view v, bool list) { return detail::sf_count(v, list); };
     const auto plain_count_of = [](std::string_view v, bool) { return detail::plain_count(v); };
@@ -662,30 +936,28 @@ template <header_lookup Lookup>
         if (!n) return std::nullopt;
         return detail::reset_from_number({*n, 0, false}, now);
     };
-    if (auto info = detail::read_triple(rate_limit_form::ietf_legacy, find("RateLimit-Limit"),
-                                        find("RateLimit-Remaining"), find("RateLimit-Reset"), sf_count_of, sf_reset,
-                                        true))
-        return *info;
-    if (auto info = detail::read_triple(rate_limit_form::x_ratelimit, find("X-RateLimit-Limit"),
-                                        find("X-RateLimit-Remaining"), find("X-RateLimit-Reset"), plain_count_of, reset,
-                                        false))
-        return *info;
-
-    // Requests and tokens: the more restrictive of the two.
+    auto legacy = detail::read_triple(rate_limit_form::ietf_legacy, find("RateLimit-Limit"), find("RateLimit-Remaining"),
+                                      find("RateLimit-Reset"), sf_count_of, sf_reset, true);
+    if (legacy) detail::read_quota_policy(lookup, *legacy);  // drafts 03 to 06 send one
+    detail::keep_most_restrictive(best, legacy);
+    detail::keep_most_restrictive(
+        best, detail::read_triple(rate_limit_form::x_ratelimit, find("X-RateLimit-Limit"), find("X-RateLimit-Remaining"),
+                                  find("X-RateLimit-Reset"), plain_count_of, reset, false));
+    detail::keep_most_restrictive(
+        best, detail::read_triple(rate_limit_form::x_rate_limit, find("x-rate-limit-limit"),
+                                  find("x-rate-limit-remaining"), find("x-rate-limit-reset"), plain_count_of, reset,
+                                  false));
     const auto duration_reset = [](std::string_view v) { return parse_reset_duration(v); };
-    const auto requests = detail::read_triple(
-        rate_limit_form::x_ratelimit_split, find("x-ratelimit-limit-requests"), find("x-ratelimit-remaining-requests"),
-        find("x-ratelimit-reset-requests"), plain_count_of, duration_reset, false);
-    const auto tokens = detail::read_triple(
-        rate_limit_form::x_ratelimit_split, find("x-ratelimit-limit-tokens"), find("x-ratelimit-remaining-tokens"),
-        find("x-ratelimit-reset-tokens"), plain_count_of, duration_reset, false);
-    if (requests && tokens && tokens->remaining &&
-        (!requests->remaining || detail::more_restrictive(*tokens->remaining, tokens->reset, *requests->remaining,
-                                                          requests->reset)))
-        return *tokens;
-    if (requests) return *requests;
-    if (tokens) return *tokens;
-    return {};
+    for (const auto& names : detail::openai_quotas)
+        detail::keep_most_restrictive(
+            best, detail::read_triple(rate_limit_form::x_ratelimit_split, find(names.limit), find(names.remaining),
+                                      find(names.reset), plain_count_of, duration_reset, false));
+    const auto timestamp_reset = [now](std::string_view v) { return parse_reset_timestamp(v, now); };
+    for (const auto& names : detail::anthropic_quotas)
+        detail::keep_most_restrictive(
+            best, detail::read_triple(rate_limit_form::anthropic, find(names.limit), find(names.remaining),
+                                      find(names.reset), plain_count_of, timestamp_reset, false));
+    return best.value_or(rate_limit_info{});
 }
 
 /// How long the server asked the client to wait before another request, by

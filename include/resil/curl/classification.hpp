@@ -14,6 +14,9 @@
 //                             gateway, may have acted before failing)
 //   409                       retryable on a keyed request (the key's first use is
 //                             still in progress), permanent otherwise
+//   403 with an exhausted     retryable: a rate limit, as GitHub answers its primary
+//   quota and its reset       one (x-ratelimit-remaining: 0 and x-ratelimit-reset);
+//                             the hint is the reset (see below)
 //   other 4xx, 501, other 5xx permanent
 // Transport (no whole response)
 //   not started, refused, DNS, connect timeout, TLS handshake   retryable (never sent)
@@ -27,9 +30,10 @@
 //   1. Retry-After and the client's pushback header (grpc-retry-pushback-ms):
 //      the longer of the two; a negative pushback sets "don't retry" instead;
 //   2. retry-after-ms;
-//   3. on a 429 or a 503, the reset of an exhausted quota (RateLimit: r=0 with
-//      its t, X-RateLimit-Remaining: 0 with its reset, ...; resil/rate_limit.hpp)
-//      — elsewhere an exhausted quota is not why the attempt failed;
+//   3. on a 429, a 503 or a 403, the reset of an exhausted quota (RateLimit: r=0
+//      with its t, X-RateLimit-Remaining: 0 with its reset, ...;
+//      resil/rate_limit.hpp) — elsewhere an exhausted quota is not why the
+//      attempt failed;
 // then raised to a floor (pushback_options::floor, 50 ms by default), so
 // that "Retry-After: 0" is no hot loop; max attempts and the deadline still
 // bound the retries. Without any of them, the retry policy's backoff decides.
@@ -44,8 +48,10 @@
 
 namespace resil::curl {
 
-/// The verdict for a whole response with HTTP status `status`. `keyed`: the
-/// request carried an idempotency key; `repeatable`: it was idempotent or keyed.
+/// The verdict for a whole response with HTTP status `status`, by the status
+/// alone (classify also reads the fields: a 403 with an exhausted quota is
+/// retryable there). `keyed`: the request carried an idempotency key;
+/// `repeatable`: it was idempotent or keyed.
 [[nodiscard]] constexpr verdict classify_status(int status, bool keyed, bool repeatable) noexcept {
     if (status >= 200 && status <= 399) return verdict::success;
     switch (status) {
@@ -109,6 +115,18 @@ namespace detail {
 #if RESIL_DETAIL_BODIES
 RESIL_DECL classification detail::classify_failure(const response& r, verdict v,
                                                    const pushback_options& options) noexcept {
+    const auto lookup = resil::detail::fields_lookup<response>{&r};
+    // A 403 with an exhausted quota and its reset is a rate limit (GitHub
+    // answers its primary rate limit so, or with 429): retried, after the
+    // reset, if that fits the deadline. Any other 403 stays permanent.
+    bool quota_refusal = r.status() == 429 || r.status() == 503;
+    if (r.completed() && r.status() == 403 && r.received_at()) {
+        const auto quota = read_rate_limit(lookup, *r.received_at());
+        if (quota.exhausted() && quota.reset) {
+            v = verdict::retryable;
+            quota_refusal = true;
+        }
+    }
     server_hint hint;
     hint.retry_after = r.retry_after();
     if (const auto pushback = r.pushback()) {
@@ -122,10 +140,8 @@ RESIL_DECL classification detail::classify_failure(const response& r, verdict v,
     // Hints were read only when a head other than 2xx arrived: otherwise
     // there is nothing to look for.
     if (!hint.retry_after && !hint.dont_retry && r.received_at()) {
-        const auto lookup = [&r](std::string_view name) noexcept { return r.header(name); };
         if (const auto p = pushback_from(lookup, *r.received_at(), options))
-            if (p->source != pushback_source::quota_reset || r.status() == 429 || r.status() == 503)
-                hint.retry_after = p->wait;
+            if (p->source != pushback_source::quota_reset || quota_refusal) hint.retry_after = p->wait;
     }
     if (hint.retry_after && *hint.retry_after < options.floor) hint.retry_after = options.floor;
     return {v, hint};

@@ -133,6 +133,15 @@ public:
         return std::nullopt;
     }
 
+    /// The value of the field line named `name` at `nth` among those (0: the first).
+    [[nodiscard]] std::optional<std::string_view> find(std::string_view name, std::size_t nth) const noexcept {
+        for (std::size_t i = 0; i < index_.size(); ++i) {
+            const auto field = at(i);
+            if (iequals(field.name, name) && nth-- == 0) return field.value;
+        }
+        return std::nullopt;
+    }
+
     /// Drops every field named `name` (any letter case); the others keep
     /// their order.
     void remove(std::string_view name) {
@@ -214,6 +223,12 @@ public:
     /// The value of the first field named `name` (any letter case), if any.
     [[nodiscard]] std::optional<std::string_view> find(std::string_view name) const noexcept {
         return store_->find(name);
+    }
+    /// The value of the field line named `name` at `nth` among the lines of
+    /// that name (0: the first, as find(name)), if there are that many: a
+    /// field sent on several lines (RFC 9110 §5.3) is kept as they came.
+    [[nodiscard]] std::optional<std::string_view> find(std::string_view name, std::size_t nth) const noexcept {
+        return store_->find(name, nth);
     }
 
 private:

@@ -185,6 +185,11 @@ public:
     [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const noexcept {
         return headers_.find(name);
     }
+    /// The field line named `name` at `nth` among those lines (0: the
+    /// first), if there are that many: a field sent on several lines.
+    [[nodiscard]] std::optional<std::string_view> header(std::string_view name, std::size_t nth) const noexcept {
+        return headers_.find(name, nth);
+    }
     [[nodiscard]] const std::string& body() const& noexcept { return body_; }
     [[nodiscard]] std::string body() && noexcept { return std::move(body_); }
 
@@ -201,7 +206,8 @@ public:
         return s_.received_at_;
     }
     /// The rate-limit fields of the response (resil/rate_limit.hpp), parsed
-    /// now from its header fields, without allocating; Unix-time resets are
+    /// now from its header fields (a RateLimit field from every line it came
+    /// on), without allocating; Unix-time and RFC 3339 resets are
     /// measured from received_at(), or from this moment when that is empty
     /// (a 2xx from the client).
     [[nodiscard]] rate_limit_info rate_limit() const noexcept {
@@ -267,7 +273,7 @@ private:
 
 #if RESIL_DETAIL_BODIES
 RESIL_DECL rate_limit_info response::rate_limit(std::chrono::system_clock::time_point now) const noexcept {
-    return read_rate_limit([this](std::string_view name) noexcept { return headers_.find(name); }, now);
+    return read_rate_limit(resil::detail::fields_lookup<response>{this}, now);
 }
 
 RESIL_DECL void response::clear_keeping_buffers() noexcept {

@@ -114,6 +114,21 @@ public:
         return value;
     }
 
+    /// The next byte, or NUL at the end or after a failed read.
+    [[nodiscard]] constexpr char peek() const noexcept { return ok_ && pos_ < text_.size() ? text_[pos_] : '\0'; }
+
+    /// Moves past one byte (peek() said which).
+    constexpr void skip() noexcept {
+        if (ok_ && pos_ < text_.size()) {
+            ++pos_;
+        } else {
+            ok_ = false;
+        }
+    }
+
+    /// Fails the read from here on: a byte peek() showed is not one that fits.
+    constexpr void fail() noexcept { ok_ = false; }
+
     /// One of `names` (case-sensitive, as RFC 9110 §5.6.7 requires); returns
     /// its index plus one, or 0 and fails. Names must not prefix one another.
     template <std::size_t N>
