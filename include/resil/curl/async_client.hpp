@@ -98,6 +98,7 @@
 #include "../clock.hpp"
 #include "../context.hpp"
 #include "../validation.hpp"
+#include "classification.hpp"  // classify(const response&): the pipelines and hedged() find it by ADL
 #include "detail/asio_multi.hpp"
 #include "detail/attempt.hpp"
 #include "options.hpp"
