@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support/fault_server.hpp"
 #include "support/hedge_replica.hpp"
 #include "support/nginx_server.hpp"
 #include "support/timing.hpp"
@@ -59,6 +60,16 @@ steady::duration quantile(std::vector<steady::duration> v, double q) {
     std::sort(v.begin(), v.end());
     const auto rank = static_cast<std::size_t>(q * static_cast<double>(v.size()) + 0.999999);
     return v[std::min(v.size(), std::max<std::size_t>(rank, 1)) - 1];
+}
+
+// Whether `io` has run out of work once the handlers ready now have run
+// (poll() stops an io_context with no outstanding work; a wait still
+// pending keeps it running): nothing here is timed.
+bool out_of_work(asio::io_context& io) {
+    io.restart();
+    for (int turn = 0; turn < 100 && !io.stopped(); ++turn)
+        if (io.poll() == 0) break;
+    return io.stopped();
 }
 
 double ms(steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -205,4 +216,43 @@ TEST_CASE("curl async hedge: a POST without a key is sent once; with one, every 
         CHECK(lines[1].key == lines[0].key);
         CHECK(lines[2].key == lines[0].key);
     }
+}
+
+TEST_CASE("curl async hedge: nothing of a hedged call keeps the io_context running") {
+    resil_test::fault_server server;
+    server.on("/fast", {resil_test::action::respond(200, "fast")});
+    // The first copy hangs, every later one answers at once.
+    server.on("/first_hangs", {resil_test::action::hang(), resil_test::action::respond(200, "second")});
+    asio::io_context io;
+    async_client http(io);
+    int started = 0;
+    int cancelled = 0;
+    auto call = [&](const std::string& path, std::chrono::milliseconds delay) {
+        resil::hedge_policy hedge{{.max_hedges = 1, .delay = delay}};
+        std::optional<response> got;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                const auto req = request::get(server.url(path));
+                resil::context ctx;
+                got.emplace(co_await resil::asio::hedged(
+                    hedge, ctx,
+                    [&](resil::context& c, auto token) { return http.async_perform(req, c, std::move(token)); }, {},
+                    hedge_counts{&started, &cancelled}));
+            },
+            asio::detached);
+        run_until(io, [&] { return got.has_value(); });
+        return *got;
+    };
+
+    // Answered before the hedge was due (a minute): its timer goes with the call.
+    CHECK(call("/fast", 60s).body() == "fast");
+    CHECK(started == 0);
+    CHECK(out_of_work(io));
+    // The hedge wins; the first copy, cancelled, lets go of everything too.
+    CHECK(call("/first_hangs", 20ms).body() == "second");
+    CHECK(started == 1);
+    CHECK(cancelled == 1);
+    CHECK(http.in_flight() == 0);
+    CHECK(out_of_work(io));
 }

@@ -58,7 +58,10 @@
 // call was in flight"), exactly once, and frees every libcurl handle; destroy
 // it before its io_context, as any Asio I/O object. A stopped io_context
 // never runs the completions posted to it: destroying it destroys them (and
-// the coroutine frames waiting on them).
+// the coroutine frames waiting on them). Nothing of a finished call stays
+// pending on the executor (its transfer's timer wait is cancelled unless
+// the next call takes it over): io_context::run() returns once the last
+// call's handler has run.
 //
 // Memory: one pooled transfer per call in flight (an easy handle, its
 // buffers and a timer; libcurl's own buffers come with the easy handle),
@@ -98,6 +101,7 @@
 #include "../clock.hpp"
 #include "../context.hpp"
 #include "../validation.hpp"
+#include "classification.hpp"  // classify(const response&): the pipelines and hedged() find it by ADL
 #include "detail/asio_multi.hpp"
 #include "detail/attempt.hpp"
 #include "options.hpp"

@@ -40,6 +40,7 @@
 #include "../context.hpp"
 #include "../events.hpp"
 #include "../hedge.hpp"
+#include "classification.hpp"  // how hedged() judges each copy's response (by ADL)
 #include "options.hpp"
 #include "request.hpp"
 #include "response.hpp"

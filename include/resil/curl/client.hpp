@@ -87,6 +87,7 @@
 #include "detail/setup.hpp"
 #endif
 #include "detail/text.hpp"
+#include "classification.hpp"  // classify(const response&): the pipelines find it by ADL
 #include "options.hpp"
 #include "request.hpp"
 #include "response.hpp"

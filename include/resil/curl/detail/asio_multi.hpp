@@ -225,6 +225,9 @@ struct async_transfer : easy_state {
     duration touch_horizon{};
     std::uint64_t timer_generation = 0;
     bool timer_pending = false;  ///< a wait of `timer` is still to complete
+    /// Idle with that wait still pending, left for the next call
+    /// (asio_multi::release, sweep_parked).
+    bool parked = false;
     /// Why the call was cancelled inside libcurl, to be ended when that
     /// libcurl call returns (run_deferred); empty otherwise.
     std::string_view cancel_why{};
@@ -480,7 +483,9 @@ public:
         if (multi_) curl_multi_cleanup(multi_);
         multi_ = nullptr;
         close_sockets();
-        slots_.clear();
+        slots_.clear();  // their timers' waits end with them
+        idle_.clear();
+        parked_ = 0;
         cancel_quietly(timer_);
     }
 
@@ -564,13 +569,58 @@ private:
     void fail_start(async_transfer& t, async_completion* c) {
         c->result = std::move(t.out);
         release(t);
+        const sweep_after_post sweep{*this};
         c->post();
+    }
+
+    // After a completion is posted: the handler, which runs before a sweep
+    // posted after it on the same executor, may take the transfer over.
+    struct sweep_after_post {
+        asio_multi& m;
+        ~sweep_after_post() { m.sweep_later(); }
+    };
+
+    void unpark(async_transfer& t) noexcept {
+        if (!t.parked) return;
+        t.parked = false;
+        --parked_;
+    }
+
+    // The idle transfers' pending waits that no call took over are
+    // cancelled: nothing of a finished call keeps the io_context running.
+    // The parked ones are the most recently released, at the back of idle_.
+    void sweep_parked() noexcept {
+        if (closed_) return;
+        for (std::size_t i = idle_.size(); i > 0 && parked_ > 0; --i) {
+            auto* t = slots_[idle_[i - 1]].get();
+            if (!t || !t->parked) continue;
+            unpark(*t);
+            t->timer_pending = false;
+            t->timer_generation = 0;  // never a wait's (they count from 1): its aborted completion is ignored
+            cancel_quietly(t->timer);
+        }
+    }
+
+    // A sweep on the executor's next turn, after the completions posted
+    // before it; one at a time.
+    void sweep_later() noexcept {
+        if (parked_ == 0 || sweep_posted_ || closed_) return;
+        try {
+            ::asio::post(ex_, [self = shared_from_this()] {
+                self->sweep_posted_ = false;
+                self->sweep_parked();
+            });
+            sweep_posted_ = true;
+        } catch (...) {
+            sweep_parked();  // no memory to post it: now
+        }
     }
 
     async_transfer& acquire() {
         if (!idle_.empty()) {
             auto& t = *slots_[idle_.back()];
             idle_.pop_back();
+            unpark(t);  // its pending wait serves this call (arm)
             return t;
         }
         std::uint32_t index;
@@ -617,13 +667,24 @@ private:
         return *slots_[index];
     }
 
+    // A pending wait of the transfer's timer stays for the next call, which
+    // keeps it when it ends no later than that call's first look (arm): a
+    // call that follows another on its transfer, as the handler of one
+    // starts the next, arms no wait of its own. A wait no call took over is
+    // cancelled soon after (sweep_later, sweep_parked): left pending, it
+    // would keep the io_context running, up to its first look (a second),
+    // after the last call ended.
     void release(async_transfer& t) noexcept {
         ++generations_[t.index];
         t.active = false;
         t.completion = nullptr;
-        t.clock = nullptr;  // a pending wait of its timer stays, for the next call (see arm)
+        t.clock = nullptr;
         if (idle_.size() < limits_.max_idle_transfers && !closed_) {
             idle_.push_back(t.index);
+            if (t.timer_pending) {
+                t.parked = true;
+                ++parked_;
+            }
         } else {
             const auto index = t.index;
             slots_[index].reset();  // `t` is gone from here on
@@ -688,6 +749,7 @@ private:
             // No memory to post it: freed here with its handler, as any
             // failed post (a coroutine's frame is destroyed, never resumed).
         }
+        sweep_later();
     }
 
     // resil's limits of one transfer: the absolute end of the attempt on the
@@ -764,6 +826,7 @@ private:
             auto* s = self->slots_[index].get();
             if (!s || s->timer_generation != g) return;  // replaced by a later wait
             s->timer_pending = false;
+            self->unpark(*s);
             if (ec || !s->active) return;
             if (self->put_off(deferred_watch)) {
                 s->watch_deferred = true;
@@ -841,10 +904,14 @@ private:
             }
             ready_.clear();
             delivering_ = false;
+            sweep_later();
             throw;
         }
         ready_.clear();
         delivering_ = false;
+        // The handlers have started what they start: the transfers none took
+        // over let go of their waits now, without a post.
+        sweep_parked();
     }
 
     void stamp(async_transfer& t, std::chrono::steady_clock::time_point steady_now) noexcept {
@@ -1413,6 +1480,8 @@ private:
     std::vector<response> spare_responses_;
     std::size_t in_flight_ = 0;
     std::size_t pooled_ = 0;
+    std::size_t parked_ = 0;     ///< idle transfers whose timer's wait is pending (release)
+    bool sweep_posted_ = false;  ///< a sweep_parked is posted and still to come
     int in_libcurl_ = 0;
     // Work put off inside libcurl (run_deferred).
     static constexpr unsigned deferred_cancel = 1;    ///< transfers with a cancel_why
