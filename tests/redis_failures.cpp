@@ -419,3 +419,34 @@ TEST_CASE("redis limiter: fail open with a weight above the local burst is excee
     CHECK(r.source == decided_by::fallback);
     CHECK(limiter.try_acquire(21).status == rate_limit_status::exceeds_burst);
 }
+
+TEST_CASE("redis limiter: failing open, remaining and reset come from the local bucket; failing closed, nothing is known") {
+    resil_test::redis_server redis;
+    rate_limiter limiter{options_for(redis, "down-state", failure_policy::fail_open)};  // locally 25/s, burst 5
+    redis.kill();
+    const auto t0 = clock_type::now();
+    const auto first = limiter.try_acquire();
+    REQUIRE(first.source == decided_by::fallback);
+    REQUIRE(first);
+    CHECK(first.remaining == 4);
+    // The permit taken is back in 1/25 s, less what passed since the bucket's reading.
+    CHECK(first.reset <= 40ms);
+    CHECK(first.reset >= 40ms - resil_test::since<std::chrono::microseconds>(t0));
+    for (int i = 0; i < 4; ++i) REQUIRE(limiter.try_acquire());
+    const auto empty = limiter.try_acquire();
+    REQUIRE(empty.status == rate_limit_status::rejected);
+    CHECK(empty.remaining == 0);
+    CHECK(empty.reset > 0ns);
+    CHECK(empty.reset <= empty.wait);  // the next permit is the one waited for
+    const auto heavy = limiter.try_acquire(10);  // above the local burst
+    CHECK(heavy.status == rate_limit_status::exceeds_burst);
+    CHECK(heavy.remaining == 0);
+    CHECK(heavy.reset > 0ns);
+
+    auto o = options_for(redis, "down-state-closed", failure_policy::fail_closed);
+    rate_limiter closed{o};
+    const auto r = closed.try_acquire();
+    CHECK(r.status == rate_limit_status::unavailable);
+    CHECK(r.remaining == 0);
+    CHECK(r.reset == 0ns);
+}
