@@ -168,11 +168,16 @@ TEST_CASE("redis limiter: a key never expires before its TAT, though Redis keeps
         // A fresh quota each time, 3 to 8 ms of permits taken: a TTL of a few ms.
         const std::string key = "ttl-vs-tat-" + std::to_string(i);
         REQUIRE(limiter.try_acquire_for(key, 300 + (i * 37) % 500).source == decided_by::redis);
-        const std::string redis_key = "resil:rl:{" + key + "}";
-        const auto value = server().command({"GET", redis_key});
-        const auto expires_ms = std::stoll(server().command({"PEXPIRETIME", redis_key}));
-        if (value == "(nil)") continue;  // gone already: a stalled machine
+        // The value and its expiry read at one instant (a script), if the key is still there.
+        const auto read = server().command(
+            {"EVAL", "local v = redis.call('GET', KEYS[1]) if not v then return 0 end return {v, redis.call('PEXPIRETIME', KEYS[1])}",
+             "1", "resil:rl:{" + key + "}"});
+        if (read == "0") continue;  // gone already: a stalled machine
         ++seen;
+        const auto space = read.find(' ');
+        REQUIRE(space != std::string::npos);
+        const auto value = read.substr(0, space);
+        const auto expires_ms = std::stoll(read.substr(space + 1));
         // "<µs>.<q><TAT hi><TAT lo>": the TAT, exactly, in the last 20 digits.
         REQUIRE(value.size() > 31);
         const auto tat = std::stoll(value.substr(value.size() - 20, 10)) << 32 | std::stoll(value.substr(value.size() - 10));
