@@ -19,7 +19,8 @@
 // the script only adds, subtracts and compares pairs, multiplies a 32-bit
 // word by q < 2³⁴ in 16-bit halves (each partial product < 2⁵⁰), and
 // divides a pair by K < 2⁴⁵ a byte at a time (each partial dividend < 2⁵³):
-// no operation rounds. Nothing is approximated, so no bound on admissions
+// no operation rounds. Nothing in a decision is approximated (only values
+// of the previous format are, rounding up), so no bound on admissions
 // beyond gcra.hpp's own is needed: at most B + r·t over any t, the bucket
 // at most 2⁻³² slower than its rate. The C++ side (read_answer) turns the
 // answer into the wait, `remaining` and `reset` with gcra.hpp's functions.
@@ -45,8 +46,10 @@
 // another rate) the microseconds, converted rounding up.
 //
 // The key is SET with PX = the milliseconds until the quota is full again,
-// plus one: past that instant a missing key means exactly what the stored one
-// would (max(TAT, now) = now), so idle quotas cost no memory. (Under the
+// plus one (Redis counts PX from its clock's whole millisecond, up to 1 ms
+// before TIME's microsecond): past that instant a missing key means exactly
+// what the stored one would (max(TAT, now) = now), so idle quotas cost no
+// memory. (Under the
 // tests' time override the key lives a minute longer: Redis expires keys on
 // its own clock, not on the override's.) TIME before a write is allowed on
 // Redis ≥ 5 (effects replication; the only mode on Redis 7).
