@@ -3,14 +3,15 @@
 //
 //   baseline_hiredis_evalsha  bare hiredis: EVALSHA of the same script with
 //                             the same arguments (redisCommandArgv: a blocking
-//                             read, no bound on the wait), the answer's three
+//                             read, no bound on the wait), the answer's five
 //                             integers read
 //   baseline_hiredis_ppoll    the same, with the reply awaited by ppoll() until
 //                             a deadline (what a bounded wait costs bare
 //                             hiredis: one more syscall and a kernel timer)
 //   resil_limiter             limiter.try_acquire(): the same round trip,
 //                             bounded, plus argument formatting, the answer's
-//                             checks, health and metrics
+//                             checks and reading (wait, remaining, reset),
+//                             health and metrics
 //   baseline_fixed_window     the naive limiter: MULTI, INCR, EXPIRE, EXEC
 //                             pipelined in one round trip (Redis's docs pattern)
 //   resil_limiter_lease10     leasing k = 10: one round trip per 10 decisions
@@ -79,17 +80,34 @@ std::string load_script(redisContext* c) {
     return sha;
 }
 
-// The answer read as the limiter reads it: three integers, a grant.
+// The answer's shape as the limiter checks it: five integers, a grant.
 bool granted(const redisReply* r) {
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) return false;
-    for (std::size_t i = 0; i < 3; ++i)
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 5) return false;
+    for (std::size_t i = 0; i < 5; ++i)
         if (r->element[i]->type != REDIS_REPLY_INTEGER) return false;
     return r->element[0]->integer > 0;
 }
 
+// The limiter's arguments for one permit of bench_options' quota (1e6/s,
+// burst 1e9): EVALSHA sha 1 key q K τhi τlo n nKhi nKlo want lookahead.
+struct raw_arguments {
+    resil::redis::detail::script_constants constants{resil::detail::gcra::make_params(1e6, 1'000'000'000)};
+    std::string sha, key;
+    std::string q{constants.q()}, k{constants.k()}, tau_hi{constants.tau_hi()}, tau_lo{constants.tau_lo()};
+    std::string nk_lo = k;  // n = 1: n·K = K, below 2^32
+    const char* argv[13] = {};
+    raw_arguments(std::string sha_, std::string key_) : sha(std::move(sha_)), key(std::move(key_)) {
+        const char* values[13] = {"EVALSHA",      sha.c_str(), "1",           key.c_str(), q.c_str(),
+                                  k.c_str(),      tau_hi.c_str(), tau_lo.c_str(), "1",      "0",
+                                  nk_lo.c_str(),  "1",         "0"};
+        std::copy(std::begin(values), std::end(values), argv);
+    }
+    raw_arguments(const raw_arguments&) = delete;
+};
+
 // One EVALSHA through redisCommandArgv: write, then a blocking read.
 bool evalsha_blocking(redisContext* c, const char** argv) {
-    auto* r = static_cast<redisReply*>(redisCommandArgv(c, 9, argv, nullptr));
+    auto* r = static_cast<redisReply*>(redisCommandArgv(c, 13, argv, nullptr));
     const bool ok = granted(r);
     freeReplyObject(r);
     return ok;
@@ -99,7 +117,7 @@ bool evalsha_blocking(redisContext* c, const char** argv) {
 // ppoll() with the time left, then read.
 bool evalsha_ppoll(redisContext* c, const char** argv) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds{1};
-    if (redisAppendCommandArgv(c, 9, argv, nullptr) != REDIS_OK) return false;
+    if (redisAppendCommandArgv(c, 13, argv, nullptr) != REDIS_OK) return false;
     int done = 0;
     while (!done)
         if (redisBufferWrite(c, &done) != REDIS_OK) return false;
@@ -123,11 +141,9 @@ bool evalsha_ppoll(redisContext* c, const char** argv) {
 
 void hiredis_evalsha(benchmark::State& state, std::size_t round) {
     redisContext* c = connect_raw();
-    const std::string sha = load_script(c);
-    // The same arguments as the limiter's: T = 1 µs, τ = 1e9 µs, n = want = 1, no lookahead.
-    const char* argv[] = {"EVALSHA", sha.c_str(), "1", "resil:rl:{bench-raw}", "1", "1000000000", "1", "1", "0"};
+    raw_arguments args{load_script(c), "resil:rl:{bench-raw}"};
     results.time_calls(state, "baseline_hiredis_evalsha", round, "EVALSHA failed",
-                       [&] { return evalsha_blocking(c, argv); });
+                       [&] { return evalsha_blocking(c, args.argv); });
     redisFree(c);
 }
 
@@ -136,10 +152,9 @@ void hiredis_evalsha(benchmark::State& state, std::size_t round) {
 // the limiter).
 void hiredis_evalsha_ppoll(benchmark::State& state, std::size_t round) {
     redisContext* c = connect_raw();
-    const std::string sha = load_script(c);
-    const char* argv[] = {"EVALSHA", sha.c_str(), "1", "resil:rl:{bench-raw-ppoll}", "1", "1000000000", "1", "1", "0"};
+    raw_arguments args{load_script(c), "resil:rl:{bench-raw-ppoll}"};
     results.time_calls(state, "baseline_hiredis_ppoll", round, "EVALSHA failed",
-                       [&] { return evalsha_ppoll(c, argv); });
+                       [&] { return evalsha_ppoll(c, args.argv); });
     redisFree(c);
 }
 
@@ -242,10 +257,10 @@ void print_paired(std::initializer_list<std::pair<const char*, const char*>> pai
 void interleaved_blocks(int blocks, int per_block) {
     redisContext* bare = connect_raw();
     redisContext* bounded = connect_raw();
-    const std::string sha_bare = load_script(bare);
-    const std::string sha_bounded = load_script(bounded);
-    const char* argv_bare[] = {"EVALSHA", sha_bare.c_str(), "1", "resil:rl:{blocks-raw}", "1", "1000000000", "1", "1", "0"};
-    const char* argv_bounded[] = {"EVALSHA", sha_bounded.c_str(), "1", "resil:rl:{blocks-raw-ppoll}", "1", "1000000000", "1", "1", "0"};
+    raw_arguments args_bare{load_script(bare), "resil:rl:{blocks-raw}"};
+    raw_arguments args_bounded{load_script(bounded), "resil:rl:{blocks-raw-ppoll}"};
+    const char** argv_bare = args_bare.argv;
+    const char** argv_bounded = args_bounded.argv;
     resil::redis::rate_limiter plain{bench_options("blocks-limiter", 0)};
     resil::redis::rate_limiter leased{bench_options("blocks-lease", 10)};
     struct kind {

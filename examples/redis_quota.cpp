@@ -6,7 +6,12 @@
 //
 //   example_redis_quota --port 6379 --key demo --requests 75 --pod 1
 //   pod 1: shared quota granted 38 of 75 (37 rejected, Retry-After 1 s); a local bucket would grant 75
+//   pod 1: its last answer's fields: RateLimit-Policy: "demo";q=100;w=2  RateLimit: "demo";r=0;t=1
 //
+// The fields are what a service limiting its own clients sends with each
+// answer (draft-ietf-httpapi-ratelimit-headers): r the permits left in the
+// shared quota, t the seconds until the next one, q the burst and w the
+// seconds an empty quota takes to fill.
 // Summed over four pods, the shared quota grants about what one bucket of
 // 50/s with a burst of 100 grants (149 of 300), the local buckets four times
 // that limit: the N× pitfall.
@@ -14,6 +19,7 @@
 #include <resil/token_bucket.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,11 +58,13 @@ int main(int argc, char** argv) {
 
         int granted = 0, rejected = 0, by_fallback = 0, local_granted = 0;
         long long longest_retry_after = 0;
+        resil::redis::rate_limit_result last;
         const auto start = std::chrono::steady_clock::now();
         const auto spacing = std::chrono::duration<double>(seconds / requests);
         for (int i = 0; i < requests; ++i) {
             std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(spacing * i));
             const auto r = shared.try_acquire();
+            last = r;
             if (r.source == resil::redis::decided_by::fallback) ++by_fallback;
             if (r) {
                 ++granted;
@@ -70,6 +78,14 @@ int main(int argc, char** argv) {
                     requests, rejected, longest_retry_after);
         if (by_fallback) std::printf(", %d decided locally: %s", by_fallback, shared.last_error().c_str());
         std::printf("; a local bucket would grant %d\n", local_granted);
+        const auto& o = shared.options();
+        const auto window_s = static_cast<long long>(std::ceil(static_cast<double>(o.burst) / o.rate));
+        if (last.source != resil::redis::decided_by::none)
+            std::printf("pod %d: its last answer's fields: RateLimit-Policy: \"%s\";q=%lld;w=%lld  "
+                        "RateLimit: \"%s\";r=%lld;t=%lld\n",
+                        pod, key.c_str(), static_cast<long long>(o.burst), window_s, key.c_str(),
+                        static_cast<long long>(last.remaining),
+                        static_cast<long long>(std::chrono::ceil<std::chrono::seconds>(last.reset).count()));
         // For the demo script to sum: granted, requests, local_granted.
         std::printf("TOTALS %d %d %d\n", granted, requests, local_granted);
     } catch (const std::exception& e) {

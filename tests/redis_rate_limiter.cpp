@@ -137,13 +137,15 @@ TEST_CASE("redis limiter: keys are namespaced with a hash tag and expire when th
     rate_limiter limiter{options_for("ttl-check", 50, 100)};
     CHECK(limiter.redis_key() == "resil:rl:{ttl-check}");
     REQUIRE(limiter.try_acquire());
+    // One permit at 50/s is back in 20 ms; the key lives 1 ms longer (Redis
+    // counts expiry from the command's whole millisecond: see the next test).
     const auto one = std::stoll(server().command({"PTTL", limiter.redis_key()}));
     CHECK(one > 0);
-    CHECK(one <= 20);  // one permit at 50/s is back in 20 ms
+    CHECK(one <= 21);
     for (int i = 0; i < 49; ++i) REQUIRE(limiter.try_acquire());
     const auto fifty = std::stoll(server().command({"PTTL", limiter.redis_key()}));
     CHECK(fifty > 900);
-    CHECK(fifty <= 1000);  // 50 permits: full again within 1 s
+    CHECK(fifty <= 1001);  // 50 permits: full again within 1 s
     // An idle quota costs no memory: the key goes once the quota is full.
     std::this_thread::sleep_for(1100ms);
     CHECK(server().command({"EXISTS", limiter.redis_key()}) == "0");
@@ -151,6 +153,40 @@ TEST_CASE("redis limiter: keys are namespaced with a hash tag and expire when th
     rate_limiter_options o = options_for("x");
     o.key_prefix = "";
     CHECK(rate_limiter{o}.redis_key() == "{x}");
+}
+
+TEST_CASE("redis limiter: a key never expires before its TAT, though Redis keeps expiry in whole milliseconds") {
+    // Redis sets PX from the command's millisecond, which may be up to 1 ms
+    // before TIME's microsecond: a TTL of exactly the time to the TAT,
+    // rounded up to milliseconds, could let the key go early, and a missing
+    // key reads as a full quota (at 1e5/s, up to 100 permits too many).
+    namespace gcra = resil::detail::gcra;
+    rate_limiter limiter{options_for("ttl-vs-tat", 1e5, 1000)};
+    const auto p = gcra::make_params(1e5, 1000);
+    int early = 0, seen = 0;
+    for (int i = 0; i < 200; ++i) {
+        // A fresh quota each time, 3 to 8 ms of permits taken: a TTL of a few ms.
+        const std::string key = "ttl-vs-tat-" + std::to_string(i);
+        REQUIRE(limiter.try_acquire_for(key, 300 + (i * 37) % 500).source == decided_by::redis);
+        // The value and its expiry read at one instant (a script), if the key is still there.
+        const auto read = server().command(
+            {"EVAL", "local v = redis.call('GET', KEYS[1]) if not v then return 0 end return {v, redis.call('PEXPIRETIME', KEYS[1])}",
+             "1", "resil:rl:{" + key + "}"});
+        if (read == "0") continue;  // gone already: a stalled machine
+        ++seen;
+        const auto space = read.find(' ');
+        REQUIRE(space != std::string::npos);
+        const auto value = read.substr(0, space);
+        const auto expires_ms = std::stoll(read.substr(space + 1));
+        // "<µs>.<q><TAT hi><TAT lo>": the TAT, exactly, in the last 20 digits.
+        REQUIRE(value.size() > 31);
+        const auto tat = std::stoll(value.substr(value.size() - 20, 10)) << 32 | std::stoll(value.substr(value.size() - 10));
+        const auto tat_unix_ns = gcra::first_ns_at(p, tat) + 1'700'000'000'000'000'000;
+        if (expires_ms * 1'000'000 < tat_unix_ns) ++early;
+    }
+    CAPTURE(seen);
+    CHECK(seen >= 100);
+    CHECK(early == 0);
 }
 
 TEST_CASE("redis limiter: a real-time run never grants more than r·t + B, whatever the split between clients") {
@@ -269,6 +305,29 @@ TEST_CASE("redis limiter: leasing takes k permits per round trip; admissions sta
     CHECK(from_a >= 95);
 }
 
+TEST_CASE("redis limiter: a lease's grants report the lease's permits plus what Redis reported when it was taken") {
+    auto o = options_for("lease-state", 1, 100);  // 1/s: nothing refills at one instant
+    o.lease = 10;
+    rate_limiter limiter{o};
+    // The refill: 10 taken from Redis (90 left there), 1 spent, 9 held here.
+    const auto refill = redis_time::try_acquire_at(limiter, t0_us, 1);
+    REQUIRE(refill.source == decided_by::redis);
+    CHECK(refill.remaining == 99);
+    CHECK(refill.reset > 999ms);  // the next permit in 1 s
+    CHECK(refill.reset <= 1s);
+    for (std::int64_t left = 8; left >= 0; --left) {
+        const auto r = redis_time::try_acquire_at(limiter, t0_us, 1);
+        REQUIRE(r.source == decided_by::lease);
+        CHECK(r.remaining == 90 + left);
+        CHECK(r.reset > 0ns);
+        CHECK(r.reset <= refill.reset);  // counted down since
+    }
+    // Spent: the next refill asks Redis again, which now holds 90.
+    const auto next = redis_time::try_acquire_at(limiter, t0_us, 1);
+    CHECK(next.source == decided_by::redis);
+    CHECK(next.remaining == 89);
+}
+
 TEST_CASE("redis limiter: options are validated in one place, in the house form") {
     auto o = options_for("ok");
     CHECK_FALSE(o.validate());
@@ -350,33 +409,69 @@ resil::redis::detail::reply_ptr parse_resp(const std::string& bytes) {
 TEST_CASE("redis limiter: a script answer of the wrong shape is a clear error, never a crash") {
     using resil::redis::detail::read_answer;
     using resil::redis::detail::reply_kind;
-    CHECK(read_answer(parse_resp("*3\r\n:1\r\n:0\r\n:99\r\n").get(), 1, 1, 0).kind == reply_kind::answer);
-    CHECK(read_answer(nullptr, 1, 1, 0).error == "no reply");
-    auto check_bad = [](const std::string& resp, const std::string& says) {
-        const auto r = read_answer(parse_resp(resp).get(), 1, 1, 0);
+    // 1000/s, burst 10: one permit is 1e6 units of 1 ns, τ = 1e7. Redis's
+    // instant 2^32 + 5 ns: the pairs' both halves in use.
+    const auto p = resil::detail::gcra::make_params(1000, 10);
+    constexpr long long now = (1LL << 32) + 5;
+    auto answer = [](long long taken, long long tat, long long at = (1LL << 32) + 5) {
+        std::string resp = "*5\r\n";
+        for (const long long v : {taken, tat >> 32, tat & 0xffffffffLL, at >> 32, at & 0xffffffffLL})
+            resp += ":" + std::to_string(v) + "\r\n";
+        return resp;
+    };
+    const auto grant = read_answer(parse_resp(answer(1, now + 1'000'000)).get(), p, 1, 1, 0);
+    REQUIRE(grant.kind == reply_kind::answer);
+    CHECK(grant.answer.taken == 1);
+    CHECK(grant.answer.wait_ns == 0);
+    CHECK(grant.answer.remaining == 9);
+    CHECK(grant.answer.reset_ns == 1'000'000);
+    const auto reject = read_answer(parse_resp(answer(0, now + 10'000'000)).get(), p, 1, 1, 0);
+    REQUIRE(reject.kind == reply_kind::answer);
+    CHECK(reject.answer.taken == 0);
+    CHECK(reject.answer.wait_ns == 1'000'000);
+    CHECK(reject.answer.remaining == 0);
+    CHECK(reject.answer.reset_ns == 1'000'000);
+    CHECK(read_answer(nullptr, p, 1, 1, 0).error == "no reply");
+    auto check_bad = [&](const std::string& resp, const std::string& says, std::int64_t look_us = 0) {
+        const auto r = read_answer(parse_resp(resp).get(), p, 1, 1, look_us);
         CAPTURE(resp, r.error);
         CHECK(r.kind == reply_kind::bad_shape);
         CHECK(r.error.find(says) != std::string::npos);
     };
-    check_bad("+OK\r\n", "must be an array of 3 integers, got a reply of type 5");
-    check_bad("*2\r\n:1\r\n:0\r\n", "got an array of 2");
-    check_bad("*3\r\n:1\r\n$1\r\nx\r\n:0\r\n", "element 1 is not an integer");
-    check_bad("*3\r\n:1\r\n*0\r\n:0\r\n", "element 1 is not an integer");
-    check_bad("*3\r\n:5\r\n:0\r\n:0\r\n", "out of range: {5, 0, 0} for 1 to 1 permits");
-    check_bad("*3\r\n:0\r\n:-4\r\n:0\r\n", "out of range");
-    // A grant with a wait nobody asked for (try_acquire asks with lookahead
-    // 0) would make the caller sleep: refused, whatever its size.
-    check_bad("*3\r\n:1\r\n:5000\r\n:0\r\n", "out of range: {1, 5000, 0} for 1 to 1 permits within 0 us");
-    check_bad("*3\r\n:1\r\n:9223372036854775807\r\n:0\r\n", "within 0 us");
-    CHECK(read_answer(parse_resp("*3\r\n:1\r\n:9223372036854775807\r\n:0\r\n").get(), 1, 1, 5000).kind ==
-          reply_kind::bad_shape);
-    // A reservation within the lookahead asked for is an answer.
-    CHECK(read_answer(parse_resp("*3\r\n:1\r\n:5000\r\n:0\r\n").get(), 1, 1, 5000).kind == reply_kind::answer);
+    check_bad("+OK\r\n", "must be an array of 5 integers, got a reply of type 5");
+    // The previous script's answer (another version under the same SHA1 cannot be, but a proxy's may).
+    check_bad("*3\r\n:1\r\n:0\r\n:9\r\n", "got an array of 3");
+    check_bad("*5\r\n:1\r\n$1\r\nx\r\n:0\r\n:0\r\n:0\r\n", "element 1 is not an integer");
+    check_bad("*5\r\n:1\r\n:0\r\n:0\r\n*0\r\n:0\r\n", "element 3 is not an integer");
+    check_bad(answer(5, now + 5'000'000), "out of range (permits taken): {5, 1, 5000005, 1, 5} for 1 to 1 permits");
+    check_bad(answer(-1, now), "out of range (permits taken)");
+    check_bad(answer(1, -1), "out of range (TAT)");
+    check_bad("*5\r\n:1\r\n:9223372036854775807\r\n:0\r\n:1\r\n:5\r\n", "out of range (TAT)");
+    check_bad(answer(1, now + 1'000'000, 1LL << 62), "out of range (instant)");
+    check_bad(answer(1, now + 1'000'000, -1), "out of range (instant)");
+    // A grant the TAT does not account for, and a rejection it would grant.
+    check_bad(answer(1, now), "a grant the TAT does not hold");
+    check_bad(answer(0, now), "a rejection the TAT grants");
+    // A grant whose permits exist only in 5 µs: a reservation, which only a
+    // caller asking with that lookahead may get (try_acquire asks with 0,
+    // and would otherwise sleep unasked).
+    check_bad(answer(1, now + 10'000'000 + 5'000), "a grant beyond the lookahead", 0);
+    check_bad(answer(1, now + 10'000'000 + 5'000), "within 4 us", 4);
+    const auto reserved = read_answer(parse_resp(answer(1, now + 10'000'000 + 5'000)).get(), p, 1, 1, 5);
+    REQUIRE(reserved.kind == reply_kind::answer);
+    CHECK(reserved.answer.wait_ns == 5'000);
     // A rejection's wait is not bounded by the lookahead (it is how long until the permits exist).
-    CHECK(read_answer(parse_resp("*3\r\n:0\r\n:5000\r\n:0\r\n").get(), 1, 1, 0).kind == reply_kind::answer);
-    const auto noscript = read_answer(parse_resp("-NOSCRIPT No matching script.\r\n").get(), 1, 1, 0);
+    const auto far = read_answer(parse_resp(answer(0, now + 10'000'000 + 7'000'000'000)).get(), p, 1, 1, 0);
+    REQUIRE(far.kind == reply_kind::answer);
+    CHECK(far.answer.wait_ns == 7'001'000'000);
+    // The largest TAT in range, far ahead: the wait is capped at 2^61 ns (73 years).
+    const auto century = read_answer(parse_resp(answer(0, (3LL << 61) - 1)).get(), p, 1, 1, 0);
+    REQUIRE(century.kind == reply_kind::answer);
+    CHECK(century.answer.wait_ns == 1LL << 61);
+    CHECK(century.answer.reset_ns == 1LL << 61);
+    const auto noscript = read_answer(parse_resp("-NOSCRIPT No matching script.\r\n").get(), p, 1, 1, 0);
     CHECK(noscript.kind == reply_kind::noscript);
-    const auto err = read_answer(parse_resp("-WRONGTYPE Operation against a key\r\n").get(), 1, 1, 0);
+    const auto err = read_answer(parse_resp("-WRONGTYPE Operation against a key\r\n").get(), p, 1, 1, 0);
     CHECK(err.kind == reply_kind::error);
     CHECK(err.error == "WRONGTYPE Operation against a key");
 }

@@ -61,7 +61,8 @@ TEST_CASE("redis limiter: a reply later than the blocking read's SO_RCVTIMEO is 
     // 1 s: the blocking read gives up after ~0.88 s (219 ticks of 4 ms), and
     // the reply comes at ~0.93 s, after it and before the timeout.
     rate_limiter limiter{options_for(redis, "late-reply", 1000ms)};
-    REQUIRE(limiter.try_acquire().source == decided_by::redis);
+    REQUIRE(resil_test::redis_decides(limiter));
+    const auto failures_before = limiter.metrics().store_failures;
     redis.freeze();
     std::thread thaw([&] {
         std::this_thread::sleep_for(930ms);
@@ -75,7 +76,7 @@ TEST_CASE("redis limiter: a reply later than the blocking read's SO_RCVTIMEO is 
     CHECK(r.status == rate_limit_status::granted);
     CHECK(r.source == decided_by::redis);
     CHECK(took >= 900ms);
-    CHECK(limiter.metrics().store_failures == 0);
+    CHECK(limiter.metrics().store_failures == failures_before);
 }
 
 TEST_CASE("redis limiter: Redis frozen -> a decision without a deadline ends at reply_timeout, not a tick later") {
@@ -86,7 +87,9 @@ TEST_CASE("redis limiter: Redis frozen -> a decision without a deadline ends at 
     // read set to the whole timeout would end up to 32 ms late.
     for (const auto d : {20ms, 100ms, 500ms}) {
         rate_limiter limiter{options_for(redis, "frozen-" + std::to_string(d.count()), d)};
-        REQUIRE(limiter.try_acquire().source == decided_by::redis);
+        // Redis answers before it is frozen: asked until it does (a loaded
+        // machine can take longer than a 20 ms reply timeout).
+        REQUIRE(resil_test::redis_decides(limiter));
         redis.freeze();
         // Beside each decision, a bare poll() of the same length on an idle
         // socket: how late the kernel wakes a waiting thread now.

@@ -13,6 +13,11 @@
 //
 // When redis-server is missing, construction throws std::runtime_error naming
 // the package: a test that needs it fails loudly, never passes by skipping.
+//
+// A test whose precondition is "Redis decides" asks until it does
+// (redis_decides(limiter)), never once with a short reply timeout: on a
+// loaded machine the first round trips (connect, SCRIPT LOAD, EVALSHA) can
+// take longer than 20 ms, and the limiter then falls back.
 #pragma once
 
 #include <hiredis/hiredis.h>
@@ -139,5 +144,22 @@ private:
     std::uint16_t port_ = 0;
     child_server child_;
 };
+
+/// Asks `limiter` (a resil::redis::rate_limiter) until Redis decides
+/// (result source redis, granted or not), for up to `bound`: each try that
+/// Redis could not answer in time went to the failure policy and left Redis
+/// alone for the limiter's backoff, so the next try waits a little first.
+/// Takes a permit per try. True once Redis decided. Counters such as
+/// store_failures may have moved: read them after this, as a baseline.
+template <class Limiter>
+[[nodiscard]] bool redis_decides(const Limiter& limiter, std::chrono::milliseconds bound = std::chrono::seconds{20}) {
+    const auto end = std::chrono::steady_clock::now() + bound;
+    for (;;) {
+        const auto r = limiter.try_acquire();
+        if (r.source == decltype(r.source)::redis) return true;
+        if (std::chrono::steady_clock::now() >= end) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    }
+}
 
 }  // namespace resil_test

@@ -243,6 +243,18 @@ struct reservation {
     return (p.tolerance - ahead) / p.token_units;
 }
 
+/// The units at which the bucket next gains a whole token, at `now` units
+/// given `tat`; 0 when it is full (nothing more to gain). The IETF RateLimit
+/// field's reset ("until additional quota is made available") is the time
+/// to that instant: first_ns_at() of it, less now.
+[[nodiscard]] constexpr std::int64_t next_token_at(const params& p, std::int64_t tat, std::int64_t now) noexcept {
+    const std::int64_t whole = whole_tokens(p, tat, now);
+    if (whole >= p.burst) return 0;
+    // whole_tokens(p, tat, t) = ⌊(τ − (tat − t)) / K⌋ reaches whole + 1 at
+    // t = tat − τ + (whole + 1)·K (past now: the fraction is below one K).
+    return tat - p.tolerance + (whole + 1) * p.token_units;
+}
+
 /// A rejection's Retry-After: the wait in whole seconds rounded up, at least
 /// 1 s (a wait below 1 ns counts as 1 ns). For waits below 2⁶² ns, which
 /// every limiter's waits are (the rounding addend cannot overflow).

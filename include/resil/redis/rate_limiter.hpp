@@ -14,9 +14,12 @@
 // and a whole-second Retry-After; acquire(deadline, n) reserves the permits
 // in the same round trip and sleeps until they exist, never past the
 // deadline; as a pipeline policy it emits the same events::rejected with
-// reason::rate_limited. The decision is detail/gcra.hpp's arithmetic, run by
-// Redis (redis/detail/script.hpp), so a limiter and a local token_bucket of
-// the same rate and burst grant the same requests.
+// reason::rate_limited. The decision is detail/gcra.hpp's integer arithmetic,
+// run exactly by Redis (redis/detail/script.hpp, in pairs of doubles), so a
+// limiter and a local token_bucket of the same rate and burst, fed the same
+// instants, take the same decisions at any rate, with the same waits. Each
+// result also says where the quota stands (`remaining`, `reset`), for a
+// service's own RateLimit fields.
 //
 // Every round trip is bounded by connect_timeout and reply_timeout, each
 // clamped to what is left of the caller's deadline, recomputed before each
@@ -39,6 +42,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <cstdio>
@@ -109,16 +113,30 @@ enum class decided_by : std::uint8_t {
     return "unknown";
 }
 
-/// The answer to one request, shaped like token_bucket_result.
+/// The answer to one request, shaped like token_bucket_result, with where
+/// the quota stands for a service's own RateLimit fields
+/// (draft-ietf-httpapi-ratelimit-headers: `r` is `remaining`, `t` is
+/// `reset` rounded up to whole seconds; see docs/redis_rate_limiter.md).
 struct rate_limit_result {
     rate_limit_status status = rate_limit_status::granted;
-    /// rejected: how long until the permits exist (at least 1 µs). granted by
+    /// rejected: how long until the permits exist (at least 1 ns). granted by
     /// acquire(): how long it slept. Otherwise zero.
     duration wait{};
     /// rejected: `wait` in whole seconds rounded up, at least 1 s (a
     /// Retry-After header's value). Otherwise zero.
     std::chrono::seconds retry_after{};
     decided_by source = decided_by::none;
+    /// Whole permits left in the quota after this decision, in [0, burst]
+    /// (a grant's permits already taken). From a lease: the lease's unspent
+    /// permits plus what Redis reported when it was taken; from the
+    /// fallback: its local bucket's. Zero when nobody decided
+    /// (source none) or the limiter fails closed.
+    std::int64_t remaining = 0;
+    /// How long until the quota next gains a whole permit; zero when it is
+    /// full (nothing more to gain), when nobody decided, or failing closed.
+    /// From a lease: as Redis reported it when the lease was taken, counted
+    /// down since.
+    duration reset{};
 
     [[nodiscard]] constexpr bool granted() const noexcept { return status == rate_limit_status::granted; }
     explicit constexpr operator bool() const noexcept { return granted(); }
@@ -156,13 +174,11 @@ public:
     explicit rate_limiter(rate_limiter_options options)
         : options_(validated(std::move(options))),
           key_(options_.key_prefix + "{" + options_.key + "}"),
-          token_us_(1e6 / options_.rate),
-          tolerance_us_(token_us_ * static_cast<double>(options_.burst)),
+          params_(resil::detail::gcra::make_params(options_.rate, options_.burst)),
+          constants_(params_),
           pool_(options_.connections),
           local_(local_options(options_)) {
         resil::detail::watch_forks();  // a forked child opens connections of its own
-        format_real(token_us_, token_text_);
-        format_real(tolerance_us_, tolerance_text_);
     }
 
     rate_limiter(const rate_limiter&) = delete;
@@ -335,11 +351,6 @@ private:
         return {.rate = rate, .burst = burst};
     }
 
-    template <std::size_t N>
-    static void format_real(double v, char (&out)[N]) noexcept {
-        std::snprintf(out, N, "%.17g", v);
-    }
-
     // A key of another quota, built on the stack: no allocation per call.
     struct key_text {
         char data[2 * rate_limiter_options::max_key_length + 2];
@@ -372,13 +383,12 @@ private:
     }
 
     // The local bucket's rounding of the wait into Retry-After (detail/gcra.hpp).
-    static rate_limit_result rejected(std::int64_t wait_us, decided_by by) noexcept {
-        constexpr std::int64_t cap_us = std::int64_t{1} << 51;  // 71 years: no absurd sleeps downstream
-        if (wait_us < 1) wait_us = 1;
-        if (wait_us > cap_us) wait_us = cap_us;
-        const duration wait = std::chrono::microseconds{wait_us};
-        return {rate_limit_status::rejected, wait,
-                std::chrono::seconds{resil::detail::gcra::retry_after_seconds(wait.count())}, by};
+    static rate_limit_result rejected(const detail::script_answer& a) noexcept {
+        // At most 2^61 ns (read_answer caps it): Retry-After cannot overflow.
+        const std::int64_t wait_ns = a.wait_ns < 1 ? 1 : a.wait_ns;
+        return {rate_limit_status::rejected, duration{wait_ns},
+                std::chrono::seconds{resil::detail::gcra::retry_after_seconds(wait_ns)}, decided_by::redis,
+                a.remaining, duration{a.reset_ns}};
     }
 
     static std::int64_t steady_ns() noexcept { return steady_clock{}.now().time_since_epoch().count(); }
@@ -387,19 +397,27 @@ private:
     static constexpr int lease_bits = 24;
     static constexpr std::uint64_t lease_mask = (std::uint64_t{1} << lease_bits) - 1;
 
-    std::uint64_t now_ms() const noexcept {
-        return static_cast<std::uint64_t>((steady_ns() - origin_ns_) / 1'000'000);
-    }
-
-    bool spend_lease(std::int64_t n) const noexcept {
+    // The permits left in the lease after taking n from it, or -1 when it
+    // does not hold n (or has expired).
+    std::int64_t spend_lease(std::int64_t n, std::int64_t now_ns) const noexcept {
         auto word = lease_.load(std::memory_order_relaxed);
-        const auto now = now_ms();
+        const auto now = static_cast<std::uint64_t>((now_ns - origin_ns_) / 1'000'000);
         for (;;) {
             const auto permits = static_cast<std::int64_t>(word & lease_mask);
-            if (permits < n || (word >> lease_bits) <= now) return false;
+            if (permits < n || (word >> lease_bits) <= now) return -1;
             const auto next = word - static_cast<std::uint64_t>(n);
-            if (lease_.compare_exchange_weak(word, next, std::memory_order_relaxed)) return true;
+            if (lease_.compare_exchange_weak(word, next, std::memory_order_relaxed)) return permits - n;
         }
+    }
+
+    // A grant from the lease: where the quota stood when the lease was
+    // taken (a hint at most lease_ttl old), with the lease's unspent permits.
+    rate_limit_result lease_grant(std::int64_t left, std::int64_t now_ns) const noexcept {
+        const auto shared = lease_remaining_.load(std::memory_order_relaxed);
+        const auto remaining = left > options_.burst - shared ? options_.burst : left + shared;
+        const auto reset_at = lease_reset_at_ns_.load(std::memory_order_relaxed);
+        const duration reset{reset_at > now_ns ? reset_at - now_ns : 0};
+        return {rate_limit_status::granted, {}, {}, decided_by::lease, remaining, reset};
     }
 
     // ---- the decision
@@ -407,10 +425,13 @@ private:
                              std::int64_t now_override, const std::stop_token& stop) const {
         // Leases belong to the limiter's own key.
         const bool leasing = options_.lease > 1 && !waiting && redis_key.data() == key_.data();
-        if (leasing && spend_lease(n)) {
-            bump(count().granted);
-            bump(count().lease_grants);
-            return {rate_limit_status::granted, {}, {}, decided_by::lease};
+        if (leasing) {
+            const auto now_ns = steady_ns();
+            if (const auto left = spend_lease(n, now_ns); left >= 0) {
+                bump(count().granted);
+                bump(count().lease_grants);
+                return lease_grant(left, now_ns);
+            }
         }
         // One refill of the lease at a time: others ask for exactly n, so the
         // unspent lease never exceeds lease − 1 permits.
@@ -429,11 +450,17 @@ private:
         detail::script_answer a;
         const asked how = ask(redis_key, n, want, look_us, until, now_override, a);
         const bool answered = how == asked::answered;
+        std::int64_t leased = 0;
         if (refill) {
-            if (answered && a.taken > n)
-                lease_.store((now_ms() + static_cast<std::uint64_t>(options_.lease_ttl.count())) << lease_bits |
-                                 static_cast<std::uint64_t>(a.taken - n),
-                             std::memory_order_relaxed);
+            if (answered && a.taken > n) {
+                leased = a.taken - n;
+                const auto now_ns = steady_ns();
+                lease_remaining_.store(a.remaining, std::memory_order_relaxed);
+                lease_reset_at_ns_.store(a.reset_ns > 0 ? now_ns + a.reset_ns : 0, std::memory_order_relaxed);
+                const auto expiry = static_cast<std::uint64_t>((now_ns - origin_ns_) / 1'000'000) +
+                                    static_cast<std::uint64_t>(options_.lease_ttl.count());
+                lease_.store(expiry << lease_bits | static_cast<std::uint64_t>(leased), std::memory_order_relaxed);
+            }
             refilling_.store(false, std::memory_order_release);
         }
         if (how == asked::no_time) {
@@ -443,24 +470,31 @@ private:
         if (!answered) return fail(n, until, waiting, stop);
         if (a.taken == 0) {
             bump(count().rejected);
-            return rejected(a.wait_us, decided_by::redis);
+            return rejected(a);
         }
-        if (a.wait_us <= 0) {
+        // The permits leased beyond n are this process's to spend: still in
+        // the quota as far as its callers are concerned.
+        const std::int64_t remaining = leased > options_.burst - a.remaining ? options_.burst : a.remaining + leased;
+        if (a.wait_ns <= 0) {
             bump(count().granted);
-            return {rate_limit_status::granted, {}, {}, decided_by::redis};
+            return {rate_limit_status::granted, {}, {}, decided_by::redis, remaining, duration{a.reset_ns}};
         }
-        // A reservation: the permits exist wait_us after the script ran,
+        // A reservation: the permits exist wait_ns after the script ran,
         // which was before the reply came; sleeping from the reply errs late,
         // never past the deadline.
-        // (read_answer bounds wait_us by the lookahead, itself bounded by
+        // (read_answer bounds wait_ns by the lookahead, itself bounded by
         // the deadline; the sum saturates all the same.)
         const auto replied = steady_clock{}.now();
-        auto wake = resil::detail::saturating_add(replied, duration{std::chrono::microseconds{a.wait_us}});
+        auto wake = resil::detail::saturating_add(replied, duration{a.wait_ns});
         if (wake > until) wake = until;
         if (!resil::sleep_until(steady_clock{}, wake, stop))
             return {rate_limit_status::cancelled, {}, {}, decided_by::redis};  // the reservation is forfeited
         bump(count().granted);
-        return {rate_limit_status::granted, steady_clock{}.now() - start, {}, decided_by::redis};
+        // Where the quota stood at the decision; its reset counted down since.
+        const auto woke = steady_clock{}.now();
+        const auto reset_at = resil::detail::saturating_add(replied, duration{a.reset_ns});
+        return {rate_limit_status::granted, woke - start, {}, decided_by::redis, remaining,
+                reset_at > woke ? reset_at - woke : duration::zero()};
     }
 
     rate_limit_result fail(std::int64_t n, time_point until, bool waiting, const std::stop_token& stop) const {
@@ -475,16 +509,30 @@ private:
         if (r) {
             bump(count().granted);
             bump(count().fail_open_admitted);
-            return {rate_limit_status::granted, r.wait, {}, decided_by::fallback};
+            return with_local_state({rate_limit_status::granted, r.wait, {}, decided_by::fallback});
         }
         bump(count().fail_open_rejected);
         switch (r.status) {
             case token_bucket_status::rejected:
                 bump(count().rejected);
-                return {rate_limit_status::rejected, r.wait, r.retry_after, decided_by::fallback};
+                return with_local_state({rate_limit_status::rejected, r.wait, r.retry_after, decided_by::fallback});
             case token_bucket_status::cancelled: return {rate_limit_status::cancelled, {}, {}, decided_by::fallback};
-            default: return {rate_limit_status::exceeds_burst, {}, {}, decided_by::fallback};
+            default: return with_local_state({rate_limit_status::exceeds_burst, {}, {}, decided_by::fallback});
         }
+    }
+
+    // Where the fallback bucket stands after its decision: its whole tokens,
+    // and the time until the next from the fraction refilling (tokens(), a
+    // double: off by at most burst · 2⁻⁵² of a permit's interval). Read
+    // after the decision, so other threads' decisions may fall in between.
+    rate_limit_result with_local_state(rate_limit_result r) const noexcept {
+        const auto now = steady_clock{}.now();
+        r.remaining = local_.available(now);
+        if (r.remaining >= local_.options().burst) return r;
+        double missing = static_cast<double>(r.remaining + 1) - local_.tokens(now);  // in (0, 1]
+        missing = missing < 0 ? 0 : missing > 1 ? 1 : missing;
+        r.reset = duration{static_cast<std::int64_t>(std::ceil(missing * 1e9 / local_.options().rate))};
+        return r;
     }
 
     // ---- health: after a failure Redis is left alone until retry_at_ns_;
@@ -603,20 +651,31 @@ private:
         const auto forks = resil::detail::fork_epoch.load(std::memory_order_relaxed);
         if (conn->open() && (conn.epoch() != epoch || conn.fork() != forks)) conn->close();
 
-        char n_text[24], want_text[24], look_text[24], now_text[24];
-        const auto text = [](std::int64_t v, char* buf) {
-            return static_cast<std::size_t>(std::to_chars(buf, buf + 24, v).ptr - buf);
-        };
-        const std::size_t lens[10] = {7,
-                                      40,
-                                      1,
-                                      redis_key.size(),
-                                      std::strlen(token_text_),
-                                      std::strlen(tolerance_text_),
-                                      text(n, n_text),
-                                      text(want, want_text),
-                                      text(look_us, look_text),
-                                      now_override == no_override ? 0 : text(now_override, now_text)};
+        // EVALSHA sha 1 key q K τhi τlo n nKhi nKlo want lookahead [now]
+        using number = detail::script_constants::number;
+        number n_text, nk_hi, nk_lo, want_text, look_text, now_text;
+        const std::int64_t nk = n * params_.token_units;  // ≤ τ < 2^61
+        detail::script_constants::put(n_text, n);
+        detail::script_constants::put(nk_hi, nk >> 32);
+        detail::script_constants::put(nk_lo, nk & 0xffff'ffff);
+        detail::script_constants::put(want_text, want);
+        detail::script_constants::put(look_text, look_us);
+        if (now_override != no_override) detail::script_constants::put(now_text, now_override);
+        const std::string_view args[14] = {"EVALSHA",           {},
+                                           "1",                 redis_key,
+                                           constants_.q(),      constants_.k(),
+                                           constants_.tau_hi(), constants_.tau_lo(),
+                                           n_text.view(),       nk_hi.view(),
+                                           nk_lo.view(),        want_text.view(),
+                                           look_text.view(),    now_text.view()};
+        const char* argv[14];
+        std::size_t lens[14];
+        for (std::size_t i = 0; i < 14; ++i) {
+            argv[i] = args[i].data();
+            lens[i] = args[i].size();
+        }
+        lens[1] = 40;
+        const int argc = now_override == no_override ? 13 : 14;
         // Out of time: the caller's (no failure of Redis's), or the budget's.
         const auto out_of_time = [&] {
             if (until_bounds) return asked::no_time;
@@ -658,9 +717,7 @@ private:
                 if (end <= now) return out_of_time();
             }
             const bool cut = until_bounds && until < now + reply_cap;
-            const char* argv[10] = {"EVALSHA", conn->sha().data(), "1", redis_key.data(), token_text_, tolerance_text_,
-                                    n_text, want_text, look_text, now_text};
-            const int argc = now_override == no_override ? 9 : 10;
+            argv[1] = conn->sha().data();
             auto reply = conn->command(argc, argv, lens, cut ? until : std::min(end, now + reply_cap), error);
             if (!reply) {
                 // A connection that sat idle may have been closed by the
@@ -671,7 +728,7 @@ private:
                 if (was_open && tries == 0 && !conn->timed_out()) continue;
                 return failed(cut, std::move(error));
             }
-            auto r = detail::read_answer(reply.get(), n, want, look_us);
+            auto r = detail::read_answer(reply.get(), params_, n, want, look_us);
             if (r.kind == detail::reply_kind::noscript) {
                 bump(count().script_loads);
                 now = steady_clock{}.now();
@@ -697,15 +754,17 @@ private:
 
     rate_limiter_options options_;
     std::string key_;
-    double token_us_;
-    double tolerance_us_;
-    char token_text_[32] = {};
-    char tolerance_text_[32] = {};
+    resil::detail::gcra::params params_;  // the script's arithmetic is the local bucket's
+    detail::script_constants constants_;
     mutable detail::pool pool_;
     token_bucket local_;
     std::int64_t origin_ns_ = steady_ns();
     mutable std::atomic<std::uint64_t> lease_{0};
     mutable std::atomic<bool> refilling_{false};
+    // Where the quota stood when the lease was taken: Redis's remaining, and
+    // when the next permit comes (steady ns; 0: the quota was full).
+    mutable std::atomic<std::int64_t> lease_remaining_{0};
+    mutable std::atomic<std::int64_t> lease_reset_at_ns_{0};
     mutable std::atomic<std::int64_t> retry_at_ns_{0};
     // Failures ever (the epoch that retires connections opened before the
     // latest one) and failures in a row (the backoff's exponent).
