@@ -32,6 +32,10 @@ inline std::uint64_t os_seed() noexcept {
     return seed;
 }
 
+/// This thread's engine (with RESIL_SEPARATE_COMPILATION, defined in the one
+/// compiled source: declared here for the headers that draw from it).
+RESIL_DECL jitter_engine& thread_jitter();
+
 #if RESIL_DETAIL_BODIES
 RESIL_DECL jitter_engine& thread_jitter() {
     struct seeded {
