@@ -36,6 +36,7 @@
 #include "catch.hpp"
 #include "support/fault_server.hpp"
 #include "support/nginx_server.hpp"
+#include "support/openssl_server.hpp"
 #include "support/timing.hpp"
 #include "support/tls_files.hpp"
 
@@ -283,6 +284,45 @@ TEST_CASE("curl async: never sent vs ambiguous, keys and limits, judged as by th
     const auto get = request::get(server.url("/pay"));
     CHECK(thrown_by([&] { http.async_perform(get, ctx, [](response) {}); })
               .starts_with("resil::curl::async_client: the context's read timeout is negative"));
+}
+
+TEST_CASE("curl async: a TLS handshake the server refuses is never sent and permanent, as for the blocking client") {
+    resil_test::tls_files pki;
+    struct scenario {
+        std::vector<std::string> server;
+        resil::curl::tls_version minimum;
+        CURLcode code;
+    };
+    // TLS 1.3: the alert comes after libcurl wrote the request (CURLE_RECV_ERROR).
+    const std::vector<scenario> scenarios{
+        {{"-tls1_3", "-Verify", "1", "-verify_return_error"}, resil::curl::tls_version::library_default, CURLE_RECV_ERROR},
+        {{"-tls1_2", "-Verify", "1", "-verify_return_error"}, resil::curl::tls_version::library_default,
+         CURLE_SSL_CONNECT_ERROR},
+        {{"-tls1_2"}, resil::curl::tls_version::tls1_3, CURLE_SSL_CONNECT_ERROR},
+    };
+    asio::io_context io;
+    for (const auto& s : scenarios) {
+        resil_test::openssl_server server{pki, s.server};
+        const client_options options{.idempotency_key = resil::curl::key_header_format::none,
+                                     .tls = {.ca_file = pki.path("ca.pem"), .minimum_version = s.minimum}};
+        client blocking(options);
+        async_client http(io, options);
+        for (const auto& req : {request::get(server.url("/")), request::post(server.url("/"), "pay")}) {
+            resil::context sync_ctx;
+            const response expected = blocking.perform(req, sync_ctx);
+            resil::context ctx;
+            std::optional<response> got;
+            http.async_perform(req, ctx, [&](response r) { got = std::move(r); });
+            run_until(io, [&] { return got.has_value(); });
+            INFO(s.server.front() << " " << req.method() << ": " << got->error_message());
+            CHECK(got->transport() == transport_status::tls_handshake_refused);
+            CHECK(got->curl_code() == s.code);
+            CHECK_FALSE(got->may_have_reached_server());
+            CHECK(resil::curl::classify(*got).verdict == resil::verdict::permanent);
+            CHECK(got->transport() == expected.transport());
+            CHECK(got->curl_code() == expected.curl_code());
+        }
+    }
 }
 
 TEST_CASE("curl async: the read limit in milliseconds, on a drip-fed body") {

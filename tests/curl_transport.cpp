@@ -180,15 +180,17 @@ TEST_CASE("curl transport: a pinned public key — the right one passes, another
     CHECK(with_pin(pki.path("wrong.pub.pem")).transport() == transport_status::tls_certificate_rejected);
 }
 
-TEST_CASE("curl transport: a minimum of TLS 1.3 against a server limited to TLS 1.2 fails the handshake") {
+TEST_CASE("curl transport: a minimum of TLS 1.3 against a server limited to TLS 1.2 is refused in the handshake") {
     resil_test::tls_files pki;
     resil_test::nginx_server nginx{tls_server(pki, "server", "ssl_protocols TLSv1.2;"), "", "ssl"};
     client tls13({.limits = quick,
                   .tls = {.ca_file = pki.path("ca.pem"), .minimum_version = resil::curl::tls_version::tls1_3}});
     const auto r = tls13.perform(request::post(https(nginx), "x"));
-    CHECK(r.transport() == transport_status::tls_handshake_failed);
+    // The server's protocol_version alert: no retry can pass (curl_tls_refusal.cpp).
+    CHECK(r.transport() == transport_status::tls_handshake_refused);
     CHECK(r.curl_code() == CURLE_SSL_CONNECT_ERROR);
-    CHECK_FALSE(r.may_have_reached_server());  // nothing of the request left: a POST may be retried
+    CHECK_FALSE(r.may_have_reached_server());  // nothing of the request left
+    CHECK(resil::curl::classify(r).verdict == verdict::permanent);
 
     client tls12({.limits = quick,
                   .tls = {.ca_file = pki.path("ca.pem"), .minimum_version = resil::curl::tls_version::tls1_2}});

@@ -16,6 +16,7 @@
 #include "../response.hpp"
 #include "capture.hpp"
 #include "handles.hpp"
+#include "tls_refusal.hpp"
 
 namespace resil::curl::detail {
 
@@ -128,6 +129,10 @@ struct transfer_result {
                     // retry; a 5xx (the proxy could not reach the server) may.
                     fail(proxy_code < 500 ? transport_status::invalid_request : transport_status::connect_failed, code,
                          s.error[0] != '\0' ? s.error.data() : curl_easy_strerror(code));
+                } else if (handshake_refused(code, s.error.data(), t, new_connections)) {
+                    fail(transport_status::tls_handshake_refused, code,
+                         s.error[0] != '\0' ? s.error.data() : curl_easy_strerror(code));
+                    A::may_have_reached(r) = false;
                 } else {
                     A::code(r) = code;
                     A::transport(r) = transport_of(code, connected, sent, t);
@@ -179,6 +184,38 @@ struct transfer_result {
         error += ": ";
         error += cause;
         error += ")";
+    }
+
+    // The server refused the TLS handshake (detail/tls_refusal.hpp): its
+    // application saw nothing, and a retry would be refused alike. Over TLS
+    // 1.2 and before, the refusal ends the handshake itself (CURLE 35, or 98
+    // when OpenSSL names a missing client certificate there): nothing of the
+    // request was written. Over TLS 1.3 the client's side of the handshake
+    // ends with its Finished, before the server has judged the client's
+    // certificate: libcurl takes the handshake for done
+    // (CURLINFO_APPCONNECT_TIME_T is set), writes the request
+    // (CURLINFO_REQUEST_SIZE counts it) and meets the alert at its first
+    // read (CURLE 56) or write (55). The bytes written do not decide it: a
+    // server's TLS layer hands no data on to its application before it has
+    // accepted the client's Finished (RFC 8446 §4.4.4; libcurl 7.88 sends no
+    // 0-RTT early data), so what decides is that the refusal is an alert of
+    // the handshake — on a connection opened for this transfer (a reused one
+    // finished its handshake long ago) before any byte of an answer (a
+    // followed redirect means a server got the request). A server asking for
+    // a certificate after the handshake (TLS 1.3 post-handshake
+    // authentication, which libcurl answers) has read the request, but
+    // refuses it without a certificate rather than act on it. A reset or a
+    // timeout during the handshake leaves no alert: it stays retryable.
+    static bool handshake_refused(CURLcode code, const char* error, const transfer_state& t,
+                                  long new_connections) noexcept {
+        if (t.received != 0 || t.replay_refused) return false;
+        switch (code) {
+            case CURLE_SSL_CLIENTCERT: return true;
+            case CURLE_SSL_CONNECT_ERROR: return tls_refusal::refused(error);
+            case CURLE_SEND_ERROR:
+            case CURLE_RECV_ERROR: return new_connections > 0 && tls_refusal::refused(error);
+            default: return false;
+        }
     }
 
     // The response's HTTP version; an HTTP/2 connection is remembered, so a
