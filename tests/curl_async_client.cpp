@@ -35,6 +35,7 @@
 
 #include "catch.hpp"
 #include "support/fault_server.hpp"
+#include "support/h2_script_server.hpp"
 #include "support/nginx_server.hpp"
 #include "support/openssl_server.hpp"
 #include "support/timing.hpp"
@@ -323,6 +324,21 @@ TEST_CASE("curl async: a TLS handshake the server refuses is never sent and perm
             CHECK(got->curl_code() == expected.curl_code());
         }
     }
+}
+
+TEST_CASE("curl async: an HTTP/2 stream cut after its 200 head keeps its status and its version") {
+    resil_test::h2_script_server server{{resil_test::h2_step::cut}};
+    asio::io_context io;
+    async_client http(io, {.http_version = resil::curl::http_version::http2_prior_knowledge});
+    resil::context ctx;
+    const auto req = request::get(server.url("/x"));
+    std::optional<response> got;
+    http.async_perform(req, ctx, [&](response r) { got = std::move(r); });
+    run_until(io, [&] { return got.has_value(); });
+    INFO(got->error_message());
+    CHECK(got->transport() == transport_status::protocol_error);
+    CHECK(got->status() == 200);
+    CHECK(got->http_version() == 20);
 }
 
 TEST_CASE("curl async: the read limit in milliseconds, on a drip-fed body") {

@@ -682,6 +682,23 @@ TEST_CASE("curl transport: an HTTP/2 stream the server refused is sent again, ev
     }
 }
 
+TEST_CASE("curl transport: an HTTP/2 stream cut after its 200 head keeps its status and its version") {
+    resil_test::h2_script_server server{{resil_test::h2_step::cut}};
+    client http({.limits = quick, .http_version = http_version::http2_prior_knowledge});
+    const auto r = http.perform(request::get(server.url("/x")));
+    INFO(r.error_message());
+    CHECK_FALSE(r.completed());
+    CHECK(r.transport() == transport_status::protocol_error);
+    CHECK(r.may_have_reached_server());
+    CHECK(r.status() == 200);
+    CHECK(r.http_version() == 20);  // read whenever a head arrived, not only for a whole response
+
+    // No head: no version.
+    const auto refused = http.perform(request::get("http://127.0.0.1:" + std::to_string(resil_test::refused_port()) + "/"));
+    CHECK(refused.status() == 0);
+    CHECK(refused.http_version() == 0);
+}
+
 TEST_CASE("curl transport: h2c connections are not reused before libcurl 8.0.0 (curl#10634), so none fails") {
     // The body is read before the answer: nginx answering a POST at once
     // resets the stream, which libcurl 7.88 reports as CURLE_HTTP2_STREAM.

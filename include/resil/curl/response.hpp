@@ -232,8 +232,11 @@ public:
     /// cut), total_timeout, body_too_large, cancelled (the stop token or the
     /// sink's stream_action::stop), ...; `completed` otherwise.
     [[nodiscard]] transport_status interrupted_by() const noexcept { return s_.interrupted_by_; }
-    /// The HTTP version the final response came with: 10, 11, 20 or 30
-    /// (CURLINFO_HTTP_VERSION); 0 when no response arrived.
+    /// The HTTP version of the response whose status line status() reports:
+    /// 10, 11, 20 or 30 (CURLINFO_HTTP_VERSION), also when the transfer
+    /// failed after that head (a stream cut after its 200). From the
+    /// clients, 0 exactly when status() is 0 (no status line arrived);
+    /// from_parts and from_failure leave it 0.
     [[nodiscard]] int http_version() const noexcept { return s_.http_version_; }
 
 private:

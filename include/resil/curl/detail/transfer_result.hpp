@@ -140,12 +140,11 @@ struct transfer_result {
                 }
                 break;
         }
-        if (A::transport(r) == transport_status::completed) {
-            capture::settle_body(r);
-            read_http_version(s, r);
-        }
+        if (A::transport(r) == transport_status::completed) capture::settle_body(r);
         if (t.stream.sink) stream_end(r, t.stream);
         if (A::transport(r) != transport_status::completed && !A::may_have_reached(r)) A::status(r) = 0;
+        // Whenever a head arrived, as status(): a stream cut after its 200 still came over HTTP/2.
+        if (A::status(r) != 0) read_http_version(s, r);
         // The server did not act on the request and wants another connection
         // (421), or dropped this one (408): the next attempt opens a new one.
         if (A::status(r) == 421 || A::status(r) == 408) s.fresh_connection_next = true;
@@ -218,8 +217,9 @@ struct transfer_result {
         }
     }
 
-    // The response's HTTP version; an HTTP/2 connection is remembered, so a
-    // resend after a send on it is known to be a refused stream (capture::may_send).
+    // The response's HTTP version; the connection of a whole HTTP/2 answer
+    // is remembered, so a resend after a send on it is known to be a
+    // refused stream (capture::may_send).
     static void read_http_version(easy_state& s, response& r) noexcept {
         long version = 0;
         curl_easy_getinfo(s.easy, CURLINFO_HTTP_VERSION, &version);
@@ -230,7 +230,7 @@ struct transfer_result {
             case CURL_HTTP_VERSION_3: A::http_version(r) = 30; break;
             default: A::http_version(r) = 0; break;
         }
-        if (A::http_version(r) != 20) return;
+        if (A::http_version(r) != 20 || A::transport(r) != transport_status::completed) return;
         auto& known = s.transfer.http2_connection;
         const char* ip = nullptr;
         curl_easy_getinfo(s.easy, CURLINFO_PRIMARY_IP, &ip);
