@@ -1133,6 +1133,8 @@ TEST_CASE("curl async: async_perform from inside a sink is refused at once, unse
 TEST_CASE("curl async: an unkeyed POST on a reused connection the server drops is sent once, judged as by the blocking client") {
     client_options unkeyed;
     unkeyed.idempotency_key = resil::curl::key_header_format::none;
+    // Reused however long the first call took to end (curl_async_connections.cpp).
+    unkeyed.connections.max_idle_for_unrepeatable = std::chrono::hours{1};
     // A connection kept alive by the first answer, then closed by the server
     // once it has read the POST (a stale connection, seen from the client).
     const auto run = [&](auto&& perform) {

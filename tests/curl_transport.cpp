@@ -642,8 +642,11 @@ TEST_CASE("curl transport: an HTTP/2 stream the server refused is sent again, ev
         resil_test::h2_script_server server{{h2_step::answer, h2_step::refuse, h2_step::answer}};
         resil_test::tls_front front{pki.path("server.pem"), pki.path("server.key"), server.port(), "alpn h2"};
         const std::string url = "https" + front.url().substr(5) + "/pay";
+        // The POST goes on the kept-alive connection however long the GET
+        // took to end (connection_options::max_idle_for_unrepeatable).
         client http({.limits = quick, .idempotency_key = resil::curl::key_header_format::none,
-                     .tls = {.ca_file = pki.path("ca.pem")}});
+                     .tls = {.ca_file = pki.path("ca.pem")},
+                     .connections = {.max_idle_for_unrepeatable = std::chrono::hours{1}}});
         const auto first = http.perform(request::get(url));
         INFO(first.error_message());
         REQUIRE(first.ok());
