@@ -116,6 +116,13 @@ TEST_CASE("curl idle connections: an unkeyed POST opens a new connection instead
         CHECK(soon.timings().reused_connection);
         CHECK(http.metrics().fresh_connections_for_idle == 0);
 
+        // Idle counts from the connection's last call: 998 ms since the first, 499 since the last.
+        clock.advance(499ms);
+        const auto again = perform(http, request::post(server.url("/ok"), "2b"));
+        CHECK(again.ok());
+        CHECK(again.timings().reused_connection);
+        CHECK(http.metrics().fresh_connections_for_idle == 0);
+
         clock.advance(500ms);
         const auto late = perform(http, request::post(server.url("/pay"), "3"));
         INFO(late.error_message());

@@ -1253,9 +1253,11 @@ private:
         // A call resil ended (removed mid-transfer) says nothing of how its
         // connection was left; an HTTP/1 one is closed.
         if (!t.active || !t.clock) return;
-        long local_port = 0;
-        curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &local_port);
-        kept_.left_idle(s, t.origin, t.now(), t.transfer.keep_alive_timeout, local_port);
+        idle_connections::identity id;
+        curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &id.local_port);
+        curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &id.primary_port);
+        curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &id.primary_ip);
+        kept_.left_idle(s, id, t.origin, t.now(), t.transfer.keep_alive_timeout);
     }
 
     void on_timer(long ms) noexcept {

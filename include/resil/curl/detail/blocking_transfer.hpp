@@ -195,18 +195,26 @@ struct blocking_transfer {
 
 private:
     // The connection of a transfer libcurl finished is kept alive in its
-    // cache, idle from `ended`. CURLINFO_ACTIVESOCKET names the connection
-    // libcurl last put back in its cache: this transfer's, unless it closed
-    // this one instead (then the socket named, an earlier transfer's, is bound
-    // to another port than this transfer's connection).
+    // cache, idle from `ended`. One reused and noted before is found by its
+    // addresses and ports. For a new one, CURLINFO_ACTIVESOCKET names the
+    // connection libcurl last put back in its cache: this transfer's, unless
+    // it closed this one instead (then the socket named, an earlier
+    // transfer's, is bound to another port than this transfer's connection).
     static void left_idle(handles& s, time_point ended, std::uint64_t closed_before) noexcept {
+        CURL* e = s.easy;
+        idle_connections::identity id;
+        long new_connections = 0;
+        curl_easy_getinfo(e, CURLINFO_LOCAL_PORT, &id.local_port);
+        curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &id.primary_port);
+        curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &id.primary_ip);
+        curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &new_connections);
+        const std::int32_t limit = s.transfer.keep_alive_timeout;
+        if (new_connections == 0 && s.idle.left_idle_again(id, s.origin, ended, limit)) return;
         curl_socket_t socket = CURL_SOCKET_BAD;
-        long local_port = 0;
-        curl_easy_getinfo(s.easy, CURLINFO_ACTIVESOCKET, &socket);
-        curl_easy_getinfo(s.easy, CURLINFO_LOCAL_PORT, &local_port);
+        curl_easy_getinfo(e, CURLINFO_ACTIVESOCKET, &socket);
         if (socket == CURL_SOCKET_BAD) return;
-        if (s.closed_sockets != closed_before && !idle_connections::still_connected_at(socket, local_port)) return;
-        s.idle.left_idle(socket, s.origin, ended, s.transfer.keep_alive_timeout, local_port);
+        if (s.closed_sockets != closed_before && !idle_connections::still_connected_at(socket, id.local_port)) return;
+        s.idle.left_idle(socket, id, s.origin, ended, limit);
     }
 };
 

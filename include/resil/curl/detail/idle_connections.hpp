@@ -7,7 +7,9 @@
 // request arrives on it leaves the request ambiguous, sent and maybe unread.
 //
 // Both clients share it; each tells it when a connection is left idle (the
-// blocking client after each transfer, from CURLINFO_ACTIVESOCKET; the
+// blocking client after each transfer, by the connection's addresses and
+// ports, asking for its socket, CURLINFO_ACTIVESOCKET, only for a connection
+// not noted yet: that walks libcurl's whole connection cache; the
 // asynchronous one at libcurl's CURL_POLL_REMOVE, which names the socket and
 // the transfer leaving it) and when libcurl closes one (the close-socket
 // callback, libcurl's authoritative "socket gone").
@@ -34,9 +36,11 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "../../clock.hpp"
@@ -51,25 +55,58 @@ public:
         time_point idle_since{};
         std::uint64_t origin = 0;
         long local_port = 0;
+        long primary_port = 0;
         std::int32_t server_limit = -1;  ///< its server's Keep-Alive timeout in seconds; -1: none announced
+        std::array<char, 48> primary_ip{};  ///< the peer's address as libcurl writes it (CURLINFO_PRIMARY_IP)
     };
 
-    /// The connection on `s` was left idle at `since` by a transfer to
-    /// `origin` (connection_setup::origin_of) whose answer announced
-    /// `server_limit` seconds (-1: none); `local_port` identifies it
-    /// (CURLINFO_LOCAL_PORT). Without memory to note it, it is simply not
-    /// known (never retired).
-    void left_idle(curl_socket_t s, std::uint64_t origin, time_point since, std::int32_t server_limit,
-                   long local_port) noexcept {
+    /// What tells a connection apart after a transfer, as libcurl reports
+    /// it (CURLINFO_LOCAL_PORT, CURLINFO_PRIMARY_PORT, CURLINFO_PRIMARY_IP),
+    /// without asking for its socket.
+    struct identity {
+        long local_port = 0;
+        long primary_port = 0;
+        const char* primary_ip = nullptr;
+
+        [[nodiscard]] bool matches(const entry& e) const noexcept {
+            return e.local_port == local_port && e.primary_port == primary_port && primary_ip &&
+                   std::strncmp(e.primary_ip.data(), primary_ip, e.primary_ip.size()) == 0;
+        }
+    };
+
+    /// The connection on `s`, identified by `id`, was left idle at `since`
+    /// by a transfer to `origin` (connection_setup::origin_of) whose answer
+    /// announced `server_limit` seconds (-1: none). Without memory to note
+    /// it, it is simply not known (never retired).
+    void left_idle(curl_socket_t s, const identity& id, std::uint64_t origin, time_point since,
+                   std::int32_t server_limit) noexcept {
         if (s == CURL_SOCKET_BAD) return;
         try {
             entry& e = find_or_add(s);
-            e.idle_since = since;
-            e.origin = origin;
-            e.local_port = local_port;
-            e.server_limit = server_limit;
+            e.local_port = id.local_port;
+            e.primary_port = id.primary_port;
+            e.primary_ip[0] = '\0';
+            if (id.primary_ip) {
+                const std::size_t n = std::min(std::strlen(id.primary_ip), e.primary_ip.size() - 1);
+                std::memcpy(e.primary_ip.data(), id.primary_ip, n);
+                e.primary_ip[n] = '\0';
+            }
+            note(e, origin, since, server_limit);
         } catch (...) {
         }
+    }
+
+    /// As left_idle, for a connection already noted, found by `id` rather
+    /// than by its socket: a transfer that reused a connection. False when
+    /// none noted matches (then its socket must be asked for).
+    bool left_idle_again(const identity& id, std::uint64_t origin, time_point since,
+                         std::int32_t server_limit) noexcept {
+        for (auto& e : entries_) {
+            if (!id.matches(e)) continue;
+            note(e, origin, since, server_limit);
+            return true;
+        }
+        return false;
     }
 
     /// libcurl closes `s` (or it was never a connection kept).
@@ -133,6 +170,12 @@ public:
     [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 
 private:
+    static void note(entry& e, std::uint64_t origin, time_point since, std::int32_t server_limit) noexcept {
+        e.idle_since = since;
+        e.origin = origin;
+        e.server_limit = server_limit;
+    }
+
     entry* find(curl_socket_t s) noexcept {
 #if RESIL_DETAIL_OS_POSIX
         const auto fd = static_cast<std::size_t>(s);
