@@ -36,7 +36,9 @@
 
 #include "catch.hpp"
 #include "support/fault_server.hpp"
+#include "support/h2_script_server.hpp"
 #include "support/nginx_server.hpp"
+#include "support/openssl_server.hpp"
 #include "support/timing.hpp"
 #include "support/tls_files.hpp"
 
@@ -296,6 +298,60 @@ TEST_CASE("curl async: never sent vs ambiguous, keys and limits, judged as by th
     const auto get = request::get(server.url("/pay"));
     CHECK(thrown_by([&] { http.async_perform(get, ctx, [](response) {}); })
               .starts_with("resil::curl::async_client: the context's read timeout is negative"));
+}
+
+TEST_CASE("curl async: a TLS handshake the server refuses is never sent and permanent, as for the blocking client") {
+    resil_test::tls_files pki;
+    struct scenario {
+        std::vector<std::string> server;
+        resil::curl::tls_version minimum;
+        CURLcode code;
+    };
+    // TLS 1.3: the alert comes after libcurl wrote the request (CURLE_RECV_ERROR).
+    const std::vector<scenario> scenarios{
+        {{"-tls1_3", "-Verify", "1", "-verify_return_error"}, resil::curl::tls_version::library_default, CURLE_RECV_ERROR},
+        {{"-tls1_2", "-Verify", "1", "-verify_return_error"}, resil::curl::tls_version::library_default,
+         CURLE_SSL_CONNECT_ERROR},
+        {{"-tls1_2"}, resil::curl::tls_version::tls1_3, CURLE_SSL_CONNECT_ERROR},
+    };
+    asio::io_context io;
+    for (const auto& s : scenarios) {
+        resil_test::openssl_server server{pki, s.server};
+        const client_options options{.idempotency_key = resil::curl::key_header_format::none,
+                                     .tls = {.ca_file = pki.path("ca.pem"), .minimum_version = s.minimum}};
+        client blocking(options);
+        async_client http(io, options);
+        for (const auto& req : {request::get(server.url("/")), request::post(server.url("/"), "pay")}) {
+            resil::context sync_ctx;
+            const response expected = blocking.perform(req, sync_ctx);
+            resil::context ctx;
+            std::optional<response> got;
+            http.async_perform(req, ctx, [&](response r) { got = std::move(r); });
+            run_until(io, [&] { return got.has_value(); });
+            INFO(s.server.front() << " " << req.method() << ": " << got->error_message());
+            CHECK(got->transport() == transport_status::tls_handshake_refused);
+            CHECK(got->curl_code() == s.code);
+            CHECK_FALSE(got->may_have_reached_server());
+            CHECK(resil::curl::classify(*got).verdict == resil::verdict::permanent);
+            CHECK(got->transport() == expected.transport());
+            CHECK(got->curl_code() == expected.curl_code());
+        }
+    }
+}
+
+TEST_CASE("curl async: an HTTP/2 stream cut after its 200 head keeps its status and its version") {
+    resil_test::h2_script_server server{{resil_test::h2_step::cut}};
+    asio::io_context io;
+    async_client http(io, {.http_version = resil::curl::http_version::http2_prior_knowledge});
+    resil::context ctx;
+    const auto req = request::get(server.url("/x"));
+    std::optional<response> got;
+    http.async_perform(req, ctx, [&](response r) { got = std::move(r); });
+    run_until(io, [&] { return got.has_value(); });
+    INFO(got->error_message());
+    CHECK(got->transport() == transport_status::protocol_error);
+    CHECK(got->status() == 200);
+    CHECK(got->http_version() == 20);
 }
 
 TEST_CASE("curl async: the read limit in milliseconds, on a drip-fed body") {
@@ -1095,6 +1151,8 @@ TEST_CASE("curl async: async_perform from inside a sink is refused at once, unse
 TEST_CASE("curl async: an unkeyed POST on a reused connection the server drops is sent once, judged as by the blocking client") {
     client_options unkeyed;
     unkeyed.idempotency_key = resil::curl::key_header_format::none;
+    // Reused however long the first call took to end (curl_async_connections.cpp).
+    unkeyed.connections.max_idle_for_unrepeatable = std::chrono::hours{1};
     // A connection kept alive by the first answer, then closed by the server
     // once it has read the POST (a stale connection, seen from the client).
     const auto run = [&](auto&& perform) {

@@ -61,7 +61,7 @@ TEST_CASE("curl classify: transport failures by what may have reached the server
         CHECK(classify(failure(t, false)).verdict == verdict::retryable);
         CHECK(classify(failure(t, true)).verdict == verdict::ambiguous);
     }
-    for (auto t : {T::invalid_request, T::body_too_large, T::tls_certificate_rejected}) {
+    for (auto t : {T::invalid_request, T::body_too_large, T::tls_certificate_rejected, T::tls_handshake_refused}) {
         INFO(resil::curl::to_string(t));
         CHECK(classify(failure(t, false)).verdict == verdict::permanent);
         CHECK(classify(failure(t, true)).verdict == verdict::permanent);

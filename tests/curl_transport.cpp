@@ -180,15 +180,17 @@ TEST_CASE("curl transport: a pinned public key — the right one passes, another
     CHECK(with_pin(pki.path("wrong.pub.pem")).transport() == transport_status::tls_certificate_rejected);
 }
 
-TEST_CASE("curl transport: a minimum of TLS 1.3 against a server limited to TLS 1.2 fails the handshake") {
+TEST_CASE("curl transport: a minimum of TLS 1.3 against a server limited to TLS 1.2 is refused in the handshake") {
     resil_test::tls_files pki;
     resil_test::nginx_server nginx{tls_server(pki, "server", "ssl_protocols TLSv1.2;"), "", "ssl"};
     client tls13({.limits = quick,
                   .tls = {.ca_file = pki.path("ca.pem"), .minimum_version = resil::curl::tls_version::tls1_3}});
     const auto r = tls13.perform(request::post(https(nginx), "x"));
-    CHECK(r.transport() == transport_status::tls_handshake_failed);
+    // The server's protocol_version alert: no retry can pass (curl_tls_refusal.cpp).
+    CHECK(r.transport() == transport_status::tls_handshake_refused);
     CHECK(r.curl_code() == CURLE_SSL_CONNECT_ERROR);
-    CHECK_FALSE(r.may_have_reached_server());  // nothing of the request left: a POST may be retried
+    CHECK_FALSE(r.may_have_reached_server());  // nothing of the request left
+    CHECK(resil::curl::classify(r).verdict == verdict::permanent);
 
     client tls12({.limits = quick,
                   .tls = {.ca_file = pki.path("ca.pem"), .minimum_version = resil::curl::tls_version::tls1_2}});
@@ -640,8 +642,11 @@ TEST_CASE("curl transport: an HTTP/2 stream the server refused is sent again, ev
         resil_test::h2_script_server server{{h2_step::answer, h2_step::refuse, h2_step::answer}};
         resil_test::tls_front front{pki.path("server.pem"), pki.path("server.key"), server.port(), "alpn h2"};
         const std::string url = "https" + front.url().substr(5) + "/pay";
+        // The POST goes on the kept-alive connection however long the GET
+        // took to end (connection_options::max_idle_for_unrepeatable).
         client http({.limits = quick, .idempotency_key = resil::curl::key_header_format::none,
-                     .tls = {.ca_file = pki.path("ca.pem")}});
+                     .tls = {.ca_file = pki.path("ca.pem")},
+                     .connections = {.max_idle_for_unrepeatable = std::chrono::hours{1}}});
         const auto first = http.perform(request::get(url));
         INFO(first.error_message());
         REQUIRE(first.ok());
@@ -678,6 +683,23 @@ TEST_CASE("curl transport: an HTTP/2 stream the server refused is sent again, ev
         REQUIRE(get.ok());
         CHECK(attempts == 1);  // the GOAWAY was the first step only
     }
+}
+
+TEST_CASE("curl transport: an HTTP/2 stream cut after its 200 head keeps its status and its version") {
+    resil_test::h2_script_server server{{resil_test::h2_step::cut}};
+    client http({.limits = quick, .http_version = http_version::http2_prior_knowledge});
+    const auto r = http.perform(request::get(server.url("/x")));
+    INFO(r.error_message());
+    CHECK_FALSE(r.completed());
+    CHECK(r.transport() == transport_status::protocol_error);
+    CHECK(r.may_have_reached_server());
+    CHECK(r.status() == 200);
+    CHECK(r.http_version() == 20);  // read whenever a head arrived, not only for a whole response
+
+    // No head: no version.
+    const auto refused = http.perform(request::get("http://127.0.0.1:" + std::to_string(resil_test::refused_port()) + "/"));
+    CHECK(refused.status() == 0);
+    CHECK(refused.http_version() == 0);
 }
 
 TEST_CASE("curl transport: h2c connections are not reused before libcurl 8.0.0 (curl#10634), so none fails") {

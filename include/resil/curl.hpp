@@ -19,6 +19,7 @@
 
 #include "curl/classification.hpp"
 #include "curl/client.hpp"
+#include "curl/client_metrics.hpp"
 #include "curl/connections.hpp"
 #include "curl/describe.hpp"
 #include "curl/options.hpp"

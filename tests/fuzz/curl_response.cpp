@@ -20,7 +20,10 @@
 // - once the final head ended, the head's fields never change again
 //   (trailers go to trailers(), whatever they say, "HTTP/..." included);
 // - a final head with a body that announces a Content-Length over the limit
-//   stops the transfer before any body byte.
+//   stops the transfer before any body byte;
+// - the idle limit read from a Keep-Alive field is none (-1) or in
+//   [0, longest_keep_alive_timeout] seconds, and none until a field of the
+//   current head names one.
 #include <resil/curl/detail/capture.hpp>
 #include <resil/curl/response.hpp>
 
@@ -116,6 +119,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             }
             default: break;
         }
+        FUZZ_CHECK(t.keep_alive_timeout >= -1 && t.keep_alive_timeout <= cd::longest_keep_alive_timeout);
+        if (t.keep_alive_timeout >= 0 && !t.in_trailers) FUZZ_CHECK(r.header("keep-alive").has_value());
         FUZZ_CHECK(r.body().size() <= t.max_body);
         FUZZ_CHECK(r.body().capacity() <= std::max<std::size_t>(t.max_body, 30));
         check_fields(r.headers());

@@ -82,6 +82,7 @@ struct action {
     std::string gate;            ///< respond: wait until the test opens this gate (fault_server::open_gate)
     milliseconds idle_close{0};  ///< respond: keep the connection idle this long, then close it
     bool idle_reset = false;     ///< ... with a reset (RST) instead of a FIN
+    bool drop_if_reused = false; ///< respond: on a connection that carried a request before, close unanswered
 
     static action respond(int status, std::string body = "", std::vector<std::pair<std::string, std::string>> headers = {}) {
         action a;
@@ -109,6 +110,16 @@ struct action {
         action a = respond(status, std::move(body));
         a.idle_close = idle;
         a.idle_reset = reset;
+        return a;
+    }
+    /// Answers a request that opened its connection; one that arrives on a
+    /// kept-alive connection is read, then the connection is closed without
+    /// an answer: a server whose idle timer fired as the request arrived
+    /// (deterministic, where a real one races).
+    static action respond_unless_reused(int status, std::string body = "",
+                                        std::vector<std::pair<std::string, std::string>> headers = {}) {
+        action a = respond(status, std::move(body), std::move(headers));
+        a.drop_if_reused = true;
         return a;
     }
     static action hang() {
@@ -498,7 +509,7 @@ private:
 
     void serve(int fd, std::size_t connection) {
         std::string buffer;
-        while (!stopping_) {
+        for (bool reused = false; !stopping_; reused = true) {
             recorded_request req;
             if (!read_request(fd, buffer, req)) break;
             req.connection = connection;
@@ -514,7 +525,8 @@ private:
             bool keep = !close_requested && !a.close_after;
             switch (a.what) {
                 case action::kind::respond:
-                    if (!a.gate.empty() && !wait_at_gate(a.gate)) keep = false;
+                    if (a.drop_if_reused && reused) keep = false;
+                    else if (!a.gate.empty() && !wait_at_gate(a.gate)) keep = false;
                     else if (a.delay.count() > 0 && !pause(a.delay)) keep = false;
                     else if (!send_all(fd, head_of(a, a.body.size(), !keep) + (req.method == "HEAD" ? "" : a.body))) keep = false;
                     else {

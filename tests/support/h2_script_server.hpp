@@ -10,7 +10,8 @@
 //
 // The n-th request (a HEADERS frame, any stream, any connection) gets the
 // n-th step; the last step repeats. "answer" sends :status 200 and the body
-// "ok" once the request's stream ended. Header blocks are not decoded: the
+// "ok" once the request's stream ended; "cut" sends the head and part of the
+// body, then resets the stream. Header blocks are not decoded: the
 // server answers every request the same. One connection at a time, on its
 // own thread; every wait ends when the server is destroyed.
 #pragma once
@@ -37,6 +38,7 @@ enum class h2_step {
     answer,  ///< 200 "ok"
     refuse,  ///< RST_STREAM(REFUSED_STREAM) at once: not processed (RFC 9113 §8.7)
     goaway,  ///< GOAWAY(last stream 0, NO_ERROR) at once, then close: not processed
+    cut,     ///< the head (:status 200) and 3 body bytes once the request's stream ended, then RST_STREAM(INTERNAL_ERROR)
 };
 
 class h2_script_server {
@@ -154,14 +156,20 @@ private:
                         return;
                     case h2_step::answer:
                         if (end_stream) answer(fd, stream);
-                        else pending_.push_back(stream);
+                        else pending_.push_back({stream, false});
+                        break;
+                    case h2_step::cut:
+                        if (end_stream) cut(fd, stream);
+                        else pending_.push_back({stream, true});
                         break;
                 }
             } else if (type == 0 && end_stream) {  // the last DATA of a request body
                 for (auto it = pending_.begin(); it != pending_.end(); ++it)
-                    if (*it == stream) {
+                    if (it->first == stream) {
+                        const bool cut_it = it->second;
                         pending_.erase(it);
-                        answer(fd, stream);
+                        if (cut_it) cut(fd, stream);
+                        else answer(fd, stream);
                         break;
                     }
             }
@@ -174,8 +182,18 @@ private:
         send_frame(fd, 0, 0x1, stream, "ok");
     }
 
+    // The head and part of the body, then, once the client had time to
+    // read them, the stream's end.
+    void cut(int fd, std::uint32_t stream) {
+        send_frame(fd, 1, 0x4, stream, std::string(1, static_cast<char>(0x88)));  // :status 200, no END_STREAM
+        send_frame(fd, 0, 0, stream, "par");
+        pollfd p{fd, 0, 0};
+        (void)::poll(&p, 1, 100);
+        send_frame(fd, 3, 0, stream, be32(2));  // RST_STREAM(INTERNAL_ERROR)
+    }
+
     std::vector<h2_step> script_;
-    std::vector<std::uint32_t> pending_;
+    std::vector<std::pair<std::uint32_t, bool>> pending_;  ///< streams waiting for their body's end; true: cut
     int listener_ = -1;
     std::uint16_t port_ = 0;
     std::atomic<bool> stopping_{false};

@@ -102,6 +102,7 @@
 #include "../context.hpp"
 #include "../validation.hpp"
 #include "classification.hpp"  // classify(const response&): the pipelines and hedged() find it by ADL
+#include "client_metrics.hpp"
 #include "detail/asio_multi.hpp"
 #include "detail/attempt.hpp"
 #include "options.hpp"
@@ -184,6 +185,13 @@ public:
     [[nodiscard]] std::size_t in_flight() const { return require().in_flight(); }
     /// Transfers pooled (in flight or idle): what holds libcurl's per-handle memory.
     [[nodiscard]] std::size_t pooled_transfers() const { return require().pooled(); }
+    /// The client's counters (resil/curl/client_metrics.hpp), as
+    /// client::metrics(). May be read from any thread.
+    [[nodiscard]] client_metrics metrics() const {
+        client_metrics m;
+        m.fresh_connections_for_idle = require().fresh_for_idle();
+        return m;
+    }
 
     /// One attempt of `req` under `ctx`, as client::perform(req, ctx), whose
     /// completion is `void(response)`. Throws, before anything starts, what

@@ -19,7 +19,13 @@
 //                             the hint is the reset (see below)
 //   other 4xx, 501, other 5xx permanent
 // Transport (no whole response)
-//   not started, refused, DNS, connect timeout, TLS handshake   retryable (never sent)
+//   not started, refused, DNS, connect timeout, a TLS handshake  retryable (never sent)
+//   that failed otherwise than by a refusal (reset, timeout,
+//   the server's internal error)
+//   the server refused the TLS handshake (an alert: no client   permanent (never sent:
+//   certificate or one it does not accept, no TLS version or    tls_handshake_refused)
+//   cipher in common) — also over TLS 1.3, where the alert
+//   comes after the client's side of the handshake
 //   read/total/first-byte timeout, reset, closed, short body,  ambiguous once anything
 //   a reply that is not HTTP, cancelled, a replay libcurl wanted was sent, else retryable
 //   malformed URL, rejected certificate, body or header fields  permanent
@@ -76,6 +82,9 @@ namespace resil::curl {
         case transport_status::headers_too_large:
         case transport_status::invalid_request:
         case transport_status::tls_certificate_rejected:
+        // The server will refuse the same handshake again, and its
+        // application saw nothing (detail/tls_refusal.hpp).
+        case transport_status::tls_handshake_refused:
         // Part of the body already reached the caller, who acted on it: a
         // silent repeat would hand it over twice (resil/curl/streaming.hpp).
         case transport_status::stream_interrupted: return verdict::permanent;

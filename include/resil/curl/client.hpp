@@ -48,8 +48,10 @@
 // 1 and 2 and the read-inactivity timer (detail/attempt.hpp, shared with the
 // asynchronous client, async_client.hpp), the
 // easy handle's set-up (detail/setup.hpp), libcurl's callbacks
-// (detail/capture.hpp), the transfer loop (detail/blocking_transfer.hpp) and
-// what an ended transfer comes to (detail/transfer_result.hpp); TLS, proxy,
+// (detail/capture.hpp), the transfer loop (detail/blocking_transfer.hpp),
+// what an ended transfer comes to (detail/transfer_result.hpp) and the
+// kept-alive connections as left idle (detail/idle_connections.hpp, counted
+// in metrics(): client_metrics.hpp); TLS, proxy,
 // HTTP version and redirects (transport.hpp), and a one-line description of a
 // client's options for a start-up log (describe.hpp).
 //
@@ -86,6 +88,7 @@
 #include "detail/blocking_transfer.hpp"
 #include "detail/setup.hpp"
 #endif
+#include "client_metrics.hpp"
 #include "detail/text.hpp"
 #include "classification.hpp"  // classify(const response&): the pipelines find it by ADL
 #include "options.hpp"
@@ -107,6 +110,15 @@ public:
     RESIL_DECL ~client();
 
     [[nodiscard]] const client_options& options() const noexcept { return options_; }
+
+    /// The client's counters (resil/curl/client_metrics.hpp); zeros for a
+    /// client moved from. May be called from any thread, also while a call
+    /// is in progress.
+    [[nodiscard]] client_metrics metrics() const noexcept {
+        client_metrics m;
+        if (state_) m.fresh_connections_for_idle = state_->fresh_for_idle.load(std::memory_order_relaxed);
+        return m;
+    }
 
     /// One attempt of `req` under `ctx` (its deadline, timeouts, clock, stop
     /// token and idempotency key); see the banner. Marks `ctx` idempotent when
@@ -273,7 +285,7 @@ private:
 RESIL_DECL client::client(client_options options) : options_(std::move(options)) {
     throw_if_invalid("resil::curl::client", options_.validate());
     state_ = std::make_unique<detail::handles>();
-    detail::setup::configure(*state_, options_);
+    detail::setup::configure(*state_, options_, &detail::blocking_transfer::on_close_socket, state_.get());
 }
 
 RESIL_DECL client::~client() = default;

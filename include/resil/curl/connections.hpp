@@ -244,7 +244,9 @@ private:
 
 /// Where connections go and how long a kept-alive one is used
 /// (client_options::connections). The defaults are libcurl's, except that
-/// the idle limit is stated. Every duration is whole seconds, as libcurl counts.
+/// the idle limit is stated. Every duration libcurl applies is whole seconds,
+/// as libcurl counts; max_idle_for_unrepeatable, which resil applies itself,
+/// is milliseconds.
 struct connection_options {
     /// Longest duration a field below takes (a year): far beyond any use, and
     /// small enough for libcurl's `long` on every platform.
@@ -277,6 +279,19 @@ struct connection_options {
     /// (CURLOPT_MAXAGE_CONN), in whole seconds as above. Default 118 s,
     /// libcurl's (below the 120 s idle limit common in load balancers).
     std::chrono::seconds max_connection_idle{118};
+    /// A request that may not be repeated (neither idempotent nor keyed) is
+    /// not sent on a kept-alive connection that has been idle this long, when
+    /// the connection's server announced no idle limit (with `Keep-Alive:
+    /// timeout=N` it is N less min(N/2, 1 s)): such connections to the
+    /// request's origin are retired and the request opens a new connection,
+    /// counted in client_metrics::fresh_connections_for_idle. A server that
+    /// closes an idle connection as a request arrives on it leaves that
+    /// request ambiguous: sent, maybe not read. Idle time is measured on the
+    /// context's clock from the end of the connection's last transfer. 0:
+    /// every such request opens a new connection. Default 1 s, below the
+    /// shortest idle limit common among servers that announce none
+    /// (gunicorn's 2 s; nginx, HAProxy and uvicorn default to 5 s or more).
+    std::chrono::milliseconds max_idle_for_unrepeatable{1000};
     /// Turns on TCP keepalive probes (CURLOPT_TCP_KEEPALIVE), so a silently
     /// dropped peer is noticed on a long idle connection. Default off.
     bool tcp_keepalive = false;
@@ -288,7 +303,8 @@ struct connection_options {
     /// The first invalid field, if any: every resolve and connect_to entry
     /// in libcurl's form (no space or control character, ports 1 to 65535),
     /// dns_cache_lifetime in [0s, longest], the connection limits in [1s,
-    /// longest], the keepalive times in [1s, longest_keepalive].
+    /// longest], max_idle_for_unrepeatable in [0ms, longest], the keepalive
+    /// times in [1s, longest_keepalive].
     [[nodiscard]] validation_result validate() const {
         using std::chrono::seconds;
         for (std::size_t i = 0; i < resolve.size(); ++i) {
@@ -310,6 +326,10 @@ struct connection_options {
             if (auto bad = resil::detail::check_in_range("max_connection_age", *max_connection_age, one, longest))
                 return bad;
         if (auto bad = resil::detail::check_in_range("max_connection_idle", max_connection_idle, one, longest))
+            return bad;
+        if (auto bad = resil::detail::check_in_range("max_idle_for_unrepeatable", max_idle_for_unrepeatable,
+                                                     std::chrono::milliseconds::zero(),
+                                                     std::chrono::milliseconds{longest}))
             return bad;
         if (auto bad = resil::detail::check_in_range("tcp_keepalive_idle", tcp_keepalive_idle, one, longest_keepalive))
             return bad;

@@ -53,7 +53,7 @@ enum class transport_status : std::uint8_t {
     cancelled,                 ///< the context's stop token fired (before or during the transfer)
     connect_failed,            ///< refused, unreachable, name not resolved (CURLE 5, 6, 7)
     connect_timeout,           ///< no connection in time (code 28 before anything was sent)
-    tls_handshake_failed,      ///< the TLS handshake failed (CURLE 35)
+    tls_handshake_failed,      ///< the TLS handshake failed, a retry may pass: reset, an internal error (CURLE 35)
     tls_certificate_rejected,  ///< the peer's certificate was not accepted (CURLE 58, 59, 60, 77, 83, 90, 91)
     read_timeout,              ///< silence longer than the read limit (resil's timer; reported as code 28)
     total_timeout,             ///< the attempt's total limit passed (code 28 once connected)
@@ -66,6 +66,12 @@ enum class transport_status : std::uint8_t {
     // Streamed bodies (client::stream, resil/curl/streaming.hpp):
     first_byte_timeout,        ///< no body byte within stream_options::first_byte of the request's send (code 28)
     stream_interrupted,        ///< the stream ended early after bytes reached the sink; the cause: interrupted_by()
+    /// The peer refused the TLS handshake with an alert a retry would get
+    /// again: no client certificate, one it does not accept, no TLS version,
+    /// cipher or application protocol (ALPN) in common (CURLE 35, 98, and
+    /// over TLS 1.3 CURLE 55 or 56 once the client's side of the handshake
+    /// ended). Nothing reached the server's application; never retried.
+    tls_handshake_refused,
 };
 
 [[nodiscard]] constexpr std::string_view to_string(transport_status s) noexcept {
@@ -87,6 +93,7 @@ enum class transport_status : std::uint8_t {
         case transport_status::other_error: return "other_error";
         case transport_status::first_byte_timeout: return "first_byte_timeout";
         case transport_status::stream_interrupted: return "stream_interrupted";
+        case transport_status::tls_handshake_refused: return "tls_handshake_refused";
     }
     return "unknown";
 }
@@ -171,9 +178,13 @@ public:
     [[nodiscard]] CURLcode curl_code() const noexcept { return s_.code_; }
     /// libcurl's error text for a failed transfer; empty otherwise.
     [[nodiscard]] std::string_view error_message() const noexcept { return error_; }
-    /// False only when no byte of the request can have left this process
-    /// (refused, connect timeout, not started): then repeating it is safe
-    /// whatever the method.
+    /// False only when the request cannot have reached the server's
+    /// application: no byte of it can have left this process (refused,
+    /// connect timeout, not started), or the server refused the TLS
+    /// handshake (transport_status::tls_handshake_refused: over TLS 1.3 the
+    /// request may have been written after the client's side of the
+    /// handshake, and the server's TLS layer discarded it). Then repeating it
+    /// is safe whatever the method.
     [[nodiscard]] bool may_have_reached_server() const noexcept { return s_.may_have_reached_; }
 
     /// The header fields of the final response (not of 1xx or redirects).
@@ -227,8 +238,11 @@ public:
     /// cut), total_timeout, body_too_large, cancelled (the stop token or the
     /// sink's stream_action::stop), ...; `completed` otherwise.
     [[nodiscard]] transport_status interrupted_by() const noexcept { return s_.interrupted_by_; }
-    /// The HTTP version the final response came with: 10, 11, 20 or 30
-    /// (CURLINFO_HTTP_VERSION); 0 when no response arrived.
+    /// The HTTP version of the response whose status line status() reports:
+    /// 10, 11, 20 or 30 (CURLINFO_HTTP_VERSION), also when the transfer
+    /// failed after that head (a stream cut after its 200). From the
+    /// clients, 0 exactly when status() is 0 (no status line arrived);
+    /// from_parts and from_failure leave it 0.
     [[nodiscard]] int http_version() const noexcept { return s_.http_version_; }
 
 private:

@@ -50,6 +50,7 @@
 #include <asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstddef>
@@ -73,7 +74,9 @@
 #include "../response.hpp"
 #include "attempt.hpp"
 #include "capture.hpp"
+#include "connection_setup.hpp"
 #include "handles.hpp"
+#include "idle_connections.hpp"
 #include "setup.hpp"
 #include "stream.hpp"
 #include "transfer_result.hpp"
@@ -305,6 +308,10 @@ public:
     [[nodiscard]] const client_options& options() const noexcept { return options_; }
     [[nodiscard]] std::size_t in_flight() const noexcept { return in_flight_; }
     [[nodiscard]] std::size_t pooled() const noexcept { return pooled_; }
+    /// client_metrics::fresh_connections_for_idle; read from any thread.
+    [[nodiscard]] std::uint64_t fresh_for_idle() const noexcept {
+        return fresh_for_idle_.load(std::memory_order_relaxed);
+    }
 
     /// A blank response, in the buffers of one given back if any.
     response take_response() {
@@ -360,8 +367,17 @@ public:
         const resil::timeouts& t_limits = plan->limits.timeouts;
         forget_stream(*t);
         // After a 408/421 the next attempt opens a new connection, whichever
-        // pooled transfer it gets (the flag is the client's, not one easy's).
+        // pooled transfer it gets (the flag is the client's, not one easy's);
+        // so does a request that may not be repeated when the idle
+        // connections to its origin are too long idle (idle_connections.hpp).
+        t->origin = connection_setup::origin_of(req);
         t->fresh_connection_next = fresh_connection_next_;
+        if (!t->out.repeatable() &&
+            kept_.retire_stale(t->origin, plan->limits.started, options_.connections.max_idle_for_unrepeatable,
+                               [this](curl_socket_t s) noexcept { return watched(s); }) > 0) {
+            if (!t->fresh_connection_next) fresh_for_idle_.fetch_add(1, std::memory_order_relaxed);
+            t->fresh_connection_next = true;
+        }
         if (!transfer_begin::prepare(*t, req, t_limits, plan->key, options_, t->out)) return fail_start(*t, c);
         const std::stop_token& stop = ctx.stop_token();
         if (stop.stop_requested()) {
@@ -945,8 +961,8 @@ private:
     }
 
     // libcurl's callbacks.
-    static int on_socket_cb(CURL*, curl_socket_t s, int what, void* user, void*) noexcept {
-        static_cast<asio_multi*>(user)->on_socket(s, what);
+    static int on_socket_cb(CURL* easy, curl_socket_t s, int what, void* user, void*) noexcept {
+        static_cast<asio_multi*>(user)->on_socket(easy, s, what);
         return 0;
     }
 
@@ -956,7 +972,9 @@ private:
     }
 
     static int on_close_socket_cb(void* user, curl_socket_t s) noexcept {
-        static_cast<asio_multi*>(user)->forget(s);
+        auto& self = *static_cast<asio_multi*>(user);
+        self.forget(s);
+        self.kept_.closed(s);
         return ::close(s);
     }
 
@@ -1030,7 +1048,7 @@ private:
         }
     }
 
-    void on_socket(curl_socket_t s, int what) noexcept {
+    void on_socket(CURL* easy, curl_socket_t s, int what) noexcept {
         socket_entry* found = find_socket(s);
         if (what == CURL_POLL_REMOVE) {
             // Sockets libcurl opened itself (the threaded resolver's) may be
@@ -1040,6 +1058,7 @@ private:
             // A kept-alive connection stays in the set with its interest;
             // a readiness libcurl does not wait for is silenced (on_set_ready).
             unwatch(*found);
+            left_idle(easy, s);
             return;
         }
         if (s < 0) return;
@@ -1150,6 +1169,12 @@ private:
 
     void rewatch_sockets() noexcept { wait_for_set(); }
 
+    // A transfer of libcurl's uses the socket now (idle_connections).
+    bool watched(curl_socket_t s) noexcept {
+        const socket_entry* e = find_socket(s);
+        return e && e->what != 0;
+    }
+
     void end_in_flight(const ::asio::error_code& ec) noexcept {
         constexpr std::string_view what = "the reactor could not wait on libcurl's sockets";
         std::string why;
@@ -1195,7 +1220,7 @@ private:
         return e;
     }
 
-    void on_socket(curl_socket_t s, int what) noexcept {
+    void on_socket(CURL* easy, curl_socket_t s, int what) noexcept {
         auto it = sockets_.find(s);
         if (what == CURL_POLL_REMOVE) {
             // Sockets libcurl opened itself (the threaded resolver's) may be
@@ -1203,6 +1228,7 @@ private:
             if (it == sockets_.end()) return;
             if (!it->second->opened_here) return forget(s);
             it->second->what = 0;  // a pending wait that completes is ignored, not renewed
+            left_idle(easy, s);
             return;
         }
         try {
@@ -1259,6 +1285,12 @@ private:
         if (!closed_ && it != sockets_.end() && it->second->generation == generation) watch(s, *it->second);
     }
 
+    // A transfer of libcurl's uses the socket now (idle_connections).
+    bool watched(curl_socket_t s) noexcept {
+        const auto it = sockets_.find(s);
+        return it != sockets_.end() && it->second->what != 0;
+    }
+
     void rewatch_sockets() noexcept {
         for (auto& [s, e] : sockets_) {
             if (closed_) return;
@@ -1275,6 +1307,25 @@ private:
         sockets_.clear();
     }
 #endif
+
+    // libcurl stopped watching a connection's socket (CURL_POLL_REMOVE): no
+    // transfer uses it now. `easy`, the transfer that left it, tells the
+    // origin, the idle limit its answer announced, and the clock (the
+    // call's, as the one the next call's decision reads). A socket libcurl
+    // is about to close comes here too: its close follows at once.
+    void left_idle(CURL* easy, curl_socket_t s) noexcept {
+        void* p = nullptr;
+        if (!easy || curl_easy_getinfo(easy, CURLINFO_PRIVATE, &p) != CURLE_OK || !p) return;
+        const auto& t = *static_cast<const async_transfer*>(p);
+        // A call resil ended (removed mid-transfer) says nothing of how its
+        // connection was left; an HTTP/1 one is closed.
+        if (!t.active || !t.clock) return;
+        idle_connections::identity id;
+        curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &id.local_port);
+        curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &id.primary_port);
+        curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &id.primary_ip);
+        kept_.left_idle(s, id, t.origin, t.now(), t.transfer.keep_alive_timeout);
+    }
 
     void on_timer(long ms) noexcept {
         const std::uint64_t g = ++timer_generation_;
@@ -1493,6 +1544,8 @@ private:
     bool closed_ = false;
     bool close_pending_ = false;  ///< shutdown() was asked for inside libcurl
     bool fresh_connection_next_ = false;  ///< a 408/421 answered: the next attempt opens a new connection
+    idle_connections kept_;               ///< the kept-alive connections, as left idle
+    std::atomic<std::uint64_t> fresh_for_idle_{0};  ///< client_metrics::fresh_connections_for_idle
 };
 
 inline void async_transfer::stop_request::operator()() const noexcept {

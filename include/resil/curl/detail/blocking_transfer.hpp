@@ -8,13 +8,25 @@
 // averages), and its total timer counts from its own start and fires a
 // millisecond or two late. Time here is the context's clock. A streamed
 // body's first-byte and idle limits are timed the same way (detail/stream.hpp).
+// Before a request that may not be repeated, the kept-alive connections to
+// its origin idle close to their server's limit are retired and it opens a
+// new one (detail/idle_connections.hpp); each transfer libcurl finishes
+// notes its connection left idle.
 #pragma once
 
 #include <curl/curl.h>
 
+#include "../../detail/platform.hpp"
+
+#if RESIL_DETAIL_OS_POSIX
+#include <unistd.h>
+#endif
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <stop_token>
 #include <string>
 
@@ -25,10 +37,11 @@
 #include "../options.hpp"
 #include "../request.hpp"
 #include "../response.hpp"
-#include "../../detail/platform.hpp"
 #include "attempt.hpp"
 #include "capture.hpp"
+#include "connection_setup.hpp"
 #include "handles.hpp"
+#include "idle_connections.hpp"
 #include "setup.hpp"
 #include "transfer_result.hpp"
 
@@ -67,7 +80,18 @@ struct blocking_transfer {
         const resil::timeouts& t = limits.timeouts;
         CURL* e = s.easy;
         CURLM* m = s.multi;
+        s.origin = connection_setup::origin_of(req);
+        // A request that may not be repeated goes on no connection its server may be closing.
+        if (!r.repeatable()) {
+            const bool fresh_anyway = s.fresh_connection_next;
+            if (s.idle.retire_stale(s.origin, limits.started, options.connections.max_idle_for_unrepeatable,
+                                    [](curl_socket_t) noexcept { return false; }) > 0) {
+                s.fresh_connection_next = true;
+                if (!fresh_anyway) s.fresh_for_idle.fetch_add(1, std::memory_order_relaxed);
+            }
+        }
         if (!transfer_begin::prepare(s, req, t, key, options, r)) return;
+        const std::uint64_t closed_before = s.closed_sockets;
 
         // Wakes curl_multi_poll when the stop token fires (from any thread).
         // With a token that can never fire, this registers nothing.
@@ -140,7 +164,7 @@ struct blocking_transfer {
                 break;
             }
         }
-        const auto elapsed = clock.now() - started;
+        const time_point ended = clock.now();
 
         CURLcode code = CURLE_OK;
         if (end == transfer_end::finished) {
@@ -150,7 +174,47 @@ struct blocking_transfer {
             }
         }
         transfer_result::read(s, r, end, code, options);
-        A::timings(r).total = std::chrono::duration_cast<duration>(elapsed);
+        A::timings(r).total = std::chrono::duration_cast<duration>(ended - started);
+        if (end == transfer_end::finished && code == CURLE_OK) left_idle(s, ended, closed_before);
+    }
+
+    /// The client's close-socket callback (CURLOPT_CLOSESOCKETFUNCTION,
+    /// set by setup::configure), with its `handles` as data, which outlive
+    /// the multi handle whose cache closes the last connections: a closed
+    /// connection leaves the idle ones (idle_connections.hpp).
+    static int on_close_socket(void* user, curl_socket_t socket) noexcept {
+        auto& s = *static_cast<handles*>(user);
+        s.idle.closed(socket);
+        ++s.closed_sockets;
+#if RESIL_DETAIL_OS_WINDOWS
+        return ::closesocket(socket);
+#else
+        return ::close(socket);
+#endif
+    }
+
+private:
+    // The connection of a transfer libcurl finished is kept alive in its
+    // cache, idle from `ended`. One reused and noted before is found by its
+    // addresses and ports. For a new one, CURLINFO_ACTIVESOCKET names the
+    // connection libcurl last put back in its cache: this transfer's, unless
+    // it closed this one instead (then the socket named, an earlier
+    // transfer's, is bound to another port than this transfer's connection).
+    static void left_idle(handles& s, time_point ended, std::uint64_t closed_before) noexcept {
+        CURL* e = s.easy;
+        idle_connections::identity id;
+        long new_connections = 0;
+        curl_easy_getinfo(e, CURLINFO_LOCAL_PORT, &id.local_port);
+        curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &id.primary_port);
+        curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &id.primary_ip);
+        curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &new_connections);
+        const std::int32_t limit = s.transfer.keep_alive_timeout;
+        if (new_connections == 0 && s.idle.left_idle_again(id, s.origin, ended, limit)) return;
+        curl_socket_t socket = CURL_SOCKET_BAD;
+        curl_easy_getinfo(e, CURLINFO_ACTIVESOCKET, &socket);
+        if (socket == CURL_SOCKET_BAD) return;
+        if (s.closed_sockets != closed_before && !idle_connections::still_connected_at(socket, id.local_port)) return;
+        s.idle.left_idle(socket, id, s.origin, ended, limit);
     }
 };
 

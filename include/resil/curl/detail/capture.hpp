@@ -12,13 +12,15 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <cstring>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <system_error>
 #include <string>
 #include <string_view>
 
 #include "../response.hpp"
+#include "keep_alive.hpp"
 #include "stream.hpp"
 #include "text.hpp"
 
@@ -54,6 +56,9 @@ struct transfer_state {
     std::size_t received_at_send = 0; ///< `received` at the last send
     unsigned refused_resends = 0;     ///< sends repeated because the server refused the stream unprocessed
     bool redirect_refused = false;    ///< a redirect's send was refused: the 3xx is the answer
+    /// The idle limit the final head's Keep-Alive field announced, in
+    /// seconds (detail/keep_alive.hpp); -1 when it announced none.
+    std::int32_t keep_alive_timeout = -1;
 
     // Set per request (detail/redirect_setup.hpp), before start().
     bool follows_redirects = false;     ///< libcurl follows this request's redirects
@@ -107,6 +112,7 @@ struct transfer_state {
         received_at_send = 0;
         refused_resends = 0;
         redirect_refused = false;
+        keep_alive_timeout = -1;
     }
 };
 
@@ -176,6 +182,7 @@ struct capture {
                 headers.reserve(512, 16);
                 t.block_status = status_of(line);
                 t.block_has_location = false;
+                t.keep_alive_timeout = -1;
                 return true;
             }
             if (t.follows_redirects && line.size() > 9 && iequals(line.substr(0, 9), "Location:") &&
@@ -333,6 +340,9 @@ private:
         else
             fields.add(name, value);
         if (t && token_iequals_lower(name, "content-length")) return announced_body(*t, value);
+        if (t && token_iequals_lower(name, "keep-alive")) {
+            if (const auto seconds = keep_alive_timeout(value)) t->keep_alive_timeout = *seconds;
+        }
         return true;
     }
 

@@ -167,6 +167,37 @@ struct connection_setup {
         return {host, port};
     }
 
+    /// What tells a request's connections apart as libcurl matches them
+    /// (idle_connections.hpp): the URL's scheme, host (in any letter case)
+    /// and port, and the request's own endpoint (request::connect_to); the
+    /// client-wide options are the same for every request. A 64-bit FNV-1a
+    /// hash.
+    [[nodiscard]] static std::uint64_t origin_of(const request& req) noexcept {
+        std::uint64_t h = 0xcbf29ce484222325u;
+        const auto add = [&h](std::string_view text) noexcept {
+            for (const char c : text) {
+                h ^= static_cast<unsigned char>(ascii_lower(c));
+                h *= 0x100000001b3u;
+            }
+            h ^= 0xffu;  // a separator no text byte is
+            h *= 0x100000001b3u;
+        };
+        const std::string_view url = req.url();
+        add(url.substr(0, url.find("://")));
+        const auto authority = authority_of(url);
+        add(authority.host);
+        add(authority.port);
+        if (const auto& target = req.pinned_endpoint()) {
+            add(target->host);
+            char port[6] = {};
+            std::size_t n = 0;
+            for (unsigned v = target->port; n == 0 || v != 0; v /= 10) port[n++] = static_cast<char>('0' + v % 10);
+            add(std::string_view(port, n));
+        }
+        return h;
+    }
+
+
 private:
     static void write_pinned(connection_state& c, std::string_view url, const endpoint& target) {
         // Within the reserved capacity for any URL host up to 255 bytes: no

@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 #include "../response.hpp"
 #include "capture.hpp"
 #include "connection_state.hpp"
+#include "idle_connections.hpp"
 #include "../../detail/platform.hpp"
 #include "text.hpp"
 
@@ -73,8 +75,12 @@ struct easy_state {
     std::array<char, 48> timeout_line{};
     std::array<char, CURL_ERROR_SIZE> error{};
     /// The next transfer opens a new connection: the server asked for
-    /// another one (421 Misdirected Request) or dropped this one (408).
+    /// another one (421 Misdirected Request) or dropped this one (408), or
+    /// the kept-alive ones are too long idle for a request that may not be
+    /// repeated (idle_connections.hpp).
     bool fresh_connection_next = false;
+    /// The transfer's origin, as idle_connections matches connections.
+    std::uint64_t origin = 0;
     /// The connection options' lists and buffers, and the shared cache held.
     connection_state connections{};
     /// The request's URL parsed once (CURLOPT_CURLU, setup.hpp); null until
@@ -110,6 +116,12 @@ protected:
 struct handles : easy_state {
     CURLM* multi = nullptr;
     std::atomic<bool> busy{false};
+    /// The kept-alive connections of the multi handle, as left idle.
+    idle_connections idle;
+    /// Sockets libcurl closed so far (through the close-socket callback).
+    std::uint64_t closed_sockets = 0;
+    /// client_metrics::fresh_connections_for_idle; read from any thread.
+    std::atomic<std::uint64_t> fresh_for_idle{0};
     /// The buffers of the response last given back (client::recycle), which
     /// the next response returned by value is built in.
     response spare = response_access::blank();

@@ -47,8 +47,11 @@ struct setup {
         return static_cast<long>(std::min<std::chrono::milliseconds::rep>(v.count(), LONG_MAX - 1)) + 1L;
     }
 
-    /// The options of a new easy handle that never change.
-    static void configure(easy_state& s, const client_options& options) {
+    /// The options of a new easy handle that never change. `close_socket`
+    /// (with `close_data`), when given, is the close-socket callback, set
+    /// before the raw handle hook (client_options::configure_handle) runs.
+    static void configure(easy_state& s, const client_options& options,
+                          curl_closesocket_callback close_socket = nullptr, void* close_data = nullptr) {
         CURL* e = s.easy;
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for DNS timeouts: threads stay safe
 #if LIBCURL_VERSION_NUM >= 0x075700
@@ -84,6 +87,10 @@ struct setup {
         // must not be taken for the final one (nor counted as an answer).
         curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
         apply_transport(e, options.tls, options.proxy, options.http_version, options.redirects);
+        if (close_socket) {
+            curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, close_socket);
+            curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, close_data);
+        }
         connection_setup::configure(e, s.connections, options);  // last: it ends with configure_handle
     }
 

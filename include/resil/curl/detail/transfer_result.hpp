@@ -16,6 +16,7 @@
 #include "../response.hpp"
 #include "capture.hpp"
 #include "handles.hpp"
+#include "tls_refusal.hpp"
 
 namespace resil::curl::detail {
 
@@ -128,6 +129,10 @@ struct transfer_result {
                     // retry; a 5xx (the proxy could not reach the server) may.
                     fail(proxy_code < 500 ? transport_status::invalid_request : transport_status::connect_failed, code,
                          s.error[0] != '\0' ? s.error.data() : curl_easy_strerror(code));
+                } else if (handshake_refused(code, s.error.data(), t, new_connections)) {
+                    fail(transport_status::tls_handshake_refused, code,
+                         s.error[0] != '\0' ? s.error.data() : curl_easy_strerror(code));
+                    A::may_have_reached(r) = false;
                 } else {
                     A::code(r) = code;
                     A::transport(r) = transport_of(code, connected, sent, t);
@@ -135,12 +140,11 @@ struct transfer_result {
                 }
                 break;
         }
-        if (A::transport(r) == transport_status::completed) {
-            capture::settle_body(r);
-            read_http_version(s, r);
-        }
+        if (A::transport(r) == transport_status::completed) capture::settle_body(r);
         if (t.stream.sink) stream_end(r, t.stream);
         if (A::transport(r) != transport_status::completed && !A::may_have_reached(r)) A::status(r) = 0;
+        // Whenever a head arrived, as status(): a stream cut after its 200 still came over HTTP/2.
+        if (A::status(r) != 0) read_http_version(s, r);
         // The server did not act on the request and wants another connection
         // (421), or dropped this one (408): the next attempt opens a new one.
         if (A::status(r) == 421 || A::status(r) == 408) s.fresh_connection_next = true;
@@ -181,8 +185,41 @@ struct transfer_result {
         error += ")";
     }
 
-    // The response's HTTP version; an HTTP/2 connection is remembered, so a
-    // resend after a send on it is known to be a refused stream (capture::may_send).
+    // The server refused the TLS handshake (detail/tls_refusal.hpp): its
+    // application saw nothing, and a retry would be refused alike. Over TLS
+    // 1.2 and before, the refusal ends the handshake itself (CURLE 35, or 98
+    // when OpenSSL names a missing client certificate there): nothing of the
+    // request was written. Over TLS 1.3 the client's side of the handshake
+    // ends with its Finished, before the server has judged the client's
+    // certificate: libcurl takes the handshake for done
+    // (CURLINFO_APPCONNECT_TIME_T is set), writes the request
+    // (CURLINFO_REQUEST_SIZE counts it) and meets the alert at its first
+    // read (CURLE 56) or write (55). The bytes written do not decide it: a
+    // server's TLS layer hands no data on to its application before it has
+    // accepted the client's Finished (RFC 8446 §4.4.4; libcurl 7.88 sends no
+    // 0-RTT early data), so what decides is that the refusal is an alert of
+    // the handshake — on a connection opened for this transfer (a reused one
+    // finished its handshake long ago) before any byte of an answer (a
+    // followed redirect means a server got the request). A server asking for
+    // a certificate after the handshake (TLS 1.3 post-handshake
+    // authentication, which libcurl answers) has read the request, but
+    // refuses it without a certificate rather than act on it. A reset or a
+    // timeout during the handshake leaves no alert: it stays retryable.
+    static bool handshake_refused(CURLcode code, const char* error, const transfer_state& t,
+                                  long new_connections) noexcept {
+        if (t.received != 0 || t.replay_refused) return false;
+        switch (code) {
+            case CURLE_SSL_CLIENTCERT: return true;
+            case CURLE_SSL_CONNECT_ERROR: return tls_refusal::refused(error);
+            case CURLE_SEND_ERROR:
+            case CURLE_RECV_ERROR: return new_connections > 0 && tls_refusal::refused(error);
+            default: return false;
+        }
+    }
+
+    // The response's HTTP version; the connection of a whole HTTP/2 answer
+    // is remembered, so a resend after a send on it is known to be a
+    // refused stream (capture::may_send).
     static void read_http_version(easy_state& s, response& r) noexcept {
         long version = 0;
         curl_easy_getinfo(s.easy, CURLINFO_HTTP_VERSION, &version);
@@ -193,7 +230,7 @@ struct transfer_result {
             case CURL_HTTP_VERSION_3: A::http_version(r) = 30; break;
             default: A::http_version(r) = 0; break;
         }
-        if (A::http_version(r) != 20) return;
+        if (A::http_version(r) != 20 || A::transport(r) != transport_status::completed) return;
         auto& known = s.transfer.http2_connection;
         const char* ip = nullptr;
         curl_easy_getinfo(s.easy, CURLINFO_PRIMARY_IP, &ip);
