@@ -61,7 +61,10 @@ TEST_CASE("README: the ten-line example through resil::http::client") {
     REQUIRE_FALSE(out);
     CHECK(out.attempts() >= 1);
     CHECK(out.attempts() <= 3);
-    CHECK(out.transport() == "connect_failed");
+    // Refused (at once on an idle machine), or, with the README's 20 ms
+    // connect limit, timed out when the machine is too loaded to see the
+    // refusal in time: never sent either way.
+    CHECK((out.transport() == "connect_failed" || out.transport() == "connect_timeout"));
     CHECK(out.status() == 0);
     // As the pipeline's: attempts ran out, or the jittered waits ran into
     // the deadline first.
