@@ -2,6 +2,8 @@
 #include <resil/metrics.hpp>
 #include <resil/testing/manual_clock.hpp>
 
+#include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -178,29 +180,82 @@ TEST_CASE("panic mode: below 50 % usable, a group is balanced over all of its en
     for (int i = 0; i < 50; ++i) CHECK(lb.pick(clock.now()).address() == "d:80");
 }
 
-TEST_CASE("failover: the secondary group takes calls only while the primary's usable share is below the threshold") {
+TEST_CASE("failover: below the threshold, groups share the calls by their health, as Envoy's priority load") {
     manual_clock clock;
     auto list = replicas(4, 0, 'a');
     for (auto& e : replicas(2, 1, 'x')) list.push_back(e);
-    balancer lb{list, {.policy = balancing_policy::round_robin, .outlier = {.max_ejection_share = 0.5},
+    balancer lb{list, {.policy = balancing_policy::round_robin, .outlier = {.max_ejection_share = 0.75},
                        .failover_threshold = 0.7}};
-    auto seen_now = [&] {
-        std::set<std::string> seen;
-        for (int i = 0; i < 100; ++i) seen.insert(lb.pick(clock.now()).address());
-        return seen;
+    // The share of 10,000 picks that went to the primary group.
+    auto primary_share = [&] {
+        int primary = 0;
+        for (int i = 0; i < 10000; ++i) primary += lb.pick(clock.now()).target().priority == 0 ? 1 : 0;
+        return primary / 10000.0;
     };
-    CHECK(seen_now() == std::set<std::string>{"a:80", "b:80", "c:80", "d:80"});
+    // Envoy's rule (load_balancer_impl.cc): health = min(1, usable share ×
+    // overprovisioning factor), here 1 / failover_threshold; in priority
+    // order each group takes its health of what is left, the healths scaled
+    // up when they sum below 1.
+    auto envoy_primary_load = [](double share0, double share1) {
+        const double h0 = std::min(1.0, share0 / 0.7), h1 = std::min(1.0, share1 / 0.7);
+        const double total = std::min(1.0, h0 + h1);
+        return std::min(1.0, h0 / total);
+    };
+    CHECK(primary_share() == 1.0);
     REQUIRE(fail(lb, "a:80", clock.now(), 5));
-    // 3 of 4 = 75 % ≥ 70 %: still the primary.
-    CHECK(seen_now() == std::set<std::string>{"b:80", "c:80", "d:80"});
+    // 3 of 4 = 75 % ≥ 70 %: every call to the primary.
+    CHECK(primary_share() == 1.0);
     CHECK(lb.metrics().failover_picks == 0);
     REQUIRE(fail(lb, "b:80", clock.now(), 5));
-    // 2 of 4 = 50 %: the secondary.
-    CHECK(seen_now() == std::set<std::string>{"x:80", "y:80"});
-    CHECK(lb.metrics().failover_picks == 100);
+    // 2 of 4 = 50 %: health 0.71, so 71 % stay, 29 % fail over.
+    CHECK(std::abs(primary_share() - envoy_primary_load(0.5, 1.0)) < 0.02);
+    CHECK(lb.metrics().failover_picks > 2500);
+    REQUIRE(fail(lb, "c:80", clock.now(), 5));
+    // 1 of 4: 36 % stay (in panic? no: the healths sum to 1).
+    CHECK(std::abs(primary_share() - envoy_primary_load(0.25, 1.0)) < 0.02);
+    CHECK(lb.metrics().panic_picks == 0);
     // The ejections end: back to the primary.
     clock.advance(30s);
-    CHECK(seen_now() == std::set<std::string>{"a:80", "b:80", "c:80", "d:80"});
+    CHECK(primary_share() == 1.0);
+}
+
+TEST_CASE("failover: every group short of healthy, and every one in panic") {
+    manual_clock clock;
+    auto list = replicas(4, 0, 'a');
+    for (auto& e : replicas(4, 1, 'w')) list.push_back(e);
+    balancer lb{list, {.policy = balancing_policy::round_robin, .outlier = {.max_ejection_share = 1.0}}};
+    auto shares = [&] {
+        std::map<std::uint32_t, int> by_group;
+        for (int i = 0; i < 10000; ++i) ++by_group[lb.pick(clock.now()).target().priority];
+        return std::pair{by_group[0] / 10000.0, by_group[1] / 10000.0};
+    };
+    // 1 of 4 usable in each: healths 0.36 + 0.36 < 1, each group half the
+    // calls after scaling; both below the panic threshold (50 %): every
+    // group in panic, so the groups share by size, over all their endpoints.
+    for (auto name : {"a:80", "b:80", "c:80", "w:80", "x:80", "y:80"}) REQUIRE(fail(lb, name, clock.now(), 5));
+    const auto [p0, p1] = shares();
+    CHECK(std::abs(p0 - 0.5) < 0.02);
+    CHECK(std::abs(p1 - 0.5) < 0.02);
+    CHECK(lb.metrics().panic_picks >= 10000);
+}
+
+TEST_CASE("failover: one of three primaries refused by its breaker moves 5 % of the calls, not all of them") {
+    manual_clock clock;
+    balancer lb{{{.address = "p1:80"}, {.address = "p2:80"}, {.address = "p3:80"}, {.address = "backup:80", .priority = 1}},
+                {.endpoint_breaker = resil::circuit_breaker_options{.mode = resil::breaker_mode::consecutive_failures,
+                                                                    .consecutive_failures = 1,
+                                                                    .open_for = 1h}}};
+    for (;;) {
+        auto l = lb.pick(clock.now());
+        if (l.address() != "p1:80") continue;
+        auto permit = l.breaker()->try_acquire();
+        l.breaker()->record(permit, resil::verdict::retryable);
+        break;
+    }
+    int backup = 0;
+    for (int i = 0; i < 10000; ++i) backup += lb.pick(clock.now()).address() == "backup:80" ? 1 : 0;
+    // 2 of 3 usable: health min(1, 0.667 / 0.7) = 0.95.
+    CHECK(std::abs(backup / 10000.0 - (1.0 - (2.0 / 3.0) / 0.7)) < 0.01);
 }
 
 TEST_CASE("a lease's record() returns the ejection its result caused") {

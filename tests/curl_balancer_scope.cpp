@@ -124,8 +124,9 @@ TEST_CASE("curl balancer: 1,000 keyed POSTs, the primary dying at random moments
     INFO("outcomes: ok at primary " << by_outcome["ok at primary"] << ", ok at backup " << by_outcome["ok at backup"]
                                     << ", no_endpoint_in_scope " << by_outcome["no_endpoint_in_scope"]
                                     << ", retries_exhausted " << by_outcome["retries_exhausted"]);
-    // Every kind of moment happened.
-    CHECK(by_outcome["ok at primary"] > 50);
-    CHECK(by_outcome["ok at backup"] > 100);
-    CHECK(by_outcome["no_endpoint_in_scope"] + by_outcome["retries_exhausted"] > 50);
+    // Every kind of moment happened (about 100, 700 and 200 of each on an
+    // idle machine).
+    CHECK(by_outcome["ok at primary"] >= 20);
+    CHECK(by_outcome["ok at backup"] >= 100);
+    CHECK(by_outcome["no_endpoint_in_scope"] + by_outcome["retries_exhausted"] >= 20);
 }

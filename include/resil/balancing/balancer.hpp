@@ -726,14 +726,15 @@ private:
     }
 
     [[nodiscard]] std::unique_ptr<detail::balancer_snapshot> build(std::span<const endpoint> endpoints);
-    /// The number of an endpoint's idempotency scope: its priority group's
-    /// (1 + priority) when it names none, else its name's.
-    [[nodiscard]] std::uint32_t scope_number(const endpoint& e, std::size_t index);
-
-    /// Named scopes a balancer numbers in its life (bounded: scopes name
-    /// services, not replicas).
-    static constexpr std::size_t max_scope_names = endpoint::max_endpoints;
-    static constexpr std::uint32_t first_named_scope = endpoint::max_priority + 2;
+    /// Numbers the idempotency scopes of `s` (built from `old`, or from
+    /// nothing) so that a number never comes to stand for another key store.
+    void number_scopes(detail::balancer_snapshot& s, const detail::balancer_snapshot* old,
+                       std::span<const std::uint32_t> old_index);
+    /// A number no scope had before (never 0).
+    std::uint32_t fresh_scope() noexcept {
+        if (++last_scope_ == 0) ++last_scope_;
+        return last_scope_;
+    }
 
     /// Recounts the usable endpoints of each group and returns ejected ones
     /// whose time is up; one thread at a time (the others use the counts as they are).
@@ -746,6 +747,60 @@ private:
                                                       std::int64_t now_ns) const noexcept;
 
     [[nodiscard]] double cost(const detail::endpoint_state& st, std::int64_t now_ns, std::uint32_t weight) const noexcept;
+    /// The group a call goes to while the first is not healthy enough to take
+    /// them all: Envoy's priority load. Each group's health is its usable
+    /// share ÷ failover_threshold (Envoy: × the overprovisioning factor), at
+    /// most 1; in priority order each group takes that share of what is left,
+    /// the healths scaled up when they sum below 1. A group is in panic (its
+    /// calls balanced over all of its endpoints) only when they sum below 1
+    /// and its usable share is below panic_threshold; when every group is (or
+    /// nothing is usable), the groups share the calls by their sizes.
+    std::size_t choose_group(const detail::balancer_snapshot& s, jitter_engine& rng, bool& panic) const noexcept {
+        const auto groups = s.groups();
+        double health[endpoint::max_priority + 1];
+        bool in_panic[endpoint::max_priority + 1];
+        double total = 0.0;
+        bool all_panic = true;
+        for (std::size_t g = 0; g < groups; ++g) {
+            const auto size = static_cast<double>(s.group_begin[g + 1] - s.group_begin[g]);
+            const double usable = usable_[g].load(std::memory_order_relaxed);
+            const double share = usable / size;
+            health[g] = options_.failover_threshold > 0.0 ? std::min(1.0, share / options_.failover_threshold)
+                                                           : (usable > 0.0 ? 1.0 : 0.0);
+            total += health[g];
+            in_panic[g] = usable < options_.panic_threshold * size;
+            all_panic = all_panic && in_panic[g];
+        }
+        total = std::min(1.0, total);
+        const double u = unit_interval(rng);
+        double reached = 0.0;
+        if (total > 0.0 && !(all_panic && total < 1.0)) {
+            for (std::size_t g = 0; g < groups; ++g) {
+                reached += health[g] / total;
+                if (u < reached) {
+                    panic = total < 1.0 && in_panic[g];
+                    return g;
+                }
+            }
+            for (std::size_t g = groups; g-- > 0;)  // rounding: the last group with any load
+                if (health[g] > 0.0) {
+                    panic = total < 1.0 && in_panic[g];
+                    return g;
+                }
+        }
+        // Nothing usable, or every group in panic: by the groups' sizes,
+        // over all of their endpoints (no endpoint at all with panic mode off).
+        panic = options_.panic_threshold > 0.0;
+        if (!panic) return 0;
+        const auto all = static_cast<double>(s.endpoints.size());
+        reached = 0.0;
+        for (std::size_t g = 0; g < groups; ++g) {
+            reached += static_cast<double>(s.group_begin[g + 1] - s.group_begin[g]) / all;
+            if (u < reached) return g;
+        }
+        return groups - 1;
+    }
+
     /// The pick off the common path: a call held to idempotency scope `hold`
     /// (0: none), or a retry whose group (skip_group) has no fresh endpoint.
     /// The first group with a fresh endpoint (else, when held, a usable one),
@@ -818,10 +873,8 @@ private:
     detail::stripes<reader_cells> readers_{};
     std::mutex writer_;
     std::vector<retired_snapshot> retired_;
-    /// Named idempotency scopes seen so far, numbered from first_named_scope
-    /// in this order (written under writer_ only, by build()): a scope keeps
-    /// its number across replacements, so a call held to it stays held.
-    std::vector<std::string> scope_names_;
+    /// The last scope number handed out (written under writer_ only, by build()).
+    std::uint32_t last_scope_ = 0;
 
     /// Health of the current set: usable endpoints per group, recounted by
     /// refresh() when health_changes_ moved or an ejection ended.
@@ -871,18 +924,49 @@ inline std::optional<events::endpoint_ejected> endpoint_lease::record(time_point
 
 // ---- balancer ----
 
-inline std::uint32_t balancer::scope_number(const endpoint& e, std::size_t index) {
-    if (e.idempotency_scope.empty()) return e.priority + 1;
-    const auto known = std::find(scope_names_.begin(), scope_names_.end(), e.idempotency_scope);
-    if (known != scope_names_.end())
-        return first_named_scope + static_cast<std::uint32_t>(known - scope_names_.begin());
-    if (scope_names_.size() >= max_scope_names)
-        detail::throw_invalid("resil::balancer",
-                              detail::bad_endpoint_field(index, "idempotency_scope",
-                                                         "one of at most 4096 names in a balancer's life",
-                                                         e.idempotency_scope));
-    scope_names_.push_back(e.idempotency_scope);
-    return first_named_scope + static_cast<std::uint32_t>(scope_names_.size() - 1);
+inline void balancer::number_scopes(detail::balancer_snapshot& s, const detail::balancer_snapshot* old,
+                                    std::span<const std::uint32_t> old_index) {
+    constexpr auto none = std::numeric_limits<std::uint32_t>::max();
+    const auto n = s.endpoints.size();
+    s.scope_of.assign(n, 0);
+    auto was_unnamed = [&](std::size_t i) { return old_index[i] != none && old->endpoints[old_index[i]].idempotency_scope.empty(); };
+    for (std::size_t g = 0; g < s.groups(); ++g) {
+        // A group's unnamed endpoints: one that was unnamed keeps its number;
+        // the new ones take the number the kept ones share, if they share
+        // one (new replicas of that service), else one of their own.
+        std::uint32_t shared = 0;
+        bool one_shared = true;
+        for (auto i = s.group_begin[g]; i < s.group_begin[g + 1]; ++i)
+            if (s.endpoints[i].idempotency_scope.empty() && was_unnamed(i)) {
+                const auto k = old->scope_of[old_index[i]];
+                one_shared = one_shared && (shared == 0 || shared == k);
+                shared = k;
+            }
+        std::uint32_t for_new = one_shared ? shared : 0;
+        for (auto i = s.group_begin[g]; i < s.group_begin[g + 1]; ++i) {
+            if (!s.endpoints[i].idempotency_scope.empty()) continue;
+            if (was_unnamed(i)) {
+                s.scope_of[i] = old->scope_of[old_index[i]];
+            } else {
+                if (for_new == 0) for_new = fresh_scope();
+                s.scope_of[i] = for_new;
+            }
+        }
+    }
+    // A named scope: the number the set before gave the name, else the one
+    // given to it earlier in this set, else a new one. (A name that left
+    // and comes back later is a new scope: the safe side.)
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto& name = s.endpoints[i].idempotency_scope;
+        if (name.empty()) continue;
+        std::uint32_t k = 0;
+        if (old != nullptr)
+            for (std::size_t j = 0; j < old->endpoints.size() && k == 0; ++j)
+                if (old->endpoints[j].idempotency_scope == name) k = old->scope_of[j];
+        for (std::size_t j = 0; j < i && k == 0; ++j)
+            if (s.endpoints[j].idempotency_scope == name) k = s.scope_of[j];
+        s.scope_of[i] = k != 0 ? k : fresh_scope();
+    }
 }
 
 inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<const endpoint> endpoints) {
@@ -891,11 +975,18 @@ inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<cons
     std::stable_sort(s->endpoints.begin(), s->endpoints.end(),
                      [](const endpoint& a, const endpoint& b) { return a.priority < b.priority; });
     const auto* old = current_.load(std::memory_order_acquire);  // writers hold writer_: not freed meanwhile
+    constexpr auto none = std::numeric_limits<std::uint32_t>::max();
+    std::vector<std::uint32_t> old_index;  // where each endpoint was in `old`, or none
+    old_index.reserve(s->endpoints.size());
     for (const auto& e : s->endpoints) {
         std::shared_ptr<detail::endpoint_state> kept;
+        old_index.push_back(none);
         if (old != nullptr)
             for (std::size_t i = 0; i < old->endpoints.size(); ++i)
-                if (old->endpoints[i].address == e.address) kept = old->states[i];
+                if (old->endpoints[i].address == e.address) {
+                    kept = old->states[i];
+                    old_index.back() = static_cast<std::uint32_t>(i);
+                }
         if (!kept) {
             kept = std::make_shared<detail::endpoint_state>();
             if (options_.endpoint_breaker) {
@@ -913,13 +1004,13 @@ inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<cons
         s->states.push_back(std::move(kept));
         s->state_of.push_back(s->states.back().get());
         s->weight.push_back(static_cast<std::uint32_t>(e.weight));
-        s->scope_of.push_back(scope_number(e, s->scope_of.size()));
     }
     const auto n = static_cast<std::uint32_t>(s->endpoints.size());
     for (std::uint32_t i = 0; i < n; ++i)
         if (i == 0 || s->endpoints[i].priority != s->endpoints[i - 1].priority) s->group_begin.push_back(i);
     s->group_begin.push_back(n);
     if (n == 0) s->group_begin.clear();
+    number_scopes(*s, old, old_index);
     for (std::size_t g = 0; g < s->groups(); ++g) {
         const auto b = s->group_begin[g], e = s->group_begin[g + 1];
         std::uint64_t sum = 0;
@@ -1121,28 +1212,19 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
     if (hold != 0) [[unlikely]] {
         chosen = pick_off_path(s, now_ns, rng, tried, hold, s.groups());
     } else {
-        // The group: the first with enough usable endpoints, else the one with the largest usable share.
-        if (s.groups() > 1) {
-            double best_share = -1.0;
-            std::size_t best = 0;
-            for (std::size_t g = 0; g < s.groups(); ++g) {
-                const auto size = s.group_begin[g + 1] - s.group_begin[g];
-                const double share = static_cast<double>(usable_[g].load(std::memory_order_relaxed)) / size;
-                if (share >= options_.failover_threshold) {
-                    best = g;
-                    break;
-                }
-                if (share > best_share) {
-                    best_share = share;
-                    best = g;
-                }
-            }
-            group = best;
+        const auto size0 = static_cast<double>(s.group_begin[1] - s.group_begin[0]);
+        const double usable0 = usable_[0].load(std::memory_order_relaxed);
+        // Healthy (Envoy: health 100 %): takes every call, never in panic.
+        const bool healthy0 = usable0 >= options_.failover_threshold * size0 && usable0 > 0.0;
+        if (healthy0) [[likely]] {
+            panic = false;
+        } else if (s.groups() == 1) {
+            panic = usable0 < options_.panic_threshold * size0;
+        } else {
+            group = choose_group(s, rng, panic);
         }
         const auto b = s.group_begin[group], e = s.group_begin[group + 1];
         const auto size = e - b;
-        panic = static_cast<double>(usable_[group].load(std::memory_order_relaxed)) <
-                options_.panic_threshold * static_cast<double>(size);
 
         // Whether endpoint i may be picked: 2 = usable and untried, 1 = usable but tried (or its breaker open), 0 = not usable.
         auto rank = [&](std::uint32_t i) noexcept -> int {
