@@ -7,6 +7,8 @@
 #include <resil/retry.hpp>
 #include <resil/testing/manual_clock.hpp>
 
+#include <barrier>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -358,5 +360,92 @@ TEST_CASE("a replacement during a held call cannot send it to another provider")
         } else {
             CHECK(out.reason() == reason::no_endpoint_in_scope);
         }
+    }
+}
+
+TEST_CASE("a retry moving to a fresh group follows the weights there") {
+    manual_clock clock;
+    for (auto policy : {balancing_policy::round_robin, balancing_policy::random}) {
+        balancer lb{{{.address = "primary:443"},
+                     {.address = "light:443", .weight = 1, .priority = 1},
+                     {.address = "heavy:443", .weight = 9, .priority = 1}},
+                    {.policy = policy, .outlier = {.consecutive_failures = 0}}};
+        int heavy = 0;
+        for (int i = 0; i < 2000; ++i) {
+            tried_endpoints tried;
+            resil::basic_context<manual_clock> ctx{keyed(clock)};
+            ctx.mark_idempotent();
+            auto first = resil::call_endpoint(lb, ctx, tried, [&](const endpoint& ep) { return reply{fate::refused, ep.address}; }, judge);
+            REQUIRE(first.value().from == "primary:443");
+            auto second = resil::call_endpoint(lb, ctx, tried, [&](const endpoint& ep) { return reply{fate::answered, ep.address}; }, judge);
+            heavy += second.value().from == "heavy:443" ? 1 : 0;
+        }
+        INFO(resil::to_string(policy) << ": " << heavy << " of 2000 to the weight-9 endpoint");
+        CHECK(std::abs(heavy / 2000.0 - 0.9) < 0.03);
+    }
+}
+
+TEST_CASE("hedge copies racing on threads: every call's attempts stay in one scope") {
+    // Three copies of each call start at once on three threads, sharing the
+    // call's tried_endpoints, over four endpoints in three scopes; every
+    // attempt may reach its server. Copies whose pick raced into another
+    // scope are refused by enter_scope and pick again.
+    manual_clock clock;
+    balancer lb{{{.address = "a1:443"}, {.address = "a2:443"},
+                 {.address = "b:443", .idempotency_scope = "b"},
+                 {.address = "c:443", .priority = 1}},
+                {.outlier = {.consecutive_failures = 0}}};
+    constexpr int calls = 2000, copies = 3;
+    std::vector<std::uint32_t> scopes(calls * copies);
+    tried_endpoints tried;
+    std::barrier sync(copies);
+    auto copy = [&](int k) {
+        for (int call = 0; call < calls; ++call) {
+            sync.arrive_and_wait();  // the call starts: its tried set is fresh
+            resil::basic_context<manual_clock> ctx{keyed(clock)};
+            (void)resil::call_endpoint(lb, ctx, tried, [&](const endpoint& ep) {
+                for (const auto& st : lb.status(resil::time_point{}))
+                    (void)st;  // a little work, so that copies overlap
+                std::uint32_t scope = 0;
+                if (ep.address == "a1:443" || ep.address == "a2:443") scope = 1;
+                if (ep.address == "b:443") scope = 2;
+                if (ep.address == "c:443") scope = 3;
+                scopes[static_cast<std::size_t>(call * copies + k)] = scope;
+                return reply{fate::lost_after_sending, ep.address};
+            }, judge);
+            sync.arrive_and_wait();  // every copy ended
+            if (k == 0) tried.clear();
+        }
+    };
+    {
+        std::vector<std::jthread> threads;
+        for (int k = 0; k < copies; ++k) threads.emplace_back(copy, k);
+    }
+    int split = 0;
+    std::map<std::uint32_t, int> first_scope;
+    for (int call = 0; call < calls; ++call) {
+        const auto* s = &scopes[static_cast<std::size_t>(call * copies)];
+        split += (s[0] != s[1] || s[1] != s[2]) ? 1 : 0;
+        ++first_scope[s[0]];
+    }
+    CHECK(split == 0);
+    CHECK(first_scope.size() >= 2);  // the calls did start in several scopes
+}
+
+TEST_CASE("a nested call's retries: never sent only when none of its attempts may have been sent") {
+    manual_clock clock;
+    auto inner = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 2, .backoff = resil::full_jitter{1ms, 10ms}}});
+    for (const bool first_sent : {true, false}) {
+        INFO((first_sent ? "ambiguous, then refused" : "refused twice"));
+        int attempt = 0;
+        resil::basic_context<manual_clock> ctx{keyed(clock)};
+        auto out = inner.execute(ctx, [&](auto&) {
+            ++attempt;
+            return reply{attempt == 1 && first_sent ? fate::lost_after_sending : fate::refused, ""};
+        }, judge);
+        REQUIRE_FALSE(out);
+        CHECK(attempt == 2);
+        // What a balanced attempt around this call learns of it.
+        CHECK(resil::classify(out).never_sent == !first_sent);
     }
 }

@@ -247,6 +247,9 @@ public:
     void fail(resil::reason r) noexcept { set_field(reason_shift, static_cast<std::uint32_t>(r)); }
     /// Tells outer layers not to retry this failure (a lower layer already did).
     void mark_dont_retry() noexcept { state_ |= dont_retry_bit; }
+    /// Says that some attempt of the call may have reached the server, even
+    /// if the last was never sent (a retry policy, across its attempts).
+    void mark_may_have_been_sent() noexcept { state_ &= ~never_sent_bit; }
     /// True when the reason comes from judging an attempt's result (it holds a
     /// value or a classified exception), false for a rejection before any attempt.
     [[nodiscard]] bool attempted() const noexcept { return has_value() || exception_ != nullptr; }

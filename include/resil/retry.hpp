@@ -189,7 +189,7 @@ public:
     class loop {
     public:
         /// `first`: the first attempt's failed outcome.
-        explicit loop(Outcome first) { out_.emplace(std::move(first)); }
+        explicit loop(Outcome first) : sent_(!first.never_sent()) { out_.emplace(std::move(first)); }
 
         /// Judges the attempt just failed: the wait before retrying it, or
         /// nothing when the call ends now (then take() is its outcome).
@@ -251,13 +251,19 @@ public:
                 out_.emplace(std::move(*last_));
                 return true;
             }
+            sent_ = sent_ || !again.never_sent();
             out_.reset();
             out_.emplace(std::move(again));
             return false;
         }
 
-        /// The call's outcome once it ends.
-        Outcome take() { return std::move(*out_); }
+        /// The call's outcome once it ends. "Never sent" only when no
+        /// attempt of the call may have been sent: a caller that moves the
+        /// call elsewhere (an idempotency scope) must know of any.
+        Outcome take() {
+            if (sent_) out_->mark_may_have_been_sent();
+            return std::move(*out_);
+        }
 
     private:
         std::optional<Outcome> out_;   // the attempt being judged
@@ -265,6 +271,7 @@ public:
         duration previous_{};
         duration delay_{};
         std::uint32_t attempt_ = 1;
+        bool sent_ = false;  // some attempt may have reached the server
     };
 
 private:

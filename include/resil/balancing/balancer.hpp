@@ -804,8 +804,7 @@ private:
     /// The pick off the common path: a call held to idempotency scope `hold`
     /// (0: none), or a retry whose group (skip_group) has no fresh endpoint.
     /// The first group with a fresh endpoint (else, when held, a usable one),
-    /// and in it the best-ranked with the fewest calls in flight per weight
-    /// (peak EWMA: the lowest cost); none when there is none.
+    /// and in it one of the best-ranked (below); none when there is none.
     RESIL_DETAIL_COLD std::uint32_t pick_off_path(const detail::balancer_snapshot& s, std::int64_t now_ns,
                                                   jitter_engine& rng, const tried_endpoints* tried, std::uint32_t hold,
                                                   std::size_t skip_group) const noexcept {
@@ -839,10 +838,34 @@ private:
                     }
             }
         if (group == s.groups()) return none;
-        // Within it, the best of the best-ranked by the policy's measure (calls
-        // in flight per weight; peak EWMA: its cost), from a random start.
+        // Within it, among the best-ranked: for round-robin and random a draw
+        // by weight (the schedule's order is the common path's); else the
+        // fewest calls in flight per weight (peak EWMA: the lowest cost),
+        // from a random start.
         const bool panic = in_panic(group);
         const auto b = s.group_begin[group], size = s.group_begin[group + 1] - b;
+        if (options_.policy == balancing_policy::round_robin || options_.policy == balancing_policy::random) {
+            int best = 0;
+            std::uint64_t total = 0;
+            for (auto i = b; i < b + size; ++i) {
+                const int r = rank(i, panic);
+                if (r > best) {
+                    best = r;
+                    total = 0;
+                }
+                if (r == best && r > 0) total += s.weight[i];
+            }
+            if (best == 0) return none;
+            auto target = static_cast<std::uint64_t>(unit_interval(rng) * static_cast<double>(total));
+            std::uint32_t last = none;
+            for (auto i = b; i < b + size; ++i) {
+                if (rank(i, panic) != best) continue;
+                last = i;
+                if (target < s.weight[i]) return i;
+                target -= s.weight[i];
+            }
+            return last;  // rounding
+        }
         const auto start = detail::below(rng(), size);
         std::uint32_t chosen = none;
         int chosen_rank = 0;
