@@ -736,3 +736,36 @@ TEST_CASE("asio hedge: the latencies recorded: the winner's, a loser's run that 
         CHECK(samples() == 0);
     }
 }
+
+TEST_CASE("asio hedge: a copy that was never sent is no answer: it neither wins nor hides a sent copy's result") {
+    // A balancer with no endpoint for the copy (the call held to a scope
+    // whose endpoints all refuse), or a breaker's refusal: never sent.
+    auto judge_unsent = [](const std::string& s) {
+        return s == "unsent" ? resil::classification::not_sent(resil::verdict::permanent)
+                             : resil::classification{judge(s)};
+    };
+    for (const std::string answer : {"ok", "busy"}) {
+        INFO("copy 0 answers " << answer);
+        asio::io_context io;  // its own per round: nothing of the last round's call is left in it
+        manual_clock clock;
+        resil::hedge_policy hedge{{.max_hedges = 1, .delay = 10ms}};
+        copies c{io, {{script::park, answer}, {script::answer, "unsent"}}};
+        std::vector<std::string> events;
+        std::optional<std::string> result;
+        auto ctx = idempotent_context(clock);
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                result = co_await resil::asio::hedged(hedge, ctx, c.callable(), judge_unsent, hedge_log{&events, clock});
+            },
+            asio::detached);
+        run_until(io, [&] { return c.log.size() == 3; });  // 0:begin 1:begin 1:unsent
+        CHECK_FALSE(result.has_value());                  // copy 0 still runs: not cancelled
+        c.release(0);
+        run_until(io, [&] { return result.has_value() && *c.alive == 0; });
+        CHECK(result == answer);  // copy 0's answer, a success or the failure a retry outside judges
+        CHECK(events == std::vector<std::string>{"10ms hedge_started 1 after 10ms"});
+        io.restart();
+        io.run();  // the call's frames end before what they refer to
+    }
+}

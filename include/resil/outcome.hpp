@@ -79,8 +79,14 @@ struct classification {
     bool never_sent = false;
 
     constexpr classification() = default;
-    constexpr classification(resil::verdict v, server_hint h = {}, bool sent_never = false)  // NOLINT: implicit by design
-        : verdict(v), hint(std::move(h)), never_sent(sent_never) {}
+    constexpr classification(resil::verdict v, server_hint h = {})  // NOLINT: implicit by design
+        : verdict(v), hint(std::move(h)) {}
+    /// A verdict on a request known never to have left the client.
+    [[nodiscard]] static constexpr classification not_sent(resil::verdict v, server_hint h = {}) {
+        classification c{v, std::move(h)};
+        c.never_sent = true;
+        return c;
+    }
     friend bool operator==(const classification&, const classification&) = default;
 };
 
@@ -334,7 +340,8 @@ template <class T>
 [[nodiscard]] classification classify(const outcome<T>& o) noexcept {
     if (o.ok()) return verdict::success;
     // A rejection (nothing attempted) sent nothing either.
-    return {o.verdict(), server_hint{o.retry_after(), o.dont_retry()}, o.never_sent() || !o.attempted()};
+    const server_hint hint{o.retry_after(), o.dont_retry()};
+    return o.never_sent() || !o.attempted() ? classification::not_sent(o.verdict(), hint) : classification{o.verdict(), hint};
 }
 
 }  // namespace resil

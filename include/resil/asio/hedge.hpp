@@ -24,7 +24,10 @@
 //    clients remove its transfer) and reported as events::hedge_cancelled;
 //  - retryable or ambiguous, or an exception: not final while another copy
 //    runs; when none runs any more, the call ends with the first such result
-//    (an exception is rethrown), for a retry policy outside to judge.
+//    (an exception is rethrown), for a retry policy outside to judge;
+//  - a failure known never sent (classification::never_sent: a copy the
+//    balancer had no endpoint for, or a breaker refused): no answer at all,
+//    and no latency; the call ends with it only when no copy was sent.
 // A listener or classifier that throws ends the call: every copy is
 // cancelled and, once all have completed, hedged() rethrows the first such
 // exception.
@@ -240,19 +243,27 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
             }
         } else {
             const auto now = ctx.clock().now();
-            if (!ctx.stop_requested()) policy.record(now, now - started_at[k]);
-            bool final_answer = false;
+            classification judged{verdict::retryable};
             if (!e) {
                 try {
-                    final_answer = is_final(*v);
+                    judged = classification(std::invoke(classify, *v));
                 } catch (...) {
                     fail(std::current_exception());
                 }
             }
-            if (!decided && (final_answer || !have_result)) {  // decided here: the classifier threw
+            // A copy that never left (a balancer with no endpoint for it, a
+            // breaker's refusal) says nothing of the latency, and is no answer.
+            const bool unsent = !e && judged.never_sent && judged.verdict != verdict::success;
+            if (!ctx.stop_requested() && !unsent) policy.record(now, now - started_at[k]);
+            const bool final_answer = !e && !unsent &&
+                                      (judged.verdict == verdict::success || judged.verdict == verdict::permanent);
+            // decided here: the classifier threw. A result that was never
+            // sent gives way to any copy's that was.
+            if (!decided && (final_answer || !have_result || (result_unsent && !unsent))) {
                 result.error = std::move(e);
                 result.value = std::move(v);
                 have_result = true;
+                result_unsent = unsent;
             }
             if (decided) {
                 // The classifier threw: fail() cancelled the others.
@@ -275,11 +286,6 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
             }
         }
         if (decided && running_count == 0) finish();
-    }
-
-    bool is_final(const V& v) {
-        const verdict judged = classification(std::invoke(classify, v)).verdict;
-        return judged == verdict::success || judged == verdict::permanent;
     }
 
     // Events reach the listener through here: a listener that throws must
@@ -354,6 +360,7 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
     bool hedging = false;
     bool decided = false;
     bool have_result = false;
+    bool result_unsent = false;  // the result held is a copy's that was never sent
     bool finished = false;
 };
 

@@ -815,7 +815,7 @@ private:
             if (hold != 0 && s.scope_of[i] != hold) return 0;
             if (!panic && st.unusable_at(now_ns)) return 0;
             if (tried != nullptr && tried->contains(&st)) return 1;
-            if (st.breaker && st.breaker->state() == circuit_state::open && st.breaker->refusing_for() > duration::zero())
+            if (st.breaker && st.breaker->refusing_for() > duration::zero())
                 return 1;
             return 2;
         };
@@ -1255,7 +1255,7 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
             if (!panic && st.unusable_at(now_ns)) return 0;
             if (tried != nullptr && tried->contains(&st)) return 1;
             // An open breaker refuses until its open_for ends; then its next call is a probe.
-            if (st.breaker && st.breaker->state() == circuit_state::open && st.breaker->refusing_for() > duration::zero())
+            if (st.breaker && st.breaker->refusing_for() > duration::zero())
                 return 1;
             return 2;
         };
