@@ -450,3 +450,24 @@ TEST_CASE("a nested call's retries: never sent only when none of its attempts ma
         CHECK(resil::classify(out).never_sent == !first_sent);
     }
 }
+
+TEST_CASE("a held call whose scope's breakers all refuse ends no_endpoint_in_scope, and is counted so") {
+    manual_clock clock;
+    balancer lb{{{.address = "primary:443"}, {.address = "backup:443", .priority = 1}},
+                {.endpoint_breaker = resil::circuit_breaker_options{.mode = resil::breaker_mode::consecutive_failures,
+                                                                    .consecutive_failures = 1,
+                                                                    .open_for = 1h}}};
+    auto pipe = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 3, .backoff = resil::full_jitter{1ms, 10ms}}});
+    std::vector<std::string> order;
+    tried_endpoints tried;
+    resil::basic_context<manual_clock> ctx{keyed(clock)};
+    auto out = pipe.execute(ctx, [&](auto& c) {
+        return resil::call_endpoint(lb, c, tried, [&](const endpoint& ep) {
+            order.push_back(ep.address);
+            return reply{fate::lost_after_sending, ep.address};  // and the primary's breaker opens
+        }, judge);
+    });
+    CHECK(order == std::vector<std::string>{"primary:443"});
+    CHECK(out.reason() == reason::no_endpoint_in_scope);
+    CHECK(lb.metrics().no_endpoint_in_scope == 1);
+}

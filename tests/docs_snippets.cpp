@@ -454,6 +454,13 @@ TEST_CASE("docs/idempotency_key.md by hand, across restarts, and on the server")
     CHECK(resil::idempotency_key::parse(text.view()) == key);
     CHECK_FALSE(resil::idempotency_key::parse("refund-42"));
     CHECK_FALSE(resil::idempotency_key::parse("{" + key.to_string() + "}"));
+    // The field's value as resil's clients send it (a structured-field
+    // string), and bare; parse() alone takes the bare text only.
+    CHECK(resil::idempotency_key::parse_field("\"" + key.to_string() + "\"") == key);
+    CHECK(resil::idempotency_key::parse_field(" " + key.to_string() + "\t") == key);
+    CHECK_FALSE(resil::idempotency_key::parse("\"" + key.to_string() + "\""));
+    for (const std::string& bad : std::vector<std::string>{"\"" + key.to_string(), "\"\"", "\"refund-42\"", "'" + key.to_string() + "'", ""})
+        CHECK_FALSE(resil::idempotency_key::parse_field(bad));
 
     // v7: time-ordered, for keys stored in a B-tree index.
     const auto first = resil::idempotency_key::v7();

@@ -164,6 +164,19 @@ public:
         return from_bytes(bytes);
     }
 
+    /// Parses an Idempotency-Key field's value as clients send it: the
+    /// structured-field string of the IETF draft ("\"…\"", what resil's
+    /// clients send by default) or the bare canonical text, either with
+    /// spaces or tabs around it; the key inside as `parse` reads it. Empty
+    /// for anything else; never throws.
+    [[nodiscard]] static constexpr std::optional<idempotency_key> parse_field(std::string_view value) noexcept {
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+        if (value.size() == text_size + 2 && value.front() == '"' && value.back() == '"')
+            value = value.substr(1, text_size);
+        return parse(value);
+    }
+
     /// The 16 bytes in network (big-endian) order, as RFC 9562 lays them out.
     [[nodiscard]] constexpr const bytes_type& bytes() const noexcept { return bytes_; }
 

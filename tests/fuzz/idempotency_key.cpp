@@ -9,7 +9,10 @@
 //   back to the same key (parse → format → parse);
 // - never the nil key; version() is the version nibble;
 // - the first 16 bytes through from_bytes: a key exactly when the variant
-//   and version are valid, and its text parses back to it.
+//   and version are valid, and its text parses back to it;
+// - parse_field (the field's value as clients send it) gives parse's key of
+//   the text without its surrounding spaces or tabs and one pair of double
+//   quotes, and nothing else.
 #include <resil/idempotency_key.hpp>
 
 #include <algorithm>
@@ -83,6 +86,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(key->bytes() == *expected);
         FUZZ_CHECK(key->text().view() == lower(text));
         check_key(*key);
+    }
+    {
+        std::string_view inner = text;
+        while (!inner.empty() && (inner.front() == ' ' || inner.front() == '\t')) inner.remove_prefix(1);
+        while (!inner.empty() && (inner.back() == ' ' || inner.back() == '\t')) inner.remove_suffix(1);
+        if (inner.size() >= 2 && inner.front() == '"' && inner.back() == '"') inner = inner.substr(1, inner.size() - 2);
+        const auto field = resil::idempotency_key::parse_field(text);
+        const auto reference = reference_parse(inner);
+        FUZZ_CHECK(field.has_value() == reference.has_value());
+        if (field) FUZZ_CHECK(field->bytes() == *reference);
     }
     if (size >= 16) {
         std::array<std::uint8_t, 16> bytes{};

@@ -448,6 +448,11 @@ namespace detail {
 struct balancer_health_access {
     static bool set_checked_health(const balancer& lb, std::string_view address, bool healthy) noexcept;
 };
+/// How call_endpoint counts an attempt that found no endpoint after the
+/// pick (every endpoint's breaker refused): as a pick that found none.
+struct balancer_call_access {
+    static void count_no_endpoint(const balancer& lb, bool in_scope) noexcept;
+};
 }  // namespace detail
 
 /// The right to send one call to one endpoint. Ends the endpoint's in-flight
@@ -637,6 +642,7 @@ public:
 private:
     friend class endpoint_lease;
     friend struct detail::balancer_health_access;
+    friend struct detail::balancer_call_access;
 
     /// Active health: takes the endpoint at `address` out of the set
     /// (healthy = false) or puts it back. Returns false when the current set
@@ -919,6 +925,11 @@ private:
 inline bool detail::balancer_health_access::set_checked_health(const balancer& lb, std::string_view address,
                                                               bool healthy) noexcept {
     return lb.set_checked_health(address, healthy);
+}
+
+inline void detail::balancer_call_access::count_no_endpoint(const balancer& lb, bool in_scope) noexcept {
+    lb.no_endpoint_.fetch_add(1, std::memory_order_relaxed);
+    if (in_scope) lb.no_endpoint_in_scope_.fetch_add(1, std::memory_order_relaxed);
 }
 
 // ---- endpoint_lease ----

@@ -132,7 +132,9 @@ template <class Context>
         a.tried = &tried;
         return a;
     }
-    a.refusal = tried.held_scope() != 0 ? reason::no_endpoint_in_scope : reason::no_endpoint;
+    const bool in_scope = tried.held_scope() != 0;
+    a.refusal = in_scope ? reason::no_endpoint_in_scope : reason::no_endpoint;
+    balancer_call_access::count_no_endpoint(lb, in_scope);
     return a;
 }
 
