@@ -235,6 +235,8 @@ TEST_CASE("an open breaker makes its endpoint unusable for choosing a group: cal
     // (40 calls in far less than the 2 s it stays open).
     CHECK(sent["primary:443"] == 3);
     CHECK(sent["backup:443"] == 40);
+    CHECK(lb.status(clock.now())[0].breaker == resil::circuit_state::open);
+    CHECK(lb.status(clock.now())[1].breaker == resil::circuit_state::closed);
     // The breaker's open_for (on its own clock, steady_clock) ends: the
     // primary is usable again, its probe succeeds, and calls return to it.
     // (The balancer counts open_for on the picks' clock too: both move.)

@@ -14,8 +14,13 @@
 //   // Hedged: every copy picks again, avoiding endpoints tried by the others;
 //   // a copy of a call that may not be repeated elsewhere stays in the scope
 //   // of the copies in flight (and never starts unless the call is repeatable).
-//   auto r = co_await resil::asio::hedged(hedge, ctx, [&](resil::context& c) {
-//       return resil::asio::call_endpoint(lb, c, tried, attempt_on(c));
+//   // Each copy's transfer takes the context hedged() gives it (`c`).
+//   resil::outcome<resil::curl::response> r = co_await resil::asio::hedged(hedge, ctx, [&](resil::context& c) {
+//       return resil::asio::call_endpoint(lb, c, tried,
+//           [&](const resil::endpoint& ep) -> asio::awaitable<resil::curl::response> {
+//               const auto req = resil::curl::request::get(ep.address + "/v1/items");
+//               co_return co_await http.async_perform(req, c, asio::use_awaitable);
+//           });
 //   });
 //
 // `fn` takes the endpoint and returns an asio::awaitable<R> (a coroutine

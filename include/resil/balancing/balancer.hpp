@@ -170,8 +170,10 @@ struct balancer_options {
     /// 1.4 makes this about 0.71). When no group reaches it, the group with
     /// the largest usable share does.
     double failover_threshold = 0.7;
-    /// A circuit breaker per endpoint, with these options (none by default).
-    /// Endpoints whose breaker is open are picked only when no other is
+    /// A circuit breaker per endpoint, with these options (none by default;
+    /// its on_state_change hears every endpoint's). An endpoint whose breaker
+    /// is open is not usable until its open_for ends: it does not count when
+    /// a group is chosen, and is picked in its group only when no other is
     /// left; resil::call_endpoint asks the breaker before each call.
     std::optional<circuit_breaker_options> endpoint_breaker{};
     /// Told of ejections and returns, on the thread that caused them; must not throw.
@@ -226,6 +228,8 @@ struct endpoint_status {
     bool ejected = false;
     std::uint32_t times_ejected = 0;
     bool failing_checks = false;  ///< active health checks took it out
+    /// Its circuit breaker's state (balancer_options::endpoint_breaker); none without one.
+    std::optional<circuit_state> breaker{};
 };
 
 /// What one call knows of where its attempts went: the endpoints it tried,
@@ -618,7 +622,8 @@ public:
             out.push_back({s->endpoints[i], st.outstanding.load(std::memory_order_relaxed),
                            duration{static_cast<std::int64_t>(decayed_latency(st, detail::ns_of(now)))},
                            st.ejected_at(detail::ns_of(now)), st.times_ejected.load(std::memory_order_relaxed),
-                           st.failing_checks.load(std::memory_order_relaxed)});
+                           st.failing_checks.load(std::memory_order_relaxed),
+                           st.breaker ? std::optional{st.breaker->state()} : std::nullopt});
         }
         return out;
     }
