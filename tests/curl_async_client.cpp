@@ -6,7 +6,7 @@
 // io_context going away with calls in flight. These tests need nginx and
 // libnginx-mod-http-echo; without them they fail, they do not skip.
 #include <resil/curl.hpp>
-#include <resil/curl/async_client.hpp>
+#include <resil/curl_asio/async_client.hpp>
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/bind_executor.hpp>

@@ -1,5 +1,5 @@
-// resil/curl/detail/asio_multi.hpp — libcurl's multi handle driven by an
-// Asio executor (the asynchronous client, resil/curl/async_client.hpp):
+// resil/curl_asio/detail/asio_multi.hpp — libcurl's multi handle driven by
+// an Asio executor (the asynchronous client, resil/curl_asio/async_client.hpp):
 // CURLMOPT_SOCKETFUNCTION puts libcurl's sockets in an epoll set the
 // reactor watches as one descriptor (Linux; elsewhere, and with
 // RESIL_CURL_ASYNC_PER_SOCKET_WAITS, an Asio descriptor per socket),
@@ -69,18 +69,18 @@
 
 #include "../../clock.hpp"
 #include "../../context.hpp"
-#include "../options.hpp"
-#include "../request.hpp"
-#include "../response.hpp"
-#include "attempt.hpp"
-#include "capture.hpp"
-#include "connection_setup.hpp"
-#include "handles.hpp"
-#include "idle_connections.hpp"
-#include "setup.hpp"
-#include "stream.hpp"
-#include "transfer_result.hpp"
-#include "../streaming.hpp"
+#include "../../curl/options.hpp"
+#include "../../curl/request.hpp"
+#include "../../curl/response.hpp"
+#include "../../curl/detail/attempt.hpp"
+#include "../../curl/detail/capture.hpp"
+#include "../../curl/detail/connection_setup.hpp"
+#include "../../curl/detail/handles.hpp"
+#include "../../curl/detail/idle_connections.hpp"
+#include "../../curl/detail/setup.hpp"
+#include "../../curl/detail/stream.hpp"
+#include "../../curl/detail/transfer_result.hpp"
+#include "../../curl/streaming.hpp"
 
 namespace resil::curl::detail {
 
