@@ -27,12 +27,13 @@
 //
 // The event loop: CURLMOPT_SOCKETFUNCTION and CURLMOPT_TIMERFUNCTION on an
 // epoll set the executor's reactor watches as one descriptor (Linux; Asio
-// descriptors elsewhere, or with RESIL_CURL_ASYNC_PER_SOCKET_WAITS) and one
-// steady_timer of the executor (detail/asio_multi.hpp): no thread of its
-// own, no polling. HTTP/2 multiplexes concurrent calls to
-// one host over one connection (CURLMOPT_PIPELINING = CURLPIPE_MULTIPLEX,
-// CURLOPT_PIPEWAIT: a call waits for a connection being set up rather than
-// opening another; async_options::max_concurrent_streams).
+// descriptors elsewhere, or with RESIL_CURL_ASYNC_PER_SOCKET_WAITS: the
+// backend is chosen in detail/socket_waits.hpp) and one steady_timer of the
+// executor (detail/asio_multi.hpp): no thread of its own, no polling.
+// HTTP/2 multiplexes concurrent calls to one host over one connection
+// (CURLMOPT_PIPELINING = CURLPIPE_MULTIPLEX, CURLOPT_PIPEWAIT: a call waits
+// for a connection being set up rather than opening another;
+// async_options::max_concurrent_streams).
 //
 // Completion: `void(resil::curl::response)`, whatever happened (every
 // failure is a response, as from perform); any Asio completion token
