@@ -6,7 +6,7 @@
 // nginx, whose access log names each request's connection; without nginx
 // these tests fail, they do not skip.
 #include <resil/curl.hpp>
-#include <resil/curl/async_client.hpp>
+#include <resil/curl_asio/async_client.hpp>
 #include <resil/testing/manual_clock.hpp>
 
 #include <asio/io_context.hpp>
