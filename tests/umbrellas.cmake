@@ -30,11 +30,13 @@ function(check_umbrella umbrella folder)
 endfunction()
 
 # The top level: the integrations' umbrellas are not the core's.
-check_umbrella(resil.hpp . resil.hpp asio.hpp curl.hpp fmt.hpp http.hpp json.hpp prometheus.hpp redis.hpp)
+check_umbrella(resil.hpp . resil.hpp asio.hpp curl.hpp curl_asio.hpp fmt.hpp http.hpp json.hpp prometheus.hpp redis.hpp)
 check_umbrella(balancer.hpp balancer)
 check_umbrella(asio.hpp asio)
-# resil/curl.hpp needs libcurl alone: the clients on Asio are apart.
+# resil/curl.hpp needs libcurl alone: the clients on Asio are in
+# resil/curl_asio.hpp (their old paths under curl/ forward there).
 check_umbrella(curl.hpp curl async_client.hpp async_hedged_client.hpp)
+check_umbrella(curl_asio.hpp curl_asio)
 check_umbrella(json.hpp json)
 check_umbrella(redis.hpp redis)
 if(_failed)
