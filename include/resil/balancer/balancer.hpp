@@ -607,7 +607,7 @@ inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns)
                 // open_for ends: not usable for choosing a group till then.
                 const auto refusing = st.breaker ? st.breaker->refusing_for() : duration::zero();
                 if (refusing > duration::zero())
-                    next_return = std::min(next_return, detail::saturating_add(now_ns, refusing.count()));
+                    next_return = std::min<std::int64_t>(next_return, detail::saturating_add(now_ns, refusing.count()));
                 else
                     ++usable;
             }

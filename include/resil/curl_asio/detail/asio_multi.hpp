@@ -87,6 +87,7 @@ struct async_transfer : easy_state {
     asio_multi* owner = nullptr;
     std::uint32_t index = 0;
     bool active = false;    ///< a call is in flight on it
+    bool leaving_finished = false;  ///< finish() is taking the transfer libcurl finished out of the multi handle
     bool in_multi = false;  ///< the easy handle is in the multi handle
     bool pipewait = false;  ///< CURLOPT_PIPEWAIT as last set
     response out = response_access::blank();
@@ -573,9 +574,14 @@ private:
         if (!t.active) return;
         t.active = false;
         if (t.in_multi) {
+            // libcurl may say here, rather than before, that the finished
+            // transfer's connection is left idle (CURL_POLL_REMOVE): that
+            // still counts for the connection's idle time (left_idle).
+            t.leaving_finished = end == transfer_end::finished;
             ++in_libcurl_;
             curl_multi_remove_handle(multi_, t.easy);
             --in_libcurl_;
+            t.leaving_finished = false;
             t.in_multi = false;
         }
         t.transfer.out = nullptr;
@@ -857,7 +863,7 @@ private:
         const auto& t = *static_cast<const async_transfer*>(p);
         // A call resil ended (removed mid-transfer) says nothing of how its
         // connection was left; an HTTP/1 one is closed.
-        if (!t.active || !t.clock) return;
+        if ((!t.active && !t.leaving_finished) || !t.clock) return;
         idle_connections::identity id;
         curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &id.local_port);
         curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &id.primary_port);
