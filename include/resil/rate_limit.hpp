@@ -240,7 +240,7 @@ inline constexpr std::int64_t rate_limit_cap_ns = retry_after_max.count() * ns_p
     auto text = trim_ows(value);
     const auto n = take_decimal(text);
     if (!n || !text.empty()) return std::nullopt;
-    return read_digits(n->whole, rate_limit_count_max).value;
+    return n->whole_value < rate_limit_count_max ? n->whole_value : rate_limit_count_max;
 }
 
 [[nodiscard]] constexpr duration capped_ns(std::int64_t ns) noexcept {

@@ -391,8 +391,9 @@ private:
     }
 
     // "Only ASCII digits", at least one; a larger value than milliseconds
-    // can hold saturates.
-    static std::optional<std::chrono::milliseconds> parse_retry(std::string_view value) noexcept {
+    // can hold saturates. Out of line: a rare field, kept out of the line
+    // reader's code.
+    RESIL_DETAIL_NOINLINE static std::optional<std::chrono::milliseconds> parse_retry(std::string_view value) noexcept {
         using rep = std::chrono::milliseconds::rep;
         const auto ms = resil::detail::parse_digits(value, std::numeric_limits<rep>::max());
         if (!ms) return std::nullopt;

@@ -68,28 +68,38 @@ static_assert([] {
     return nullptr;
 }
 
-/// The digits of a decimal, as written.
+/// Where the whole part of a decimal saturates: above any duration resil
+/// reads in any unit, and far enough below 2^63 that a clock reading can be
+/// subtracted from it.
+inline constexpr std::int64_t decimal_whole_max = std::int64_t{1} << 62;
+
+/// The digits of a decimal, as written, and its whole part read on the way.
 struct decimal_text {
     std::string_view whole;     ///< 1*DIGIT
     std::string_view fraction;  ///< the digits after the point; empty when there is none
     bool has_point = false;
+    std::int64_t whole_value = 0;  ///< `whole`, saturated at decimal_whole_max
 };
 
 /// Reads the decimal at the front of `text` and removes it from `text`;
 /// nothing (and `text` unchanged) when `text` does not start with one.
 [[nodiscard]] constexpr std::optional<decimal_text> take_decimal(std::string_view& text) noexcept {
-    std::size_t i = 0;
-    while (i < text.size() && is_digit(text[i])) ++i;
+    // Views built from pointers, not substr(): no bounds checks to throw
+    // from on a path that runs per field.
+    const auto digits = read_digits(text, decimal_whole_max);
+    std::size_t i = digits.length;
     if (i == 0) return std::nullopt;
-    decimal_text out{text.substr(0, i), {}, false};
-    if (i < text.size() && text[i] == '.') {
+    const char* const p = text.data();
+    const std::size_t size = text.size();
+    decimal_text out{std::string_view(p, i), {}, false, digits.value};
+    if (i < size && p[i] == '.') {
         const std::size_t start = ++i;
-        while (i < text.size() && is_digit(text[i])) ++i;
+        while (i < size && is_digit(p[i])) ++i;
         if (i == start) return std::nullopt;
-        out.fraction = text.substr(start, i - start);
+        out.fraction = std::string_view(p + start, i - start);
         out.has_point = true;
     }
-    text.remove_prefix(i);
+    text = std::string_view(p + i, size - i);
     return out;
 }
 
@@ -109,9 +119,9 @@ struct duration_component {
     if (!number) return std::nullopt;
     std::size_t i = 0;
     while (i < rest.size() && !is_digit(rest[i]) && rest[i] != '.') ++i;
-    const auto* unit = find_duration_unit(rest.substr(0, i), micro_signs);
+    const auto* unit = find_duration_unit(std::string_view(rest.data(), i), micro_signs);
     if (unit == nullptr) return std::nullopt;
-    text = rest.substr(i);
+    text = std::string_view(rest.data() + i, rest.size() - i);
     return duration_component{*number, unit};
 }
 
@@ -123,17 +133,12 @@ struct decimal_number {
     bool has_fraction = false;
 };
 
-/// Where the whole part of a decimal saturates: above any duration resil
-/// reads in any unit, and far enough below 2^63 that a clock reading can be
-/// subtracted from it.
-inline constexpr std::int64_t decimal_whole_max = std::int64_t{1} << 62;
-
 /// `n` in units of `unit_ns` nanoseconds: the whole part saturated at
 /// decimal_whole_max, the fraction in nanoseconds (digits finer than one
 /// dropped).
 [[nodiscard]] constexpr decimal_number decimal_value(const decimal_text& n, std::int64_t unit_ns) noexcept {
     decimal_number out;
-    out.whole = read_digits(n.whole, decimal_whole_max).value;
+    out.whole = n.whole_value;
     out.has_fraction = n.has_point;
     std::int64_t scale = unit_ns;  // what the next digit is worth, times 10
     for (const char c : n.fraction) {

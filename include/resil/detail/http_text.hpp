@@ -130,18 +130,27 @@ struct digits_value {
 /// Hand-written rather than std::from_chars: it saturates instead of
 /// failing on a long number, and is constexpr in C++20.
 [[nodiscard]] constexpr digits_value read_digits(std::string_view text, std::int64_t cap) noexcept {
-    // Below `safe`, value * 10 + 9 <= cap: one compare per digit on the
-    // common path.
+    // While value <= safe, value * 10 + 9 <= cap: the common path is one
+    // compare per digit. Past `safe` at most one more digit fits under the
+    // cap (value * 10 >= cap - 8, and 10 * (cap - 8) > cap).
     const std::int64_t safe = (cap - 9) / 10;
-    digits_value out;
-    for (; out.length < text.size() && is_digit(text[out.length]); ++out.length) {
-        const std::int64_t digit = text[out.length] - '0';
-        if (out.value <= safe)
-            out.value = out.value * 10 + digit;
-        else
-            out.value = out.value > (cap - digit) / 10 ? cap : out.value * 10 + digit;
+    const char* const p = text.data();
+    const std::size_t size = text.size();
+    std::size_t i = 0;
+    std::int64_t value = 0;
+    for (; i < size && is_digit(p[i]); ++i) {
+        if (value > safe) break;
+        value = value * 10 + (p[i] - '0');
     }
-    return out;
+    if (i < size && is_digit(p[i])) {
+        const std::int64_t digit = p[i++] - '0';
+        value = value <= (cap - digit) / 10 ? value * 10 + digit : cap;
+        if (i < size && is_digit(p[i])) {
+            value = cap;
+            while (i < size && is_digit(p[i])) ++i;
+        }
+    }
+    return {value, i};
 }
 
 /// `text` as 1*DIGIT and nothing else, saturated at `cap` (>= 9); nothing
