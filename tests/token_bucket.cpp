@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <stop_token>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "catch.hpp"
@@ -912,4 +913,104 @@ TEST_CASE("token bucket: threads whose readings lag and lead each other never ge
     CHECK(all.size() >= static_cast<std::size_t>(burst));
     // 1e-9: the bound is exact in integer units; leave room for the doubles.
     CHECK(worst_excess(all, rate, static_cast<double>(burst)) <= 1e-9);
+}
+
+// ---------------------------------------------------------------------------
+// The answer: resil::rate_limit_decision, with where the bucket stands.
+
+namespace {
+
+// The IETF reset from the bucket's public readings alone: the least wait
+// after `now` at which it holds one whole token more than at `now` (zero
+// when full). The same reference the Redis limiter's test holds its own
+// answers to (tests/redis_exact.cpp).
+template <class Bucket>
+duration reset_by_search(const Bucket& bucket, time_point now, std::int64_t burst, double rate) {
+    const auto whole = bucket.available(now);
+    if (whole >= burst) return duration::zero();
+    std::int64_t lo = 0, hi = static_cast<std::int64_t>(2e9 / rate) + 2;
+    REQUIRE(bucket.available(now + duration{hi}) > whole);
+    while (hi - lo > 1) {  // available(now + lo) == whole < available(now + hi)
+        const auto mid = lo + (hi - lo) / 2;
+        (bucket.available(now + duration{mid}) > whole ? hi : lo) = mid;
+    }
+    return duration{hi};
+}
+
+}  // namespace
+
+TEST_CASE("token bucket: the answer is a rate_limit_decision; remaining and reset are the bucket's own readings") {
+    static_assert(std::is_same_v<resil::token_bucket_result, resil::rate_limit_decision>);
+    static_assert(std::is_same_v<token_bucket_status, resil::rate_limit_status>);
+    // Rates whose token is not a whole number of nanoseconds (units finer than 1 ns) too.
+    for (const double rate : {50.0, 7.3, 3e8 / 7}) {
+        manual_clock clock;
+        const std::int64_t burst = 5;
+        bucket_t bucket{{.rate = rate, .burst = burst}, clock};
+        std::mt19937_64 rng{20240601};
+        std::uint64_t granted = 0, rejected = 0;
+        for (int i = 0; i < 400; ++i) {
+            INFO("rate " << rate << ", request " << i);
+            clock.advance(duration{static_cast<std::int64_t>(rng() % (static_cast<std::uint64_t>(2e9 / rate) + 1))});
+            const auto n = static_cast<std::int64_t>(rng() % 3) + 1;
+            const auto r = bucket.try_acquire(n);
+            const auto now = clock.now();
+            CHECK(r.source == resil::decided_by::local);
+            CHECK(r.remaining == bucket.available(now));
+            CHECK(r.reset == reset_by_search(bucket, now, burst, rate));
+            if (r) {
+                ++granted;
+                CHECK(r.wait == duration::zero());
+            } else {
+                ++rejected;
+                CHECK(r.status == token_bucket_status::rejected);
+                CHECK(r.remaining < n);
+                CHECK(r.reset <= r.wait);  // one more token comes no later than the n asked for
+            }
+        }
+        CHECK(granted > 50);  // both kinds of answer were checked
+        CHECK(rejected > 50);
+    }
+}
+
+TEST_CASE("token bucket: a full bucket has no reset; answers nobody decided carry no standing") {
+    manual_clock clock;
+    bucket_t bucket{{.rate = 10, .burst = 3}, clock};
+    auto r = bucket.try_acquire(0);  // nothing asked: the bucket is not read
+    CHECK(r == resil::rate_limit_decision{});
+    r = bucket.try_acquire(4);
+    CHECK(r.status == token_bucket_status::exceeds_burst);
+    CHECK(r.source == resil::decided_by::none);
+    CHECK(r.remaining == 0);
+    r = bucket.try_acquire(1);
+    CHECK(r.remaining == 2);
+    CHECK(r.reset == 100ms);
+    clock.advance(100ms);
+    CHECK(bucket.try_acquire(0).remaining == 0);  // still nobody asked
+    r = bucket.try_acquire(3);
+    CHECK(r);
+    CHECK(r.remaining == 0);
+    CHECK(r.reset == 100ms);
+    clock.advance(300ms);
+    CHECK(bucket.available() == 3);  // full again
+    std::stop_source stop;
+    stop.request_stop();
+    r = bucket.acquire(resil::basic_deadline<manual_clock>{clock}, 1, stop.get_token());
+    CHECK(r.status == token_bucket_status::cancelled);
+    CHECK(r.source == resil::decided_by::none);
+}
+
+TEST_CASE("token bucket: a grant that waited says where the bucket stands when the wait ends") {
+    manual_clock clock;
+    bucket_t bucket{{.rate = 4, .burst = 2}, clock};
+    REQUIRE(bucket.try_acquire(2));
+    clock.advance(100ms);
+    // The next token exists 150 ms from now; the one after it 250 ms after that.
+    const auto r = bucket.acquire(resil::basic_deadline<manual_clock>{clock}, 1);
+    REQUIRE(r);
+    CHECK(r.wait == 150ms);
+    CHECK(r.source == resil::decided_by::local);
+    CHECK(r.remaining == 0);
+    CHECK(r.reset == 250ms);
+    CHECK(r.reset == reset_by_search(bucket, clock.now(), 2, 4.0));  // the clock is now at the end of the wait
 }

@@ -42,6 +42,7 @@
 #include "detail/saturate.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
+#include "rate_limit_decision.hpp"
 #include "validation.hpp"
 
 namespace resil {
@@ -93,39 +94,17 @@ RESIL_DECL validation_result token_bucket_options::validate() const {
 }
 #endif
 
-/// What a token bucket said about a request.
-enum class token_bucket_status : std::uint8_t {
-    granted,        ///< the tokens were taken
-    rejected,       ///< not enough tokens now (for acquire(): not before the deadline); see `wait`
-    exceeds_burst,  ///< more tokens than the bucket can ever hold: no wait will help
-    cancelled,      ///< acquire() only: the stop token fired; nothing was taken
-};
+/// What a token bucket said about a request: resil::rate_limit_status under
+/// its former name (granted, rejected, exceeds_burst, cancelled; a bucket
+/// never answers unavailable or no_time).
+using token_bucket_status = rate_limit_status;
 
-[[nodiscard]] constexpr std::string_view to_string(token_bucket_status s) noexcept {
-    switch (s) {
-        case token_bucket_status::granted: return "granted";
-        case token_bucket_status::rejected: return "rejected";
-        case token_bucket_status::exceeds_burst: return "exceeds_burst";
-        case token_bucket_status::cancelled: return "cancelled";
-    }
-    return "unknown";
-}
-
-/// The answer to one request for tokens.
-struct token_bucket_result {
-    token_bucket_status status = token_bucket_status::granted;
-    /// rejected: how long until the tokens exist (at least 1 ns). granted by
-    /// acquire(): how long it slept for them. Otherwise zero.
-    duration wait{};
-    /// rejected: `wait` rounded up to whole seconds and at least 1 s, the
-    /// value of a Retry-After header. Otherwise zero.
-    std::chrono::seconds retry_after{};
-
-    [[nodiscard]] constexpr bool granted() const noexcept { return status == token_bucket_status::granted; }
-    explicit constexpr operator bool() const noexcept { return granted(); }
-
-    friend constexpr bool operator==(const token_bucket_result&, const token_bucket_result&) = default;
-};
+/// The answer to one request for tokens: resil::rate_limit_decision under
+/// its former name. A bucket's answers: `source` is decided_by::local for
+/// every answer that read the bucket (grants, rejections), none for the
+/// others (n = 0, exceeds_burst, cancelled); `remaining` and `reset` are
+/// where the bucket stands after the decision.
+using token_bucket_result = rate_limit_decision;
 
 /// A token bucket on `Clock`. Thread-safe and lock-free: every member may be
 /// called from any number of threads at once. Members are const because the
@@ -163,8 +142,10 @@ public:
         auto tat = tat_.load(std::memory_order_relaxed);
         for (;;) {
             const auto d = detail::gcra::decide(params_, tat, now_units, n);
-            if (!d.conforming) return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed);
-            if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) return {};
+            if (!d.conforming)
+                return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed, tat, now_units, elapsed);
+            if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed))
+                return standing({}, d.new_tat, now_units, elapsed);
         }
     }
 
@@ -315,11 +296,26 @@ private:
         return std::nullopt;
     }
 
+    // `r` as decided by this bucket, with where it stands: whole tokens at
+    // `now_units` given `tat`, and the wait until it gains one more (zero
+    // when full). Callers that ignore these (the pipeline) let the compiler
+    // drop the arithmetic: it is pure.
+    token_bucket_result standing(token_bucket_result r, std::int64_t tat, std::int64_t now_units,
+                                 std::int64_t elapsed) const noexcept {
+        r.source = decided_by::local;
+        r.remaining = detail::gcra::whole_tokens(params_, tat, now_units);
+        const auto next = detail::gcra::next_token_at(params_, tat, now_units);
+        r.reset = next == 0 ? duration::zero() : duration{detail::gcra::first_ns_at(params_, next) - elapsed};
+        return r;
+    }
+
     // Every rejection's answer: the wait (at least 1 ns) and Retry-After, the
     // wait in whole seconds rounded up (a wait is below 2^61 ns).
-    static token_bucket_result rejected(std::int64_t wait_ns) noexcept {
-        return {token_bucket_status::rejected, duration{wait_ns > 0 ? wait_ns : 1},
-                std::chrono::seconds{detail::gcra::retry_after_seconds(wait_ns)}};
+    token_bucket_result rejected(std::int64_t wait_ns, std::int64_t tat, std::int64_t now_units,
+                                 std::int64_t elapsed) const noexcept {
+        return standing({token_bucket_status::rejected, duration{wait_ns > 0 ? wait_ns : 1},
+                         std::chrono::seconds{detail::gcra::retry_after_seconds(wait_ns)}},
+                        tat, now_units, elapsed);
     }
 
     // Nanoseconds since the origin, clamped to [0, max_elapsed_ns].
@@ -340,7 +336,11 @@ private:
             cancel(held);
             return {token_bucket_status::cancelled, {}, {}};
         }
-        return {token_bucket_status::granted, duration{held.wait_ns}, {}};
+        // Where the bucket stood at the decision, its reset counted down by the wait.
+        auto granted = r;
+        granted.wait = duration{held.wait_ns};
+        granted.reset = granted.reset > granted.wait ? granted.reset - granted.wait : duration::zero();
+        return granted;
     }
 
     // acquire_until without the sleep: grants at once (held.pending false),
@@ -360,14 +360,14 @@ private:
         detail::gcra::decision d;
         for (;;) {  // on success `tat` keeps the value replaced, for a refund
             d = detail::gcra::decide(params_, tat, now_units, n, lookahead);
-            if (!d.conforming) return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed);
+            if (!d.conforming)
+                return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed, tat, now_units, elapsed);
             if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) break;
         }
         const auto ready_ns = detail::gcra::first_ns_at(params_, d.ready_at);
         const auto wait_ns = ready_ns - elapsed;
-        if (wait_ns <= 0) return {};
-        held = {tat, d.new_tat, ready_ns, wait_ns, true};
-        return {};
+        if (wait_ns > 0) held = {tat, d.new_tat, ready_ns, wait_ns, true};
+        return standing({}, d.new_tat, now_units, elapsed);
     }
 
     // Undo a reservation only while it is still the last change: then
