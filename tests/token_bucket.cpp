@@ -705,6 +705,7 @@ TEST_CASE("token bucket policy: rejects with rate_limited and the wait as retry_
     CHECK(seen[0].reason == resil::reason::rate_limited);
     CHECK(seen[0].retry_after == std::optional<duration>{750ms});
     CHECK(clock.sleeps() == 0);
+    CHECK(bucket.metrics() == resil::token_bucket_metrics{.granted = 2, .rejected = 1});
 }
 
 TEST_CASE("token bucket policy: with max_wait it paces calls, within the deadline") {
@@ -738,6 +739,56 @@ TEST_CASE("token bucket policy: with max_wait it paces calls, within the deadlin
     stop.request_stop();
     resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{.stop = stop.get_token()}};
     CHECK(pipe.execute(ctx, call, resil::always_success).reason() == resil::reason::cancelled);
+
+    // The grant that waited is counted once, when its wait ended; the call
+    // cancelled before it started never asked the bucket.
+    CHECK(bucket.metrics() == resil::token_bucket_metrics{.granted = 2, .rejected = 1});
+    CHECK(patient.metrics() == resil::token_bucket_metrics{.granted = 1, .rejected = 1});
+}
+
+TEST_CASE("token bucket: metrics() counts every answer once, whichever member gave it") {
+    scripted_clock clock;
+    resil::basic_token_bucket<scripted_clock> bucket{{.rate = 10, .burst = 2}, clock};
+    CHECK(bucket.metrics() == resil::token_bucket_metrics{});
+    CHECK(bucket.try_acquire(2));
+    CHECK_FALSE(bucket.try_acquire(1));
+    CHECK(bucket.try_acquire(3).status == token_bucket_status::exceeds_burst);
+    CHECK(bucket.try_acquire(0));  // takes nothing: not counted
+    const resil::basic_deadline<scripted_clock> none{clock};
+    CHECK(bucket.acquire(none, 1));  // waits 100 ms
+    CHECK(bucket.acquire(none, 5).status == token_bucket_status::exceeds_burst);
+    CHECK(bucket.acquire(resil::basic_deadline<scripted_clock>::at(clock.now() + 10ms, clock), 1).status ==
+          token_bucket_status::rejected);
+    // A wait cut short: cancelled, not granted.
+    clock.set_hook([](duration) { return false; });
+    CHECK(bucket.acquire(none, 1).status == token_bucket_status::cancelled);
+    std::stop_source stop;
+    stop.request_stop();
+    CHECK(bucket.acquire(none, 1, stop.get_token()).status == token_bucket_status::cancelled);
+    CHECK(bucket.metrics() ==
+          resil::token_bucket_metrics{.granted = 2, .rejected = 2, .exceeds_burst = 2, .cancelled = 2});
+
+    // In a pipeline: a wait cut short is cancelled, not granted.
+    resil::basic_token_bucket<scripted_clock> paced{{.rate = 10, .burst = 1, .max_wait = 1s}, clock};
+    const auto pipe = resil::pipeline(clock, std::ref(paced));
+    clock.set_hook({});
+    CHECK(pipe([] { return 1; }, resil::always_success).ok());
+    clock.set_hook([](duration) { return false; });
+    CHECK(pipe([] { return 1; }, resil::always_success).reason() == resil::reason::cancelled);
+    CHECK(paced.metrics() == resil::token_bucket_metrics{.granted = 1, .cancelled = 1});
+}
+
+TEST_CASE("token bucket: refusals from many threads add up exactly") {
+    resil::token_bucket bucket{{.rate = 0.001, .burst = 1}};
+    REQUIRE(bucket.try_acquire());
+    constexpr int threads = 4, each = 10'000;
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&] {
+            for (int i = 0; i < each; ++i) (void)bucket.try_acquire();
+        });
+    pool.clear();
+    CHECK(bucket.metrics() == resil::token_bucket_metrics{.granted = 1, .rejected = threads * each});
 }
 
 TEST_CASE("token bucket on the real clock: grants the burst, then rejects with a sub-second wait") {

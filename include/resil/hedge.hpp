@@ -126,6 +126,16 @@ struct hedge_cancelled {
 
 }  // namespace events
 
+/// What a hedge_policy has decided since construction; a snapshot (each
+/// field read relaxed, on its own).
+struct hedge_metrics {
+    std::uint64_t hedges = 0;   ///< extra copies granted (try_start_hedge() true)
+    std::uint64_t refused = 0;  ///< extra copies the throttle (the retry budget) refused
+    duration delay{};           ///< the wait before each next copy now: `delay`, or the last learnt percentile
+
+    friend bool operator==(const hedge_metrics&, const hedge_metrics&) = default;
+};
+
 /// The decision core of hedged requests (banner above). Shared state (the
 /// latencies learnt): one per dependency, passed by reference, safe to use
 /// from any number of threads. Allocates only at construction.
@@ -174,7 +184,9 @@ public:
     /// Asks the shared throttle for one more copy at `now`: true when granted
     /// (always, without a budget); a refusal takes nothing.
     [[nodiscard]] bool try_start_hedge(time_point now) const noexcept {
-        return options_.budget == nullptr || options_.budget->try_withdraw(now);
+        const bool granted = options_.budget == nullptr || options_.budget->try_withdraw(now);
+        (granted ? hedges_ : refused_).fetch_add(1, std::memory_order_relaxed);
+        return granted;
     }
 
     /// Counts a call in the budget, when no retry policy outside the hedge
@@ -188,6 +200,13 @@ public:
     void record(time_point now, duration latency) const noexcept { latencies_.record(now, latency); }
 
     [[nodiscard]] const latency_tracker& latencies() const noexcept { return latencies_; }
+
+    /// Copies granted and refused since construction, and the delay in force
+    /// (as of the last delay() that computed it; reads no clock).
+    [[nodiscard]] hedge_metrics metrics() const noexcept {
+        return {hedges_.load(std::memory_order_relaxed), refused_.load(std::memory_order_relaxed),
+                options_.percentile == 0.0 ? options_.delay : duration{learnt_.load(std::memory_order_relaxed)}};
+    }
 
 private:
     static hedge_options checked(hedge_options o) {
@@ -203,6 +222,9 @@ private:
     duration refresh_every_;
     mutable std::atomic<duration::rep> refresh_at_{std::numeric_limits<duration::rep>::min()};
     mutable std::atomic<duration::rep> learnt_;
+    // Written only when a copy is asked for (rarely: past the delay).
+    mutable std::atomic<std::uint64_t> hedges_{0};
+    mutable std::atomic<std::uint64_t> refused_{0};
 };
 
 }  // namespace resil

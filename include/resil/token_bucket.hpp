@@ -21,6 +21,9 @@
 // drift and no overflow anywhere in the documented range (rate 1e-3 … 1e9 per
 // second). A rejected request takes nothing. Share one bucket per limited
 // resource; it is not copyable (pass it to a pipeline with std::ref).
+// metrics() counts the answers: grants beside the state word (a grant has
+// just written its line), refusals in per-thread stripes (128 bytes per
+// stripe, detail/stripes.hpp, allocated at construction).
 #pragma once
 
 #include <atomic>
@@ -40,6 +43,7 @@
 #include "deadline.hpp"
 #include "detail/gcra.hpp"
 #include "detail/saturate.hpp"
+#include "detail/stripes.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
 #include "rate_limit_decision.hpp"
@@ -106,6 +110,17 @@ using token_bucket_status = rate_limit_status;
 /// where the bucket stands after the decision.
 using token_bucket_result = rate_limit_decision;
 
+/// What a token bucket has answered since construction; a snapshot (each
+/// count read relaxed: exact when no request is in progress).
+struct token_bucket_metrics {
+    std::uint64_t granted = 0;        ///< requests that took their tokens (n = 0, which takes none, is not counted)
+    std::uint64_t rejected = 0;       ///< not enough tokens (before the deadline)
+    std::uint64_t exceeds_burst = 0;  ///< more tokens than the bucket can ever hold
+    std::uint64_t cancelled = 0;      ///< waits for tokens cut short by the stop token
+
+    friend bool operator==(const token_bucket_metrics&, const token_bucket_metrics&) = default;
+};
+
 /// A token bucket on `Clock`. Thread-safe and lock-free: every member may be
 /// called from any number of threads at once. Members are const because the
 /// state is one atomic word (a const bucket still grants tokens), which is
@@ -134,7 +149,7 @@ public:
     /// try_acquire as of instant `now` (a reading of this bucket's clock),
     /// for callers that already read the clock.
     [[nodiscard]] token_bucket_result try_acquire(time_point now, std::int64_t n = 1) const {
-        if (auto early = screen(n)) return *early;
+        if (auto early = screen(n)) return tally(*early);
         const auto elapsed = elapsed_ns(now);
         const auto now_units = detail::gcra::to_units(params_, elapsed);
         // Relaxed is enough: the word is the whole state and publishes no
@@ -143,9 +158,13 @@ public:
         for (;;) {
             const auto d = detail::gcra::decide(params_, tat, now_units, n);
             if (!d.conforming)
-                return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed, tat, now_units, elapsed);
-            if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed))
+                return tally(
+                    rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed, tat, now_units, elapsed));
+            if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) {
+                // On the line the compare-and-swap has just won: no transfer.
+                granted_.fetch_add(1, std::memory_order_relaxed);
                 return standing({}, d.new_tat, now_units, elapsed);
+            }
         }
     }
 
@@ -192,6 +211,21 @@ public:
 
     [[nodiscard]] const token_bucket_options& options() const noexcept { return options_; }
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
+
+    /// Requests answered since construction, by answer (the pipeline's
+    /// included). A grant is counted on the line its compare-and-swap has
+    /// just written; refusals in per-thread stripes, so that a bucket
+    /// refusing a flood is not one more line every core writes.
+    [[nodiscard]] token_bucket_metrics metrics() const noexcept {
+        token_bucket_metrics m;
+        m.granted = granted_.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < refusals_.size(); ++i) {
+            m.rejected += refusals_[i].rejected.load(std::memory_order_relaxed);
+            m.exceeds_burst += refusals_[i].exceeds_burst.load(std::memory_order_relaxed);
+            m.cancelled += refusals_[i].cancelled.load(std::memory_order_relaxed);
+        }
+        return m;
+    }
 
     /// As a pipeline policy: one token per call. Without a token the call is
     /// rejected with reason::rate_limited and the wait as its retry_after
@@ -250,11 +284,12 @@ public:
             const auto call_deadline = ctx.deadline_instant();
             r = reserve(now, call_deadline < patience ? call_deadline : patience, 1, ctx.stop_token(),
                         a.reservation_);
-            if (r && a.reservation_.pending) {
+            if (r && a.reservation_.pending) {  // counted when the wait ends (waited())
                 a.waits_ = true;
                 a.until_ = detail::saturating_add(origin_, duration{a.reservation_.ready_ns});
                 return a;
             }
+            tally(r);
         } else {
             r = try_acquire(now, 1);
         }
@@ -269,9 +304,12 @@ public:
     bool waited(Context& ctx, admission& a, bool slept) const {
         ctx.forget_now();  // it waited
         a.waits_ = false;
-        if (slept) return true;
+        if (slept) {
+            granted_.fetch_add(1, std::memory_order_relaxed);
+            return true;
+        }
         cancel(a.reservation_);
-        reject(ctx, a, {token_bucket_status::cancelled, {}, {}});
+        reject(ctx, a, tally({token_bucket_status::cancelled, {}, {}}));
         return false;
     }
 
@@ -309,6 +347,24 @@ private:
         return r;
     }
 
+    // Counts an answer in metrics(); returns it. A grant that took nothing
+    // (n = 0: nobody decided) is not counted.
+    const token_bucket_result& tally(const token_bucket_result& r) const noexcept {
+        switch (r.status) {
+            case rate_limit_status::granted:
+                if (r.source != decided_by::none) granted_.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case rate_limit_status::rejected: refusals_.local().rejected.fetch_add(1, std::memory_order_relaxed); break;
+            case rate_limit_status::exceeds_burst:
+                refusals_.local().exceeds_burst.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case rate_limit_status::cancelled: refusals_.local().cancelled.fetch_add(1, std::memory_order_relaxed); break;
+            case rate_limit_status::unavailable:
+            case rate_limit_status::no_time: break;  // a bucket never answers these
+        }
+        return r;
+    }
+
     // Every rejection's answer: the wait (at least 1 ns) and Retry-After, the
     // wait in whole seconds rounded up (a wait is below 2^61 ns).
     token_bucket_result rejected(std::int64_t wait_ns, std::int64_t tat, std::int64_t now_units,
@@ -327,20 +383,20 @@ private:
                                       const std::stop_token& stop) const {
         detail::gcra::reservation held{};
         const auto r = reserve(now, until, n, stop, held);
-        if (!r || !held.pending) return r;
+        if (!r || !held.pending) return tally(r);
         // Sleep until the instant the tokens exist, not for `wait` from the
         // entry reading: time lost between that reading and the sleep (a
         // preemption) must not be added, and a reading ahead of the clock
         // (another CPU's, a bogus one) must not wake the caller early.
         if (!resil::sleep_until(clock_, detail::saturating_add(origin_, duration{held.ready_ns}), stop)) {
             cancel(held);
-            return {token_bucket_status::cancelled, {}, {}};
+            return tally({token_bucket_status::cancelled, {}, {}});
         }
         // Where the bucket stood at the decision, its reset counted down by the wait.
         auto granted = r;
         granted.wait = duration{held.wait_ns};
         granted.reset = granted.reset > granted.wait ? granted.reset - granted.wait : duration::zero();
-        return granted;
+        return tally(granted);
     }
 
     // acquire_until without the sleep: grants at once (held.pending false),
@@ -395,9 +451,18 @@ private:
     detail::gcra::params params_;
     [[no_unique_address]] Clock clock_;
     time_point origin_;
+    // Refusals, counted per thread (metrics()).
+    struct refusals {
+        std::atomic<std::uint64_t> rejected{0};
+        std::atomic<std::uint64_t> exceeds_burst{0};
+        std::atomic<std::uint64_t> cancelled{0};
+    };
+    detail::stripes<refusals> refusals_;
     // The theoretical arrival time, in units since origin_ (see detail/gcra.hpp).
-    // 0 means full at the origin.
-    mutable std::atomic<std::int64_t> tat_{0};
+    // 0 means full at the origin. The grants counter shares its 16 bytes, so
+    // always its cache line: a grant writes the line its compare-and-swap won.
+    alignas(16) mutable std::atomic<std::int64_t> tat_{0};
+    mutable std::atomic<std::uint64_t> granted_{0};
 };
 
 /// A token bucket on the real monotonic clock.
