@@ -48,6 +48,7 @@
 #include <memory>
 
 #include "clock.hpp"
+#include "events.hpp"  // events::hedge_started, hedge_refused, hedge_cancelled
 #include "latency_tracker.hpp"
 #include "retry_budget.hpp"
 #include "validation.hpp"
@@ -105,26 +106,6 @@ struct hedge_options {
 
     friend bool operator==(const hedge_options&, const hedge_options&) = default;
 };
-
-namespace events {
-
-/// A hedge started another copy of a call.
-struct hedge_started {
-    std::uint32_t copy = 0;  ///< 1 for the first extra copy
-    duration delay{};        ///< the wait before it, from the hedge's delay
-};
-
-/// A hedge's throttle (the retry budget) refused another copy.
-struct hedge_refused {
-    std::uint32_t copy = 0;
-};
-
-/// A copy lost: another one answered first, and this one was cancelled.
-struct hedge_cancelled {
-    std::uint32_t copy = 0;  ///< 0 for the first attempt
-};
-
-}  // namespace events
 
 /// What a hedge_policy has decided since construction; a snapshot (each
 /// field read relaxed, on its own).

@@ -42,6 +42,7 @@
 #include <utility>
 
 #include "../clock.hpp"
+#include "../events.hpp"  // events::endpoint_health_changed
 #include "../validation.hpp"
 #include "balancer.hpp"
 
@@ -71,16 +72,6 @@ struct health_check_options {
     }
     friend bool operator==(const health_check_options&, const health_check_options&) = default;
 };
-
-namespace events {
-/// Active health checks took an endpoint out of the set, or brought it back.
-struct endpoint_health_changed {
-    std::string_view address;  ///< valid during the call only
-    bool healthy = true;
-    std::uint32_t probes_in_a_row = 0;  ///< the run of failures or passes that decided
-    time_point at{};
-};
-}  // namespace events
 
 /// What a health checker has done since construction; a snapshot (each
 /// count read relaxed, on its own).
