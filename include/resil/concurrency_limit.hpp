@@ -86,6 +86,9 @@ struct concurrency_limit_metrics {
 /// a pipeline share it by std::ref.
 class concurrency_limit {
 public:
+    /// Reads no time (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::none;
+
     /// The right to be in flight: move-only, released when destroyed (or by
     /// release()). An empty permit (the call was shed) converts to false.
     /// A permit must not outlive the limit that issued it.

@@ -65,6 +65,9 @@ RESIL_DECL validation_result fallback_options::validate() const {
 template <class Fallback>
 class fallback_policy {
 public:
+    /// Reads no time (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::none;
+
     /// Throws std::invalid_argument when options.validate() names a field.
     explicit fallback_policy(Fallback fallback, fallback_options options = {})
         : fallback_(std::move(fallback)), options_(options), counters_(std::make_shared<counters>()) {

@@ -122,6 +122,10 @@ struct hedge_metrics {
 /// from any number of threads. Allocates only at construction.
 class hedge_policy {
 public:
+    /// Owns no clock: every member that depends on time takes `now`, read
+    /// by its driver (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::caller_now;
+
     /// Throws std::invalid_argument when options.validate() names a field:
     /// "resil::hedge_policy: `max_hedges` must be in [0, 8], got 9".
     explicit hedge_policy(hedge_options options = {})

@@ -131,6 +131,8 @@ template <clock Clock = steady_clock>
 class basic_paced_bucket {
 public:
     using clock_type = Clock;
+    /// Reads its own clock (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
 
     /// Throws std::invalid_argument when options.validate() names a field.
     explicit basic_paced_bucket(paced_bucket_options options = {}, Clock clock = {})

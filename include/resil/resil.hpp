@@ -24,6 +24,8 @@
 #include "outcome.hpp"
 #include "paced_bucket.hpp"
 #include "pipeline.hpp"
+#include "policy_checklist.hpp"
+#include "rate_limit_decision.hpp"
 #include "retry.hpp"
 #include "retry_after.hpp"
 #include "retry_budget.hpp"

@@ -94,6 +94,9 @@ struct retry_budget_probe;  // tests only: drives one step of a withdrawal at a 
 
 class retry_budget {
 public:
+    /// Owns no clock: every member that depends on time takes `now`, read
+    /// by its driver (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::caller_now;
     static constexpr std::size_t slots = 10;
 
     /// Throws std::invalid_argument when options.validate() names a field:

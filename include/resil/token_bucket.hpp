@@ -129,6 +129,8 @@ template <clock Clock = steady_clock>
 class basic_token_bucket {
 public:
     using clock_type = Clock;
+    /// Reads its own clock (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
 
     /// A full bucket. Throws std::invalid_argument when options.validate()
     /// names a field: "resil::token_bucket: `burst` must be in [1, 1000000000000000], got 0".

@@ -88,6 +88,10 @@ struct health_check_metrics {
 template <clock Clock = steady_clock>
 class basic_health_checker {
 public:
+    using clock_type = Clock;
+    /// Reads its own clock (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
+
     /// Answers whether the endpoint at `address` is ready, within `timeout`.
     using probe_type = std::function<bool(const std::string& address, duration timeout)>;
     using listener_type = std::function<void(const events::endpoint_health_changed&)>;
