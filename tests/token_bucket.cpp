@@ -778,17 +778,31 @@ TEST_CASE("token bucket: metrics() counts every answer once, whichever member ga
     CHECK(paced.metrics() == resil::token_bucket_metrics{.granted = 1, .cancelled = 1});
 }
 
-TEST_CASE("token bucket: refusals from many threads add up exactly") {
-    resil::token_bucket bucket{{.rate = 0.001, .burst = 1}};
-    REQUIRE(bucket.try_acquire());
-    constexpr int threads = 4, each = 10'000;
-    std::vector<std::jthread> pool;
-    for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&] {
-            for (int i = 0; i < each; ++i) (void)bucket.try_acquire();
-        });
-    pool.clear();
-    CHECK(bucket.metrics() == resil::token_bucket_metrics{.granted = 1, .rejected = threads * each});
+TEST_CASE("token bucket: counts from many threads add up exactly, with one stripe or many") {
+    for (const std::size_t stripes : {std::size_t{1}, std::size_t{4}, resil::detail::default_stripe_count()}) {
+        INFO(stripes << " stripes");
+        resil::token_bucket bucket{{.rate = 0.001, .burst = 1}, {}, stripes};
+        REQUIRE(bucket.try_acquire());
+        constexpr int threads = 4, each = 10'000;
+        std::vector<std::jthread> pool;
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&] {
+                for (int i = 0; i < each; ++i) (void)bucket.try_acquire();
+            });
+        pool.clear();
+        CHECK(bucket.metrics() == resil::token_bucket_metrics{.granted = 1, .rejected = threads * each});
+        // Grants from many threads too: a bucket that never runs dry.
+        resil::token_bucket fast{{.rate = 1e9, .burst = 1'000'000'000}, {}, stripes};
+        std::atomic<int> refused{0};  // Catch's assertions are not for other threads
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&] {
+                for (int i = 0; i < each; ++i)
+                    if (!fast.try_acquire()) refused.fetch_add(1);
+            });
+        pool.clear();
+        CHECK(refused.load() == 0);
+        CHECK(fast.metrics() == resil::token_bucket_metrics{.granted = threads * each});
+    }
 }
 
 TEST_CASE("token bucket on the real clock: grants the burst, then rejects with a sub-second wait") {

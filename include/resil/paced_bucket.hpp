@@ -147,7 +147,10 @@ public:
     /// `wait` the caller must let pass before sending). Never sleeps. The
     /// answer says where the bucket stands after it (`remaining`, `reset`:
     /// resil/rate_limit_decision.hpp), at the pace in force.
-    [[nodiscard]] rate_limit_decision try_acquire(time_point now, duration lookahead = duration::zero()) const noexcept {
+    /// Always inlined: `remaining` and `reset` cost a division that the
+    /// compiler drops where they are not read.
+    [[nodiscard]] RESIL_DETAIL_ALWAYS_INLINE rate_limit_decision try_acquire(
+        time_point now, duration lookahead = duration::zero()) const noexcept {
         const auto p = params_of(params_.load(std::memory_order_relaxed));
         const auto elapsed = elapsed_ns(now);
         const auto ahead = std::clamp<std::int64_t>(lookahead.count(), 0, detail::gcra::max_lookahead_ns);
@@ -162,7 +165,9 @@ public:
             }
         }
     }
-    [[nodiscard]] rate_limit_decision try_acquire() const noexcept { return try_acquire(clock_.now()); }
+    [[nodiscard]] RESIL_DETAIL_ALWAYS_INLINE rate_limit_decision try_acquire() const noexcept {
+        return try_acquire(clock_.now());
+    }
 
     /// Follows what one response said about the quota (see the banner), as of
     /// `now` on this bucket's clock. Returns the change, if any.

@@ -21,14 +21,19 @@
 // drift and no overflow anywhere in the documented range (rate 1e-3 … 1e9 per
 // second). A rejected request takes nothing. Share one bucket per limited
 // resource; it is not copyable (pass it to a pipeline with std::ref).
-// metrics() counts the answers: grants beside the state word (a grant has
-// just written its line), refusals in per-thread stripes (128 bytes per
-// stripe, detail/stripes.hpp, allocated at construction).
+// metrics() counts the answers in per-thread stripes (detail/stripes.hpp):
+// a thread that holds its stripe alone counts with a plain store, no locked
+// instruction, on a line no other core writes. Memory: 2 × 128 bytes per
+// stripe, allocated at construction (default_stripe_count(): this machine's
+// hardware threads, rounded up to a power of two, at most 64); a program
+// that keeps buckets by the thousand (one per client) passes stripe_count 1:
+// 256 bytes each.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -127,6 +132,8 @@ struct token_bucket_metrics {
 /// what lets a pipeline share it by std::ref.
 template <clock Clock = steady_clock>
 class basic_token_bucket {
+    struct counters;  // below: counts, per thread
+
 public:
     using clock_type = Clock;
     /// Reads its own clock (resil/clock.hpp, time_source).
@@ -134,11 +141,14 @@ public:
 
     /// A full bucket. Throws std::invalid_argument when options.validate()
     /// names a field: "resil::token_bucket: `burst` must be in [1, 1000000000000000], got 0".
-    explicit basic_token_bucket(token_bucket_options options = {}, Clock clock = {})
+    /// `stripe_count`: the per-thread counters of metrics() (see the banner).
+    explicit basic_token_bucket(token_bucket_options options = {}, Clock clock = {},
+                                std::size_t stripe_count = detail::default_stripe_count())
         : options_(validated(options)),
           params_(detail::gcra::make_params(options_.rate, options_.burst)),
           clock_(std::move(clock)),
-          origin_(clock_.now()) {}
+          origin_(clock_.now()),
+          counts_(stripe_count) {}
 
     basic_token_bucket(const basic_token_bucket&) = delete;
     basic_token_bucket& operator=(const basic_token_bucket&) = delete;
@@ -146,28 +156,20 @@ public:
     /// Takes `n` tokens now if the bucket holds them; never waits. n = 0 is
     /// granted and takes nothing; n > burst is `exceeds_burst`. Throws
     /// std::invalid_argument for a negative n. Does not allocate.
-    [[nodiscard]] token_bucket_result try_acquire(std::int64_t n = 1) const { return try_acquire(clock_.now(), n); }
+    [[nodiscard]] RESIL_DETAIL_ALWAYS_INLINE token_bucket_result try_acquire(std::int64_t n = 1) const {
+        return try_acquire(clock_.now(), n);
+    }
 
     /// try_acquire as of instant `now` (a reading of this bucket's clock),
     /// for callers that already read the clock.
-    [[nodiscard]] token_bucket_result try_acquire(time_point now, std::int64_t n = 1) const {
-        if (auto early = screen(n)) return tally(*early);
-        const auto elapsed = elapsed_ns(now);
-        const auto now_units = detail::gcra::to_units(params_, elapsed);
-        // Relaxed is enough: the word is the whole state and publishes no
-        // other data; its modification order alone keeps the count exact.
-        auto tat = tat_.load(std::memory_order_relaxed);
-        for (;;) {
-            const auto d = detail::gcra::decide(params_, tat, now_units, n);
-            if (!d.conforming)
-                return tally(
-                    rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed, tat, now_units, elapsed));
-            if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) {
-                // On the line the compare-and-swap has just won: no transfer.
-                granted_.fetch_add(1, std::memory_order_relaxed);
-                return standing({}, d.new_tat, now_units, elapsed);
-            }
-        }
+    /// Always inlined: the answer's `remaining` and `reset` cost a division
+    /// that the compiler drops where they are not read.
+    [[nodiscard]] RESIL_DETAIL_ALWAYS_INLINE token_bucket_result try_acquire(time_point now, std::int64_t n = 1) const {
+        if (n <= 0 || n > params_.burst) [[unlikely]]
+            return unusual(n);
+        const auto t = take(now, n);
+        if (!t.granted) return rejected(t.wait_ns, t.tat, t.now_units, t.elapsed);
+        return standing({}, t.tat, t.now_units, t.elapsed);
     }
 
     /// Takes `n` tokens, sleeping (interruptibly, through resil::sleep_until on
@@ -215,16 +217,14 @@ public:
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
     /// Requests answered since construction, by answer (the pipeline's
-    /// included). A grant is counted on the line its compare-and-swap has
-    /// just written; refusals in per-thread stripes, so that a bucket
-    /// refusing a flood is not one more line every core writes.
+    /// included), counted per thread: exact when no request is in progress.
     [[nodiscard]] token_bucket_metrics metrics() const noexcept {
         token_bucket_metrics m;
-        m.granted = granted_.load(std::memory_order_relaxed);
-        for (std::size_t i = 0; i < refusals_.size(); ++i) {
-            m.rejected += refusals_[i].rejected.load(std::memory_order_relaxed);
-            m.exceeds_burst += refusals_[i].exceeds_burst.load(std::memory_order_relaxed);
-            m.cancelled += refusals_[i].cancelled.load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < counts_.size(); ++i) {
+            m.granted += counts_[i].granted.load(std::memory_order_relaxed);
+            m.rejected += counts_[i].rejected.load(std::memory_order_relaxed);
+            m.exceeds_burst += counts_[i].exceeds_burst.load(std::memory_order_relaxed);
+            m.cancelled += counts_[i].cancelled.load(std::memory_order_relaxed);
         }
         return m;
     }
@@ -279,23 +279,11 @@ public:
         // (one clock read per attempt); the bucket's own clock otherwise: a
         // context built by the caller may carry another time line.
         const auto now = shares_readings(ctx) ? ctx.recent_now() : clock_.now();
+        if (options_.max_wait > duration::zero()) return enter_waiting(ctx, now);
+        // The decision alone: a pipeline reads no `remaining` or `reset`.
         admission a;
-        token_bucket_result r;
-        if (options_.max_wait > duration::zero()) {
-            const auto patience = detail::saturating_add(now, options_.max_wait);
-            const auto call_deadline = ctx.deadline_instant();
-            r = reserve(now, call_deadline < patience ? call_deadline : patience, 1, ctx.stop_token(),
-                        a.reservation_);
-            if (r && a.reservation_.pending) {  // counted when the wait ends (waited())
-                a.waits_ = true;
-                a.until_ = detail::saturating_add(origin_, duration{a.reservation_.ready_ns});
-                return a;
-            }
-            tally(r);
-        } else {
-            r = try_acquire(now, 1);
-        }
-        if (!r) reject(ctx, a, r);
+        const auto t = take(now, 1);
+        if (!t.granted) reject(ctx, a, rejected(t.wait_ns));
         return a;
     }
 
@@ -307,7 +295,7 @@ public:
         ctx.forget_now();  // it waited
         a.waits_ = false;
         if (slept) {
-            granted_.fetch_add(1, std::memory_order_relaxed);
+            count(&counters::granted);
             return true;
         }
         cancel(a.reservation_);
@@ -349,18 +337,79 @@ private:
         return r;
     }
 
+    // enter() with max_wait: reserves the token, up to max_wait (within the
+    // call's deadline) ahead. Apart, so that enter() stays small enough to
+    // inline where the pipeline never waits.
+    template <class Context>
+    RESIL_DETAIL_NOINLINE admission enter_waiting(Context& ctx, time_point now) const {
+        admission a;
+        const auto patience = detail::saturating_add(now, options_.max_wait);
+        const auto call_deadline = ctx.deadline_instant();
+        const auto r = reserve(now, call_deadline < patience ? call_deadline : patience, 1, ctx.stop_token(),
+                               a.reservation_);
+        if (r && a.reservation_.pending) {  // counted when the wait ends (waited())
+            a.waits_ = true;
+            a.until_ = detail::saturating_add(origin_, duration{a.reservation_.ready_ns});
+            return a;
+        }
+        if (!tally(r)) reject(ctx, a, r);
+        return a;
+    }
+
+    // One decision on n tokens (1 <= n <= burst) at `now`, counted: granted
+    // (`tat` the word stored) or not (`tat` the word read, `wait_ns` until
+    // the tokens exist); with the instant in units and ns, for the standing.
+    struct taken {
+        bool granted = false;
+        std::int64_t wait_ns = 0;
+        std::int64_t tat = 0;
+        std::int64_t now_units = 0;
+        std::int64_t elapsed = 0;
+    };
+    taken take(time_point now, std::int64_t n) const noexcept {
+        const auto elapsed = elapsed_ns(now);
+        const auto now_units = detail::gcra::to_units(params_, elapsed);
+        // Relaxed is enough: the word is the whole state and publishes no
+        // other data; its modification order alone keeps the count exact.
+        auto tat = tat_.load(std::memory_order_relaxed);
+        for (;;) {
+            const auto d = detail::gcra::decide(params_, tat, now_units, n);
+            if (!d.conforming) {
+                count(&counters::rejected);
+                return {false, detail::gcra::first_ns_at(params_, d.ready_at) - elapsed, tat, now_units, elapsed};
+            }
+            if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) {
+                count(&counters::granted);
+                return {true, 0, d.new_tat, now_units, elapsed};
+            }
+        }
+    }
+
+    // The answers to n <= 0 and n > burst (screen()), counted; out of line,
+    // to keep try_acquire() small.
+    RESIL_DETAIL_NOINLINE token_bucket_result unusual(std::int64_t n) const { return tally(*screen(n)); }
+
+    // Counts in this thread's stripe: a plain store where the thread writes
+    // its cell alone (a locked add would cost a grant as much as its
+    // compare-and-swap), else an atomic add on a cell it shares.
+    void count(std::atomic<std::uint64_t> counters::*kind) const noexcept {
+        const auto cell = counts_.local();
+        auto& c = cell.value.*kind;
+        if (cell.alone) c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        else c.fetch_add(1, std::memory_order_relaxed);
+    }
+
     // Counts an answer in metrics(); returns it. A grant that took nothing
-    // (n = 0: nobody decided) is not counted.
-    const token_bucket_result& tally(const token_bucket_result& r) const noexcept {
+    // (n = 0: nobody decided) is not counted. Out of line: the answers of
+    // the paths that wait, or of the unusual requests.
+    RESIL_DETAIL_NOINLINE const token_bucket_result& tally(const token_bucket_result& r) const noexcept {
         switch (r.status) {
             case rate_limit_status::granted:
-                if (r.source != decided_by::none) granted_.fetch_add(1, std::memory_order_relaxed);
+                if (r.source != decided_by::none) count(&counters::granted);
                 break;
-            case rate_limit_status::rejected: refusals_.local().rejected.fetch_add(1, std::memory_order_relaxed); break;
-            case rate_limit_status::exceeds_burst:
-                refusals_.local().exceeds_burst.fetch_add(1, std::memory_order_relaxed);
-                break;
-            case rate_limit_status::cancelled: refusals_.local().cancelled.fetch_add(1, std::memory_order_relaxed); break;
+            case rate_limit_status::rejected: count(&counters::rejected); break;
+            case rate_limit_status::exceeds_burst: count(&counters::exceeds_burst); break;
+            case rate_limit_status::cancelled: count(&counters::cancelled); break;
             case rate_limit_status::unavailable:
             case rate_limit_status::no_time: break;  // a bucket never answers these
         }
@@ -368,12 +417,15 @@ private:
     }
 
     // Every rejection's answer: the wait (at least 1 ns) and Retry-After, the
-    // wait in whole seconds rounded up (a wait is below 2^61 ns).
+    // wait in whole seconds rounded up (a wait is below 2^61 ns); with where
+    // the bucket stands, or without (the pipeline's).
+    static token_bucket_result rejected(std::int64_t wait_ns) noexcept {
+        return {token_bucket_status::rejected, duration{wait_ns > 0 ? wait_ns : 1},
+                std::chrono::seconds{detail::gcra::retry_after_seconds(wait_ns)}};
+    }
     token_bucket_result rejected(std::int64_t wait_ns, std::int64_t tat, std::int64_t now_units,
                                  std::int64_t elapsed) const noexcept {
-        return standing({token_bucket_status::rejected, duration{wait_ns > 0 ? wait_ns : 1},
-                         std::chrono::seconds{detail::gcra::retry_after_seconds(wait_ns)}},
-                        tat, now_units, elapsed);
+        return standing(rejected(wait_ns), tat, now_units, elapsed);
     }
 
     // Nanoseconds since the origin, clamped to [0, max_elapsed_ns].
@@ -453,18 +505,17 @@ private:
     detail::gcra::params params_;
     [[no_unique_address]] Clock clock_;
     time_point origin_;
-    // Refusals, counted per thread (metrics()).
-    struct refusals {
+    // The answers, counted per thread (metrics()).
+    struct counters {
+        std::atomic<std::uint64_t> granted{0};
         std::atomic<std::uint64_t> rejected{0};
         std::atomic<std::uint64_t> exceeds_burst{0};
         std::atomic<std::uint64_t> cancelled{0};
     };
-    detail::stripes<refusals> refusals_;
+    detail::owned_stripes<counters> counts_;
     // The theoretical arrival time, in units since origin_ (see detail/gcra.hpp).
-    // 0 means full at the origin. The grants counter shares its 16 bytes, so
-    // always its cache line: a grant writes the line its compare-and-swap won.
-    alignas(16) mutable std::atomic<std::int64_t> tat_{0};
-    mutable std::atomic<std::uint64_t> granted_{0};
+    // 0 means full at the origin.
+    mutable std::atomic<std::int64_t> tat_{0};
 };
 
 /// A token bucket on the real monotonic clock.
