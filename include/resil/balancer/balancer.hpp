@@ -195,6 +195,10 @@ private:
 /// every thread calling it; not copyable.
 class balancer {
 public:
+    /// Owns no clock: every member that depends on time takes `now`, read
+    /// by its driver (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::caller_now;
+
     /// Throws std::invalid_argument on an empty list, an invalid endpoint or
     /// invalid options: "resil::balancer: `endpoints` must be non-empty, got 0".
     explicit balancer(std::span<const endpoint> endpoints, balancer_options options = {})

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -41,6 +42,7 @@
 #include <utility>
 
 #include "../clock.hpp"
+#include "../events.hpp"  // events::endpoint_health_changed
 #include "../validation.hpp"
 #include "balancer.hpp"
 
@@ -71,20 +73,25 @@ struct health_check_options {
     friend bool operator==(const health_check_options&, const health_check_options&) = default;
 };
 
-namespace events {
-/// Active health checks took an endpoint out of the set, or brought it back.
-struct endpoint_health_changed {
-    std::string_view address;  ///< valid during the call only
-    bool healthy = true;
-    std::uint32_t probes_in_a_row = 0;  ///< the run of failures or passes that decided
-    time_point at{};
+/// What a health checker has done since construction; a snapshot (each
+/// count read relaxed, on its own).
+struct health_check_metrics {
+    std::uint64_t probes = 0;          ///< probes run
+    std::uint64_t failed_probes = 0;   ///< of those, failed (false, thrown, or later than the timeout)
+    std::uint64_t taken_out = 0;       ///< endpoints taken out of the set (unhealthy_threshold failures in a row)
+    std::uint64_t brought_back = 0;    ///< endpoints brought back (healthy_threshold passes in a row)
+
+    friend bool operator==(const health_check_metrics&, const health_check_metrics&) = default;
 };
-}  // namespace events
 
 /// The checker (banner above). Not copyable; the balancer must outlive it.
 template <clock Clock = steady_clock>
 class basic_health_checker {
 public:
+    using clock_type = Clock;
+    /// Reads its own clock (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
+
     /// Answers whether the endpoint at `address` is ready, within `timeout`.
     using probe_type = std::function<bool(const std::string& address, duration timeout)>;
     using listener_type = std::function<void(const events::endpoint_health_changed&)>;
@@ -126,6 +133,8 @@ public:
             }
             const auto end = clock_.now();
             if (end - start > options_.timeout) passed = false;  // an answer too late is no answer
+            probes_.fetch_add(1, std::memory_order_relaxed);
+            if (!passed) failed_probes_.fetch_add(1, std::memory_order_relaxed);
             // The next probe one interval after this one was due, or after now when far behind.
             st.due = (st.due == time_point{} || st.due + options_.interval <= end) ? end + options_.interval
                                                                                    : st.due + options_.interval;
@@ -152,6 +161,13 @@ public:
     /// The clock probes are timed and scheduled on.
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
+    /// Probes and changes of health since construction; may be read while
+    /// the checker runs.
+    [[nodiscard]] health_check_metrics metrics() const noexcept {
+        return {probes_.load(std::memory_order_relaxed), failed_probes_.load(std::memory_order_relaxed),
+                taken_out_.load(std::memory_order_relaxed), brought_back_.load(std::memory_order_relaxed)};
+    }
+
 private:
     struct probe_state {
         time_point due{};
@@ -173,6 +189,7 @@ private:
     }
     void change(const std::string& address, probe_state& st, bool healthy, std::uint32_t run, time_point now) {
         st.healthy = healthy;
+        (healthy ? brought_back_ : taken_out_).fetch_add(1, std::memory_order_relaxed);
         if (on_change_) on_change_({address, healthy, run, now});
     }
 
@@ -183,6 +200,10 @@ private:
     listener_type on_change_;
     std::mutex mutex_;
     std::map<std::string, probe_state, std::less<>> state_;
+    std::atomic<std::uint64_t> probes_{0};
+    std::atomic<std::uint64_t> failed_probes_{0};
+    std::atomic<std::uint64_t> taken_out_{0};
+    std::atomic<std::uint64_t> brought_back_{0};
 };
 
 using health_checker = basic_health_checker<>;
