@@ -687,3 +687,31 @@ TEST_CASE("redis asio limiter: a first decision while Redis is frozen ends when 
     CHECK(shared.last_error() == "no reply from Redis within the timeout");
     CHECK(shared.metrics().connects == 1);
 }
+
+TEST_CASE("redis asio limiter: a host name is resolved off the io_context's thread, within connect_timeout") {
+    asio::io_context io;
+    auto o = options_for(server(), "asio-host-name");
+    o.host = "localhost";  // ::1 may come first and be refused at once: the next address is tried
+    rate_limiter shared{o};
+    async_rate_limiter async_limiter{shared, io.get_executor()};
+    REQUIRE(async_redis_decides(io, async_limiter));
+    CHECK(shared.metrics().store_failures == 0);
+
+    // A name that does not resolve: a store failure naming it, within
+    // connect_timeout, the thread free meanwhile.
+    o.host = "no-such-host.invalid";
+    o.key = "asio-host-name-invalid";
+    o.connect_timeout = 300ms;
+    o.on_failure = failure_policy::fail_closed;
+    rate_limiter unresolved{o};
+    async_rate_limiter async_unresolved{unresolved, io.get_executor()};
+    ticker tick{io};
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = await_in(io, async_unresolved.async_try_acquire());
+    CHECK(resil_test::since(t0) < 300ms + resil_test::slack);
+    CHECK(r.status == rate_limit_status::unavailable);
+    INFO(unresolved.last_error());
+    CHECK(unresolved.last_error().find("resolving no-such-host.invalid") != std::string::npos);
+    CHECK(tick.longest < 100ms);
+    tick.running = false;
+}

@@ -43,6 +43,7 @@
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include "../asio/pipeline.hpp"  // the limiter as one of its policies (async_layer below)
 #include "../asio/policies.hpp"
 #include "../asio/waiter.hpp"
 #include "../clock.hpp"

@@ -6,7 +6,10 @@
 //
 // hiredis 0.14's asynchronous API has no timeouts: they are timers here.
 // Opening is bounded by connect_timeout, then reply_timeout for SCRIPT LOAD,
-// whoever waits for it; each waiter also stops at its own bound (a caller's
+// whoever waits for it; a host name is resolved by Asio's resolver (off the
+// executor's threads: hiredis would call getaddrinfo() on the caller's),
+// within connect_timeout too, and its addresses tried in order while they
+// fail at once (refused on a local port), as hiredis does; each waiter also stops at its own bound (a caller's
 // deadline) without ending the opening for the others. A command's reply is
 // awaited until its caller's bound: one that comes later is read by nobody
 // (hiredis still matches it to its command, so unlike a blocking
@@ -40,6 +43,8 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <asio/error.hpp>
+#include <asio/ip/address.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
@@ -75,7 +80,12 @@ public:
           port_(port),
           connect_timeout_(connect_timeout),
           reply_timeout_(reply_timeout),
-          phase_timer_(strand_) {}
+          phase_timer_(strand_),
+          resolver_(strand_) {
+        std::error_code ec;
+        (void)::asio::ip::make_address(host_, ec);
+        numeric_ = !ec;
+    }
     asio_connection(const asio_connection&) = delete;
     asio_connection& operator=(const asio_connection&) = delete;
     ~asio_connection() { close(); }
@@ -94,38 +104,35 @@ public:
     std::uint64_t epoch = 0;
     std::uint64_t fork = 0;
 
-    /// Starts opening: connect, then SCRIPT LOAD. False (`error` set) when
-    /// that fails at once (refused on a local port, no memory).
+    /// Starts opening: (a host name resolved,) connect, then SCRIPT LOAD.
+    /// False (`error` set) when that fails at once (refused on a local
+    /// port, no memory).
     bool open(std::string& error) {
         close();
-        state_ = state::connecting;
         ++generation_;
-        redisAsyncContext* ac = redisAsyncConnect(host_.c_str(), port_);
-        if (ac == nullptr) return failed_at_once("cannot allocate a hiredis context", error);
-        if (ac->err) {
-            error = "connect to " + host_ + ":" + std::to_string(port_) + " failed: " + ac->c.errstr;
-            redisAsyncFree(ac);
-            state_ = state::closed;
-            return false;
+        if (numeric_) {
+            if (!connect_to(host_, error)) {
+                state_ = state::closed;
+                return false;
+            }
+            arm_phase(connect_timeout_);
+            return true;
         }
+        state_ = state::resolving;
+        arm_phase(connect_timeout_);  // the name's resolution and the connect
         try {
-            asio_adapter::attach(ac, strand_);
+            resolver_.async_resolve(
+                host_, std::to_string(port_),
+                [self = weak_from_this(), generation = generation_](
+                    const std::error_code& ec, const ::asio::ip::tcp::resolver::results_type& found) {
+                    auto c = self.lock();
+                    if (!c || c->generation_ != generation || c->state_ != state::resolving) return;
+                    c->resolved(ec, found);
+                });
         } catch (const std::exception& e) {
-            redisAsyncFree(ac);
-            return failed_at_once(std::string("cannot watch the socket: ") + e.what(), error);
-        }
-        ac_ = ac;
-        ac->data = this;
-        redisAsyncSetConnectCallback(ac, on_connect);
-        redisAsyncSetDisconnectCallback(ac, on_disconnect);
-        // Sent once connected (hiredis buffers it).
-        const char* argv[] = {"SCRIPT", "LOAD", gcra_script.data()};
-        const std::size_t lens[] = {6, 4, gcra_script.size()};
-        if (redisAsyncCommandArgv(ac, on_loaded, this, 3, argv, lens) != REDIS_OK) {
             close();
-            return failed_at_once("cannot queue SCRIPT LOAD", error);
+            return failed_at_once(std::string("cannot resolve ") + host_ + ": " + e.what(), error);
         }
-        arm_phase(connect_timeout_);
         return true;
     }
 
@@ -180,13 +187,68 @@ public:
     /// Frees the hiredis context: the replies awaited end as failed.
     void close() noexcept {
         phase_timer_.cancel();
+        if (state_ == state::resolving) resolver_.cancel();
         state_ = state::closed;
         sha_[0] = '\0';
         if (redisAsyncContext* ac = std::exchange(ac_, nullptr)) redisAsyncFree(ac);
     }
 
 private:
-    enum class state : std::uint8_t { closed, connecting, loading, ready };
+    enum class state : std::uint8_t { closed, resolving, connecting, loading, ready };
+
+    // A connect to `address` started (state connecting; hiredis buffers
+    // SCRIPT LOAD until it is done), or false with `error` when it failed
+    // at once.
+    bool connect_to(const std::string& address, std::string& error) {
+        redisAsyncContext* ac = redisAsyncConnect(address.c_str(), port_);
+        if (ac == nullptr) {
+            error = "cannot allocate a hiredis context";
+            return false;
+        }
+        if (ac->err) {
+            error = "connect to " + host_ + ":" + std::to_string(port_) + " failed: " + ac->c.errstr;
+            redisAsyncFree(ac);
+            return false;
+        }
+        try {
+            asio_adapter::attach(ac, strand_);
+        } catch (const std::exception& e) {
+            redisAsyncFree(ac);
+            error = std::string("cannot watch the socket: ") + e.what();
+            return false;
+        }
+        ac_ = ac;
+        ac->data = this;
+        state_ = state::connecting;
+        redisAsyncSetConnectCallback(ac, on_connect);
+        redisAsyncSetDisconnectCallback(ac, on_disconnect);
+        const char* argv[] = {"SCRIPT", "LOAD", gcra_script.data()};
+        const std::size_t lens[] = {6, 4, gcra_script.size()};
+        if (redisAsyncCommandArgv(ac, on_loaded, this, 3, argv, lens) != REDIS_OK) {
+            close();
+            error = "cannot queue SCRIPT LOAD";
+            return false;
+        }
+        return true;
+    }
+
+    // The name's addresses, tried in order while a connect fails at once.
+    void resolved(const std::error_code& ec, const ::asio::ip::tcp::resolver::results_type& found) {
+        std::string error;
+        try {
+            if (ec) {
+                error = "resolving " + host_ + " failed: " + ec.message();
+            } else {
+                for (const auto& entry : found)
+                    if (connect_to(entry.endpoint().address().to_string(), error)) return;  // the phase timer runs on
+                if (error.empty()) error = "resolving " + host_ + " found no address";
+            }
+        } catch (...) {
+            error = "no memory to connect";
+        }
+        close();
+        fail(std::move(error), false);
+    }
 
     // A coroutine waiting for the opening to end.
     struct waiter {
@@ -308,12 +370,13 @@ private:
             phase_timer_.async_wait([self = weak_from_this(), generation = generation_](const std::error_code& ec) {
                 auto c = self.lock();
                 if (ec || !c || c->generation_ != generation) return;
-                if (c->state_ != state::connecting && c->state_ != state::loading) return;
-                const bool connecting = c->state_ == state::connecting;
+                if (c->state_ == state::closed || c->state_ == state::ready) return;
+                const auto was = c->state_;
                 c->close();
-                c->fail(connecting ? "connect to " + c->host_ + ":" + std::to_string(c->port_) +
-                                         " failed: Connection timed out"
-                                   : std::string("no reply from Redis within the timeout"),
+                c->fail(was == state::resolving ? "resolving " + c->host_ + " took longer than connect_timeout"
+                        : was == state::connecting
+                            ? "connect to " + c->host_ + ":" + std::to_string(c->port_) + " failed: Connection timed out"
+                            : std::string("no reply from Redis within the timeout"),
                         true);
             });
         } catch (...) {  // no memory: the waiters end at their own bounds
@@ -360,6 +423,8 @@ private:
     std::chrono::milliseconds connect_timeout_;
     std::chrono::milliseconds reply_timeout_;
     ::asio::steady_timer phase_timer_;  // connect_timeout, then SCRIPT LOAD's reply_timeout
+    ::asio::ip::tcp::resolver resolver_;
+    bool numeric_ = false;  // host_ is an address: no resolution
     redisAsyncContext* ac_ = nullptr;
     state state_ = state::closed;
     std::uint64_t generation_ = 0;
