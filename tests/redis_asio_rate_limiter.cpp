@@ -715,3 +715,39 @@ TEST_CASE("redis asio limiter: a host name is resolved off the io_context's thre
     CHECK(tick.longest < 100ms);
     tick.running = false;
 }
+
+namespace docs_example {
+struct reply {
+    int status = 200;
+    std::chrono::seconds retry_after{};
+};
+reply make_reply(int status, std::chrono::seconds retry_after = {}) { return {status, retry_after}; }
+asio::awaitable<reply> call_llm() { co_return reply{}; }
+}  // namespace docs_example
+
+TEST_CASE("redis asio limiter: docs/redis_rate_limiter.md, On Asio: the example, as written") {
+    using namespace docs_example;
+    asio::io_context io;
+    resil::redis::rate_limiter llm_quota{{.rate = 50, .burst = 100, .host = "127.0.0.1", .port = server().port(),
+                                          .key = "docs-llm-api", .expected_pods = 10}};
+    resil::redis::async_rate_limiter async_quota{llm_quota, io.get_executor()};
+    const std::int64_t estimated_tokens = 30;
+    int called = 0;
+    auto handle = [&]() -> asio::awaitable<reply> {
+        if (auto r = co_await async_quota.async_try_acquire(); !r) co_return make_reply(429, r.retry_after);
+        if (co_await async_quota.async_acquire(resil::deadline::after(2s), estimated_tokens)) {
+            ++called;
+            co_return co_await call_llm();
+        }
+        co_return make_reply(503);
+    };
+    CHECK(await_in(io, handle()).status == 200);
+    CHECK(called == 1);
+    auto pipe = resil::asio::pipeline(resil::deadline_policy{250ms}, resil::retry_policy{}, std::ref(async_quota));
+    const auto out = await_in(io, pipe([&](resil::context&) { return call_llm(); },
+                                       [](const reply& r) { return r.status == 200 ? resil::verdict::success
+                                                                                   : resil::verdict::retryable; }));
+    CHECK(out.ok());
+    CHECK(llm_quota.metrics().granted == 3);
+    CHECK(async_quota.metrics().granted == 3);
+}
