@@ -184,13 +184,15 @@ public:
         co_return r;
     }
 
-    /// Frees the hiredis context: the replies awaited end as failed.
+    /// Frees the hiredis context: the replies awaited, and the decisions
+    /// waiting for an opening, end as failed.
     void close() noexcept {
         phase_timer_.cancel();
-        if (state_ == state::resolving) resolver_.cancel();
+        resolver_.cancel();
         state_ = state::closed;
         sha_[0] = '\0';
         if (redisAsyncContext* ac = std::exchange(ac_, nullptr)) redisAsyncFree(ac);
+        if (!waiters_.empty()) notify(false, "connection closed", false);
     }
 
 private:
@@ -246,8 +248,8 @@ private:
         } catch (...) {
             error = "no memory to connect";
         }
-        close();
         fail(std::move(error), false);
+        close();
     }
 
     // A coroutine waiting for the opening to end.
@@ -353,8 +355,8 @@ private:
                         (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string("no SHA1"));
             } catch (...) {
             }
-            self->close();  // in a callback: hiredis frees it once the callback returns
             self->fail(std::move(error), false);
+            self->close();  // in a callback: hiredis frees it once the callback returns
             return;
         }
         std::memcpy(self->sha_, r->str, 40);
@@ -372,12 +374,12 @@ private:
                 if (ec || !c || c->generation_ != generation) return;
                 if (c->state_ == state::closed || c->state_ == state::ready) return;
                 const auto was = c->state_;
-                c->close();
                 c->fail(was == state::resolving ? "resolving " + c->host_ + " took longer than connect_timeout"
                         : was == state::connecting
                             ? "connect to " + c->host_ + ":" + std::to_string(c->port_) + " failed: Connection timed out"
                             : std::string("no reply from Redis within the timeout"),
                         true);
+                c->close();
             });
         } catch (...) {  // no memory: the waiters end at their own bounds
         }
