@@ -16,7 +16,9 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +32,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "catch.hpp"
 #include "support/redis_server.hpp"
@@ -370,7 +377,7 @@ TEST_CASE("redis asio limiter: acquire reserves in Redis and waits on a timer, n
 
 TEST_CASE("redis asio limiter: NOSCRIPT after SCRIPT FLUSH -> EVAL runs the script and caches it again; no decision fails") {
     asio::io_context io;
-    rate_limiter shared{options_for(server(), "asio-noscript")};
+    rate_limiter shared{options_for(server(), "asio-noscript", 50, 1000)};
     async_rate_limiter async_limiter{shared, io.get_executor()};
     REQUIRE(async_redis_decides(io, async_limiter));
     const auto before = shared.metrics();
@@ -386,16 +393,18 @@ TEST_CASE("redis asio limiter: NOSCRIPT after SCRIPT FLUSH -> EVAL runs the scri
     CHECK(await_in(io, async_limiter.async_try_acquire()).source == decided_by::redis);
     CHECK(shared.metrics().script_loads == m.script_loads);
 
-    // Flushed under 20 decisions in flight on the connection: each recovers.
+    // Flushed under 200 decisions in flight on the connection: each
+    // recovers. (Their EVALs, 5 KB each, are more than the socket takes at
+    // once: the rest of a write waits for the socket.)
     CHECK(server().command({"SCRIPT", "FLUSH"}) == "OK");
     int done = 0, from_redis = 0;
-    for (int i = 0; i < 20; ++i)
+    for (int i = 0; i < 200; ++i)
         asio::co_spawn(io, async_limiter.async_try_acquire(), [&](std::exception_ptr e, rate_limit_result x) {
             ++done;
             from_redis += !e && x.source == decided_by::redis ? 1 : 0;
         });
-    run_until(io, [&] { return done == 20; });
-    CHECK(from_redis == 20);
+    run_until(io, [&] { return done == 200; });
+    CHECK(from_redis == 200);
     m = shared.metrics();
     CHECK(m.script_loads > before.script_loads + 1);
     CHECK(m.store_failures == before.store_failures);
@@ -750,4 +759,105 @@ TEST_CASE("redis asio limiter: docs/redis_rate_limiter.md, On Asio: the example,
     CHECK(out.ok());
     CHECK(llm_quota.metrics().granted == 3);
     CHECK(async_quota.metrics().granted == 3);
+}
+
+TEST_CASE("redis asio limiter: decisions queued while Redis is frozen (within the reply timeout) are all Redis's once it thaws") {
+    resil_test::redis_server redis;
+    asio::io_context io;
+    auto o = options_for(redis, "asio-full-socket", 1e6, 1'000'000'000);
+    o.reply_timeout = 10s;  // the freeze is no failure
+    rate_limiter shared{o};
+    async_rate_limiter async_limiter{shared, io.get_executor()};
+    REQUIRE(async_redis_decides(io, async_limiter));
+    constexpr int in_flight = 1000;
+    const std::string tenant(200, 't');  // a long key: about 350 bytes a command
+    int done = 0, from_redis = 0;
+    {
+        frozen f{redis};
+        for (int i = 0; i < in_flight; ++i)
+            asio::co_spawn(io, async_limiter.async_try_acquire_for(tenant),
+                           [&](std::exception_ptr e, rate_limit_result x) {
+                               ++done;
+                               from_redis += !e && x.source == decided_by::redis ? 1 : 0;
+                           });
+        const auto end = std::chrono::steady_clock::now() + 300ms;
+        while (std::chrono::steady_clock::now() < end) {
+            io.restart();
+            io.run_one_for(10ms);
+        }
+        CHECK(done == 0);
+    }
+    run_until(io, [&] { return done == in_flight; }, 60s);
+    CHECK(from_redis == in_flight);
+    CHECK(shared.metrics().store_failures == 0);
+}
+
+TEST_CASE("redis asio adapter: a command larger than the socket takes is written in parts, as the peer reads") {
+    // A listener whose connection reads nothing at first, with a small
+    // receive buffer: the socket takes a part of an 8 MB command at once.
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(listener >= 0);
+    const int small = 4096;
+    ::setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listener, 1) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+
+    asio::io_context io;
+    const auto strand = asio::make_strand(io.get_executor());
+    redisAsyncContext* ac = redisAsyncConnect("127.0.0.1", ntohs(addr.sin_port));
+    REQUIRE(ac != nullptr);
+    REQUIRE(ac->err == 0);
+    static bool connected = false;
+    connected = false;
+    asio::post(strand, [&] {
+        resil::redis::detail::asio_adapter::attach(ac, strand);
+        redisAsyncSetConnectCallback(ac, [](const redisAsyncContext*, int status) { connected = status == REDIS_OK; });
+    });
+    run_until(io, [&] { return connected; });
+    const int peer = ::accept(listener, nullptr, nullptr);
+    REQUIRE(peer >= 0);
+
+    const std::string value(8 << 20, 'v');
+    const std::string encoded = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + std::to_string(value.size()) + "\r\n" + value + "\r\n";
+    bool queued = false;
+    asio::post(strand, [&] {
+        resil::redis::detail::asio_adapter::hold_writes(ac);
+        queued = redisAsyncCommand(ac, nullptr, nullptr, "SET k %b", value.data(), value.size()) == REDIS_OK;
+        resil::redis::detail::asio_adapter::write_held(ac);
+    });
+    run_until(io, [&] { return queued; });
+    // The peer reads everything, while this thread runs the io_context.
+    std::atomic<std::size_t> received{0};
+    std::string head;
+    std::thread reader([&] {
+        char buf[64 * 1024];
+        while (received.load() < encoded.size()) {
+            const auto n = ::recv(peer, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            if (head.size() < 64) head.append(buf, std::min<std::size_t>(static_cast<std::size_t>(n), 64 - head.size()));
+            received.fetch_add(static_cast<std::size_t>(n));
+        }
+    });
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (received.load() < encoded.size() && std::chrono::steady_clock::now() < end) {
+        io.restart();
+        io.run_one_for(10ms);
+    }
+    ::shutdown(peer, SHUT_RDWR);
+    reader.join();
+    CHECK(received.load() == encoded.size());
+    CHECK(head == encoded.substr(0, 64));
+    bool freed = false;
+    asio::post(strand, [&] {
+        redisAsyncFree(ac);
+        freed = true;
+    });
+    run_until(io, [&] { return freed; });
+    ::close(peer);
+    ::close(listener);
 }

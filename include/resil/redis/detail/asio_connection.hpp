@@ -169,14 +169,18 @@ public:
         pending p{strand_, bound, r};
         auto* slot = new reply_slot{&p, &invoke_reader<Read>, &read};
         p.slot = slot;
-        if (redisAsyncCommandArgv(ac_, on_reply, slot, argc, argv, lens) != REDIS_OK) {
+        redisAsyncContext* ac = ac_;
+        asio_adapter::hold_writes(ac);
+        const int queued = redisAsyncCommandArgv(ac, on_reply, slot, argc, argv, lens);
+        if (queued != REDIS_OK) {
             delete slot;
             p.slot = nullptr;
-            r.error = ac_->c.errstr[0] ? ac_->c.errstr : "the command could not be queued";
-            co_return r;
+            r.error = ac->c.errstr[0] ? ac->c.errstr : "the command could not be queued";
         }
+        asio_adapter::write_held(ac);  // may disconnect: the reply's callback then ran already
+        if (queued != REDIS_OK) co_return r;
         std::error_code ec;
-        co_await p.timer.async_wait(::asio::redirect_error(::asio::use_awaitable, ec));
+        if (!p.answered) co_await p.timer.async_wait(::asio::redirect_error(::asio::use_awaitable, ec));
         if (!p.answered) {
             r.how = ended::own_bound;
             r.error = "no reply from Redis within the timeout";
