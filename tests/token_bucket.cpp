@@ -680,6 +680,46 @@ TEST_CASE("token bucket: waiters reserve in order; a cancelled reservation other
     CHECK(bucket.tokens() == 0.0);
 }
 
+TEST_CASE("token bucket: acquire in two halves (start_acquire, finish_acquire) waits on the caller's own timer, as acquire") {
+    manual_clock clock;
+    const auto t0 = clock.now();
+    bucket_t bucket{{.rate = 10, .burst = 2}, clock};
+    const auto deadline = resil::basic_deadline<manual_clock>::after(1s, clock);
+    // Tokens there: granted at once, nothing to wait for.
+    auto now = bucket.start_acquire(deadline, 2);
+    CHECK_FALSE(now.waits());
+    CHECK(now.result().status == token_bucket_status::granted);
+    // Empty: reserved, the wait is until the instant they exist.
+    auto later = bucket.start_acquire(deadline, 2);
+    REQUIRE(later.waits());
+    CHECK(later.until() == t0 + 200ms);
+    clock.advance(200ms);  // the caller's timer
+    const auto granted = bucket.finish_acquire(later, true);
+    CHECK(granted.status == token_bucket_status::granted);
+    CHECK(granted.wait == 200ms);
+    CHECK(bucket.available() == 0);
+    // Beyond the deadline: rejected at once with the wait, as acquire.
+    auto too_late = bucket.start_acquire(resil::basic_deadline<manual_clock>::after(100ms, clock), 2);
+    CHECK_FALSE(too_late.waits());
+    CHECK(too_late.result().status == token_bucket_status::rejected);
+    CHECK(too_late.result().wait == 200ms);
+    // A wait cut short gives the reservation back.
+    auto cut = bucket.start_acquire(deadline, 1);
+    REQUIRE(cut.waits());
+    CHECK(cut.until() == clock.now() + 100ms);
+    clock.advance(50ms);
+    CHECK(bucket.finish_acquire(cut, false).status == token_bucket_status::cancelled);
+    clock.advance(50ms);
+    CHECK(bucket.available() == 1);
+    // A stop already requested: cancelled, nothing reserved.
+    std::stop_source stop;
+    stop.request_stop();
+    const auto stopped = bucket.start_acquire(deadline, 1, stop.get_token());
+    CHECK_FALSE(stopped.waits());
+    CHECK(stopped.result().status == token_bucket_status::cancelled);
+    CHECK(bucket.available() == 1);
+}
+
 // ---------------------------------------------------------------------------
 // As a pipeline policy.
 

@@ -148,7 +148,7 @@ struct endpoint_returned {
 };
 
 /// Active health checks took an endpoint out of the set, or brought it back
-/// (resil/balancing/health_check.hpp): told to the checker's listener.
+/// (resil/balancer/health_check.hpp): told to the checker's listener.
 struct endpoint_health_changed {
     std::string_view address;  ///< valid during the call only
     bool healthy = true;

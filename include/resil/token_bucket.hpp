@@ -186,6 +186,46 @@ public:
         return acquire_until(clock_.now(), until.when(), n, stop);
     }
 
+    /// What start_acquire() decided: the answer, or a reservation to wait for.
+    class pending_acquire {
+    public:
+        /// True when the tokens are reserved and exist only at until(): wait,
+        /// then call finish_acquire().
+        [[nodiscard]] bool waits() const noexcept { return held_.pending; }
+        [[nodiscard]] time_point until() const noexcept { return until_; }
+        /// The answer when !waits().
+        [[nodiscard]] const token_bucket_result& result() const noexcept { return result_; }
+
+    private:
+        friend class basic_token_bucket;
+        detail::gcra::reservation held_{};
+        time_point until_{};
+        token_bucket_result result_{};
+    };
+
+    /// acquire() in two halves, for callers that wait without blocking a
+    /// thread (on an event loop): start_acquire() grants, rejects or reserves
+    /// the tokens as acquire() does and says until when to wait;
+    /// finish_acquire() after that wait, `reached` false when it was cut short
+    /// (the reservation goes back as acquire()'s does: `cancelled`).
+    /// acquire() is the two with the clock's sleep between them.
+    [[nodiscard]] pending_acquire start_acquire(const basic_deadline<Clock>& until, std::int64_t n = 1,
+                                                const std::stop_token& stop = {}) const {
+        return start_at(clock_.now(), until.when(), n, stop);
+    }
+    [[nodiscard]] token_bucket_result finish_acquire(pending_acquire& p, bool reached) const {
+        p.held_.pending = false;
+        if (!reached) {
+            cancel(p.held_);
+            return tally({token_bucket_status::cancelled, {}, {}});
+        }
+        // Where the bucket stood at the decision, its reset counted down by the wait.
+        auto granted = p.result_;
+        granted.wait = duration{p.held_.wait_ns};
+        granted.reset = granted.reset > granted.wait ? granted.reset - granted.wait : duration::zero();
+        return tally(granted);
+    }
+
     /// acquire() within a call's context: its deadline and its stop token.
     template <class Context>
         requires requires(const Context& c) {
@@ -435,22 +475,23 @@ private:
 
     token_bucket_result acquire_until(time_point now, time_point until, std::int64_t n,
                                       const std::stop_token& stop) const {
-        detail::gcra::reservation held{};
-        const auto r = reserve(now, until, n, stop, held);
-        if (!r || !held.pending) return tally(r);
-        // Sleep until the instant the tokens exist, not for `wait` from the
-        // entry reading: time lost between that reading and the sleep (a
-        // preemption) must not be added, and a reading ahead of the clock
-        // (another CPU's, a bogus one) must not wake the caller early.
-        if (!resil::sleep_until(clock_, detail::saturating_add(origin_, duration{held.ready_ns}), stop)) {
-            cancel(held);
-            return tally({token_bucket_status::cancelled, {}, {}});
-        }
-        // Where the bucket stood at the decision, its reset counted down by the wait.
-        auto granted = r;
-        granted.wait = duration{held.wait_ns};
-        granted.reset = granted.reset > granted.wait ? granted.reset - granted.wait : duration::zero();
-        return tally(granted);
+        pending_acquire p = start_at(now, until, n, stop);
+        if (!p.waits()) return p.result_;  // tallied by start_at
+        return finish_acquire(p, resil::sleep_until(clock_, p.until_, stop));
+    }
+
+    // Sleep (or wait) until the instant the tokens exist, not for `wait` from
+    // the entry reading: time lost between that reading and the sleep (a
+    // preemption) must not be added, and a reading ahead of the clock
+    // (another CPU's, a bogus one) must not wake the caller early.
+    pending_acquire start_at(time_point now, time_point until, std::int64_t n, const std::stop_token& stop) const {
+        pending_acquire p;
+        p.result_ = reserve(now, until, n, stop, p.held_);
+        if (p.result_ && p.held_.pending)
+            p.until_ = detail::saturating_add(origin_, duration{p.held_.ready_ns});
+        else
+            tally(p.result_);
+        return p;
     }
 
     // acquire_until without the sleep: grants at once (held.pending false),

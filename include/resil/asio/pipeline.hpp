@@ -373,6 +373,17 @@ private:
         }
     }
 
+    // A layer's wait: until the instant enter() named, on the call's clock;
+    // or the layer's own (an awaited decision, the Redis limiter's round trip).
+    template <std::size_t I, class Out>
+    ::asio::awaitable<bool> wait_layer(pctx_type& ctx, states_t<Out>& states, time_point until) const {
+        using layer = async_layer<policy_t<I>>;
+        if constexpr (requires { layer::wait(policy_at<I>(), ctx, std::get<I>(states), until); })
+            return layer::wait(policy_at<I>(), ctx, std::get<I>(states), until);
+        else
+            return wait_until(ctx.clock(), until, ctx.stop_token());
+    }
+
     template <std::size_t I, class Out>
     layer_in waited_layer(pctx_type& ctx, states_t<Out>& states, std::optional<Out>& out, bool reached) const {
         using layer = async_layer<policy_t<I>>;
@@ -468,7 +479,8 @@ private:
                         return this->enter_layer<decltype(I)::value>(ctx, states, out, until, nested, env);
                     });
                     if (in == layer_in::wait) {
-                        const bool reached = co_await wait_until(ctx.clock(), until, ctx.stop_token());
+                        const bool reached = co_await dispatch<K, ::asio::awaitable<bool>>(
+                            i, [&](auto I) { return this->template wait_layer<decltype(I)::value, Out>(ctx, states, until); });
                         in = dispatch<K, layer_in>(
                             i, [&](auto I) { return this->waited_layer<decltype(I)::value>(ctx, states, out, reached); });
                     }

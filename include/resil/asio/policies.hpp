@@ -82,6 +82,11 @@ enum class layer_out : unsigned char { proceed, wait };
 ///   template <class Ctx, class Out> struct state;       // per call, default-constructible
 ///   static layer_in enter(const P&, Ctx&, State&, std::optional<Out>& out, time_point& until);
 ///   static layer_in waited(const P&, Ctx&, State&, std::optional<Out>& out, bool reached);   // if it waits
+///   static asio::awaitable<bool> wait(const P&, Ctx&, State&, time_point until);              // optional
+///
+/// A layer's wait is until `until` on the call's clock (the pipeline's
+/// waiter), unless the layer has a wait() of its own: then the pipeline
+/// awaits that (the Redis limiter's round trip, resil/redis/asio_rate_limiter.hpp).
 ///   static layer_out leave(const P&, Ctx&, State&, std::optional<Out>& out, duration& wait);
 ///   static bool retried(const P&, Ctx&, State&, std::optional<Out>& out, bool waited_all);    // if it retries
 template <class P>
