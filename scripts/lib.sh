@@ -4,17 +4,18 @@
 # The Debian 12 packages each script needs, listed once.
 # Core: configure and build the library and its examples.
 RESIL_CORE_PACKAGES=(cmake g++ make)
-# Everything the full test suite uses: both compilers and the sanitizer
-# runtimes, Catch2, Google Benchmark and the benchmarks' baselines (libcurl,
-# libuuid, Boost), the integrations' dependencies (libcurl, nlohmann_json,
-# fmt, prometheus-cpp), the local servers the HTTP tests talk to (nginx with the echo module,
+# Everything the full test suite uses: both compilers, the sanitizer
+# runtimes and lld (which links the sanitized programs), Catch2, Google
+# Benchmark and the benchmarks' baselines (libcurl, libuuid, Boost), the
+# integrations' dependencies (libcurl, nlohmann_json, fmt, prometheus-cpp),
+# the local servers the HTTP tests talk to (nginx with the echo module,
 # Redis, HAProxy, tinyproxy, and openssl for their certificates), git for the
 # FetchContent tarball, tzdata so that the sanitizer run's non-UTC TZ really
 # names a zone, clang 19 with its libc++ for the libc++ build (libc++ 14 has
 # no <stop_token>), and MinGW-w64 with POSIX threads (std::thread,
 # std::mutex) for the Windows cross build.
 RESIL_TEST_PACKAGES=(
-    cmake g++ clang libclang-rt-14-dev make git tzdata
+    cmake g++ clang libclang-rt-14-dev lld make git tzdata
     clang-19 libc++-19-dev libc++abi-19-dev g++-mingw-w64-x86-64-posix
     catch2 libbenchmark-dev
     libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev prometheus-cpp-dev libasio-dev libhiredis-dev

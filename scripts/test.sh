@@ -13,7 +13,8 @@
 #                  b. clang++ ASan+UBSan Debug, tests and examples (clang's
 #                     warnings over everything); ctest under a non-UTC TZ
 #                     (America/Santiago)
-#                  c. clang++ TSan, tests only; ctest
+#                  c. clang++ TSan, tests only (not the compile-only
+#                     checks a. and b. build); ctest
 #                  d. consumers: find_package on an installed copy (all
 #                     components; the core alone without any integration's
 #                     dependency; COMPONENTS curl; a missing component
@@ -194,11 +195,16 @@ EOF
 }
 
 # sanitizer_build DIR FLAGS [CMAKE ARGS...]: tests, clang++, Debug.
+# Line tables are all a sanitizer's report needs (file, line, function of
+# each frame), and lld links the sanitized programs about four times faster
+# than the default linker: together some minutes of the run.
 sanitizer_build() {
     local dir="$1" flags="$2"
     shift 2
     cmake -S "$RESIL_ROOT" -B "$dir" \
         -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$flags" \
+        -DCMAKE_CXX_FLAGS_DEBUG="-gline-tables-only" -DCMAKE_EXE_LINKER_FLAGS="-fuse-ld=lld" \
+        -DCMAKE_SHARED_LINKER_FLAGS="-fuse-ld=lld" -DCMAKE_MODULE_LINKER_FLAGS="-fuse-ld=lld" \
         -DRESIL_WARNINGS_AS_ERRORS=ON -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF \
         -DRESIL_TEST_SEPARATE_COMPILATION=OFF "$@" &&
         resil_build "$dir"
@@ -471,7 +477,7 @@ if ((!quick)); then
     run_step "b. clang++ ASan+UBSan: build tests, examples" sanitizer_build "$BUILD/ci-asan" "$SANITIZE_ADDRESS" \
         -DRESIL_BUILD_EXAMPLES=ON -DRESIL_TEST_SEPARATE_COMPILATION=ON
     run_step "b. clang++ ASan+UBSan: ctest (TZ=$CI_TZ)" asan_ctest
-    run_step "c. clang++ TSan: build tests" sanitizer_build "$BUILD/ci-tsan" "$SANITIZE_THREAD"
+    run_step "c. clang++ TSan: build tests" sanitizer_build "$BUILD/ci-tsan" "$SANITIZE_THREAD" -DRESIL_TEST_COMPILE_CHECKS=OFF
     run_step "c. clang++ TSan: ctest" tsan_ctest
     run_step "d. consumer: cmake --install + find_package" consumer_find_package
     run_step "d. consumer: find_package components (core alone, COMPONENTS curl, a missing one fails)" \
