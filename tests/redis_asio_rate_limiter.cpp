@@ -5,6 +5,7 @@
 // fails open or closed when Redis is down, ends every decision within its
 // timeouts and the caller's deadline when Redis is frozen, and never blocks
 // the thread running the io_context.
+#include <resil/policy_checklist.hpp>
 #include <resil/redis/asio_rate_limiter.hpp>
 
 #include <resil/asio.hpp>
@@ -44,6 +45,7 @@
 
 using namespace std::chrono_literals;
 using resil::redis::async_rate_limiter;
+static_assert(resil::policy_checklist<async_rate_limiter>);  // resil/policy_checklist.hpp, as the blocking one
 using resil::redis::decided_by;
 using resil::redis::failure_policy;
 using resil::redis::rate_limit_result;

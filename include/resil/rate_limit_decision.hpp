@@ -8,9 +8,9 @@
 //   // RateLimit: "default";r=<r.remaining>;t=<r.reset in whole seconds, rounded up>
 //
 // resil::token_bucket and resil::paced_bucket return it (token_bucket_result
-// and token_bucket_status are its old names); the Redis limiter's
-// rate_limit_result has the same members in the same order
-// (docs/token_bucket.md, "The answer").
+// and token_bucket_status are its old names), and so does the Redis limiter
+// (resil::redis::rate_limit_result is this type; docs/token_bucket.md, "The
+// answer").
 #pragma once
 
 #include <chrono>

@@ -62,7 +62,12 @@ struct async_rate_limiter_access;
 
 class async_rate_limiter {
 public:
+    /// Reads its own clock, the steady clock (resil/clock.hpp, time_source):
+    /// not a parameter, as a token bucket's is, because the quota lives in
+    /// Redis, which keeps real time; a manual clock could not move it.
     using clock_type = steady_clock;
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
+    [[nodiscard]] const clock_type& clock() const noexcept { return clock_; }
 
     /// Decides for `limiter` without blocking: its round trips go over one
     /// connection of its own (opened by the first decision; `connections`
@@ -132,6 +137,8 @@ public:
 
 private:
     friend struct detail::async_rate_limiter_access;
+
+    [[no_unique_address]] clock_type clock_{};
     template <class>
     friend struct resil::asio::async_layer;
 

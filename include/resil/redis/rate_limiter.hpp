@@ -77,7 +77,12 @@ struct rate_limiter_access;
 
 class rate_limiter {
 public:
+    /// Reads its own clock, the steady clock (resil/clock.hpp, time_source):
+    /// not a parameter, as a token bucket's is, because the quota lives in
+    /// Redis, which keeps real time; a manual clock could not move it.
     using clock_type = steady_clock;
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
+    [[nodiscard]] const clock_type& clock() const noexcept { return clock_; }
 
     /// Connects lazily (the first decision). Throws std::invalid_argument
     /// when options.validate() names a field:
@@ -174,6 +179,8 @@ public:
 private:
     friend struct detail::rate_limiter_access;
     friend class async_rate_limiter;
+
+    [[no_unique_address]] clock_type clock_{};
 
     rate_limit_result decide(std::string_view redis_key, std::int64_t n, time_point until, bool waiting,
                              const std::stop_token& stop) const {
