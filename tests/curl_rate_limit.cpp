@@ -1,4 +1,4 @@
-// resil::curl and the rate-limit fields (resil/rate_limit.hpp): what a
+// resil::curl and the rate-limit fields (resil/rate_limit_fields.hpp): what a
 // response exposes, the hint classify makes of them, and, against the fault
 // server, how long the retry policy waits on 429 and 503 replies carrying
 // each form. Waits are read from the retry_scheduled events, not from the

@@ -1,4 +1,4 @@
-#include <resil/rate_limit.hpp>
+#include <resil/rate_limit_fields.hpp>
 
 #include <chrono>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // resil/paced_bucket.hpp — a token bucket whose rate and burst follow what
 // the server advertises in its rate-limit fields (RateLimit in each draft's
 // shape, RateLimit-*, X-RateLimit-*, x-rate-limit-*, x-ratelimit-*-requests,
-// anthropic-ratelimit-*: read by resil/rate_limit.hpp, the most restrictive
+// anthropic-ratelimit-*: read by resil/rate_limit_fields.hpp, the most restrictive
 // quota of them), so a batch caller slows down before the 429 rather than
 // after it.
 //
@@ -59,7 +59,7 @@
 #include "events.hpp"
 #include "load_signal.hpp"
 #include "outcome.hpp"
-#include "rate_limit.hpp"
+#include "rate_limit_fields.hpp"
 #include "rate_limit_decision.hpp"
 #include "token_bucket.hpp"
 #include "validation.hpp"

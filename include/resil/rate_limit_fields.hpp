@@ -1,4 +1,4 @@
-// resil/rate_limit.hpp — what a server says about its rate limits, and how
+// resil/rate_limit_fields.hpp — what a server says about its rate limits, and how
 // long it asks a client to wait: the IETF RateLimit fields in each of their
 // drafts' shapes, the X-RateLimit-* family and its vendor variants, the
 // duration and timestamp resets some APIs send, and retry-after-ms, next to

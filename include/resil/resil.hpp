@@ -30,7 +30,7 @@
 #include "paced_bucket.hpp"
 #include "pipeline.hpp"
 #include "policy_checklist.hpp"
-#include "rate_limit.hpp"
+#include "rate_limit_fields.hpp"
 #include "rate_limit_decision.hpp"
 #include "reason.hpp"
 #include "retry.hpp"

@@ -1,5 +1,5 @@
 // Fuzz harness: resil::read_rate_limit, resil::pushback_from and the value
-// parsers of resil/rate_limit.hpp.
+// parsers of resil/rate_limit_fields.hpp.
 //
 // Input: 8 bytes choosing `now` (seconds within ±250 years of 1970 plus a
 // fraction), then header fields, one per line, "Name: value" (a line without
@@ -20,7 +20,7 @@
 // - a Go duration, retry-after-ms, an RFC 3339 reset and a reset are
 //   capped, and the reset of a delay below 10^9 seconds does not depend on
 //   `now`.
-#include <resil/rate_limit.hpp>
+#include <resil/rate_limit_fields.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -138,7 +138,7 @@ public:
             // The next probe one interval after this one was due, or after now when far behind.
             st.due = (st.due == time_point{} || st.due + options_.interval <= end) ? end + options_.interval
                                                                                    : st.due + options_.interval;
-            judge(address, st, passed, end);
+            record_probe(address, st, passed, end);
             // Said after every probe, not only on a change: an endpoint that
             // left the set and came back starts healthy in the balancer.
             detail::balancer_health_access::set_checked_health(lb_, address, st.healthy);
@@ -176,7 +176,7 @@ private:
         bool healthy = true;
     };
 
-    void judge(const std::string& address, probe_state& st, bool passed, time_point now) {
+    void record_probe(const std::string& address, probe_state& st, bool passed, time_point now) {
         if (passed) {
             st.failures = 0;
             ++st.passes;

@@ -38,7 +38,7 @@
 //   2. retry-after-ms;
 //   3. on a 429, a 503 or a 403, the reset of an exhausted quota (RateLimit: r=0
 //      with its t, X-RateLimit-Remaining: 0 with its reset, ...;
-//      resil/rate_limit.hpp) — elsewhere an exhausted quota is not why the
+//      resil/rate_limit_fields.hpp) — elsewhere an exhausted quota is not why the
 //      attempt failed;
 // then raised to a floor (pushback_options::floor, 50 ms by default), so
 // that "Retry-After: 0" is no hot loop; max attempts and the deadline still
@@ -49,7 +49,7 @@
 
 #include "../outcome.hpp"
 #include "../detail/platform.hpp"
-#include "../rate_limit.hpp"
+#include "../rate_limit_fields.hpp"
 #include "response.hpp"
 
 namespace resil::curl {

@@ -11,7 +11,7 @@
 // or an HTTP-date, through resil::parse_retry_after against the system clock
 // at that moment) and a millisecond pushback header (grpc-retry-pushback-ms
 // by default; negative means "don't retry"). The rate-limit fields
-// (RateLimit, X-RateLimit-*, retry-after-ms, ...; resil/rate_limit.hpp) are
+// (RateLimit, X-RateLimit-*, retry-after-ms, ...; resil/rate_limit_fields.hpp) are
 // read on demand: rate_limit(). resil::curl::classify turns all of this into
 // a verdict (resil/curl/classification.hpp).
 //
@@ -33,7 +33,7 @@
 
 #include "../clock.hpp"
 #include "../detail/platform.hpp"
-#include "../rate_limit.hpp"
+#include "../rate_limit_fields.hpp"
 #include "../retry_after.hpp"
 #include "detail/text.hpp"
 #include "fields.hpp"
@@ -216,7 +216,7 @@ public:
     [[nodiscard]] std::optional<std::chrono::system_clock::time_point> received_at() const noexcept {
         return s_.received_at_;
     }
-    /// The rate-limit fields of the response (resil/rate_limit.hpp), parsed
+    /// The rate-limit fields of the response (resil/rate_limit_fields.hpp), parsed
     /// now from its header fields (a RateLimit field from every line it came
     /// on), without allocating; Unix-time and RFC 3339 resets are
     /// measured from received_at(), or from this moment when that is empty

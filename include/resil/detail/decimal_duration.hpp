@@ -7,9 +7,9 @@
 //
 // - resil::parse_duration (duration_text.hpp): one component, for
 //   configuration; exact, or refused (digit-string arithmetic there).
-// - resil::parse_reset_duration (rate_limit.hpp): one or more components, as
+// - resil::parse_reset_duration (rate_limit_fields.hpp): one or more components, as
 //   Go writes durations ("1h2m3.5s", OpenAI's resets); saturated.
-// - retry-after-ms and the Unix-time resets (rate_limit.hpp): a bare decimal
+// - retry-after-ms and the Unix-time resets (rate_limit_fields.hpp): a bare decimal
 //   in a unit the field names; saturated.
 //
 // The saturated reading (decimal_value) keeps the whole part up to 2^62 (far

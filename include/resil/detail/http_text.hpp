@@ -2,7 +2,7 @@
 // HTTP field parser of resil shares: DIGIT, ALPHA, tchar and token, OWS
 // (RFC 9110 §5.6), field-value bytes, ASCII case folding, and 1*DIGIT read
 // with saturation. Retry-After and HTTP-dates (retry_after.hpp), the
-// rate-limit fields (rate_limit.hpp, with detail/structured_fields.hpp and
+// rate-limit fields (rate_limit_fields.hpp, with detail/structured_fields.hpp and
 // detail/decimal_duration.hpp), the Idempotency-Key field, SSE's `retry`
 // (sse.hpp) and the libcurl adapter's field capture (curl/detail/) read
 // through these.

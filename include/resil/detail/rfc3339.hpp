@@ -1,6 +1,6 @@
 // resil/detail/rfc3339.hpp — an RFC 3339 date-time (§5.6) as an instant:
 // "2025-08-21T12:40:59Z", "2025-08-21T14:40:59.250+02:00". Internals of
-// resil/rate_limit.hpp, which reads the resets Anthropic's API sends in this
+// resil/rate_limit_fields.hpp, which reads the resets Anthropic's API sends in this
 // form (resil::parse_reset_timestamp).
 //
 // Constexpr and noexcept, on the string_view only: no C library time

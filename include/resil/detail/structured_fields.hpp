@@ -3,7 +3,7 @@
 // kind, parameters, inner lists (skipped) and dictionary members, driven by
 // the caller over a List or a Dictionary. Integers are read by value;
 // strings and tokens as their raw text; the other kinds by kind only.
-// Internals of resil/rate_limit.hpp (the RateLimit and RateLimit-Policy
+// Internals of resil/rate_limit_fields.hpp (the RateLimit and RateLimit-Policy
 // fields, and the drafts' Structured Field integers).
 //
 //   sf_parser p(value);                 // OWS around the value is ignored

@@ -4,7 +4,7 @@
 // sockets to the socket-wait backend (socket_waits.hpp: an epoll set the
 // reactor watches as one descriptor on Linux, elsewhere and with
 // RESIL_CURL_ASYNC_PER_SOCKET_WAITS an Asio descriptor per socket), which
-// calls back act() when one is ready; CURLMOPT_TIMERFUNCTION sets one
+// calls back socket_action() when one is ready; CURLMOPT_TIMERFUNCTION sets one
 // steady_timer; each transfer is a pooled easy_state with its own timer for
 // resil's limits; a finished call's handler waits in its async_completion
 // (async_completion.hpp).
@@ -351,7 +351,7 @@ public:
         if (closed_) return;
         // From a callback inside libcurl (a sink, on_head): libcurl refuses
         // removals and cleanup there, and still uses the easy handles. The
-        // caller of libcurl (act(), holding `self`) shuts down on return.
+        // caller of libcurl (socket_action(), holding `self`) shuts down on return.
         if (in_libcurl_ != 0) {
             close_pending_ = true;
             return;
@@ -660,7 +660,7 @@ private:
     // The transfer's timer could not start its next wait (no memory), and
     // arm() had already cancelled the one pending: nothing would end the call
     // at its read or stream limits (its total, libcurl's backstop still
-    // would), so it ends now. Called from the timer's handler, stamp_touched
+    // would), so it ends now. Called from the timer's handler, restart_touched_stall_watches
     // and run_deferred, never inside libcurl.
     void lost_watch(async_transfer& t) noexcept {
         finish(t, transfer_end::multi_error, CURLE_OUT_OF_MEMORY, no_memory_to_keep_watching);
@@ -706,7 +706,7 @@ private:
     // A callback saw a byte or a send (capture.hpp): the read timer's stamp.
     // A silence counts from then, so the timer must look again within the
     // shortest limit a byte restarts (a pending wait that comes sooner does).
-    // The stamp is put off to the end of the wake-up (stamp_touched), where
+    // The stamp is put off to the end of the wake-up (restart_touched_stall_watches), where
     // one clock reading serves every transfer a batch of ready sockets
     // touched: a silence then counts from a moment later than the byte, by
     // at most the batch's work, so a limit can end late by that, never early.
@@ -717,7 +717,7 @@ private:
         t.transfer.touch_pending = true;
         try {
             owner.touched_.push_back({t.index, owner.generations_[t.index]});
-        } catch (...) {  // no memory to list it: stamp_touched looks at every transfer
+        } catch (...) {  // no memory to list it: restart_touched_stall_watches looks at every transfer
             owner.touched_unlisted_ = true;
         }
     }
@@ -740,7 +740,7 @@ private:
                 m.hold_completions_ = false;
             }
             m.run_deferred();  // after collect(): what libcurl finished keeps its outcome
-            m.stamp_touched();
+            m.restart_touched_stall_watches();
         }
     };
 
@@ -780,7 +780,7 @@ private:
         sweep_parked();
     }
 
-    void stamp(async_transfer& t, std::chrono::steady_clock::time_point steady_now) noexcept {
+    void restart_stall_watch(async_transfer& t, std::chrono::steady_clock::time_point steady_now) noexcept {
         t.bytes_at = t.steady ? std::chrono::time_point_cast<duration>(steady_now) : t.now();
         try {
             arm(t, t.touch_horizon, steady_now);
@@ -791,23 +791,23 @@ private:
 
     // The end of a wake-up (a batch of ready sockets, a timer), outside
     // libcurl: the transfers touched since are stamped with one reading (a
-    // stamp may end the call, lost_watch).
-    void stamp_touched() noexcept {
+    // watch may end the call, lost_watch).
+    void restart_touched_stall_watches() noexcept {
         if (touched_.empty() && !touched_unlisted_) return;
         const auto steady_now = std::chrono::steady_clock::now();
-        const auto stamp_if_touched = [&](async_transfer* t) {
+        const auto restart_if_touched = [&](async_transfer* t) {
             if (!t || !t->active || !t->transfer.touch_pending) return;
             t->transfer.touch_pending = false;
-            stamp(*t, steady_now);
+            restart_stall_watch(*t, steady_now);
         };
         for (std::size_t i = 0; i < touched_.size() && !closed_; ++i) {
             const auto [index, generation] = touched_[i];
             if (index >= slots_.size() || generations_[index] != generation) continue;  // ended since
-            stamp_if_touched(slots_[index].get());
+            restart_if_touched(slots_[index].get());
         }
         touched_.clear();
         if (std::exchange(touched_unlisted_, false))
-            for (std::size_t i = 0; i < slots_.size() && !closed_; ++i) stamp_if_touched(slots_[i].get());
+            for (std::size_t i = 0; i < slots_.size() && !closed_; ++i) restart_if_touched(slots_[i].get());
     }
 
     // libcurl's callbacks.
@@ -895,7 +895,7 @@ private:
                     self->zero_posted_ = false;
                     // Acts only while "at once" is still libcurl's latest wish.
                     if (self->closed_ || self->timer_generation_ != self->zero_due_) return;
-                    self->act_on_timeout();
+                    self->socket_action_on_timeout();
                 });
                 zero_posted_ = true;
                 return;
@@ -937,11 +937,11 @@ private:
             return;
         }
         curl_due_.reset();
-        act_on_timeout();
+        socket_action_on_timeout();
     }
 
-    void act_on_timeout() {
-        if (!put_off(deferred_timeout)) act(CURL_SOCKET_TIMEOUT, 0);
+    void socket_action_on_timeout() {
+        if (!put_off(deferred_timeout)) socket_action(CURL_SOCKET_TIMEOUT, 0);
     }
 
     // A handler of the client run inside libcurl (a sink that runs the
@@ -954,12 +954,12 @@ private:
 
     // Only where no libcurl call is under way (the entry points check).
     // Within a batch, the deferred work comes at its end, after collect().
-    void act(curl_socket_t s, int events) {
-        act_once(s, events);
+    void socket_action(curl_socket_t s, int events) {
+        socket_action_once(s, events);
         if (!in_batch_) run_deferred();
     }
 
-    void act_once(curl_socket_t s, int events) {
+    void socket_action_once(curl_socket_t s, int events) {
         int running = 0;
         ++in_libcurl_;
         const CURLMcode rc = curl_multi_socket_action(multi_, s, events, &running);
@@ -983,14 +983,14 @@ private:
                                rc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT);
         }
         if (close_pending_ && in_libcurl_ == 0) shutdown();  // the client went from inside libcurl
-        if (!in_batch_) stamp_touched();
+        if (!in_batch_) restart_touched_stall_watches();
     }
 
     // What the client's handlers put off because they ran inside libcurl,
     // where it is not re-entrant (a nested curl_multi_socket_action answers
     // CURLM_RECURSIVE_API_CALL; a removal refused there leaves a handle in
     // the multi that the pool takes back): a sink ran the io_context, which
-    // it should not. A sink runs only within act(), which calls this when
+    // it should not. A sink runs only within socket_action(), which calls this when
     // libcurl has returned (at the end of a batch, after its collect()).
     // Passes are bounded (a sink that runs the io_context at every chunk
     // defers again each time): the rest is posted.
@@ -1014,14 +1014,14 @@ private:
                 for (std::size_t i = 0; i < slots_.size() && !closed_; ++i)
                     if (auto* t = slots_[i].get(); t && t->active && !t->cancel_why.empty())
                         finish(*t, transfer_end::cancelled, CURLE_ABORTED_BY_CALLBACK, t->cancel_why);
-            // Even where a stamp has started a wait since (stamp_touched):
+            // Even where a stamp has started a wait since (restart_touched_stall_watches):
             // a total or first-byte limit may be due now.
             if (what & deferred_watch)
                 for (std::size_t i = 0; i < slots_.size() && !closed_; ++i)
                     if (auto* t = slots_[i].get(); t && t->active && std::exchange(t->watch_deferred, false))
                         watch_limits(*t);
             if (what & deferred_sockets) socket_waits_.rewatch();
-            if (what & deferred_timeout) act_once(CURL_SOCKET_TIMEOUT, 0);
+            if (what & deferred_timeout) socket_action_once(CURL_SOCKET_TIMEOUT, 0);
         }
     }
 
@@ -1052,9 +1052,9 @@ private:
     bool zero_posted_ = false;    ///< a run of libcurl for "at once" is posted and still to come
     socket_waits<asio_multi> socket_waits_;  ///< libcurl's sockets, waited for by the reactor
     std::uint64_t wait_generation_ = 0;  ///< of the transfers' timer waits
-    std::vector<std::pair<std::uint32_t, std::uint64_t>> touched_;  ///< (index, generation) to stamp_touched
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> touched_;  ///< (index, generation) to restart_touched_stall_watches
     bool touched_unlisted_ = false;  ///< a touched transfer is missing from touched_ (no memory): look at all
-    bool in_batch_ = false;  ///< serving a batch of ready sockets: stamp_touched comes at its end
+    bool in_batch_ = false;  ///< serving a batch of ready sockets: restart_touched_stall_watches comes at its end
     bool collect_pending_ = false;  ///< libcurl ran within the batch: its finished transfers are read at its end
     bool hold_completions_ = false;  ///< finish() holds completions in ready_ (the end of a batch)
     bool delivering_ = false;        ///< deliver_ready is running them

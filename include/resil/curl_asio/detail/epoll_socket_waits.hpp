@@ -255,7 +255,7 @@ private:
             const int flags = ((e.what & CURL_POLL_IN) && (events & (EPOLLIN | broken)) ? CURL_CSELECT_IN : 0) |
                               ((e.what & CURL_POLL_OUT) && (events & (EPOLLOUT | broken)) ? CURL_CSELECT_OUT : 0);
             if (flags == 0) continue;  // a readiness libcurl stopped waiting for within this batch
-            multi_.act(s, flags);  // may open, close and forget sockets: `e` is not used after it
+            multi_.socket_action(s, flags);  // may open, close and forget sockets: `e` is not used after it
         }
     }
 

@@ -158,7 +158,7 @@ private:
         if (multi_.put_off(Multi::deferred_sockets)) return;
         const int wanted = direction == CURL_CSELECT_IN ? CURL_POLL_IN : CURL_POLL_OUT;
         if (!(e.what & wanted)) return;  // libcurl no longer waits for this direction
-        multi_.act(s, ec ? CURL_CSELECT_ERR : direction);
+        multi_.socket_action(s, ec ? CURL_CSELECT_ERR : direction);
         // The socket may be gone, or another with its number, since.
         it = sockets_.find(s);
         if (!multi_.closed_ && it != sockets_.end() && it->second->generation == generation) watch(s, *it->second);

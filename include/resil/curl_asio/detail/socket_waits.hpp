@@ -21,7 +21,7 @@
 //                             socket is closed (libcurl closes them)
 // and a backend asks of the driver (its friend): closed_, put_off(
 // deferred_sockets) (true inside libcurl: the readiness waits for
-// run_deferred), act(s, CURL_CSELECT_*) (libcurl's socket action),
+// run_deferred), socket_action(s, CURL_CSELECT_*) (libcurl's socket action),
 // left_idle(easy, s) (CURL_POLL_REMOVE of a kept-alive connection),
 // end_in_flight(ec) (the reactor cannot wait any more), batch_scope and
 // deliver_ready() (several ready sockets served as one wake-up),
