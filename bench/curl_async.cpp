@@ -57,7 +57,7 @@
 
 #include <asio/io_context.hpp>
 #include <resil/curl.hpp>
-#include <resil/curl/async_client.hpp>
+#include <resil/curl_asio/async_client.hpp>
 
 #include <algorithm>
 #include <array>

@@ -15,6 +15,12 @@
 //   baseline_fixed_window     the naive limiter: MULTI, INCR, EXPIRE, EXEC
 //                             pipelined in one round trip (Redis's docs pattern)
 //   resil_limiter_lease10     leasing k = 10: one round trip per 10 decisions
+//   resil_async_limiter       async_rate_limiter::async_try_acquire(), awaited
+//                             one at a time (spawned on an io_context this
+//                             thread runs until it completes): the same
+//                             decision over hiredis's asynchronous context
+//   resil_async_limiter_200_in_flight (blocks only) 200 decisions spawned at
+//                             once, pipelined on the one connection
 //
 // The quota is large enough that every decision is a grant (leasing only
 // amortises grants). Each round runs every kind once, in an order rotated
@@ -23,6 +29,13 @@
 // ratio, so a round's load affects both sides of it. Then, without timing, what each admits around a window
 // edge: the fixed window lets 2× its limit through within milliseconds, GCRA
 // its burst plus what the rate refills.
+#if RESIL_BENCH_HAVE_ASIO
+#include <resil/redis/asio_rate_limiter.hpp>  // first: resil's Asio headers before Asio's
+
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#endif
+
 #include "bench_support.hpp"
 #include "latency_rounds.hpp"
 
@@ -163,6 +176,33 @@ void limiter(benchmark::State& state, std::size_t round, std::int64_t lease, con
     results.time_calls(state, kind, round, "the limiter did not grant", [&] { return l.try_acquire().granted(); });
 }
 
+#if RESIL_BENCH_HAVE_ASIO
+// `count` asynchronous decisions spawned at once on `io` (pipelined on the
+// limiter's connection), run by this thread until all complete.
+bool async_decisions(asio::io_context& io, const resil::redis::async_rate_limiter& l, int count) {
+    int done = 0;
+    bool ok = true;
+    for (int i = 0; i < count; ++i)
+        asio::co_spawn(io, l.async_try_acquire(), [&](std::exception_ptr e, resil::redis::rate_limit_result r) {
+            ok = ok && !e && r.granted();
+            ++done;
+        });
+    while (done < count) {
+        if (io.stopped()) io.restart();
+        io.run_one();
+    }
+    return ok;
+}
+
+void async_limiter(benchmark::State& state, std::size_t round) {
+    asio::io_context io;
+    resil::redis::rate_limiter l{bench_options("bench-async", 0)};
+    resil::redis::async_rate_limiter a{l, io.get_executor()};
+    results.time_calls(state, "resil_async_limiter", round, "the limiter did not grant",
+                       [&] { return async_decisions(io, a, 1); });
+}
+#endif
+
 void fixed_window(benchmark::State& state, std::size_t round) {
     redisContext* c = connect_raw();
     results.time_calls(state, "baseline_fixed_window", round, "MULTI/INCR/EXPIRE/EXEC failed", [&] {
@@ -266,6 +306,7 @@ void interleaved_blocks(int blocks, int per_block) {
     struct kind {
         const char* name;
         std::function<bool()> call;
+        int batch = 1;  // decisions per call
         std::vector<double> per_second{};
     };
     std::vector<kind> kinds;
@@ -273,13 +314,21 @@ void interleaved_blocks(int blocks, int per_block) {
     kinds.push_back({"baseline_hiredis_ppoll", [&] { return evalsha_ppoll(bounded, argv_bounded); }});
     kinds.push_back({"resil_limiter", [&] { return plain.try_acquire().granted(); }});
     kinds.push_back({"resil_limiter_lease10", [&] { return leased.try_acquire().granted(); }});
+#if RESIL_BENCH_HAVE_ASIO
+    asio::io_context io;
+    resil::redis::rate_limiter shared{bench_options("blocks-async", 0)};
+    resil::redis::async_rate_limiter awaited{shared, io.get_executor()};
+    kinds.push_back({"resil_async_limiter", [&] { return async_decisions(io, awaited, 1); }});
+    kinds.push_back({"resil_async_limiter_200_in_flight", [&] { return async_decisions(io, awaited, per_block); },
+                     per_block});
+#endif
     for (auto& k : kinds)  // connect, load the script, warm up
-        for (int i = 0; i < 100; ++i) (void)k.call();
+        for (int i = 0; i < 100; i += k.batch) (void)k.call();
     for (int b = 0; b < blocks; ++b) {
         for (std::size_t i = 0; i < kinds.size(); ++i) {
             auto& k = kinds[(i + static_cast<std::size_t>(b)) % kinds.size()];
             const auto t0 = std::chrono::steady_clock::now();
-            for (int n = 0; n < per_block; ++n)
+            for (int n = 0; n < per_block; n += k.batch)
                 if (!k.call()) throw std::runtime_error(std::string(k.name) + " failed");
             const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
             k.per_second.push_back(per_block / took.count());
@@ -303,7 +352,11 @@ void interleaved_blocks(int blocks, int per_block) {
     for (const auto& [a, b] : {std::pair{"resil_limiter", "baseline_hiredis_evalsha"},
                                std::pair{"resil_limiter", "baseline_hiredis_ppoll"},
                                std::pair{"baseline_hiredis_ppoll", "baseline_hiredis_evalsha"},
-                               std::pair{"resil_limiter_lease10", "resil_limiter"}}) {
+                               std::pair{"resil_limiter_lease10", "resil_limiter"},
+                               std::pair{"resil_async_limiter", "resil_limiter"},
+                               std::pair{"resil_async_limiter_200_in_flight", "resil_limiter"}}) {
+        if (std::none_of(kinds.begin(), kinds.end(), [&](const kind& k) { return std::string(k.name) == a; }))
+            continue;
         const auto& ka = find(a);
         const auto& kb = find(b);
         std::vector<double> ratio;
@@ -331,6 +384,9 @@ int main(int argc, char** argv) {
         {"baseline_hiredis_ppoll", hiredis_evalsha_ppoll},
         {"resil_limiter_lease10", [](benchmark::State& s, std::size_t r) { limiter(s, r, 10, "resil_limiter_lease10"); }},
         {"baseline_fixed_window", fixed_window},
+#if RESIL_BENCH_HAVE_ASIO
+        {"resil_async_limiter", async_limiter},
+#endif
     };
     for (std::size_t round = 0; round < rounds; ++round) {
         const auto suffix = "/round:" + std::to_string(round + 1);
@@ -347,11 +403,15 @@ int main(int argc, char** argv) {
                   {"baseline_hiredis_evalsha", "baseline_hiredis_ppoll", "resil_limiter", "baseline_fixed_window",
                    "resil_limiter_lease10"});
     results.print("Leasing", "dec/s", "resil_limiter", {"resil_limiter", "resil_limiter_lease10"});
+#if RESIL_BENCH_HAVE_ASIO
+    results.print("Awaited (one at a time)", "dec/s", "resil_limiter", {"resil_limiter", "resil_async_limiter"});
+#endif
     print_paired({{"resil_limiter", "baseline_hiredis_evalsha"},
                   {"resil_limiter", "baseline_hiredis_ppoll"},
                   {"baseline_hiredis_ppoll", "baseline_hiredis_evalsha"},
                   {"baseline_fixed_window", "baseline_hiredis_evalsha"},
-                  {"resil_limiter_lease10", "resil_limiter"}});
+                  {"resil_limiter_lease10", "resil_limiter"},
+                  {"resil_async_limiter", "resil_limiter"}});
     // Skipped when a filter leaves out the bare baseline (a run of one kind).
     if (!results.rounds_of("baseline_hiredis_evalsha").empty()) interleaved_blocks(200, 200);
     window_edge();

@@ -212,6 +212,6 @@ int main() {
         std::printf("  the server saw Last-Event-ID: %s\n", last.header("Last-Event-ID").value_or("(none)").c_str());
     }
 
-    std::printf("\nplan B was used %llu time(s)\n", static_cast<unsigned long long>(plan_b.counts().total()));
+    std::printf("\nplan B was used %llu time(s)\n", static_cast<unsigned long long>(plan_b.metrics().total()));
     return 0;
 }

@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
         print_result(pipe(attempt(http, get)));
     }
 
-    std::printf("\nPlan B was used %llu times:", static_cast<unsigned long long>(plan_b.counts().total()));
+    std::printf("\nPlan B was used %llu times:", static_cast<unsigned long long>(plan_b.metrics().total()));
     for (std::size_t i = 0; i < resil::reason_count; ++i) {
         const auto why = static_cast<resil::reason>(i);
         if (const auto n = plan_b.count(why)) std::printf(" %s %llu;", std::string(resil::to_string(why)).c_str(), static_cast<unsigned long long>(n));

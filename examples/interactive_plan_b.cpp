@@ -268,7 +268,7 @@ int main() {
     std::printf("\nslowest answer: %lld ms; the caller's 300 ms never ran out.\n", millis(slowest));
 
     std::puts("\nplan B, counted by the fallback policy (by the library's reason):");
-    const auto counts = picker.counts();
+    const auto counts = picker.metrics();
     for (std::size_t r = 1; r < resil::reason_count; ++r)
         if (counts.by_reason[r] != 0)
             std::printf("  %-18s %3llu\n", std::string(resil::to_string(static_cast<resil::reason>(r))).c_str(),

@@ -85,6 +85,9 @@ TEST_CASE("health checks: out after 2 failures in a row, back after 2 passes; a 
         CHECK(usable[static_cast<std::size_t>(round)].count("a:80") == 1);
     }
     CHECK(lb.status(clock.now())[1].failing_checks == false);
+    // 3 endpoints x 8 rounds; a failed 4 probes, b 3; b left once and came back once.
+    CHECK(checker.metrics() == resil::health_check_metrics{.probes = 24, .failed_probes = 7, .taken_out = 1,
+                                                           .brought_back = 1});
 }
 
 TEST_CASE("health checks: a probe past its timeout or throwing fails; endpoints that leave the set are forgotten") {
@@ -110,6 +113,9 @@ TEST_CASE("health checks: a probe past its timeout or throwing fails; endpoints 
     clock.advance(1s);
     checker.run_once();
     CHECK(probes == 3);  // only c:80 this time
+    // Too late, thrown, thrown: every probe failed, each endpoint out after one.
+    CHECK(checker.metrics() == resil::health_check_metrics{.probes = 3, .failed_probes = 3, .taken_out = 3,
+                                                           .brought_back = 0});
 }
 
 TEST_CASE("health checks: an endpoint that leaves the set and comes back between two probes is out again after the next") {

@@ -55,6 +55,9 @@ TEST_CASE("concurrency limit: 16 permits held, the 17th is shed; one released ad
     CHECK(next);
     CHECK(limit.in_flight() == 16);
     CHECK(limit.admitted() == 17);
+    // The getters, in one snapshot.
+    CHECK(limit.metrics() ==
+          resil::concurrency_limit_metrics{.limit = 16, .in_flight = 16, .admitted = 17, .shed = 1});
 
     held.clear();
     next.release();

@@ -6,7 +6,7 @@
 #include <resil/asio.hpp>
 #include <resil/balancer.hpp>
 #include <resil/curl.hpp>
-#include <resil/curl/async_client.hpp>
+#include <resil/curl_asio/async_client.hpp>
 #include <resil/deadline_policy.hpp>
 #include <resil/retry.hpp>
 

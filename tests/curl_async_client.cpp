@@ -6,7 +6,7 @@
 // io_context going away with calls in flight. These tests need nginx and
 // libnginx-mod-http-echo; without them they fail, they do not skip.
 #include <resil/curl.hpp>
-#include <resil/curl/async_client.hpp>
+#include <resil/curl_asio/async_client.hpp>
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/bind_executor.hpp>
@@ -480,7 +480,7 @@ struct resil::curl::detail::async_client_probe {
     // Takes the epoll set's descriptor from the reactor, as if it had been
     // closed under it: every wait on the set fails from then on. Returns the
     // descriptor, still open, for the test to close.
-    static int take_event_set(async_client& c) { return c.core_->set_watch_.release(); }
+    static int take_event_set(async_client& c) { return c.core_->socket_waits_.set_watch_.release(); }
 #endif
 
     // Ends the call in flight as when its timer cannot start a wait (no memory).

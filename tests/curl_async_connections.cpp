@@ -6,7 +6,7 @@
 // nginx, whose access log names each request's connection; without nginx
 // these tests fail, they do not skip.
 #include <resil/curl.hpp>
-#include <resil/curl/async_client.hpp>
+#include <resil/curl_asio/async_client.hpp>
 #include <resil/testing/manual_clock.hpp>
 
 #include <asio/io_context.hpp>
@@ -230,7 +230,8 @@ TEST_CASE("curl async: an unkeyed POST opens a new connection instead of one idl
         run_until(io, [&] { return server.requests("/slow").size() == 1; });
         resil::basic_context<resil::testing::manual_clock> ctx{clock};
         std::optional<response> post;
-        http.async_perform(request::post(server.url("/pay"), "2"), ctx, [&](response r) { post = std::move(r); });
+        const auto pay = request::post(server.url("/pay"), "2");  // outlives the call, as async_perform asks
+        http.async_perform(pay, ctx, [&](response r) { post = std::move(r); });
         run_until(io, [&] { return slow.has_value() && post.has_value(); });
         CHECK(slow->ok());
         CHECK(slow->timings().reused_connection);  // not retired under its call

@@ -8,7 +8,7 @@
 // do not skip.
 #include <resil/asio/hedge.hpp>
 #include <resil/curl.hpp>
-#include <resil/curl/async_client.hpp>
+#include <resil/curl_asio/async_client.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>

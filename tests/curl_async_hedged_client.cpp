@@ -5,7 +5,7 @@
 // need nginx and libnginx-mod-http-echo; without them they fail, they do not
 // skip. A stop request from another thread ends both copies at once.
 #include <resil/curl.hpp>
-#include <resil/curl/async_hedged_client.hpp>
+#include <resil/curl_asio/async_hedged_client.hpp>
 
 #include <algorithm>
 #include <atomic>

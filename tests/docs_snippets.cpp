@@ -372,7 +372,7 @@ TEST_CASE("docs/fallback.md usage: plan B for every failure, counted by reason")
     CHECK(category_picker.count(reason::retry_after_exceeds_deadline) == 1);
     CHECK(category_picker.count(reason::failed) == 1);
     CHECK(category_picker.count(reason::circuit_open) == 2);
-    CHECK(category_picker.counts().total() == 4);
+    CHECK(category_picker.metrics().total() == 4);
 }
 
 TEST_CASE("docs/fallback.md fail-open and fail-closed") {

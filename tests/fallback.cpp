@@ -62,8 +62,31 @@ TEST_CASE("fallback: declines the reasons it does not handle, which pass through
     CHECK(*kept == 503);
 
     CHECK(stale.count(reason::circuit_open) == 1);
-    CHECK(stale.counts().total() == 1);  // declined failures are not counted
+    CHECK(stale.metrics().total() == 1);  // declined failures are not counted
     CHECK(used == std::vector<reason>{reason::circuit_open});
+}
+
+TEST_CASE("fallback: metrics() counts by reason, shared by copies; counts() is its former name") {
+    int value = 0;
+    resil::fallback_policy plan_b{[&value] { return ++value; }};
+    const auto copy = plan_b;
+    auto pipe = resil::pipeline(manual_clock{}, copy, refuse{reason::rate_limited});
+    CHECK(pipe([] { return 0; }, resil::always_success).value() == 1);
+    CHECK(pipe([] { return 0; }, resil::always_success).value() == 2);
+    auto shed = resil::pipeline(manual_clock{}, copy, refuse{reason::shed});
+    CHECK(shed([] { return 0; }, resil::always_success).value() == 3);
+    const resil::fallback_metrics m = plan_b.metrics();
+    CHECK(m[reason::rate_limited] == 2);
+    CHECK(m[reason::shed] == 1);
+    CHECK(m.total() == 3);
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+    CHECK(plan_b.counts() == m);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 }
 
 TEST_CASE("fallback: an empty set of reasons is refused") {

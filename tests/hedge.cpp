@@ -93,4 +93,22 @@ TEST_CASE("hedge: copies draw on the retry budget shared with retries, calls are
     CHECK_FALSE(h.try_start_hedge(clock.now()));
     hedge_policy unthrottled{{.max_hedges = 1}};
     for (int i = 0; i < 1000; ++i) REQUIRE(unthrottled.try_start_hedge(clock.now()));
+    // Counted: one copy granted, two refused (the retry's withdrawal is the budget's, not the hedge's).
+    CHECK(h.metrics() == resil::hedge_metrics{.hedges = 1, .refused = 2, .delay = 100ms});
+    CHECK(unthrottled.metrics().hedges == 1000);
+    CHECK(budget.metrics() == resil::retry_budget_metrics{.withdrawals = 2, .refusals = 2});
+}
+
+TEST_CASE("hedge: metrics() shows the delay in force, as last learnt") {
+    manual_clock clock;
+    hedge_policy fixed{{.delay = 40ms}};
+    CHECK(fixed.metrics() == resil::hedge_metrics{.hedges = 0, .refused = 0, .delay = 40ms});
+    hedge_policy learning{{.delay = 40ms, .percentile = 0.5, .min_delay = 1ms, .max_delay = 1s, .window = 1s,
+                           .min_samples = 10}};
+    CHECK(learning.metrics().delay == 40ms);  // nothing learnt yet
+    for (int i = 0; i < 20; ++i) learning.record(clock.now(), 7ms);
+    CHECK(learning.metrics().delay == 40ms);  // metrics() reads no clock and learns nothing
+    const auto d = learning.delay(clock.now());
+    CHECK(d != 40ms);
+    CHECK(learning.metrics().delay == d);
 }

@@ -508,7 +508,7 @@ TEST_CASE("metrics: a scripted failure sequence gives the exact events and count
     CHECK(s.fallbacks == s.failures);
     // Every plan B is counted by reason, and agrees with the fallback's own counters.
     for (std::size_t i = 0; i < resil::reason_count; ++i)
-        CHECK(r.plan_b.counts().by_reason[i] == s.fallbacks.by_reason[i]);
+        CHECK(r.plan_b.metrics().by_reason[i] == s.fallbacks.by_reason[i]);
     CHECK(s.breaker_opened == 2);
     CHECK(s.breaker_half_opened == 1);
     CHECK(s.breaker_closed == 1);

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -282,4 +284,49 @@ TEST_CASE("paced bucket: threads take exactly the tokens there are") {
     for (auto& th : pool) th.join();
     CHECK(granted.load() == 1000);
     CHECK(b.available(clock.now()) == 0);
+}
+
+TEST_CASE("paced bucket: the answer is token_bucket's; remaining and reset at the pace in force") {
+    static_assert(std::is_same_v<decltype(std::declval<bucket_t&>().try_acquire()), resil::rate_limit_decision>);
+    manual_clock clock;
+    bucket_t b{{.rate = 4, .burst = 2}, clock};
+    // The reference: the least wait after which the bucket holds one whole token more.
+    const auto reset_by_search = [&b](resil::time_point now) {
+        const auto whole = b.available(now);
+        std::int64_t lo = 0, hi = static_cast<std::int64_t>(2e9 / b.rate()) + 2;
+        if (whole >= b.burst()) return resil::duration::zero();
+        REQUIRE(b.available(now + resil::duration{hi}) > whole);
+        while (hi - lo > 1) {
+            const auto mid = lo + (hi - lo) / 2;
+            (b.available(now + resil::duration{mid}) > whole ? hi : lo) = mid;
+        }
+        return resil::duration{hi};
+    };
+    auto r = b.try_acquire(clock.now());
+    CHECK(r.source == resil::decided_by::local);
+    CHECK(r.remaining == 1);
+    CHECK(r.reset == 250ms);
+    r = b.try_acquire(clock.now());
+    CHECK(r.remaining == 0);
+    CHECK(r.reset == 250ms);
+    r = b.try_acquire(clock.now());
+    CHECK_FALSE(r);
+    CHECK(r.wait == 250ms);
+    CHECK(r.remaining == 0);
+    CHECK(r.reset == 250ms);
+    // A reservation: granted, the caller waits; the next token after it comes 250 ms later.
+    r = b.try_acquire(clock.now(), 1s);
+    CHECK(r);
+    CHECK(r.wait == 250ms);
+    CHECK(r.remaining == 0);
+    CHECK(r.reset == 500ms);
+    CHECK(r.reset == reset_by_search(clock.now()));
+    // A new pace (10 in 5 s: 2/s, burst 2): the standing follows it.
+    b.update({.remaining = 10, .reset = resil::duration{5s}}, clock.now());
+    clock.advance(3s);
+    r = b.try_acquire(clock.now());
+    CHECK(r);
+    CHECK(r.remaining == b.available(clock.now()));
+    CHECK(r.reset == reset_by_search(clock.now()));
+    CHECK(r.reset == 500ms);
 }

@@ -175,11 +175,11 @@ TEST_CASE("fallback: counts every use by reason, copies share the counters") {
     CHECK(*out2 == -8);
     CHECK(plan_b.count(reason::retries_exhausted) == 1);
     CHECK(plan_b.count(reason::failed) == 1);
-    CHECK(plan_b.counts().total() == 2);
+    CHECK(plan_b.metrics().total() == 2);
     auto ok = pipe([] { return 9; }, [](int) { return verdict::success; });
     CHECK(*ok == 9);
     CHECK_FALSE(ok.from_fallback());
-    CHECK(plan_b.counts().total() == 2);
+    CHECK(plan_b.metrics().total() == 2);
 }
 
 TEST_CASE("events: one listener sees attempts, retries and the fallback, each once") {

@@ -568,6 +568,13 @@ TEST_CASE("rate limit: requests and tokens with durations (OpenAI's form)") {
     CHECK(d("2147483647s999ms") == duration{2147483647s + 999ms});
     CHECK(d("2147483648s1ns") == cap);
     CHECK(d(std::string(300, '9') + "h") == cap);
+    // Nineteen digits of nanoseconds are still below the cap (2^31 s is
+    // about 2.1e18 ns): read whole, not cut to eighteen; more saturate.
+    CHECK(d("1500000000000000000ns") == duration{1'500'000'000'000'000'000});
+    CHECK(d("2147483647999999999ns") == duration{2'147'483'647'999'999'999});
+    CHECK(d("2147483648000000001ns") == cap);
+    CHECK(d("9999999999999999999ns") == cap);
+    CHECK(d("1000000000000000000ns1s") == duration{1'000'000'001'000'000'000});
     for (const char* bad : {"", "5", "-1s", "+1s", "1 s", "1S", "1sec", "s", ".5s", "5.s", "1..5s", "1d", "1m-2s",
                             "6m0", "0x1s", "1e3ms"}) {
         INFO(bad);

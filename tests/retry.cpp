@@ -133,7 +133,7 @@ TEST_CASE("interactive call: a 429 with Retry-After 1 s inside a 300 ms deadline
     CHECK(calls == 1);
     CHECK(clock.sleeps() == 0);  // not a single wait
     CHECK(plan_b.count(reason::retry_after_exceeds_deadline) == 1);
-    CHECK(plan_b.counts().total() == 1);
+    CHECK(plan_b.metrics().total() == 1);
 }
 
 TEST_CASE("retry policy: a backoff that does not fit in the deadline is not slept") {

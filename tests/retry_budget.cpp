@@ -35,6 +35,8 @@ TEST_CASE("retry budget: every ten requests earn one retry at 10%") {
     int granted = 0;
     for (int i = 0; i < 100; ++i) granted += budget.try_withdraw(clock.now()) ? 1 : 0;
     CHECK(granted == 50);
+    // Every withdrawal asked for is counted, granted or refused.
+    CHECK(budget.metrics() == resil::retry_budget_metrics{.withdrawals = 51, .refusals = 3 + 50});
 }
 
 TEST_CASE("retry budget: deposits and withdrawals expire with the window") {

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <stop_token>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "catch.hpp"
@@ -679,6 +680,46 @@ TEST_CASE("token bucket: waiters reserve in order; a cancelled reservation other
     CHECK(bucket.tokens() == 0.0);
 }
 
+TEST_CASE("token bucket: acquire in two halves (start_acquire, finish_acquire) waits on the caller's own timer, as acquire") {
+    manual_clock clock;
+    const auto t0 = clock.now();
+    bucket_t bucket{{.rate = 10, .burst = 2}, clock};
+    const auto deadline = resil::basic_deadline<manual_clock>::after(1s, clock);
+    // Tokens there: granted at once, nothing to wait for.
+    auto now = bucket.start_acquire(deadline, 2);
+    CHECK_FALSE(now.waits());
+    CHECK(now.result().status == token_bucket_status::granted);
+    // Empty: reserved, the wait is until the instant they exist.
+    auto later = bucket.start_acquire(deadline, 2);
+    REQUIRE(later.waits());
+    CHECK(later.until() == t0 + 200ms);
+    clock.advance(200ms);  // the caller's timer
+    const auto granted = bucket.finish_acquire(later, true);
+    CHECK(granted.status == token_bucket_status::granted);
+    CHECK(granted.wait == 200ms);
+    CHECK(bucket.available() == 0);
+    // Beyond the deadline: rejected at once with the wait, as acquire.
+    auto too_late = bucket.start_acquire(resil::basic_deadline<manual_clock>::after(100ms, clock), 2);
+    CHECK_FALSE(too_late.waits());
+    CHECK(too_late.result().status == token_bucket_status::rejected);
+    CHECK(too_late.result().wait == 200ms);
+    // A wait cut short gives the reservation back.
+    auto cut = bucket.start_acquire(deadline, 1);
+    REQUIRE(cut.waits());
+    CHECK(cut.until() == clock.now() + 100ms);
+    clock.advance(50ms);
+    CHECK(bucket.finish_acquire(cut, false).status == token_bucket_status::cancelled);
+    clock.advance(50ms);
+    CHECK(bucket.available() == 1);
+    // A stop already requested: cancelled, nothing reserved.
+    std::stop_source stop;
+    stop.request_stop();
+    const auto stopped = bucket.start_acquire(deadline, 1, stop.get_token());
+    CHECK_FALSE(stopped.waits());
+    CHECK(stopped.result().status == token_bucket_status::cancelled);
+    CHECK(bucket.available() == 1);
+}
+
 // ---------------------------------------------------------------------------
 // As a pipeline policy.
 
@@ -704,6 +745,7 @@ TEST_CASE("token bucket policy: rejects with rate_limited and the wait as retry_
     CHECK(seen[0].reason == resil::reason::rate_limited);
     CHECK(seen[0].retry_after == std::optional<duration>{750ms});
     CHECK(clock.sleeps() == 0);
+    CHECK(bucket.metrics() == resil::token_bucket_metrics{.granted = 2, .rejected = 1});
 }
 
 TEST_CASE("token bucket policy: with max_wait it paces calls, within the deadline") {
@@ -737,6 +779,70 @@ TEST_CASE("token bucket policy: with max_wait it paces calls, within the deadlin
     stop.request_stop();
     resil::basic_context<manual_clock> ctx{resil::basic_call_options<manual_clock>{.stop = stop.get_token()}};
     CHECK(pipe.execute(ctx, call, resil::always_success).reason() == resil::reason::cancelled);
+
+    // The grant that waited is counted once, when its wait ended; the call
+    // cancelled before it started never asked the bucket.
+    CHECK(bucket.metrics() == resil::token_bucket_metrics{.granted = 2, .rejected = 1});
+    CHECK(patient.metrics() == resil::token_bucket_metrics{.granted = 1, .rejected = 1});
+}
+
+TEST_CASE("token bucket: metrics() counts every answer once, whichever member gave it") {
+    scripted_clock clock;
+    resil::basic_token_bucket<scripted_clock> bucket{{.rate = 10, .burst = 2}, clock};
+    CHECK(bucket.metrics() == resil::token_bucket_metrics{});
+    CHECK(bucket.try_acquire(2));
+    CHECK_FALSE(bucket.try_acquire(1));
+    CHECK(bucket.try_acquire(3).status == token_bucket_status::exceeds_burst);
+    CHECK(bucket.try_acquire(0));  // takes nothing: not counted
+    const resil::basic_deadline<scripted_clock> none{clock};
+    CHECK(bucket.acquire(none, 1));  // waits 100 ms
+    CHECK(bucket.acquire(none, 5).status == token_bucket_status::exceeds_burst);
+    CHECK(bucket.acquire(resil::basic_deadline<scripted_clock>::at(clock.now() + 10ms, clock), 1).status ==
+          token_bucket_status::rejected);
+    // A wait cut short: cancelled, not granted.
+    clock.set_hook([](duration) { return false; });
+    CHECK(bucket.acquire(none, 1).status == token_bucket_status::cancelled);
+    std::stop_source stop;
+    stop.request_stop();
+    CHECK(bucket.acquire(none, 1, stop.get_token()).status == token_bucket_status::cancelled);
+    CHECK(bucket.metrics() ==
+          resil::token_bucket_metrics{.granted = 2, .rejected = 2, .exceeds_burst = 2, .cancelled = 2});
+
+    // In a pipeline: a wait cut short is cancelled, not granted.
+    resil::basic_token_bucket<scripted_clock> paced{{.rate = 10, .burst = 1, .max_wait = 1s}, clock};
+    const auto pipe = resil::pipeline(clock, std::ref(paced));
+    clock.set_hook({});
+    CHECK(pipe([] { return 1; }, resil::always_success).ok());
+    clock.set_hook([](duration) { return false; });
+    CHECK(pipe([] { return 1; }, resil::always_success).reason() == resil::reason::cancelled);
+    CHECK(paced.metrics() == resil::token_bucket_metrics{.granted = 1, .cancelled = 1});
+}
+
+TEST_CASE("token bucket: counts from many threads add up exactly, with one stripe or many") {
+    for (const std::size_t stripes : {std::size_t{1}, std::size_t{4}, resil::detail::default_stripe_count()}) {
+        INFO(stripes << " stripes");
+        resil::token_bucket bucket{{.rate = 0.001, .burst = 1}, {}, stripes};
+        REQUIRE(bucket.try_acquire());
+        constexpr int threads = 4, each = 10'000;
+        std::vector<std::jthread> pool;
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&] {
+                for (int i = 0; i < each; ++i) (void)bucket.try_acquire();
+            });
+        pool.clear();
+        CHECK(bucket.metrics() == resil::token_bucket_metrics{.granted = 1, .rejected = threads * each});
+        // Grants from many threads too: a bucket that never runs dry.
+        resil::token_bucket fast{{.rate = 1e9, .burst = 1'000'000'000}, {}, stripes};
+        std::atomic<int> refused{0};  // Catch's assertions are not for other threads
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&] {
+                for (int i = 0; i < each; ++i)
+                    if (!fast.try_acquire()) refused.fetch_add(1);
+            });
+        pool.clear();
+        CHECK(refused.load() == 0);
+        CHECK(fast.metrics() == resil::token_bucket_metrics{.granted = threads * each});
+    }
 }
 
 TEST_CASE("token bucket on the real clock: grants the burst, then rejects with a sub-second wait") {
@@ -912,4 +1018,104 @@ TEST_CASE("token bucket: threads whose readings lag and lead each other never ge
     CHECK(all.size() >= static_cast<std::size_t>(burst));
     // 1e-9: the bound is exact in integer units; leave room for the doubles.
     CHECK(worst_excess(all, rate, static_cast<double>(burst)) <= 1e-9);
+}
+
+// ---------------------------------------------------------------------------
+// The answer: resil::rate_limit_decision, with where the bucket stands.
+
+namespace {
+
+// The IETF reset from the bucket's public readings alone: the least wait
+// after `now` at which it holds one whole token more than at `now` (zero
+// when full). The same reference the Redis limiter's test holds its own
+// answers to (tests/redis_exact.cpp).
+template <class Bucket>
+duration reset_by_search(const Bucket& bucket, time_point now, std::int64_t burst, double rate) {
+    const auto whole = bucket.available(now);
+    if (whole >= burst) return duration::zero();
+    std::int64_t lo = 0, hi = static_cast<std::int64_t>(2e9 / rate) + 2;
+    REQUIRE(bucket.available(now + duration{hi}) > whole);
+    while (hi - lo > 1) {  // available(now + lo) == whole < available(now + hi)
+        const auto mid = lo + (hi - lo) / 2;
+        (bucket.available(now + duration{mid}) > whole ? hi : lo) = mid;
+    }
+    return duration{hi};
+}
+
+}  // namespace
+
+TEST_CASE("token bucket: the answer is a rate_limit_decision; remaining and reset are the bucket's own readings") {
+    static_assert(std::is_same_v<resil::token_bucket_result, resil::rate_limit_decision>);
+    static_assert(std::is_same_v<token_bucket_status, resil::rate_limit_status>);
+    // Rates whose token is not a whole number of nanoseconds (units finer than 1 ns) too.
+    for (const double rate : {50.0, 7.3, 3e8 / 7}) {
+        manual_clock clock;
+        const std::int64_t burst = 5;
+        bucket_t bucket{{.rate = rate, .burst = burst}, clock};
+        std::mt19937_64 rng{20240601};
+        std::uint64_t granted = 0, rejected = 0;
+        for (int i = 0; i < 400; ++i) {
+            INFO("rate " << rate << ", request " << i);
+            clock.advance(duration{static_cast<std::int64_t>(rng() % (static_cast<std::uint64_t>(2e9 / rate) + 1))});
+            const auto n = static_cast<std::int64_t>(rng() % 3) + 1;
+            const auto r = bucket.try_acquire(n);
+            const auto now = clock.now();
+            CHECK(r.source == resil::decided_by::local);
+            CHECK(r.remaining == bucket.available(now));
+            CHECK(r.reset == reset_by_search(bucket, now, burst, rate));
+            if (r) {
+                ++granted;
+                CHECK(r.wait == duration::zero());
+            } else {
+                ++rejected;
+                CHECK(r.status == token_bucket_status::rejected);
+                CHECK(r.remaining < n);
+                CHECK(r.reset <= r.wait);  // one more token comes no later than the n asked for
+            }
+        }
+        CHECK(granted > 50);  // both kinds of answer were checked
+        CHECK(rejected > 50);
+    }
+}
+
+TEST_CASE("token bucket: a full bucket has no reset; answers nobody decided carry no standing") {
+    manual_clock clock;
+    bucket_t bucket{{.rate = 10, .burst = 3}, clock};
+    auto r = bucket.try_acquire(0);  // nothing asked: the bucket is not read
+    CHECK(r == resil::rate_limit_decision{});
+    r = bucket.try_acquire(4);
+    CHECK(r.status == token_bucket_status::exceeds_burst);
+    CHECK(r.source == resil::decided_by::none);
+    CHECK(r.remaining == 0);
+    r = bucket.try_acquire(1);
+    CHECK(r.remaining == 2);
+    CHECK(r.reset == 100ms);
+    clock.advance(100ms);
+    CHECK(bucket.try_acquire(0).remaining == 0);  // still nobody asked
+    r = bucket.try_acquire(3);
+    CHECK(r);
+    CHECK(r.remaining == 0);
+    CHECK(r.reset == 100ms);
+    clock.advance(300ms);
+    CHECK(bucket.available() == 3);  // full again
+    std::stop_source stop;
+    stop.request_stop();
+    r = bucket.acquire(resil::basic_deadline<manual_clock>{clock}, 1, stop.get_token());
+    CHECK(r.status == token_bucket_status::cancelled);
+    CHECK(r.source == resil::decided_by::none);
+}
+
+TEST_CASE("token bucket: a grant that waited says where the bucket stands when the wait ends") {
+    manual_clock clock;
+    bucket_t bucket{{.rate = 4, .burst = 2}, clock};
+    REQUIRE(bucket.try_acquire(2));
+    clock.advance(100ms);
+    // The next token exists 150 ms from now; the one after it 250 ms after that.
+    const auto r = bucket.acquire(resil::basic_deadline<manual_clock>{clock}, 1);
+    REQUIRE(r);
+    CHECK(r.wait == 150ms);
+    CHECK(r.source == resil::decided_by::local);
+    CHECK(r.remaining == 0);
+    CHECK(r.reset == 250ms);
+    CHECK(r.reset == reset_by_search(bucket, clock.now(), 2, 4.0));  // the clock is now at the end of the wait
 }

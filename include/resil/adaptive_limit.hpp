@@ -233,6 +233,8 @@ template <clock Clock = steady_clock>
 class basic_adaptive_limit {
 public:
     using clock_type = Clock;
+    /// Reads its own clock (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
 
     /// The right to be in flight, with what complete() needs to learn from
     /// the call. Move-only; released (learning nothing) when destroyed

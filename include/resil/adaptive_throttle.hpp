@@ -117,6 +117,8 @@ template <clock Clock = steady_clock>
 class basic_adaptive_throttle {
 public:
     using clock_type = Clock;
+    /// Reads its own clock (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
 
     /// An admitted request, to hand to record() with its answer's signal.
     /// Destroyed unrecorded, it counts nothing (the request was not sent).

@@ -11,7 +11,8 @@
 
 #include "asio/config.hpp"  // first: before any Asio header
 #include "asio/call_endpoint.hpp"
-#include "asio/pipeline.hpp"
+#include "asio/health_check.hpp"
 #include "asio/hedge.hpp"
+#include "asio/pipeline.hpp"
 #include "asio/policies.hpp"
 #include "asio/waiter.hpp"

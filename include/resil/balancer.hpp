@@ -1,10 +1,13 @@
 // resil/balancer.hpp — client-side balancing: an endpoint set replaceable at
 // run time, pickers (round-robin, random, least outstanding, power of two
-// choices, peak EWMA), passive health with outlier ejection, panic mode and
-// failover between priority groups. See docs/balancing.md.
+// choices, peak EWMA), passive health with outlier ejection, panic mode,
+// failover between priority groups, idempotency scopes, and one attempt of a
+// call on a picked endpoint. See docs/balancing.md.
 #pragma once
 
-#include "balancing/balancer.hpp"
-#include "balancing/call.hpp"
-#include "balancing/endpoint.hpp"
-#include "balancing/health_check.hpp"
+#include "balancer/balancer.hpp"
+#include "balancer/call.hpp"
+#include "balancer/endpoint.hpp"
+#include "balancer/health_check.hpp"
+#include "balancer/options.hpp"
+#include "balancer/tried_endpoints.hpp"

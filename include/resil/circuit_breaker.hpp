@@ -97,6 +97,8 @@ template <clock Clock = steady_clock>
 class basic_circuit_breaker {
 public:
     using clock_type = Clock;
+    /// Reads its own clock (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
 
     /// The answer of try_acquire(): admitted (then hand it to record() or
     /// release()) or rejected (then retry_after() says for how long).

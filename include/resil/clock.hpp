@@ -13,8 +13,10 @@
 #include <chrono>
 #include <concepts>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <stop_token>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 
@@ -80,6 +82,38 @@ public:
 };
 
 static_assert(clock<steady_clock>);
+
+/// Where a policy gets the time: the one clock rule every policy follows
+/// (docs/clock.md, "The clock rule"). A policy says which in a member
+/// `static constexpr resil::time_source time_source`, which
+/// resil::policy_checklist (resil/policy_checklist.hpp) checks against its
+/// shape.
+enum class time_source : std::uint8_t {
+    /// A clock of its own: `basic_X<Clock>` (steady_clock by default) with
+    /// `clock_type` and `clock()`. It reads that clock alone; in a pipeline
+    /// on the same time line it takes the pipeline's reading instead; its
+    /// members that take `now` take a reading of that clock.
+    own_clock,
+    /// No clock: every member that depends on time takes `now`, read by its
+    /// driver (the retry policy, a hedged call, a balanced call) from the
+    /// driver's clock.
+    caller_now,
+    /// No clock: it reads the call's context (ctx.recent_now(), ctx.clock()),
+    /// which holds the pipeline's clock.
+    call_context,
+    /// It reads no time.
+    none,
+};
+
+[[nodiscard]] constexpr std::string_view to_string(time_source s) noexcept {
+    switch (s) {
+        case time_source::own_clock: return "own_clock";
+        case time_source::caller_now: return "caller_now";
+        case time_source::call_context: return "call_context";
+        case time_source::none: return "none";
+    }
+    return "unknown";
+}
 
 /// Whether two clocks read the same time line, so that a reading of one
 /// stands for a reading of the other: clocks of one type that are stateless

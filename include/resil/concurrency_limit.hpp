@@ -70,12 +70,26 @@ RESIL_DECL validation_result concurrency_limit_options::validate() const {
 }
 #endif
 
+/// What a concurrency limit holds and has done since construction; a
+/// snapshot (each field read relaxed, on its own).
+struct concurrency_limit_metrics {
+    std::uint32_t limit = 0;      ///< the most calls in flight at once (options().max_in_flight)
+    std::uint32_t in_flight = 0;  ///< now
+    std::uint64_t admitted = 0;   ///< calls admitted since construction
+    std::uint64_t shed = 0;       ///< calls rejected because the limit was reached
+
+    friend bool operator==(const concurrency_limit_metrics&, const concurrency_limit_metrics&) = default;
+};
+
 /// A bound on concurrent calls. Thread-safe and lock-free: every member may
 /// be called from any number of threads at once. Members are const because
 /// the state is atomic (a const limit still admits calls), which is what lets
 /// a pipeline share it by std::ref.
 class concurrency_limit {
 public:
+    /// Reads no time (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::none;
+
     /// The right to be in flight: move-only, released when destroyed (or by
     /// release()). An empty permit (the call was shed) converts to false.
     /// A permit must not outlive the limit that issued it.
@@ -150,6 +164,9 @@ public:
         for (std::size_t i = 0; i < shed_.size(); ++i) sum += shed_[i].load(std::memory_order_relaxed);
         return sum;
     }
+
+    /// limit(), in_flight(), admitted() and shed() in one snapshot.
+    [[nodiscard]] concurrency_limit_metrics metrics() const noexcept { return {limit(), in_flight(), admitted(), shed()}; }
 
     [[nodiscard]] const concurrency_limit_options& options() const noexcept { return options_; }
 

@@ -55,6 +55,11 @@ RESIL_DECL validation_result deadline_policy_options::validate() const {
 
 class deadline_policy {
 public:
+    /// Reads the call's context (the pipeline's clock) and keeps no state
+    /// across calls: no clock, no metrics() (resil/policy_checklist.hpp).
+    static constexpr resil::time_source time_source = resil::time_source::call_context;
+    static constexpr bool stateless = true;
+
     /// Throws std::invalid_argument when options.validate() names a field.
     explicit deadline_policy(deadline_policy_options options) : options_(options) {
         throw_if_invalid("resil::deadline_policy", options_.validate());

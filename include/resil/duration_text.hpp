@@ -10,11 +10,12 @@
 //   resil::format_duration(std::chrono::milliseconds{250});    // "250ms"
 //
 // Grammar: digits, optionally '.' and more digits, then a unit among ns, us,
-// ms, s, m (minutes) and h. No sign, no spaces, no exponent, no bare numbers:
-// a configuration value always says its unit. Uses the standard library only.
+// ms, s, m (minutes) and h (detail/decimal_duration.hpp: the grammar the
+// rate-limit fields' durations are read with too). No sign, no spaces, no
+// exponent, no bare numbers: a configuration value always says its unit.
+// Uses the standard library only.
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "detail/decimal_duration.hpp"
 #include "detail/platform.hpp"
 
 // g++ 12 at -O3 reports std::string operations on these digit strings as
@@ -55,25 +57,6 @@ struct duration_text_result {
 };
 
 namespace detail {
-
-/// A unit of the text form: its name and its length in nanoseconds as
-/// factor × 10^exponent (a minute is 6 × 10^10 ns, an hour 36 × 10^11 ns),
-/// so every conversion is a small multiplication or division of digits.
-struct duration_unit {
-    std::string_view name;
-    unsigned factor;
-    int exponent;
-};
-
-// Largest first: the formatter prefers the larger unit on a tie.
-inline constexpr std::array<duration_unit, 6> duration_units{{
-    {"h", 36, 11},
-    {"m", 6, 10},
-    {"s", 1, 9},
-    {"ms", 1, 6},
-    {"us", 1, 3},
-    {"ns", 1, 0},
-}};
 
 /// log10 of the duration type's tick in nanoseconds: 0 for nanoseconds, 6
 /// for milliseconds, 9 for seconds.
@@ -120,22 +103,14 @@ template <class Duration = std::chrono::nanoseconds>
     constexpr int target = detail::tick_exponent<Duration>();
     const auto syntax = duration_text_result<Duration>{std::nullopt, duration_text_error::syntax};
 
-    std::size_t i = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-    if (i == 0) return syntax;
-    std::string whole(text.substr(0, i));
-    std::string fraction;
-    if (i < text.size() && text[i] == '.') {
-        const auto start = ++i;
-        while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-        if (i == start) return syntax;
-        fraction = std::string(text.substr(start, i - start));
-    }
-    const auto suffix = text.substr(i);
-    const detail::duration_unit* chosen = nullptr;
-    for (const auto& u : detail::duration_units)
-        if (u.name == suffix) chosen = &u;
-    if (chosen == nullptr) return syntax;
+    // The grammar of detail/decimal_duration.hpp, one component and nothing
+    // after it; the value is worked out exactly below, on digit strings.
+    std::string_view rest = text;
+    const auto component = detail::take_duration_component(rest, false);
+    if (!component || !rest.empty()) return syntax;
+    const detail::duration_unit* chosen = component->unit;
+    std::string whole(component->number.whole);
+    std::string fraction(component->number.fraction);
 
     // value = digits × 10^-fraction_digits × factor × 10^exponent ns
     //       = digits × factor × 10^(exponent − fraction_digits − target) ticks.

@@ -8,6 +8,10 @@
 // and ignores the rest. Events are aggregates passed by const reference, so a
 // field added later breaks no listener. With no listener (the default), every
 // emission site compiles to nothing.
+//
+// Every event of the library is declared here (the adaptive policies' two
+// in resil/load_signal.hpp, included) and listed once, in events::all:
+// resil/fmt.hpp formats each one, and resil::log_listener takes each one.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +20,7 @@
 #include <type_traits>
 
 #include "clock.hpp"
+#include "load_signal.hpp"
 #include "outcome.hpp"
 
 namespace resil {
@@ -142,7 +147,59 @@ struct endpoint_returned {
     time_point at{};
 };
 
+/// Active health checks took an endpoint out of the set, or brought it back
+/// (resil/balancer/health_check.hpp): told to the checker's listener.
+struct endpoint_health_changed {
+    std::string_view address;  ///< valid during the call only
+    bool healthy = true;
+    std::uint32_t probes_in_a_row = 0;  ///< the run of failures or passes that decided
+    time_point at{};
+};
+
+/// A hedge started another copy of a call (resil/hedge.hpp).
+struct hedge_started {
+    std::uint32_t copy = 0;  ///< 1 for the first extra copy
+    duration delay{};        ///< the wait before it, from the hedge's delay
+};
+
+/// A hedge's throttle (the retry budget) refused another copy.
+struct hedge_refused {
+    std::uint32_t copy = 0;
+};
+
+/// A copy lost: another one answered first, and this one was cancelled.
+struct hedge_cancelled {
+    std::uint32_t copy = 0;  ///< 0 for the first attempt
+};
+
 }  // namespace events
+
+/// A list of event types (events::all).
+template <class... Events>
+struct event_list {};
+
+namespace events {
+
+/// Every event resil emits, each once: the one list that resil/fmt.hpp's
+/// formatters and resil::log_listener cover (tests/fmt_events.cpp checks
+/// that each has a formatter). An event added to the library is added here.
+using all = event_list<attempt_started, attempt_finished, retry_scheduled, retries_exhausted, budget_refused,
+                       breaker_state_changed, rejected, quota_store_failed, fallback_used, call_finished,
+                       deadline_exceeded, endpoint_ejected, endpoint_returned, endpoint_health_changed,
+                       hedge_started, hedge_refused, hedge_cancelled, limit_changed, pace_changed>;
+
+}  // namespace events
+
+namespace detail {
+template <class E, class List>
+inline constexpr bool listed_in = false;
+template <class E, class... Events>
+inline constexpr bool listed_in<E, event_list<Events...>> = (std::is_same_v<E, Events> || ...);
+}  // namespace detail
+
+/// True when E is one of the library's events (in events::all).
+template <class E>
+inline constexpr bool is_event = detail::listed_in<std::remove_cvref_t<E>, events::all>;
 
 /// The default listener: wants nothing, so emission compiles away.
 struct no_listener {};

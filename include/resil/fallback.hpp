@@ -7,6 +7,7 @@
 //   auto pipe = resil::pipeline(category_picker, resil::deadline_policy{250ms}, ...);
 //   ...
 //   category_picker.count(resil::reason::circuit_open);   // alert on these
+//   category_picker.metrics().total();                    // every reason
 //
 // The fallback function is called with the failed outcome (`const
 // resil::outcome<T>&`), or with nothing, and returns something convertible to
@@ -36,7 +37,11 @@
 
 namespace resil {
 
-/// How many times a fallback ran, per reason; a snapshot.
+/// How many times a fallback ran, per reason; a snapshot
+/// (fallback_policy::metrics()). `by_reason[r]` or `[r]` for one reason,
+/// total() for all.
+using fallback_metrics = reason_counts;
+/// fallback_metrics under its former name.
 using fallback_counts = reason_counts;
 
 /// Options of a fallback_policy.
@@ -61,6 +66,9 @@ RESIL_DECL validation_result fallback_options::validate() const {
 template <class Fallback>
 class fallback_policy {
 public:
+    /// Reads no time (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::none;
+
     /// Throws std::invalid_argument when options.validate() names a field.
     explicit fallback_policy(Fallback fallback, fallback_options options = {})
         : fallback_(std::move(fallback)), options_(options), counters_(std::make_shared<counters>()) {
@@ -73,11 +81,17 @@ public:
     [[nodiscard]] std::uint64_t count(reason r) const noexcept {
         return counters_->by_reason[static_cast<std::size_t>(r)].load(std::memory_order_relaxed);
     }
-    /// All counters at once.
-    [[nodiscard]] fallback_counts counts() const noexcept {
-        fallback_counts c;
+    /// All counters at once: the times the fallback ran, per reason (a
+    /// snapshot; each counter read relaxed).
+    [[nodiscard]] fallback_metrics metrics() const noexcept {
+        fallback_metrics c;
         for (std::size_t i = 0; i < reason_count; ++i) c.by_reason[i] = counters_->by_reason[i].load(std::memory_order_relaxed);
         return c;
+    }
+    /// metrics() under its former name.
+    [[deprecated("use metrics(): the name every policy's counters have")]] [[nodiscard]] fallback_counts counts()
+        const noexcept {
+        return metrics();
     }
 
     /// As a pipeline policy: the steps below, driven blocking.

@@ -54,20 +54,10 @@ struct spec_free_formatter {
 
 inline std::string_view attempts_word(std::uint32_t n) noexcept { return n == 1 ? "attempt" : "attempts"; }
 
-template <class E>
-inline constexpr bool is_event =
-    std::is_same_v<E, events::attempt_started> || std::is_same_v<E, events::attempt_finished> ||
-    std::is_same_v<E, events::retry_scheduled> || std::is_same_v<E, events::retries_exhausted> ||
-    std::is_same_v<E, events::budget_refused> || std::is_same_v<E, events::breaker_state_changed> ||
-    std::is_same_v<E, events::rejected> || std::is_same_v<E, events::fallback_used> ||
-    std::is_same_v<E, events::call_finished> || std::is_same_v<E, events::deadline_exceeded> ||
-    std::is_same_v<E, events::quota_store_failed> || std::is_same_v<E, events::limit_changed> ||
-    std::is_same_v<E, events::pace_changed> || std::is_same_v<E, events::endpoint_ejected> ||
-    std::is_same_v<E, events::endpoint_returned>;
-
 }  // namespace detail
 
-/// A listener that writes one line per event to `sink`, a callable taking
+/// A listener that writes one line per event (every event of events::all)
+/// to `sink`, a callable taking
 /// std::string_view (a logger, a file, a vector in tests), prefixed with
 /// "name: " when a name is given. Formats into a stack buffer: a line
 /// allocates nothing unless it exceeds 500 characters. The sink is called from
@@ -83,7 +73,7 @@ public:
     explicit log_listener(Sink sink, std::string name = {}) : sink_(std::move(sink)), name_(std::move(name)) {}
 
     template <class Event>
-        requires detail::is_event<Event>
+        requires is_event<Event>
     void operator()(const Event& event) const {
         ::fmt::memory_buffer line;
         if (!name_.empty()) ::fmt::format_to(std::back_inserter(line), "{}: ", name_);
@@ -300,6 +290,42 @@ struct fmt::formatter<resil::events::limit_changed> : resil::detail::spec_free_f
     template <class FormatContext>
     auto format(const resil::events::limit_changed& e, FormatContext& ctx) const {
         return fmt::format_to(ctx.out(), "concurrency limit {} -> {} ({})", e.from, e.to, e.cause);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::endpoint_health_changed> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::endpoint_health_changed& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "endpoint {} {} after {} {} probe{}", e.address,
+                              e.healthy ? "healthy" : "unhealthy", e.probes_in_a_row, e.healthy ? "passed" : "failed",
+                              e.probes_in_a_row == 1 ? "" : "s");
+    }
+};
+
+// Copy 0 is the call's first attempt; copies 1, 2, ... its hedges.
+template <>
+struct fmt::formatter<resil::events::hedge_started> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::hedge_started& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "hedge {} started after {}", e.copy, resil::detail::readable_duration{e.delay});
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::hedge_refused> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::hedge_refused& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "hedge {} refused by the retry budget", e.copy);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::hedge_cancelled> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::hedge_cancelled& e, FormatContext& ctx) const {
+        if (e.copy == 0) return fmt::format_to(ctx.out(), "first attempt cancelled: a hedge answered first");
+        return fmt::format_to(ctx.out(), "hedge {} cancelled: another copy answered first", e.copy);
     }
 };
 

@@ -48,6 +48,7 @@
 #include <memory>
 
 #include "clock.hpp"
+#include "events.hpp"  // events::hedge_started, hedge_refused, hedge_cancelled
 #include "latency_tracker.hpp"
 #include "retry_budget.hpp"
 #include "validation.hpp"
@@ -106,31 +107,25 @@ struct hedge_options {
     friend bool operator==(const hedge_options&, const hedge_options&) = default;
 };
 
-namespace events {
+/// What a hedge_policy has decided since construction; a snapshot (each
+/// field read relaxed, on its own).
+struct hedge_metrics {
+    std::uint64_t hedges = 0;   ///< extra copies granted (try_start_hedge() true)
+    std::uint64_t refused = 0;  ///< extra copies the throttle (the retry budget) refused
+    duration delay{};           ///< the wait before each next copy now: `delay`, or the last learnt percentile
 
-/// A hedge started another copy of a call.
-struct hedge_started {
-    std::uint32_t copy = 0;  ///< 1 for the first extra copy
-    duration delay{};        ///< the wait before it, from the hedge's delay
+    friend bool operator==(const hedge_metrics&, const hedge_metrics&) = default;
 };
-
-/// A hedge's throttle (the retry budget) refused another copy.
-struct hedge_refused {
-    std::uint32_t copy = 0;
-};
-
-/// A copy lost: another one answered first, and this one was cancelled.
-struct hedge_cancelled {
-    std::uint32_t copy = 0;  ///< 0 for the first attempt
-};
-
-}  // namespace events
 
 /// The decision core of hedged requests (banner above). Shared state (the
 /// latencies learnt): one per dependency, passed by reference, safe to use
 /// from any number of threads. Allocates only at construction.
 class hedge_policy {
 public:
+    /// Owns no clock: every member that depends on time takes `now`, read
+    /// by its driver (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::caller_now;
+
     /// Throws std::invalid_argument when options.validate() names a field:
     /// "resil::hedge_policy: `max_hedges` must be in [0, 8], got 9".
     explicit hedge_policy(hedge_options options = {})
@@ -174,7 +169,9 @@ public:
     /// Asks the shared throttle for one more copy at `now`: true when granted
     /// (always, without a budget); a refusal takes nothing.
     [[nodiscard]] bool try_start_hedge(time_point now) const noexcept {
-        return options_.budget == nullptr || options_.budget->try_withdraw(now);
+        const bool granted = options_.budget == nullptr || options_.budget->try_withdraw(now);
+        (granted ? hedges_ : refused_).fetch_add(1, std::memory_order_relaxed);
+        return granted;
     }
 
     /// Counts a call in the budget, when no retry policy outside the hedge
@@ -188,6 +185,13 @@ public:
     void record(time_point now, duration latency) const noexcept { latencies_.record(now, latency); }
 
     [[nodiscard]] const latency_tracker& latencies() const noexcept { return latencies_; }
+
+    /// Copies granted and refused since construction, and the delay in force
+    /// (as of the last delay() that computed it; reads no clock).
+    [[nodiscard]] hedge_metrics metrics() const noexcept {
+        return {hedges_.load(std::memory_order_relaxed), refused_.load(std::memory_order_relaxed),
+                options_.percentile == 0.0 ? options_.delay : duration{learnt_.load(std::memory_order_relaxed)}};
+    }
 
 private:
     static hedge_options checked(hedge_options o) {
@@ -203,6 +207,9 @@ private:
     duration refresh_every_;
     mutable std::atomic<duration::rep> refresh_at_{std::numeric_limits<duration::rep>::min()};
     mutable std::atomic<duration::rep> learnt_;
+    // Written only when a copy is asked for (rarely: past the delay).
+    mutable std::atomic<std::uint64_t> hedges_{0};
+    mutable std::atomic<std::uint64_t> refused_{0};
 };
 
 }  // namespace resil

@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+#include "detail/http_text.hpp"
+
 namespace resil {
 
 /// The 36 characters of a key's canonical text (8-4-4-4-12 lowercase hex) in a
@@ -170,8 +172,7 @@ public:
     /// spaces or tabs around it; the key inside as `parse` reads it. Empty
     /// for anything else; never throws.
     [[nodiscard]] static constexpr std::optional<idempotency_key> parse_field(std::string_view value) noexcept {
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+        value = detail::trim_ows(value);
         if (value.size() == text_size + 2 && value.front() == '"' && value.back() == '"')
             value = value.substr(1, text_size);
         return parse(value);

@@ -30,6 +30,11 @@
 //   json/write.hpp            write(options)
 //   json/load_config.hpp      load_config(file), parse_config(text)
 //   json/conversions.hpp      nlohmann's get<T>() and assignment
+//   json/adaptive.hpp         the keys of paced_bucket, adaptive_limit and adaptive_throttle options
+//   json/hedge.hpp            the keys of hedge_options
+//   json/fallback.hpp         the keys of fallback_options
+//   json/balancing.hpp        the keys of balancer, outlier detection and health check options
+//   json/redis.hpp            the keys of the Redis limiter's options (its header only, not hiredis)
 //
 // Needs the resil::json CMake target (nlohmann_json 3.9 or later).
 #pragma once
@@ -45,13 +50,18 @@
 #include "timeouts.hpp"
 #include "token_bucket.hpp"
 
+#include "json/adaptive.hpp"
+#include "json/balancing.hpp"
 #include "json/conversions.hpp"
 #include "json/duration.hpp"
 #include "json/error.hpp"
+#include "json/fallback.hpp"
 #include "json/fields.hpp"
+#include "json/hedge.hpp"
 #include "json/load_config.hpp"
 #include "json/metrics.hpp"
 #include "json/parse.hpp"
 #include "json/pipeline_config.hpp"
 #include "json/read.hpp"
+#include "json/redis.hpp"
 #include "json/write.hpp"

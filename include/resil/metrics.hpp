@@ -1,7 +1,7 @@
 // resil/metrics.hpp — counters and latency histograms for what a pipeline
-// did, readable at any time, exportable in the Prometheus text format (as
-// JSON: resil/json/metrics.hpp; into a prometheus::Registry:
-// resil/prometheus.hpp).
+// did, readable at any time as a snapshot, exportable in the Prometheus text
+// format (resil/metrics/prometheus_text.hpp, included here; as JSON:
+// resil/json/metrics.hpp; into a prometheus::Registry: resil/prometheus.hpp).
 //
 //   resil::metrics inventory{"inventory"};                      // one per dependency
 //   breaker_options.on_state_change = inventory.breaker_hook(); // transitions, time open
@@ -36,18 +36,13 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <functional>
-#include <initializer_list>
 #include <limits>
 #include <optional>
-#include <span>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "clock.hpp"
 #include "detail/stripes.hpp"
@@ -135,29 +130,6 @@ private:
 
 }  // namespace detail
 
-class metrics;
-
-
-/// The Prometheus text (version 0.0.4) of several dependencies' metrics at
-/// once: each family's HELP and TYPE once, then one series per dependency,
-/// labelled dependency="<its name()>" (escaped as the format requires); the
-/// counters of metrics::prometheus() and the latency histograms
-/// (resil_attempt_duration_seconds). Names must differ: a repeated name
-/// throws std::invalid_argument, since its series would collide.
-///
-///   out += resil::prometheus_text({inventory, payments});
-[[nodiscard]] std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps);
-[[nodiscard]] std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps);
-/// The same, counting each breaker's current open period up to `now`.
-[[nodiscard]] std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps, time_point now);
-[[nodiscard]] std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps,
-                                          time_point now);
-/// Appends prometheus_text(deps) to `out` (reuse one string across scrapes).
-void write_prometheus(std::string& out, std::span<const std::reference_wrapper<const metrics>> deps,
-                      std::optional<time_point> now = std::nullopt);
-void write_prometheus(std::string& out, std::initializer_list<std::reference_wrapper<const metrics>> deps,
-                      std::optional<time_point> now = std::nullopt);
-
 /// A consistent-enough copy of a metrics object's counters (each counter is
 /// read atomically; the set is not one atomic snapshot).
 struct metrics_snapshot {
@@ -186,56 +158,6 @@ struct metrics_snapshot {
 
     friend bool operator==(const metrics_snapshot&, const metrics_snapshot&) = default;
 };
-
-namespace detail {
-
-/// One exported counter family of a metrics_snapshot: a plain counter
-/// (`count`) or one series per reason but "none" (`by_reason`). The
-/// Prometheus writers (text here, prometheus.hpp's collectable) walk this one
-/// list, followed by the breaker's transitions and time open.
-struct counter_family {
-    std::string_view name;
-    std::string_view help;
-    std::uint64_t metrics_snapshot::*count = nullptr;
-    reason_counts metrics_snapshot::*by_reason = nullptr;
-};
-inline const std::array<counter_family, 16> counter_families{{
-    {"resil_calls_total", "Calls that ended.", &metrics_snapshot::calls, nullptr},
-    {"resil_successes_total", "Calls that succeeded without a fallback.", &metrics_snapshot::successes, nullptr},
-    {"resil_failures_total", "Calls that failed, before any fallback, by reason.", nullptr, &metrics_snapshot::failures},
-    {"resil_attempts_total", "Attempts that ran the callable.", &metrics_snapshot::attempts, nullptr},
-    {"resil_retries_total", "Retries scheduled.", &metrics_snapshot::retries, nullptr},
-    {"resil_retries_after_server_hint_total", "Retries whose delay the server's Retry-After set.",
-     &metrics_snapshot::retries_after_server_hint, nullptr},
-    {"resil_retries_exhausted_total", "Calls whose every allowed attempt failed.", &metrics_snapshot::retries_exhausted,
-     nullptr},
-    {"resil_budget_refusals_total", "Retries the retry budget refused.", &metrics_snapshot::budget_refusals, nullptr},
-    {"resil_deadlines_exceeded_total", "Calls that ran out of time.", &metrics_snapshot::deadlines_exceeded, nullptr},
-    {"resil_rejections_total", "Calls refused by a policy before an attempt, by reason.", nullptr,
-     &metrics_snapshot::rejections},
-    {"resil_fallbacks_total", "Fallbacks used, by the reason of the failure.", nullptr, &metrics_snapshot::fallbacks},
-    {"resil_limit_increases_total", "Times an adaptive concurrency limit rose.", &metrics_snapshot::limit_increases,
-     nullptr},
-    {"resil_limit_decreases_total", "Times an adaptive concurrency limit fell.", &metrics_snapshot::limit_decreases,
-     nullptr},
-    {"resil_pace_changes_total", "Times a paced bucket changed its pace or paused for a quota's reset.",
-     &metrics_snapshot::pace_changes, nullptr},
-    {"resil_endpoint_ejections_total", "Times a balancer ejected an endpoint as an outlier.",
-     &metrics_snapshot::endpoint_ejections, nullptr},
-    {"resil_endpoint_returns_total", "Times an ejected endpoint returned to its balancer's picks.",
-     &metrics_snapshot::endpoint_returns, nullptr},
-}};
-inline constexpr std::string_view transitions_family = "resil_breaker_transitions_total";
-inline constexpr std::string_view transitions_help = "Circuit breaker state changes, by the state entered.";
-inline constexpr std::string_view open_seconds_family = "resil_breaker_open_seconds_total";
-inline constexpr std::string_view open_seconds_help = "Time the circuit breaker spent open, in seconds.";
-inline constexpr std::string_view attempt_duration_family = "resil_attempt_duration_seconds";
-inline constexpr std::string_view attempt_duration_help = "How long attempts ran the callable, in seconds.";
-inline constexpr std::string_view call_duration_family = "resil_call_duration_seconds";
-inline constexpr std::string_view call_duration_help =
-    "How long whole calls took, waits between attempts included, in seconds.";
-
-}  // namespace detail
 
 /// Counters of one dependency's calls; a listener for its pipelines and the
 /// state-change hook of its breaker. Thread-safe: every member may be called
@@ -346,141 +268,16 @@ public:
     /// labelled policy="name()". For one dependency alone: the text of several
     /// cannot be concatenated (each repeats HELP and TYPE), and it holds no
     /// histograms; prometheus_text({a, b, ...}) writes both for all of them.
-    [[nodiscard]] std::string prometheus() const { return to_prometheus(snapshot(), name_); }
+    /// (Written by resil/metrics/prometheus_text.hpp.)
+    [[nodiscard]] std::string prometheus() const;
     /// The same, counting the current open period up to `now` (see snapshot(now)).
-    [[nodiscard]] std::string prometheus(time_point now) const { return to_prometheus(snapshot(now), name_); }
-    /// The counters as one JSON object, written by hand. Deprecated: JSON
-    /// belongs to the resil::json target, which writes it through nlohmann
-    /// (with the latency histogram too): resil::json::to_json(m).dump() from
-    /// <resil/json/metrics.hpp>. Kept for code that calls it today (the same keys).
-    [[deprecated("use resil::json::to_json(m).dump() from <resil/json/metrics.hpp> (target resil::json)")]]
-    [[nodiscard]] std::string json() const { return json_text(snapshot(), name_); }
-    [[deprecated("use resil::json::to_json(m, now).dump() from <resil/json/metrics.hpp> (target resil::json)")]]
-    [[nodiscard]] std::string json(time_point now) const { return json_text(snapshot(now), name_); }
+    [[nodiscard]] std::string prometheus(time_point now) const;
 
     /// Formats a snapshot in the Prometheus text format; `name` is the policy label.
-    static std::string to_prometheus(const metrics_snapshot& s, std::string_view name) {
-        std::string out;
-        const labelled one{name, &s, nullptr};
-        write_families(out, "policy", std::span<const labelled>(&one, 1), false);
-        return out;
-    }
-
-    /// Formats a snapshot as a JSON object (what json() returns). Deprecated
-    /// like json(): resil::json::to_json(s, name) from <resil/json/metrics.hpp>.
-    [[deprecated("use resil::json::to_json(snapshot, name) from <resil/json/metrics.hpp> (target resil::json)")]]
-    static std::string to_json(const metrics_snapshot& s, std::string_view name) { return json_text(s, name); }
+    [[nodiscard]] static std::string to_prometheus(const metrics_snapshot& s, std::string_view name);
 
 private:
-    static std::string json_text(const metrics_snapshot& s, std::string_view name) {
-        std::string out = "{\"policy\":\"" + escape_json(name) + "\"";
-        auto field = [&](std::string_view key, std::uint64_t v) {
-            out += ",\"";
-            out += key;
-            out += "\":" + std::to_string(v);
-        };
-        auto by_reason = [&](std::string_view key, const reason_counts& c) {
-            out += ",\"";
-            out += key;
-            out += "\":{";
-            bool first = true;
-            for (std::size_t i = 1; i < reason_count; ++i) {
-                out += first ? "\"" : ",\"";
-                first = false;
-                out += to_string(static_cast<reason>(i));
-                out += "\":" + std::to_string(c.by_reason[i]);
-            }
-            out += "}";
-        };
-        field("calls", s.calls);
-        field("successes", s.successes);
-        by_reason("failures", s.failures);
-        field("attempts", s.attempts);
-        field("retries", s.retries);
-        field("retries_after_server_hint", s.retries_after_server_hint);
-        field("retries_exhausted", s.retries_exhausted);
-        field("budget_refusals", s.budget_refusals);
-        field("deadlines_exceeded", s.deadlines_exceeded);
-        by_reason("rejections", s.rejections);
-        by_reason("fallbacks", s.fallbacks);
-        field("breaker_opened", s.breaker_opened);
-        field("breaker_half_opened", s.breaker_half_opened);
-        field("breaker_closed", s.breaker_closed);
-        out += ",\"breaker_open_seconds\":" + seconds(s.time_open);
-        field("limit_increases", s.limit_increases);
-        field("limit_decreases", s.limit_decreases);
-        field("pace_changes", s.pace_changes);
-        field("endpoint_ejections", s.endpoint_ejections);
-        field("endpoint_returns", s.endpoint_returns);
-        out += "}";
-        return out;
-    }
-
-    friend void write_prometheus(std::string&, std::span<const std::reference_wrapper<const metrics>>,
-                                 std::optional<time_point>);
     using counter = std::atomic<std::uint64_t>;
-
-    // One dependency's figures, for the writers.
-    struct labelled {
-        std::string_view name;
-        const metrics_snapshot* counts;
-        const latency_snapshot* latencies;  // null when not written
-    };
-
-    // Every counter family (and with_latencies, every histogram), each HELP
-    // and TYPE once, then one sample per dependency (label `key`="name"), by
-    // reason or state where it has them.
-    static void write_families(std::string& out, std::string_view key, std::span<const labelled> deps,
-                               bool with_latencies) {
-        std::vector<std::string> labels;
-        labels.reserve(deps.size());
-        for (const auto& d : deps) labels.push_back(std::string(key) + "=\"" + escape_label(d.name) + "\"");
-        for (const auto& family : detail::counter_families) {
-            header(out, family.name, family.help, "counter");
-            for (std::size_t i = 0; i < deps.size(); ++i) {
-                if (family.count) {
-                    sample(out, family.name, labels[i], deps[i].counts->*family.count);
-                    continue;
-                }
-                for (std::size_t r = 1; r < reason_count; ++r)
-                    sample(out, family.name,
-                           labels[i] + ",reason=\"" + std::string(to_string(static_cast<reason>(r))) + "\"",
-                           (deps[i].counts->*family.by_reason).by_reason[r]);
-            }
-        }
-        header(out, detail::transitions_family, detail::transitions_help, "counter");
-        for (std::size_t i = 0; i < deps.size(); ++i) {
-            const auto& c = *deps[i].counts;
-            sample(out, detail::transitions_family, labels[i] + ",to=\"open\"", c.breaker_opened);
-            sample(out, detail::transitions_family, labels[i] + ",to=\"half_open\"", c.breaker_half_opened);
-            sample(out, detail::transitions_family, labels[i] + ",to=\"closed\"", c.breaker_closed);
-        }
-        header(out, detail::open_seconds_family, detail::open_seconds_help, "counter");
-        for (std::size_t i = 0; i < deps.size(); ++i) {
-            out += detail::open_seconds_family;
-            out += "{" + labels[i] + "} " + seconds(deps[i].counts->time_open) + "\n";
-        }
-
-        if (!with_latencies) return;
-        header(out, detail::attempt_duration_family, detail::attempt_duration_help, "histogram");
-        for (std::size_t i = 0; i < deps.size(); ++i)
-            histogram(out, detail::attempt_duration_family, labels[i], deps[i].latencies->attempt);
-        header(out, detail::call_duration_family, detail::call_duration_help, "histogram");
-        for (std::size_t i = 0; i < deps.size(); ++i)
-            histogram(out, detail::call_duration_family, labels[i], deps[i].latencies->call);
-    }
-
-    static void histogram(std::string& out, std::string_view metric, const std::string& label,
-                          const histogram_snapshot& h) {
-        const std::string bucket = std::string(metric) + "_bucket";
-        for (std::size_t i = 0; i < histogram_snapshot::bucket_count; ++i) {
-            const auto le = i < latency_bucket_bounds.size() ? number(latency_bucket_bounds[i]) : std::string("+Inf");
-            sample(out, bucket, label + ",le=\"" + le + "\"", h.cumulative(i));
-        }
-        out += metric;
-        out += "_sum{" + label + "} " + seconds(h.sum) + "\n";
-        sample(out, std::string(metric) + "_count", label, h.count());
-    }
 
     [[nodiscard]] metrics_snapshot snapshot_impl(std::optional<time_point> now) const noexcept {
         metrics_snapshot s;
@@ -524,67 +321,6 @@ private:
         return i < reason_count ? i : 0;
     }
 
-    static void header(std::string& out, std::string_view metric, std::string_view help, std::string_view type) {
-        out += "# HELP ";
-        out += metric;
-        out += ' ';
-        out += help;
-        out += "\n# TYPE ";
-        out += metric;
-        out += ' ';
-        out += type;
-        out += '\n';
-    }
-    static void sample(std::string& out, std::string_view metric, const std::string& labels, std::uint64_t v) {
-        out += metric;
-        out += '{';
-        out += labels;
-        out += "} ";
-        out += std::to_string(v);
-        out += '\n';
-    }
-    static std::string seconds(duration d) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.9f", std::chrono::duration<double>(d).count());
-        return buf;
-    }
-    // A bucket bound in seconds, as short as it is exact (0.001, 2.5, 10).
-    static std::string number(duration d) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g", std::chrono::duration<double>(d).count());
-        return buf;
-    }
-    // Prometheus label values escape backslash, double quote and newline.
-    static std::string escape_label(std::string_view v) {
-        std::string out;
-        for (char c : v) {
-            if (c == '\\' || c == '"') out += '\\';
-            if (c == '\n') {
-                out += "\\n";
-                continue;
-            }
-            out += c;
-        }
-        return out;
-    }
-    static std::string escape_json(std::string_view v) {
-        std::string out;
-        for (char c : v) {
-            const auto u = static_cast<unsigned char>(c);
-            if (c == '\\' || c == '"') {
-                out += '\\';
-                out += c;
-            } else if (u < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", u);
-                out += buf;
-            } else {
-                out += c;
-            }
-        }
-        return out;
-    }
-
     // What calls write, one copy per stripe of threads: 92 words (736
     // bytes). Limit and pace changes too: Gradient2 may move its limit on
     // most calls.
@@ -608,53 +344,8 @@ private:
     std::atomic<duration::rep> time_open_{0};
 };
 
-inline void write_prometheus(std::string& out, std::span<const std::reference_wrapper<const metrics>> deps,
-                             std::optional<time_point> now) {
-    std::vector<metrics_snapshot> counts;
-    std::vector<latency_snapshot> latencies;
-    std::vector<metrics::labelled> labelled;
-    counts.reserve(deps.size());
-    latencies.reserve(deps.size());
-    labelled.reserve(deps.size());
-    for (std::size_t i = 0; i < deps.size(); ++i) {
-        const metrics& m = deps[i];
-        for (std::size_t k = 0; k < i; ++k)
-            if (deps[k].get().name() == m.name())
-                throw std::invalid_argument("resil::write_prometheus: two metrics objects are named \"" + m.name() +
-                                            "\"; their series would collide");
-        counts.push_back(now ? m.snapshot(*now) : m.snapshot());
-        latencies.push_back(m.latencies());
-    }
-    for (std::size_t i = 0; i < deps.size(); ++i)
-        labelled.push_back({deps[i].get().name(), &counts[i], &latencies[i]});
-    metrics::write_families(out, "dependency", labelled, true);
-}
-
-inline void write_prometheus(std::string& out, std::initializer_list<std::reference_wrapper<const metrics>> deps,
-                             std::optional<time_point> now) {
-    write_prometheus(out, std::span<const std::reference_wrapper<const metrics>>(deps.begin(), deps.size()), now);
-}
-
-inline std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps) {
-    std::string out;
-    write_prometheus(out, deps);
-    return out;
-}
-inline std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps) {
-    std::string out;
-    write_prometheus(out, deps);
-    return out;
-}
-inline std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps, time_point now) {
-    std::string out;
-    write_prometheus(out, deps, now);
-    return out;
-}
-inline std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps,
-                                   time_point now) {
-    std::string out;
-    write_prometheus(out, deps, now);
-    return out;
-}
-
 }  // namespace resil
+
+// The Prometheus text writer: m.prometheus(), prometheus_text() and
+// write_prometheus(), as users of this header have always had them.
+#include "metrics/prometheus_text.hpp"

@@ -115,6 +115,12 @@ public:
     }
     [[nodiscard]] constexpr bool contains(reason r) const noexcept { return (bits_ & bit(r)) != 0; }
     [[nodiscard]] constexpr bool empty() const noexcept { return bits_ == 0; }
+    /// This set and `r` (a set built one reason at a time, e.g. from a configuration file).
+    [[nodiscard]] constexpr reason_set with(reason r) const noexcept {
+        reason_set s = *this;
+        s.bits_ |= bit(r);
+        return s;
+    }
     friend constexpr bool operator==(reason_set, reason_set) = default;
 
 private:

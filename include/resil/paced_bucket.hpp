@@ -61,6 +61,7 @@
 #include "outcome.hpp"
 #include "policy_steps.hpp"
 #include "rate_limit.hpp"
+#include "rate_limit_decision.hpp"
 #include "token_bucket.hpp"
 #include "validation.hpp"
 
@@ -131,6 +132,8 @@ template <clock Clock = steady_clock>
 class basic_paced_bucket {
 public:
     using clock_type = Clock;
+    /// Reads its own clock (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
 
     /// Throws std::invalid_argument when options.validate() names a field.
     explicit basic_paced_bucket(paced_bucket_options options = {}, Clock clock = {})
@@ -142,23 +145,30 @@ public:
 
     /// One token at `now` if there is one; with `lookahead` > 0, also one
     /// that will exist within it (reserved: the result is `granted` with the
-    /// `wait` the caller must let pass before sending). Never sleeps.
-    [[nodiscard]] token_bucket_result try_acquire(time_point now, duration lookahead = duration::zero()) const noexcept {
+    /// `wait` the caller must let pass before sending). Never sleeps. The
+    /// answer says where the bucket stands after it (`remaining`, `reset`:
+    /// resil/rate_limit_decision.hpp), at the pace in force.
+    /// Always inlined: `remaining` and `reset` cost a division that the
+    /// compiler drops where they are not read.
+    [[nodiscard]] RESIL_DETAIL_ALWAYS_INLINE rate_limit_decision try_acquire(
+        time_point now, duration lookahead = duration::zero()) const noexcept {
         const auto p = params_of(params_.load(std::memory_order_relaxed));
         const auto elapsed = elapsed_ns(now);
         const auto ahead = std::clamp<std::int64_t>(lookahead.count(), 0, detail::gcra::max_lookahead_ns);
         auto tat = tat_.load(std::memory_order_relaxed);
         for (;;) {
             const auto d = detail::gcra::decide(p, tat, elapsed, 1, ahead);
-            if (!d.conforming) return rejected(d.ready_at - elapsed);
+            if (!d.conforming) return rejected(p, d.ready_at - elapsed, tat, elapsed);
             if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) {
                 if (quota_left_.load(std::memory_order_relaxed) > 0) spend_quota(elapsed);
                 const auto wait = d.ready_at - elapsed;
-                return {token_bucket_status::granted, duration{wait > 0 ? wait : 0}, {}};
+                return standing(p, {rate_limit_status::granted, duration{wait > 0 ? wait : 0}, {}}, d.new_tat, elapsed);
             }
         }
     }
-    [[nodiscard]] token_bucket_result try_acquire() const noexcept { return try_acquire(clock_.now()); }
+    [[nodiscard]] RESIL_DETAIL_ALWAYS_INLINE rate_limit_decision try_acquire() const noexcept {
+        return try_acquire(clock_.now());
+    }
 
     /// Follows what one response said about the quota (see the banner), as of
     /// `now` on this bucket's clock. Returns the change, if any.
@@ -357,9 +367,24 @@ private:
         } while (!tat_.compare_exchange_weak(tat, next, std::memory_order_relaxed));
     }
 
-    static token_bucket_result rejected(std::int64_t wait_ns) noexcept {
-        return {token_bucket_status::rejected, duration{wait_ns > 0 ? wait_ns : 1},
-                std::chrono::seconds{detail::gcra::retry_after_seconds(wait_ns)}};
+    // `r` with where the bucket stands at `elapsed` given `tat`, at the pace
+    // `p` the decision used (time in ns: a unit is a nanosecond). Pure:
+    // dropped by callers that ignore it.
+    static rate_limit_decision standing(const detail::gcra::params& p, rate_limit_decision r, std::int64_t tat,
+                                        std::int64_t elapsed) noexcept {
+        r.source = decided_by::local;
+        r.remaining = detail::gcra::whole_tokens(p, tat, elapsed);
+        const auto next = detail::gcra::next_token_at(p, tat, elapsed);
+        r.reset = next == 0 ? duration::zero() : duration{next - elapsed};
+        return r;
+    }
+
+    static rate_limit_decision rejected(const detail::gcra::params& p, std::int64_t wait_ns, std::int64_t tat,
+                                        std::int64_t elapsed) noexcept {
+        return standing(p,
+                        {rate_limit_status::rejected, duration{wait_ns > 0 ? wait_ns : 1},
+                         std::chrono::seconds{detail::gcra::retry_after_seconds(wait_ns)}},
+                        tat, elapsed);
     }
 
     std::int64_t elapsed_ns(time_point now) const noexcept {

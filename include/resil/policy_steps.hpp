@@ -55,10 +55,11 @@
 //       (A state that pointed at the context to do it in its destructor
 //       would cost every call: the compiler could no longer keep the
 //       context in registers.)
-//   static constexpr bool enter_blocks = true;                     // optional
-//       enter() itself may block the thread (a round trip to a store); the
-//       asynchronous pipeline then needs an asynchronous way in for P
-//       (resil::asio::async_enter<P>).
+//   asio::awaitable<bool> async_wait(Context& ctx, State& s, time_point until) const;   // optional
+//       What resil::asio::pipeline awaits for enter()'s wait instead of a
+//       timer: a wait on something other than time (a round trip to a
+//       store: resil::redis::async_rate_limiter's), then waited(). A policy
+//       with it runs in resil::asio::pipeline only.
 //
 // A wait is on the policy's own clock when it has one (`clock()`: a token
 // bucket's), on the context's otherwise. resil::layer_in and
@@ -173,14 +174,10 @@ concept retries_on_leave = requires(const P& p, Context& ctx, State& s, Outcome&
 template <class P, class Context, class State>
 concept unwinds = requires(const P& p, Context& ctx, State& s) { p.unwind(ctx, s); };
 
-/// Whether P's enter() may block the thread (policy_steps.hpp: enter_blocks).
-template <class P>
-inline constexpr bool enter_blocks = [] {
-    if constexpr (requires { P::enter_blocks; })
-        return static_cast<bool>(P::enter_blocks);
-    else
-        return false;
-}();
+/// Whether P waits on entry through an async_wait of its own (policy_steps.hpp):
+/// an asynchronous-only policy.
+template <class P, class Context, class State>
+concept waits_asynchronously = requires(const P& p, Context& ctx, State& s, time_point t) { p.async_wait(ctx, s, t); };
 
 /// The clock a policy's waits are on: its own when it has one, the context's otherwise.
 template <class P, class Context>
@@ -236,6 +233,8 @@ template <class P, class Context, class Next>
 [[gnu::always_inline]] inline auto run_steps(const P& p, Context& ctx, Next& next) -> decltype(next(ctx)) {
     using outcome_type = decltype(next(ctx));
     using state_type = call_state_t<P, Context, outcome_type>;
+    static_assert(!waits_asynchronously<P, Context, state_type>,
+                  "resil::pipeline: this policy waits only asynchronously (async_wait): use it in resil::asio::pipeline");
     state_type s;  // default-initialised: nothing to zero on the common path
     layer_in in = p.enter(ctx, s);
     if constexpr (waits_on_entry<P, Context, state_type>) {

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "metrics.hpp"
+#include "metrics/prometheus_text.hpp"  // detail::counter_families: the same families as the text
 
 namespace resil::prometheus {
 

@@ -85,8 +85,11 @@
 #include <string_view>
 #include <type_traits>
 
+#include "detail/decimal_duration.hpp"
+#include "detail/http_text.hpp"
 #include "detail/platform.hpp"
 #include "detail/rfc3339.hpp"
+#include "detail/structured_fields.hpp"
 #include "clock.hpp"
 #include "retry_after.hpp"
 #include "validation.hpp"
@@ -212,251 +215,6 @@ namespace detail {
 inline constexpr std::int64_t ns_per_second = 1'000'000'000;
 inline constexpr std::int64_t rate_limit_cap_ns = retry_after_max.count() * ns_per_second;  // ≈ 2.1e18
 
-[[nodiscard]] constexpr bool is_lcalpha(char c) noexcept { return c >= 'a' && c <= 'z'; }
-[[nodiscard]] constexpr bool is_alpha(char c) noexcept { return is_lcalpha(c) || (c >= 'A' && c <= 'Z'); }
-
-// RFC 9110 tchar.
-[[nodiscard]] constexpr bool is_sf_tchar(char c) noexcept {
-    if (is_alpha(c) || is_digit(c)) return true;
-    for (const char t : std::string_view("!#$%&'*+-.^_`|~"))
-        if (c == t) return true;
-    return false;
-}
-
-/// One bare item of a Structured Field (RFC 9651 §3.3), as much of it as the
-/// rate-limit fields need: integers by value, strings and tokens as their
-/// raw text (a string's escapes are left in place), the rest by kind only.
-/// `inner_list` stands for a dictionary member's inner list, skipped.
-struct sf_bare_item {
-    enum class kind : std::uint8_t {
-        integer, decimal, string, token, byte_sequence, boolean, date, display_string, inner_list
-    };
-    kind type = kind::integer;
-    std::int64_t integer = 0;
-    std::string_view text{};
-
-    [[nodiscard]] constexpr bool non_negative_integer() const noexcept { return type == kind::integer && integer >= 0; }
-};
-
-/// A Structured Field parser over one field value, after RFC 9651 §4.2, for
-/// lists and items of bare items with parameters. Every failure is final:
-/// the field is malformed and its caller ignores it.
-class sf_parser {
-public:
-    constexpr explicit sf_parser(std::string_view value) noexcept : s_(trim_ows(value)) {}
-
-    [[nodiscard]] constexpr bool at_end() const noexcept { return i_ == s_.size(); }
-    [[nodiscard]] constexpr bool next_is(char c) const noexcept { return i_ < s_.size() && s_[i_] == c; }
-
-    /// §4.2.3.1: a bare item.
-    [[nodiscard]] constexpr std::optional<sf_bare_item> bare_item() noexcept {
-        if (at_end()) return std::nullopt;
-        const char c = s_[i_];
-        if (c == '-' || is_digit(c)) return number();
-        if (c == '"') return string();
-        if (c == '*' || is_alpha(c)) return token();
-        if (c == ':') return byte_sequence();
-        if (c == '?') return boolean();
-        if (c == '@') return date();
-        if (c == '%') return display_string();
-        return std::nullopt;
-    }
-
-    /// §4.2.3.2: parameters, each handed to `on(key, value)`; a later key
-    /// overwrites an earlier one (the callee keeps the last).
-    template <class OnParameter>
-    [[nodiscard]] constexpr bool parameters(OnParameter&& on) noexcept {
-        while (next_is(';')) {
-            ++i_;
-            while (next_is(' ')) ++i_;
-            const auto key = this->key();
-            if (!key) return false;
-            sf_bare_item value{sf_bare_item::kind::boolean, 1, {}};
-            if (next_is('=')) {
-                ++i_;
-                const auto v = bare_item();
-                if (!v) return false;
-                value = *v;
-            }
-            on(*key, value);
-        }
-        return true;
-    }
-
-    /// §4.2.1.2: an inner list with its items' parameters, all ignored.
-    [[nodiscard]] constexpr bool skip_inner_list() noexcept {
-        if (!next_is('(')) return false;
-        ++i_;
-        for (;;) {
-            while (next_is(' ')) ++i_;
-            if (next_is(')')) {
-                ++i_;
-                return true;
-            }
-            if (!bare_item() || !parameters([](std::string_view, const sf_bare_item&) {})) return false;
-            if (!next_is(' ') && !next_is(')')) return false;
-        }
-    }
-
-    /// §4.2.2: one dictionary member: its key, then "=" and an item or an
-    /// inner list (whose members are skipped: `value` is then of kind
-    /// inner_list), or no "=" and the Boolean true; parameters ignored.
-    [[nodiscard]] constexpr bool dictionary_member(std::string_view& key, sf_bare_item& value) noexcept {
-        const auto name = this->key();
-        if (!name) return false;
-        key = *name;
-        value = sf_bare_item{sf_bare_item::kind::boolean, 1, {}};
-        if (next_is('=')) {
-            ++i_;
-            if (next_is('(')) {
-                if (!skip_inner_list()) return false;
-                value = sf_bare_item{sf_bare_item::kind::inner_list, 0, {}};
-            } else {
-                const auto item = bare_item();
-                if (!item) return false;
-                value = *item;
-            }
-        }
-        return parameters([](std::string_view, const sf_bare_item&) {});
-    }
-
-    /// §4.2.1: after a list member, either the end or a comma and another
-    /// member. Returns false at the end; `failed` when neither follows.
-    [[nodiscard]] constexpr bool next_member(bool& failed) noexcept {
-        while (!at_end() && is_ows(s_[i_])) ++i_;
-        if (at_end()) return false;
-        if (s_[i_] != ',') {
-            failed = true;
-            return false;
-        }
-        ++i_;
-        while (!at_end() && is_ows(s_[i_])) ++i_;
-        if (at_end()) failed = true;  // a trailing comma
-        return !failed;
-    }
-
-private:
-    [[nodiscard]] constexpr std::optional<std::string_view> key() noexcept {
-        const std::size_t start = i_;
-        if (at_end() || !(is_lcalpha(s_[i_]) || s_[i_] == '*')) return std::nullopt;
-        while (!at_end()) {
-            const char c = s_[i_];
-            if (!(is_lcalpha(c) || is_digit(c) || c == '_' || c == '-' || c == '.' || c == '*')) break;
-            ++i_;
-        }
-        return s_.substr(start, i_ - start);
-    }
-
-    // §4.2.4: at most 15 digits for an integer; 12 before and 3 after the
-    // point for a decimal.
-    [[nodiscard]] constexpr std::optional<sf_bare_item> number() noexcept {
-        bool negative = false;
-        if (next_is('-')) {
-            negative = true;
-            ++i_;
-        }
-        if (at_end() || !is_digit(s_[i_])) return std::nullopt;
-        std::int64_t value = 0;
-        std::size_t digits = 0;
-        while (!at_end() && is_digit(s_[i_])) {
-            if (++digits > 15) return std::nullopt;
-            value = value * 10 + (s_[i_++] - '0');
-        }
-        if (!next_is('.')) return sf_bare_item{sf_bare_item::kind::integer, negative ? -value : value, {}};
-        if (digits > 12) return std::nullopt;
-        ++i_;
-        std::size_t fraction = 0;
-        while (!at_end() && is_digit(s_[i_])) {
-            if (++fraction > 3) return std::nullopt;
-            ++i_;
-        }
-        if (fraction == 0) return std::nullopt;
-        return sf_bare_item{sf_bare_item::kind::decimal, 0, {}};
-    }
-
-    // §4.2.5: printable ASCII; only \" and \\ escaped.
-    [[nodiscard]] constexpr std::optional<sf_bare_item> string() noexcept {
-        const std::size_t start = ++i_;
-        while (!at_end()) {
-            const char c = s_[i_];
-            if (c == '\\') {
-                ++i_;
-                if (at_end() || (s_[i_] != '"' && s_[i_] != '\\')) return std::nullopt;
-            } else if (c == '"') {
-                const auto text = s_.substr(start, i_ - start);
-                ++i_;
-                return sf_bare_item{sf_bare_item::kind::string, 0, text};
-            } else if (c < 0x20 || c > 0x7E) {  // char may be signed: bytes over 0x7F are negative
-                return std::nullopt;
-            }
-            ++i_;
-        }
-        return std::nullopt;  // unterminated
-    }
-
-    // §4.2.6
-    [[nodiscard]] constexpr std::optional<sf_bare_item> token() noexcept {
-        const std::size_t start = i_++;
-        while (!at_end() && (is_sf_tchar(s_[i_]) || s_[i_] == ':' || s_[i_] == '/')) ++i_;
-        return sf_bare_item{sf_bare_item::kind::token, 0, s_.substr(start, i_ - start)};
-    }
-
-    // §4.2.7: base64 characters between colons.
-    [[nodiscard]] constexpr std::optional<sf_bare_item> byte_sequence() noexcept {
-        ++i_;
-        while (!at_end() && s_[i_] != ':') {
-            const char c = s_[i_];
-            if (!(is_alpha(c) || is_digit(c) || c == '+' || c == '/' || c == '=')) return std::nullopt;
-            ++i_;
-        }
-        if (at_end()) return std::nullopt;
-        ++i_;
-        return sf_bare_item{sf_bare_item::kind::byte_sequence, 0, {}};
-    }
-
-    // §4.2.8
-    [[nodiscard]] constexpr std::optional<sf_bare_item> boolean() noexcept {
-        ++i_;
-        if (!next_is('0') && !next_is('1')) return std::nullopt;
-        const std::int64_t value = s_[i_++] - '0';
-        return sf_bare_item{sf_bare_item::kind::boolean, value, {}};
-    }
-
-    // §4.2.9: '@' and an integer.
-    [[nodiscard]] constexpr std::optional<sf_bare_item> date() noexcept {
-        ++i_;
-        const auto n = number();
-        if (!n || n->type != sf_bare_item::kind::integer) return std::nullopt;
-        return sf_bare_item{sf_bare_item::kind::date, n->integer, {}};
-    }
-
-    // §4.2.10: %"..." with lowercase %xx escapes. The decoded bytes are not
-    // checked for UTF-8: no rate-limit parameter is a display string.
-    [[nodiscard]] constexpr std::optional<sf_bare_item> display_string() noexcept {
-        ++i_;
-        if (!next_is('"')) return std::nullopt;
-        ++i_;
-        const auto is_lower_hex = [](char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); };
-        while (!at_end()) {
-            const char c = s_[i_];
-            if (c < 0x20 || c > 0x7E) return std::nullopt;
-            if (c == '"') {
-                ++i_;
-                return sf_bare_item{sf_bare_item::kind::display_string, 0, {}};
-            }
-            if (c == '%') {
-                if (s_.size() - i_ < 3 || !is_lower_hex(s_[i_ + 1]) || !is_lower_hex(s_[i_ + 2])) return std::nullopt;
-                i_ += 2;
-            }
-            ++i_;
-        }
-        return std::nullopt;
-    }
-
-    std::string_view s_;
-    std::size_t i_ = 0;
-};
-
 /// A field that is one Structured Field item holding a non-negative integer
 /// (parameters allowed and ignored), or, with `first_of_list`, a list whose
 /// first member is one (the other members well formed).
@@ -479,18 +237,10 @@ private:
 /// optional fraction ("599.0": Reddit) that is dropped: a count is rounded
 /// down, so less than one whole request left reads as none left.
 [[nodiscard]] constexpr std::optional<std::int64_t> plain_count(std::string_view value) noexcept {
-    const auto text = trim_ows(value);
-    std::int64_t n = 0;
-    std::size_t i = 0;
-    for (; i < text.size() && is_digit(text[i]); ++i)
-        if (n <= rate_limit_count_max) n = n * 10 + (text[i] - '0');  // stops growing past the cap
-    if (i == 0) return std::nullopt;
-    if (i < text.size()) {
-        if (text[i] != '.' || i + 1 == text.size()) return std::nullopt;
-        for (++i; i < text.size(); ++i)
-            if (!is_digit(text[i])) return std::nullopt;
-    }
-    return n < rate_limit_count_max ? n : rate_limit_count_max;
+    auto text = trim_ows(value);
+    const auto n = take_decimal(text);
+    if (!n || !text.empty()) return std::nullopt;
+    return n->whole_value < rate_limit_count_max ? n->whole_value : rate_limit_count_max;
 }
 
 [[nodiscard]] constexpr duration capped_ns(std::int64_t ns) noexcept {
@@ -500,36 +250,6 @@ private:
 /// Non-negative whole seconds as a duration, capped before multiplying.
 [[nodiscard]] constexpr duration capped_seconds(std::int64_t s) noexcept {
     return s > retry_after_max.count() ? capped_ns(rate_limit_cap_ns) : capped_ns(s * ns_per_second);
-}
-
-/// "digits[.digits]" (OWS around): the whole part saturated at 10^18, the
-/// fraction as nanoseconds of one `unit_ns` (digits past that precision
-/// dropped). No sign, no exponent, no digit-less side.
-struct decimal_number {
-    std::int64_t whole = 0;
-    std::int64_t fraction_ns = 0;  ///< in [0, unit_ns)
-    bool has_fraction = false;
-};
-
-[[nodiscard]] constexpr std::optional<decimal_number> parse_decimal(std::string_view value, std::int64_t unit_ns) noexcept {
-    const auto text = trim_ows(value);
-    constexpr std::int64_t whole_cap = 1'000'000'000'000'000'000;
-    decimal_number out;
-    std::size_t i = 0;
-    for (; i < text.size() && is_digit(text[i]); ++i)
-        if (out.whole <= whole_cap / 10) out.whole = out.whole * 10 + (text[i] - '0');  // then stops growing
-    if (i == 0) return std::nullopt;
-    if (out.whole > whole_cap) out.whole = whole_cap;
-    if (i == text.size()) return out;
-    if (text[i] != '.' || i + 1 == text.size()) return std::nullopt;
-    out.has_fraction = true;
-    std::int64_t scale = unit_ns;  // what the next digit is worth, times 10
-    for (++i; i < text.size(); ++i) {
-        if (!is_digit(text[i])) return std::nullopt;
-        scale /= 10;
-        out.fraction_ns += (text[i] - '0') * scale;
-    }
-    return out;
 }
 
 /// The time from `now` until `n` whole seconds (or, `in_ms`, milliseconds)
@@ -563,17 +283,6 @@ struct decimal_number {
                                                    std::chrono::system_clock::time_point now) noexcept {
     if (n.whole < 1'000'000'000) return capped_ns(n.whole * ns_per_second + n.fraction_ns);  // delay-seconds
     return until_epoch_units(n, n.whole >= 1'000'000'000'000, now);
-}
-
-/// One Go-style duration component's unit, in nanoseconds; 0 when unknown.
-[[nodiscard]] constexpr std::int64_t duration_unit_ns(std::string_view name) noexcept {
-    if (name == "ns") return 1;
-    if (name == "us" || name == "\xC2\xB5s" || name == "\xCE\xBCs") return 1'000;  // µ (micro sign), μ (mu)
-    if (name == "ms") return 1'000'000;
-    if (name == "s") return ns_per_second;
-    if (name == "m") return 60 * ns_per_second;
-    if (name == "h") return 3600 * ns_per_second;
-    return 0;
 }
 
 /// a·b < c·d for unsigned 64-bit factors, exactly (128-bit products from
@@ -851,26 +560,20 @@ struct fields_lookup {
 /// unit-less number but "0". Saturates at retry_after_max; fractions past
 /// nanoseconds are dropped. OWS around is ignored.
 [[nodiscard]] constexpr std::optional<duration> parse_reset_duration(std::string_view value) noexcept {
-    const auto text = detail::trim_ows(value);
+    auto text = detail::trim_ows(value);
     if (text == "0") return duration::zero();
     if (text.empty()) return std::nullopt;
     std::int64_t total = 0;
-    std::size_t i = 0;
-    while (i < text.size()) {
-        const std::size_t start = i;
-        while (i < text.size() && (detail::is_digit(text[i]) || text[i] == '.')) ++i;
-        const auto number = text.substr(start, i - start);
-        const std::size_t unit_start = i;
-        while (i < text.size() && !detail::is_digit(text[i]) && text[i] != '.') ++i;
-        const std::int64_t unit_ns = detail::duration_unit_ns(text.substr(unit_start, i - unit_start));
-        if (unit_ns == 0 || number.empty() || number.front() == '.') return std::nullopt;
-        const auto n = detail::parse_decimal(number, unit_ns);
-        if (!n) return std::nullopt;
+    while (!text.empty()) {
+        const auto component = detail::take_duration_component(text, true);
+        if (!component) return std::nullopt;
+        const std::int64_t unit_ns = component->unit->nanoseconds;
+        const auto n = detail::decimal_value(component->number, unit_ns);
         // Saturating: the whole part alone may exceed the cap by far.
         const std::int64_t room = detail::rate_limit_cap_ns - total;
-        if (n->whole > room / unit_ns) return detail::capped_ns(detail::rate_limit_cap_ns);
-        total += n->whole * unit_ns;
-        total = n->fraction_ns > detail::rate_limit_cap_ns - total ? detail::rate_limit_cap_ns : total + n->fraction_ns;
+        if (n.whole > room / unit_ns) return detail::capped_ns(detail::rate_limit_cap_ns);
+        total += n.whole * unit_ns;
+        total = n.fraction_ns > detail::rate_limit_cap_ns - total ? detail::rate_limit_cap_ns : total + n.fraction_ns;
     }
     return detail::capped_ns(total);
 }

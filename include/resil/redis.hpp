@@ -4,4 +4,5 @@
 #pragma once
 
 #include "redis/options.hpp"
+#include "redis/result.hpp"
 #include "redis/rate_limiter.hpp"

@@ -115,6 +115,11 @@ struct failed_attempt {
 
 class retry_policy {
 public:
+    /// Reads the call's context (the pipeline's clock) and keeps no state
+    /// across calls: no clock, no metrics() (resil/policy_checklist.hpp).
+    static constexpr resil::time_source time_source = resil::time_source::call_context;
+    static constexpr bool stateless = true;
+
     /// Throws std::invalid_argument when options.validate() names a field.
     explicit retry_policy(retry_options options = {}) : options_(std::move(options)) {
         throw_if_invalid("resil::retry_policy", options_.validate());

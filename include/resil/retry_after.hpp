@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "detail/http_date.hpp"
+#include "detail/http_text.hpp"
 
 namespace resil {
 
@@ -76,15 +77,10 @@ inline constexpr std::chrono::seconds retry_after_max{2147483648LL};
     const std::string_view text = detail::trim_ows(value);
     if (text.empty()) return std::nullopt;
     if (detail::is_digit(text.front())) {
-        constexpr std::int64_t cap = retry_after_max.count();
-        std::int64_t seconds = 0;
-        for (const char c : text) {
-            if (!detail::is_digit(c)) return std::nullopt;
-            // Once past the cap the value stops growing, so any digit count is
-            // safe: at most cap * 10 + 9, far below 2^63.
-            if (seconds <= cap) seconds = seconds * 10 + (c - '0');
-        }
-        return std::chrono::seconds{seconds < cap ? seconds : cap};
+        // Saturated, so any number of digits is safe.
+        const auto seconds = detail::parse_digits(text, retry_after_max.count());
+        if (!seconds) return std::nullopt;
+        return std::chrono::seconds{*seconds};
     }
     const auto date = detail::parse_http_date_exact(text, now);
     if (!date) return std::nullopt;

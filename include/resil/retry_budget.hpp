@@ -78,12 +78,25 @@ RESIL_DECL validation_result retry_budget_options::validate() const {
 }
 #endif
 
+/// What a retry budget has decided since construction; a snapshot (each
+/// count read relaxed). The requests deposited are the calls a pipeline's
+/// metrics count; only withdrawals, made on the failure path, are counted here.
+struct retry_budget_metrics {
+    std::uint64_t withdrawals = 0;  ///< retries (and hedged copies) the budget granted
+    std::uint64_t refusals = 0;     ///< retries (and hedged copies) refused: the balance was spent
+
+    friend bool operator==(const retry_budget_metrics&, const retry_budget_metrics&) = default;
+};
+
 namespace detail {
 struct retry_budget_probe;  // tests only: drives one step of a withdrawal at a time
 }
 
 class retry_budget {
 public:
+    /// Owns no clock: every member that depends on time takes `now`, read
+    /// by its driver (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::caller_now;
     static constexpr std::size_t slots = 10;
 
     /// Throws std::invalid_argument when options.validate() names a field:
@@ -120,7 +133,12 @@ public:
     /// when it is spent. A reading older than the newest slot written (a
     /// thread preempted between reading the clock and getting here) counts as
     /// that newest time, so the retries taken there are never out of its sight.
-    [[nodiscard]] RESIL_DECL bool try_withdraw(time_point now) noexcept;
+    /// Counted in metrics().
+    [[nodiscard]] bool try_withdraw(time_point now) noexcept {
+        const bool granted = withdraw(now);
+        (granted ? withdrawals_ : refusals_).fetch_add(1, std::memory_order_relaxed);
+        return granted;
+    }
 
     /// Retries that would be granted at `now`.
     [[nodiscard]] std::int64_t balance(time_point now) const noexcept {
@@ -130,8 +148,15 @@ public:
 
     [[nodiscard]] const retry_budget_options& options() const noexcept { return options_; }
 
+    /// Withdrawals granted and refused since construction.
+    [[nodiscard]] retry_budget_metrics metrics() const noexcept {
+        return {withdrawals_.load(std::memory_order_relaxed), refusals_.load(std::memory_order_relaxed)};
+    }
+
 private:
     friend struct detail::retry_budget_probe;
+
+    RESIL_DECL bool withdraw(time_point now) noexcept;
 
     // What view() read: the window's end and sums (see there).
     struct window_view {
@@ -280,6 +305,9 @@ private:
     // Retries, shared by every thread (written by withdrawals only): on lines
     // of their own, away from the words every deposit reads.
     alignas(detail::stripe_alignment) std::array<std::atomic<std::uint64_t>, slots> slots_{};
+    // Written by withdrawals only, as slots_ is (their line has room for them).
+    std::atomic<std::uint64_t> withdrawals_{0};
+    std::atomic<std::uint64_t> refusals_{0};
 };
 
 #if RESIL_DETAIL_BODIES
@@ -292,7 +320,7 @@ RESIL_DECL retry_budget::retry_budget(retry_budget_options options) : options_(o
  }
 
 
-RESIL_DECL bool retry_budget::try_withdraw(time_point now) noexcept {
+RESIL_DECL bool retry_budget::withdraw(time_point now) noexcept {
      const auto reading = epoch_of(now);
      for (;;) {
          const auto v = view(reading);

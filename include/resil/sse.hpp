@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "detail/http_text.hpp"
 #include "detail/platform.hpp"
 #include "validation.hpp"
 
@@ -390,18 +391,13 @@ private:
     }
 
     // "Only ASCII digits", at least one; a larger value than milliseconds
-    // can hold saturates.
-    static std::optional<std::chrono::milliseconds> parse_retry(std::string_view value) noexcept {
-        if (value.empty()) return std::nullopt;
+    // can hold saturates. Out of line: a rare field, kept out of the line
+    // reader's code.
+    RESIL_DETAIL_NOINLINE static std::optional<std::chrono::milliseconds> parse_retry(std::string_view value) noexcept {
         using rep = std::chrono::milliseconds::rep;
-        constexpr rep top = std::numeric_limits<rep>::max();
-        rep ms = 0;
-        for (const char c : value) {
-            if (c < '0' || c > '9') return std::nullopt;
-            const rep digit = c - '0';
-            ms = ms > (top - digit) / 10 ? top : ms * 10 + digit;
-        }
-        return std::chrono::milliseconds{ms};
+        const auto ms = resil::detail::parse_digits(value, std::numeric_limits<rep>::max());
+        if (!ms) return std::nullopt;
+        return std::chrono::milliseconds{*ms};
     }
 
     template <class OnEvent>

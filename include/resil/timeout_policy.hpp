@@ -30,6 +30,11 @@ using timeout_policy_options = resil::timeouts;
 
 class timeout_policy {
 public:
+    /// Reads the call's context (the pipeline's clock) and keeps no state
+    /// across calls: no clock, no metrics() (resil/policy_checklist.hpp).
+    static constexpr resil::time_source time_source = resil::time_source::call_context;
+    static constexpr bool stateless = true;
+
     /// Throws std::invalid_argument when options.validate() names a field.
     explicit timeout_policy(timeout_policy_options options) : timeouts_(options) {
         throw_if_invalid("resil::timeout_policy", timeouts_.validate());

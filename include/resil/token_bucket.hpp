@@ -21,11 +21,19 @@
 // drift and no overflow anywhere in the documented range (rate 1e-3 … 1e9 per
 // second). A rejected request takes nothing. Share one bucket per limited
 // resource; it is not copyable (pass it to a pipeline with std::ref).
+// metrics() counts the answers in per-thread stripes (detail/stripes.hpp):
+// a thread that holds its stripe alone counts with a plain store, no locked
+// instruction, on a line no other core writes. Memory: 2 × 128 bytes per
+// stripe, allocated at construction (default_stripe_count(): this machine's
+// hardware threads, rounded up to a power of two, at most 64); a program
+// that keeps buckets by the thousand (one per client) passes stripe_count 1:
+// 256 bytes each.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -40,9 +48,11 @@
 #include "deadline.hpp"
 #include "detail/gcra.hpp"
 #include "detail/saturate.hpp"
+#include "detail/stripes.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
 #include "policy_steps.hpp"
+#include "rate_limit_decision.hpp"
 #include "validation.hpp"
 
 namespace resil {
@@ -94,38 +104,27 @@ RESIL_DECL validation_result token_bucket_options::validate() const {
 }
 #endif
 
-/// What a token bucket said about a request.
-enum class token_bucket_status : std::uint8_t {
-    granted,        ///< the tokens were taken
-    rejected,       ///< not enough tokens now (for acquire(): not before the deadline); see `wait`
-    exceeds_burst,  ///< more tokens than the bucket can ever hold: no wait will help
-    cancelled,      ///< acquire() only: the stop token fired; nothing was taken
-};
+/// What a token bucket said about a request: resil::rate_limit_status under
+/// its former name (granted, rejected, exceeds_burst, cancelled; a bucket
+/// never answers unavailable or no_time).
+using token_bucket_status = rate_limit_status;
 
-[[nodiscard]] constexpr std::string_view to_string(token_bucket_status s) noexcept {
-    switch (s) {
-        case token_bucket_status::granted: return "granted";
-        case token_bucket_status::rejected: return "rejected";
-        case token_bucket_status::exceeds_burst: return "exceeds_burst";
-        case token_bucket_status::cancelled: return "cancelled";
-    }
-    return "unknown";
-}
+/// The answer to one request for tokens: resil::rate_limit_decision under
+/// its former name. A bucket's answers: `source` is decided_by::local for
+/// every answer that read the bucket (grants, rejections), none for the
+/// others (n = 0, exceeds_burst, cancelled); `remaining` and `reset` are
+/// where the bucket stands after the decision.
+using token_bucket_result = rate_limit_decision;
 
-/// The answer to one request for tokens.
-struct token_bucket_result {
-    token_bucket_status status = token_bucket_status::granted;
-    /// rejected: how long until the tokens exist (at least 1 ns). granted by
-    /// acquire(): how long it slept for them. Otherwise zero.
-    duration wait{};
-    /// rejected: `wait` rounded up to whole seconds and at least 1 s, the
-    /// value of a Retry-After header. Otherwise zero.
-    std::chrono::seconds retry_after{};
+/// What a token bucket has answered since construction; a snapshot (each
+/// count read relaxed: exact when no request is in progress).
+struct token_bucket_metrics {
+    std::uint64_t granted = 0;        ///< requests that took their tokens (n = 0, which takes none, is not counted)
+    std::uint64_t rejected = 0;       ///< not enough tokens (before the deadline)
+    std::uint64_t exceeds_burst = 0;  ///< more tokens than the bucket can ever hold
+    std::uint64_t cancelled = 0;      ///< waits for tokens cut short by the stop token
 
-    [[nodiscard]] constexpr bool granted() const noexcept { return status == token_bucket_status::granted; }
-    explicit constexpr operator bool() const noexcept { return granted(); }
-
-    friend constexpr bool operator==(const token_bucket_result&, const token_bucket_result&) = default;
+    friend bool operator==(const token_bucket_metrics&, const token_bucket_metrics&) = default;
 };
 
 /// A token bucket on `Clock`. Thread-safe and lock-free: every member may be
@@ -134,16 +133,23 @@ struct token_bucket_result {
 /// what lets a pipeline share it by std::ref.
 template <clock Clock = steady_clock>
 class basic_token_bucket {
+    struct counters;  // below: counts, per thread
+
 public:
     using clock_type = Clock;
+    /// Reads its own clock (resil/clock.hpp, time_source).
+    static constexpr resil::time_source time_source = resil::time_source::own_clock;
 
     /// A full bucket. Throws std::invalid_argument when options.validate()
     /// names a field: "resil::token_bucket: `burst` must be in [1, 1000000000000000], got 0".
-    explicit basic_token_bucket(token_bucket_options options = {}, Clock clock = {})
+    /// `stripe_count`: the per-thread counters of metrics() (see the banner).
+    explicit basic_token_bucket(token_bucket_options options = {}, Clock clock = {},
+                                std::size_t stripe_count = detail::default_stripe_count())
         : options_(validated(options)),
           params_(detail::gcra::make_params(options_.rate, options_.burst)),
           clock_(std::move(clock)),
-          origin_(clock_.now()) {}
+          origin_(clock_.now()),
+          counts_(stripe_count) {}
 
     basic_token_bucket(const basic_token_bucket&) = delete;
     basic_token_bucket& operator=(const basic_token_bucket&) = delete;
@@ -151,22 +157,20 @@ public:
     /// Takes `n` tokens now if the bucket holds them; never waits. n = 0 is
     /// granted and takes nothing; n > burst is `exceeds_burst`. Throws
     /// std::invalid_argument for a negative n. Does not allocate.
-    [[nodiscard]] token_bucket_result try_acquire(std::int64_t n = 1) const { return try_acquire(clock_.now(), n); }
+    [[nodiscard]] RESIL_DETAIL_ALWAYS_INLINE token_bucket_result try_acquire(std::int64_t n = 1) const {
+        return try_acquire(clock_.now(), n);
+    }
 
     /// try_acquire as of instant `now` (a reading of this bucket's clock),
     /// for callers that already read the clock.
-    [[nodiscard]] token_bucket_result try_acquire(time_point now, std::int64_t n = 1) const {
-        if (auto early = screen(n)) return *early;
-        const auto elapsed = elapsed_ns(now);
-        const auto now_units = detail::gcra::to_units(params_, elapsed);
-        // Relaxed is enough: the word is the whole state and publishes no
-        // other data; its modification order alone keeps the count exact.
-        auto tat = tat_.load(std::memory_order_relaxed);
-        for (;;) {
-            const auto d = detail::gcra::decide(params_, tat, now_units, n);
-            if (!d.conforming) return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed);
-            if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) return {};
-        }
+    /// Always inlined: the answer's `remaining` and `reset` cost a division
+    /// that the compiler drops where they are not read.
+    [[nodiscard]] RESIL_DETAIL_ALWAYS_INLINE token_bucket_result try_acquire(time_point now, std::int64_t n = 1) const {
+        if (n <= 0 || n > params_.burst) [[unlikely]]
+            return unusual(n);
+        const auto t = take(now, n);
+        if (!t.granted) return rejected(t.wait_ns, t.tat, t.now_units, t.elapsed);
+        return standing({}, t.tat, t.now_units, t.elapsed);
     }
 
     /// Takes `n` tokens, sleeping (interruptibly, through resil::sleep_until on
@@ -181,6 +185,46 @@ public:
     [[nodiscard]] token_bucket_result acquire(const basic_deadline<Clock>& until, std::int64_t n = 1,
                                 std::stop_token stop = {}) const {
         return acquire_until(clock_.now(), until.when(), n, stop);
+    }
+
+    /// What start_acquire() decided: the answer, or a reservation to wait for.
+    class pending_acquire {
+    public:
+        /// True when the tokens are reserved and exist only at until(): wait,
+        /// then call finish_acquire().
+        [[nodiscard]] bool waits() const noexcept { return held_.pending; }
+        [[nodiscard]] time_point until() const noexcept { return until_; }
+        /// The answer when !waits().
+        [[nodiscard]] const token_bucket_result& result() const noexcept { return result_; }
+
+    private:
+        friend class basic_token_bucket;
+        detail::gcra::reservation held_{};
+        time_point until_{};
+        token_bucket_result result_{};
+    };
+
+    /// acquire() in two halves, for callers that wait without blocking a
+    /// thread (on an event loop): start_acquire() grants, rejects or reserves
+    /// the tokens as acquire() does and says until when to wait;
+    /// finish_acquire() after that wait, `reached` false when it was cut short
+    /// (the reservation goes back as acquire()'s does: `cancelled`).
+    /// acquire() is the two with the clock's sleep between them.
+    [[nodiscard]] pending_acquire start_acquire(const basic_deadline<Clock>& until, std::int64_t n = 1,
+                                                const std::stop_token& stop = {}) const {
+        return start_at(clock_.now(), until.when(), n, stop);
+    }
+    [[nodiscard]] token_bucket_result finish_acquire(pending_acquire& p, bool reached) const {
+        p.held_.pending = false;
+        if (!reached) {
+            cancel(p.held_);
+            return tally({token_bucket_status::cancelled, {}, {}});
+        }
+        // Where the bucket stood at the decision, its reset counted down by the wait.
+        auto granted = p.result_;
+        granted.wait = duration{p.held_.wait_ns};
+        granted.reset = granted.reset > granted.wait ? granted.reset - granted.wait : duration::zero();
+        return tally(granted);
     }
 
     /// acquire() within a call's context: its deadline and its stop token.
@@ -212,6 +256,19 @@ public:
 
     [[nodiscard]] const token_bucket_options& options() const noexcept { return options_; }
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
+
+    /// Requests answered since construction, by answer (the pipeline's
+    /// included), counted per thread: exact when no request is in progress.
+    [[nodiscard]] token_bucket_metrics metrics() const noexcept {
+        token_bucket_metrics m;
+        for (std::size_t i = 0; i < counts_.size(); ++i) {
+            m.granted += counts_[i].granted.load(std::memory_order_relaxed);
+            m.rejected += counts_[i].rejected.load(std::memory_order_relaxed);
+            m.exceeds_burst += counts_[i].exceeds_burst.load(std::memory_order_relaxed);
+            m.cancelled += counts_[i].cancelled.load(std::memory_order_relaxed);
+        }
+        return m;
+    }
 
     /// As a pipeline policy: one token per call. Without a token the call is
     /// rejected with reason::rate_limited and the wait as its retry_after
@@ -248,19 +305,11 @@ public:
         // (one clock read per attempt); the bucket's own clock otherwise: a
         // context built by the caller may carry another time line.
         const auto now = shares_readings(ctx) ? ctx.recent_now() : clock_.now();
-        token_bucket_result r;
-        if (options_.max_wait > duration::zero()) {
-            const auto patience = detail::saturating_add(now, options_.max_wait);
-            const auto call_deadline = ctx.deadline_instant();
-            r = reserve(now, call_deadline < patience ? call_deadline : patience, 1, ctx.stop_token(),
-                        a.reservation_);
-            if (r && a.reservation_.pending)
-                return layer_in::wait_until(detail::saturating_add(origin_, duration{a.reservation_.ready_ns}));
-        } else {
-            r = try_acquire(now, 1);
-        }
-        if (r) return layer_in::proceed();
-        return reject(ctx, r);
+        if (options_.max_wait > duration::zero()) return enter_waiting(ctx, a, now);
+        // The decision alone: a pipeline reads no `remaining` or `reset`.
+        const auto t = take(now, 1);
+        if (t.granted) return layer_in::proceed();
+        return reject(ctx, rejected(t.wait_ns));
     }
 
     /// After the wait enter() asked for: `reached` false when it was cut
@@ -269,9 +318,12 @@ public:
     template <class Context>
     layer_in waited(Context& ctx, admission& a, bool reached) const {
         ctx.forget_now();  // it waited
-        if (reached) return layer_in::proceed();
+        if (reached) {
+            count(&counters::granted);
+            return layer_in::proceed();
+        }
         cancel(a.reservation_);
-        return reject(ctx, {token_bucket_status::cancelled, {}, {}});
+        return reject(ctx, tally({token_bucket_status::cancelled, {}, {}}));
     }
 
     /// Nothing to do on the way out: the token is spent.
@@ -301,11 +353,104 @@ private:
         return std::nullopt;
     }
 
+    // `r` as decided by this bucket, with where it stands: whole tokens at
+    // `now_units` given `tat`, and the wait until it gains one more (zero
+    // when full). Callers that ignore these (the pipeline) let the compiler
+    // drop the arithmetic: it is pure.
+    token_bucket_result standing(token_bucket_result r, std::int64_t tat, std::int64_t now_units,
+                                 std::int64_t elapsed) const noexcept {
+        r.source = decided_by::local;
+        r.remaining = detail::gcra::whole_tokens(params_, tat, now_units);
+        const auto next = detail::gcra::next_token_at(params_, tat, now_units);
+        r.reset = next == 0 ? duration::zero() : duration{detail::gcra::first_ns_at(params_, next) - elapsed};
+        return r;
+    }
+
+    // enter() with max_wait: reserves the token, up to max_wait (within the
+    // call's deadline) ahead. Apart, so that enter() stays small enough to
+    // inline where the pipeline never waits.
+    template <class Context>
+    RESIL_DETAIL_NOINLINE layer_in enter_waiting(Context& ctx, admission& a, time_point now) const {
+        const auto patience = detail::saturating_add(now, options_.max_wait);
+        const auto call_deadline = ctx.deadline_instant();
+        const auto r = reserve(now, call_deadline < patience ? call_deadline : patience, 1, ctx.stop_token(),
+                               a.reservation_);
+        if (r && a.reservation_.pending)  // counted when the wait ends (waited())
+            return layer_in::wait_until(detail::saturating_add(origin_, duration{a.reservation_.ready_ns}));
+        if (tally(r)) return layer_in::proceed();
+        return reject(ctx, r);
+    }
+
+    // One decision on n tokens (1 <= n <= burst) at `now`, counted: granted
+    // (`tat` the word stored) or not (`tat` the word read, `wait_ns` until
+    // the tokens exist); with the instant in units and ns, for the standing.
+    struct taken {
+        bool granted = false;
+        std::int64_t wait_ns = 0;
+        std::int64_t tat = 0;
+        std::int64_t now_units = 0;
+        std::int64_t elapsed = 0;
+    };
+    taken take(time_point now, std::int64_t n) const noexcept {
+        const auto elapsed = elapsed_ns(now);
+        const auto now_units = detail::gcra::to_units(params_, elapsed);
+        // Relaxed is enough: the word is the whole state and publishes no
+        // other data; its modification order alone keeps the count exact.
+        auto tat = tat_.load(std::memory_order_relaxed);
+        for (;;) {
+            const auto d = detail::gcra::decide(params_, tat, now_units, n);
+            if (!d.conforming) {
+                count(&counters::rejected);
+                return {false, detail::gcra::first_ns_at(params_, d.ready_at) - elapsed, tat, now_units, elapsed};
+            }
+            if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) {
+                count(&counters::granted);
+                return {true, 0, d.new_tat, now_units, elapsed};
+            }
+        }
+    }
+
+    // The answers to n <= 0 and n > burst (screen()), counted; out of line,
+    // to keep try_acquire() small.
+    RESIL_DETAIL_NOINLINE token_bucket_result unusual(std::int64_t n) const { return tally(*screen(n)); }
+
+    // Counts in this thread's stripe: a plain store where the thread writes
+    // its cell alone (a locked add would cost a grant as much as its
+    // compare-and-swap), else an atomic add on a cell it shares.
+    void count(std::atomic<std::uint64_t> counters::*kind) const noexcept {
+        const auto cell = counts_.local();
+        auto& c = cell.value.*kind;
+        if (cell.alone) c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        else c.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    // Counts an answer in metrics(); returns it. A grant that took nothing
+    // (n = 0: nobody decided) is not counted. Out of line: the answers of
+    // the paths that wait, or of the unusual requests.
+    RESIL_DETAIL_NOINLINE const token_bucket_result& tally(const token_bucket_result& r) const noexcept {
+        switch (r.status) {
+            case rate_limit_status::granted:
+                if (r.source != decided_by::none) count(&counters::granted);
+                break;
+            case rate_limit_status::rejected: count(&counters::rejected); break;
+            case rate_limit_status::exceeds_burst: count(&counters::exceeds_burst); break;
+            case rate_limit_status::cancelled: count(&counters::cancelled); break;
+            case rate_limit_status::unavailable:
+            case rate_limit_status::no_time: break;  // a bucket never answers these
+        }
+        return r;
+    }
+
     // Every rejection's answer: the wait (at least 1 ns) and Retry-After, the
-    // wait in whole seconds rounded up (a wait is below 2^61 ns).
+    // wait in whole seconds rounded up (a wait is below 2^61 ns); with where
+    // the bucket stands, or without (the pipeline's).
     static token_bucket_result rejected(std::int64_t wait_ns) noexcept {
         return {token_bucket_status::rejected, duration{wait_ns > 0 ? wait_ns : 1},
                 std::chrono::seconds{detail::gcra::retry_after_seconds(wait_ns)}};
+    }
+    token_bucket_result rejected(std::int64_t wait_ns, std::int64_t tat, std::int64_t now_units,
+                                 std::int64_t elapsed) const noexcept {
+        return standing(rejected(wait_ns), tat, now_units, elapsed);
     }
 
     // Nanoseconds since the origin, clamped to [0, max_elapsed_ns].
@@ -315,18 +460,23 @@ private:
 
     token_bucket_result acquire_until(time_point now, time_point until, std::int64_t n,
                                       const std::stop_token& stop) const {
-        detail::gcra::reservation held{};
-        const auto r = reserve(now, until, n, stop, held);
-        if (!r || !held.pending) return r;
-        // Sleep until the instant the tokens exist, not for `wait` from the
-        // entry reading: time lost between that reading and the sleep (a
-        // preemption) must not be added, and a reading ahead of the clock
-        // (another CPU's, a bogus one) must not wake the caller early.
-        if (!resil::sleep_until(clock_, detail::saturating_add(origin_, duration{held.ready_ns}), stop)) {
-            cancel(held);
-            return {token_bucket_status::cancelled, {}, {}};
-        }
-        return {token_bucket_status::granted, duration{held.wait_ns}, {}};
+        pending_acquire p = start_at(now, until, n, stop);
+        if (!p.waits()) return p.result_;  // tallied by start_at
+        return finish_acquire(p, resil::sleep_until(clock_, p.until_, stop));
+    }
+
+    // Sleep (or wait) until the instant the tokens exist, not for `wait` from
+    // the entry reading: time lost between that reading and the sleep (a
+    // preemption) must not be added, and a reading ahead of the clock
+    // (another CPU's, a bogus one) must not wake the caller early.
+    pending_acquire start_at(time_point now, time_point until, std::int64_t n, const std::stop_token& stop) const {
+        pending_acquire p;
+        p.result_ = reserve(now, until, n, stop, p.held_);
+        if (p.result_ && p.held_.pending)
+            p.until_ = detail::saturating_add(origin_, duration{p.held_.ready_ns});
+        else
+            tally(p.result_);
+        return p;
     }
 
     // acquire_until without the sleep: grants at once (held.pending false),
@@ -346,14 +496,14 @@ private:
         detail::gcra::decision d;
         for (;;) {  // on success `tat` keeps the value replaced, for a refund
             d = detail::gcra::decide(params_, tat, now_units, n, lookahead);
-            if (!d.conforming) return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed);
+            if (!d.conforming)
+                return rejected(detail::gcra::first_ns_at(params_, d.ready_at) - elapsed, tat, now_units, elapsed);
             if (tat_.compare_exchange_weak(tat, d.new_tat, std::memory_order_relaxed)) break;
         }
         const auto ready_ns = detail::gcra::first_ns_at(params_, d.ready_at);
         const auto wait_ns = ready_ns - elapsed;
-        if (wait_ns <= 0) return {};
-        held = {tat, d.new_tat, ready_ns, wait_ns, true};
-        return {};
+        if (wait_ns > 0) held = {tat, d.new_tat, ready_ns, wait_ns, true};
+        return standing({}, d.new_tat, now_units, elapsed);
     }
 
     // Undo a reservation only while it is still the last change: then
@@ -379,6 +529,14 @@ private:
     detail::gcra::params params_;
     [[no_unique_address]] Clock clock_;
     time_point origin_;
+    // The answers, counted per thread (metrics()).
+    struct counters {
+        std::atomic<std::uint64_t> granted{0};
+        std::atomic<std::uint64_t> rejected{0};
+        std::atomic<std::uint64_t> exceeds_burst{0};
+        std::atomic<std::uint64_t> cancelled{0};
+    };
+    detail::owned_stripes<counters> counts_;
     // The theoretical arrival time, in units since origin_ (see detail/gcra.hpp).
     // 0 means full at the origin.
     mutable std::atomic<std::int64_t> tat_{0};

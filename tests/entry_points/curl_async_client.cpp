@@ -1,7 +1,7 @@
-// resil/curl/async_client.hpp alone: its entry points instantiated, with a
-// callback and use_awaitable, and the response judged by the classifier
-// the pipelines and hedged() find by ADL.
-#include <resil/curl/async_client.hpp>
+// resil/curl_asio/async_client.hpp alone: its entry points instantiated,
+// with a callback and use_awaitable, and the response judged by the
+// classifier the pipelines and hedged() find by ADL.
+#include <resil/curl_asio/async_client.hpp>
 
 #include <asio/awaitable.hpp>
 #include <asio/co_spawn.hpp>

@@ -1,8 +1,9 @@
-// resil/asio/hedge.hpp with resil/curl/async_client.hpp, the two headers
-// docs/curl_async.md ("Hedged calls") names: hedged() over async_perform,
-// each copy's response judged by resil::curl::classify, found by ADL.
+// resil/asio/hedge.hpp with resil/curl_asio/async_client.hpp, the two
+// headers docs/curl_async.md ("Hedged calls") names: hedged() over
+// async_perform, each copy's response judged by resil::curl::classify, found
+// by ADL.
 #include <resil/asio/hedge.hpp>
-#include <resil/curl/async_client.hpp>
+#include <resil/curl_asio/async_client.hpp>
 
 #include <asio/awaitable.hpp>
 

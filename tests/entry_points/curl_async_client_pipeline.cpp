@@ -1,8 +1,9 @@
-// resil/asio/pipeline.hpp with resil/curl/async_client.hpp: an asynchronous
-// pipeline whose callable is async_perform (the (context, token) form and
-// an awaitable), its responses judged by resil::curl::classify, found by ADL.
+// resil/asio/pipeline.hpp with resil/curl_asio/async_client.hpp: an
+// asynchronous pipeline whose callable is async_perform (the (context, token)
+// form and an awaitable), its responses judged by resil::curl::classify,
+// found by ADL.
 #include <resil/asio/pipeline.hpp>
-#include <resil/curl/async_client.hpp>
+#include <resil/curl_asio/async_client.hpp>
 
 #include <asio/awaitable.hpp>
 #include <asio/use_awaitable.hpp>

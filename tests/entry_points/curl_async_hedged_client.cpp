@@ -1,6 +1,6 @@
-// resil/curl/async_hedged_client.hpp alone, as docs/curl_async.md names it:
-// hedged_client::perform instantiated, with and without a listener.
-#include <resil/curl/async_hedged_client.hpp>
+// resil/curl_asio/async_hedged_client.hpp alone, as docs/curl_async.md
+// names it: hedged_client::perform instantiated, with and without a listener.
+#include <resil/curl_asio/async_hedged_client.hpp>
 
 namespace resil_entry_points {
 

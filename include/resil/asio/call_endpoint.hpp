@@ -1,5 +1,5 @@
 // resil/asio/call_endpoint.hpp — one attempt of an asynchronous call, sent to
-// an endpoint a balancer picks: resil::call_endpoint's rules (balancing/call.hpp)
+// an endpoint a balancer picks: resil::call_endpoint's rules (balancer/call.hpp)
 // on Asio, with the same steps.
 //
 //   resil::tried_endpoints tried;                      // one per call, shared by its retries and hedge copies
@@ -45,7 +45,7 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
-#include "../balancing/call.hpp"
+#include "../balancer/call.hpp"
 #include "../outcome.hpp"
 #include "pipeline.hpp"
 

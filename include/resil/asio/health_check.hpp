@@ -1,4 +1,4 @@
-// resil/asio/health_check.hpp — active health checks (resil/balancing/
+// resil/asio/health_check.hpp — active health checks (resil/balancer/
 // health_check.hpp) driven by an Asio executor instead of a thread of the
 // caller's: a steady_timer wakes the checker when its next probe is due.
 //
@@ -39,7 +39,7 @@
 #include <system_error>
 #include <thread>
 
-#include "../balancing/health_check.hpp"
+#include "../balancer/health_check.hpp"
 
 namespace resil::asio {
 

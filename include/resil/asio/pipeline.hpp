@@ -385,21 +385,14 @@ private:
         return r;
     }
 
-    // Layer I's way in. A policy whose enter() blocks enters through its
-    // async_enter (`entering`); a nested policy starts its coroutine
+    // Layer I's way in: its enter(); a nested policy starts its coroutine
     // (`nested`), which runs every layer inside it.
     template <std::size_t I, class Out, class F, class Classifier>
-    layer_in enter_layer(pctx_type& ctx, states_t<Out>& states, std::optional<::asio::awaitable<layer_in>>& entering,
-                         std::optional<::asio::awaitable<Out>>& nested, const call_env<F, Classifier>& env) const {
+    layer_in enter_layer(pctx_type& ctx, states_t<Out>& states, std::optional<::asio::awaitable<Out>>& nested,
+                         const call_env<F, Classifier>& env) const {
         using P = policy_t<I>;
         if constexpr (stepped<I, Out>) {
-            auto& s = std::get<I>(states).emplace();
-            if constexpr (resil::detail::enter_blocks<P>) {
-                if constexpr (detail::has_async_enter<P>) entering.emplace(async_enter<P>::enter(policy_at<I>(), ctx, s));
-                return layer_in::proceed();  // without an async_enter: refused as the pipeline is built
-            } else {
-                return settled_in<I, Out>(states, policy_at<I>().enter(ctx, s));
-            }
+            return settled_in<I, Out>(states, policy_at<I>().enter(ctx, std::get<I>(states).emplace()));
         } else if constexpr (detail::nests<P>) {
             nested.emplace(policy_at<I>().async_execute(ctx, [this, inner = env](pctx_type& c) mutable {
                 inner.ctx = &c;
@@ -411,15 +404,16 @@ private:
         }
     }
 
-    // What an asynchronous way in said (after async_enter).
+    // The wait enter() asked for: until its instant, on the policy's clock;
+    // or the policy's own async_wait (a wait on something other than time:
+    // the Redis limiter's round trip).
     template <std::size_t I, class Out>
-    static layer_in entered_layer(states_t<Out>& states, layer_in in) {
-        if constexpr (stepped<I, Out>) return settled_in<I, Out>(states, in);
-        return in;
-    }
-
-    template <std::size_t I, class Out>
-    ::asio::awaitable<bool> wait_in_layer(pctx_type& ctx, time_point until) const {
+    ::asio::awaitable<bool> wait_in_layer(pctx_type& ctx, states_t<Out>& states, time_point until) const {
+        if constexpr (stepped<I, Out>) {
+            using S = resil::detail::call_state_t<policy_t<I>, pctx_type, Out>;
+            if constexpr (resil::detail::waits_asynchronously<policy_t<I>, pctx_type, S>)
+                return policy_at<I>().async_wait(ctx, *std::get<I>(states), until);
+        }
         return wait_until(resil::detail::wait_clock(policy_at<I>(), ctx), until, ctx.stop_token());
     }
 
@@ -528,19 +522,13 @@ private:
             for (;;) {
                 // In: each layer's enter, until one refuses the call or all let it through.
                 while (!out && i < layer_count) {
-                    std::optional<::asio::awaitable<layer_in>> entering;
                     std::optional<::asio::awaitable<Out>> nested;
                     auto in = dispatch<K, layer_in>(i, [&](auto I) {
-                        return this->enter_layer<decltype(I)::value, Out>(ctx, states, entering, nested, env);
+                        return this->enter_layer<decltype(I)::value, Out>(ctx, states, nested, env);
                     });
-                    if (entering) {
-                        const layer_in entered = co_await std::move(*entering);
-                        in = dispatch<K, layer_in>(
-                            i, [&](auto I) { return entered_layer<decltype(I)::value, Out>(states, entered); });
-                    }
                     if (in.waits()) {
                         const bool reached = co_await dispatch<K, ::asio::awaitable<bool>>(i, [&](auto I) {
-                            return this->wait_in_layer<decltype(I)::value, Out>(ctx, in.until());
+                            return this->wait_in_layer<decltype(I)::value, Out>(ctx, states, in.until());
                         });
                         in = dispatch<K, layer_in>(
                             i, [&](auto I) { return this->waited_layer<decltype(I)::value, Out>(ctx, states, reached); });

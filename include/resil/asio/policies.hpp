@@ -25,10 +25,8 @@
 // resil::asio::outcome_of_t<Next, Context>::rejected(reason) instead.
 //
 // A policy whose way in waits on something other than time — a round trip to
-// a store, resil::redis::rate_limiter's — says so (`static constexpr bool
-// enter_blocks = true;`: its enter() would block an Asio thread) and gets an
-// asynchronous way in from a specialisation of resil::asio::async_enter
-// (below), beside its Asio support.
+// a store, resil::redis::async_rate_limiter's — has a step of its own that
+// the pipeline awaits instead of a timer (policy_steps.hpp: async_wait).
 #pragma once
 
 #include "config.hpp"  // first: before any Asio header
@@ -60,9 +58,6 @@ using next_outcome_t = typename awaited<std::invoke_result_t<Next&, Context&>>::
 
 template <class>
 inline constexpr bool always_false = false;
-
-/// The primary async_enter: none.
-struct no_async_enter {};
 }  // namespace detail
 
 /// The resil::outcome<T> that `next(ctx)` completes with, in a policy's
@@ -70,19 +65,6 @@ struct no_async_enter {};
 /// then `co_return result::rejected(reason::shed);` refuses the call.
 template <class Next, class Context>
 using outcome_of_t = detail::next_outcome_t<Next, Context>;
-
-/// The asynchronous way in of a policy whose enter() blocks (enter_blocks:
-/// a round trip to a store). Specialise it for such a policy P with
-///
-///   template <class Context, class State>
-///   static asio::awaitable<resil::layer_in> enter(const P& policy, Context& ctx, State& s);
-///
-/// which the pipeline awaits instead of calling policy.enter(ctx, s); the
-/// rest of P's steps (waited, leave) are shared with the blocking pipeline.
-/// The Redis limiter's asynchronous form is to be written here, beside its
-/// non-blocking round trip.
-template <class P>
-struct async_enter : detail::no_async_enter {};
 
 namespace detail {
 
@@ -95,12 +77,6 @@ template <class P>
 concept written_as_steps = policy_steps<P, probe_context, probe_outcome>;
 
 template <class P>
-inline constexpr bool has_async_enter = !std::is_base_of_v<no_async_enter, async_enter<P>>;
-
-template <class P>
-concept enters_asynchronously = !resil::detail::enter_blocks<P> || has_async_enter<P>;
-
-template <class P>
 concept nests = requires(const P& p, probe_context& ctx,
                          ::asio::awaitable<probe_outcome> (*next)(probe_context&)) {
     p.async_execute(ctx, next);
@@ -108,12 +84,10 @@ concept nests = requires(const P& p, probe_context& ctx,
 
 }  // namespace detail
 
-/// Whether resil::asio::pipeline can run policy P: written as steps (that
-/// enter without blocking, or with an async_enter), or with a member
-/// async_execute.
+/// Whether resil::asio::pipeline can run policy P: written as steps, or
+/// with a member async_execute.
 template <class P>
-inline constexpr bool has_asynchronous_form =
-    (detail::written_as_steps<P> && detail::enters_asynchronously<P>) || detail::nests<P>;
+inline constexpr bool has_asynchronous_form = detail::written_as_steps<P> || detail::nests<P>;
 
 namespace detail {
 

@@ -46,7 +46,7 @@
 //
 // Where the pieces live: options and their validation (options.hpp), steps
 // 1 and 2 and the read-inactivity timer (detail/attempt.hpp, shared with the
-// asynchronous client, async_client.hpp), the
+// asynchronous client, resil/curl_asio/async_client.hpp), the
 // easy handle's set-up (detail/setup.hpp), libcurl's callbacks
 // (detail/capture.hpp), the transfer loop (detail/blocking_transfer.hpp),
 // what an ended transfer comes to (detail/transfer_result.hpp) and the

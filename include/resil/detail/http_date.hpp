@@ -15,18 +15,9 @@
 #include <optional>
 #include <string_view>
 
+#include "http_text.hpp"
+
 namespace resil::detail {
-
-// Locale-free character classes: <cctype> consults the global locale.
-[[nodiscard]] constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-// OWS of RFC 9110 §5.6.3.
-[[nodiscard]] constexpr bool is_ows(char c) noexcept { return c == ' ' || c == '\t'; }
-
-[[nodiscard]] constexpr std::string_view trim_ows(std::string_view text) noexcept {
-    while (!text.empty() && is_ows(text.front())) text.remove_prefix(1);
-    while (!text.empty() && is_ows(text.back())) text.remove_suffix(1);
-    return text;
-}
 
 [[nodiscard]] constexpr bool is_leap_year(std::int64_t year) noexcept {
     return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);

@@ -68,15 +68,22 @@
 // clang-cl take the GNU attributes; MSVC has noinline only.
 //
 //   [[noreturn]] RESIL_DETAIL_COLD inline void throw_bad_url(std::string_view url);
+//
+// RESIL_DETAIL_ALWAYS_INLINE is for a decision core whose answer carries
+// more than most callers read (a rate limiter's `remaining` and `reset`):
+// inlined, the arithmetic of what a caller ignores is dropped.
 #if defined(__GNUC__) || defined(__clang__)
 #define RESIL_DETAIL_COLD __attribute__((noinline, cold))
 #define RESIL_DETAIL_NOINLINE __attribute__((noinline))
+#define RESIL_DETAIL_ALWAYS_INLINE __attribute__((always_inline))
 #elif defined(_MSC_VER)
 #define RESIL_DETAIL_COLD __declspec(noinline)
 #define RESIL_DETAIL_NOINLINE __declspec(noinline)
+#define RESIL_DETAIL_ALWAYS_INLINE __forceinline
 #else
 #define RESIL_DETAIL_COLD
 #define RESIL_DETAIL_NOINLINE
+#define RESIL_DETAIL_ALWAYS_INLINE
 #endif
 
 // Header-only by default: every function is inline and compiled in each

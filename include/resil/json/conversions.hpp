@@ -1,13 +1,16 @@
 // resil/json/conversions.hpp — nlohmann's own conversions for resil's
 // options, so `j.get<resil::retry_options>()` and `nlohmann::json j = options;`
 // work too: reading through resil::json::read (strict, no path prefix),
-// writing through resil::json::write.
+// writing through resil::json::write. Every options type with a key table
+// (json/fields.hpp and the headers beside it) has them, and resil::backoff.
 //
 //   nlohmann::json j = resil::retry_options{};
 //   auto back = j.get<resil::retry_options>();
 #pragma once
 
 #include <nlohmann/json.hpp>
+
+#include <type_traits>
 
 #include "../backoff.hpp"
 #include "../circuit_breaker/options.hpp"
@@ -20,26 +23,23 @@
 #include "read.hpp"
 #include "write.hpp"
 
+namespace resil::json::detail {
+/// What nlohmann converts through resil::json: a backoff, and every options type.
+template <class T>
+concept converted = std::is_same_v<T, resil::backoff> || options_type<T>;
+}  // namespace resil::json::detail
+
 namespace nlohmann {
-#define RESIL_JSON_SERIALIZER(type)                                                   \
-    template <>                                                                       \
-    struct adl_serializer<type> {                                                     \
-        template <class Json>                                                         \
-        static void to_json(Json& j, const type& value) {                            \
-            j = ::resil::json::write<Json>(value);                                    \
-        }                                                                             \
-        template <class Json>                                                         \
-        static void from_json(const Json& j, type& value) {                          \
-            value = ::resil::json::read<type>(j);                                     \
-        }                                                                             \
-    };
-RESIL_JSON_SERIALIZER(::resil::timeouts)
-RESIL_JSON_SERIALIZER(::resil::backoff)
-RESIL_JSON_SERIALIZER(::resil::retry_options)
-RESIL_JSON_SERIALIZER(::resil::retry_budget_options)
-RESIL_JSON_SERIALIZER(::resil::circuit_breaker_options)
-RESIL_JSON_SERIALIZER(::resil::token_bucket_options)
-RESIL_JSON_SERIALIZER(::resil::concurrency_limit_options)
-RESIL_JSON_SERIALIZER(::resil::json::pipeline_config)
-#undef RESIL_JSON_SERIALIZER
+template <class T>
+    requires ::resil::json::detail::converted<T>
+struct adl_serializer<T, void> {
+    template <class Json>
+    static void to_json(Json& j, const T& value) {
+        j = ::resil::json::write<Json>(value);
+    }
+    template <class Json>
+    static void from_json(const Json& j, T& value) {
+        value = ::resil::json::read<T>(j);
+    }
+};
 }  // namespace nlohmann

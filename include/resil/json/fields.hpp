@@ -5,15 +5,25 @@
 //
 //   fields<retry_budget_options>::list  // {"ratio", &ratio}, {"min_per_second", ...}, {"window", ...}
 //
-// A key's JSON form follows its member's type (numbers, booleans, durations
-// as text, verdict sets and enumerations by name, a backoff as an object)
-// unless the entry names another codec: as_limit (a timeout, null for
-// "no limit") or as_section (a pipeline_config section, read and validated
-// as its own type).
+// A key's JSON form follows its member's type (numbers, booleans, strings,
+// durations as text, verdict and reason sets and enumerations by name, a
+// backoff as an object, an options type with a table of its own as a nested
+// object, null for an empty optional one) unless the entry names another
+// codec: as_limit (a timeout, null for "no limit") or as_section (a
+// pipeline_config section, read and validated as its own type).
+//
+// This header holds the tables of the pipeline_config sections and of the
+// deadline; the other policies' are beside their headers' weight, each
+// included by resil/json.hpp: json/adaptive.hpp (paced_bucket,
+// adaptive_limit, adaptive_throttle), json/hedge.hpp, json/fallback.hpp,
+// json/balancing.hpp (balancer, outlier detection, health checks) and
+// json/redis.hpp (the Redis limiter's options; standard library only).
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -21,6 +31,8 @@
 #include "../backoff.hpp"
 #include "../circuit_breaker/options.hpp"
 #include "../concurrency_limit.hpp"
+#include "../deadline_policy.hpp"
+#include "../policy_checklist.hpp"
 #include "../retry.hpp"
 #include "../retry_budget.hpp"
 #include "../timeouts.hpp"
@@ -59,6 +71,24 @@ struct fields;
 
 template <class T>
 concept has_fields = requires { fields<T>::list; };
+
+/// The values of an enumeration read and written by name (to_string), and
+/// what the message calls one ("a breaker mode"); no primary definition.
+template <class E>
+struct enumerators;
+
+template <class E>
+concept named_enum = std::is_enum_v<E> && requires {
+    enumerators<E>::values;
+    enumerators<E>::what;
+};
+
+template <>
+struct enumerators<breaker_mode> {
+    static constexpr std::string_view what = "a breaker mode";
+    static constexpr std::array values{breaker_mode::time_window, breaker_mode::count_window,
+                                       breaker_mode::consecutive_failures};
+};
 
 template <>
 struct fields<resil::timeouts> {
@@ -128,6 +158,14 @@ struct fields<concurrency_limit_options> {
     static constexpr auto list = std::tuple{key("max_in_flight", &T::max_in_flight)};
 };
 
+/// A deadline_policy's options: its one key. (The pipeline_config's
+/// "deadline" section is the budget alone, as a duration.)
+template <>
+struct fields<deadline_policy_options> {
+    using T = deadline_policy_options;
+    static constexpr auto list = std::tuple{key("budget", &T::budget)};
+};
+
 template <>
 struct fields<pipeline_config> {
     using T = pipeline_config;
@@ -150,6 +188,16 @@ concept backoff_strategy = std::is_constructible_v<resil::backoff, T> && !std::i
 template <class T>
 concept options_type = has_fields<T> && !backoff_strategy<T>;
 
+template <class T>
+inline constexpr bool is_optional = false;
+template <class T>
+inline constexpr bool is_optional<std::optional<T>> = true;
+
+template <class T>
+inline constexpr bool is_chrono_duration = false;
+template <class Rep, class Period>
+inline constexpr bool is_chrono_duration<std::chrono::duration<Rep, Period>> = true;
+
 /// T's keys in order, optionally after `before` (a backoff's "kind").
 template <class T, std::size_t N = 0>
 constexpr auto key_names(std::array<std::string_view, N> before = {}) noexcept {
@@ -168,3 +216,14 @@ constexpr auto key_names(std::array<std::string_view, N> before = {}) noexcept {
 inline constexpr auto backoff_keys = key_names<exponential_backoff>(std::array<std::string_view, 1>{"kind"});
 
 }  // namespace resil::json::detail
+
+namespace resil::json {
+
+/// A policy whose options resil::json reads (read<options_of_t<P>>) and
+/// writes, with the JSON path in every error: item 5 of
+/// resil/policy_checklist.hpp. Holds once the header with its table is
+/// included (resil/json.hpp includes them all).
+template <class P>
+concept configurable = detail::options_type<options_of_t<P>>;
+
+}  // namespace resil::json

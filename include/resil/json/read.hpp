@@ -247,10 +247,49 @@ verdict_set read_verdicts(const Json& v, const std::string& path) {
     return make_verdict_set(members);
 }
 
-inline std::optional<breaker_mode> parse_breaker_mode(std::string_view name) noexcept {
-    for (auto m : {breaker_mode::time_window, breaker_mode::count_window, breaker_mode::consecutive_failures})
-        if (to_string(m) == name) return m;
-    return std::nullopt;
+/// An enumeration by name (json/fields.hpp's enumerators<E>):
+/// "must be one of "a", "b", got "c"".
+template <named_enum E, class Json>
+E read_enum(const Json& v, const std::string& path) {
+    const auto name = read_string(v, path, enumerators<E>::what);
+    for (auto e : enumerators<E>::values)
+        if (to_string(e) == name) return e;
+    std::string names;
+    for (auto e : enumerators<E>::values) {
+        if (!names.empty()) names += ", ";
+        names += concat({"\"", to_string(e), "\""});
+    }
+    fail(path, concat({"must be one of ", names, ", got ", shown(v)}));
+}
+
+/// An array of reason names, each once (which ones a policy accepts is its validate()'s).
+template <class Json>
+reason_set read_reasons(const Json& v, const std::string& path) {
+    if (!v.is_array())
+        fail(path, concat({"must be an array of reasons such as [\"circuit_open\", \"shed\"], got ", shown(v)}));
+    bool members[reason_count] = {};
+    std::size_t index = 0;
+    for (const auto& item : v) {
+        const auto at = join(path, index++);
+        const auto name = read_string(item, at, "a reason name");
+        std::size_t found = reason_count;
+        for (std::size_t r = 0; r < reason_count; ++r)
+            if (to_string(static_cast<reason>(r)) == name) found = r;
+        if (found == reason_count) {
+            std::string names;
+            for (std::size_t r = 0; r < reason_count; ++r) {
+                if (!names.empty()) names += ", ";
+                names += concat({"\"", to_string(static_cast<reason>(r)), "\""});
+            }
+            fail(at, concat({"must be one of ", names, ", got ", shown(item)}));
+        }
+        if (members[found]) fail(at, concat({shown(item), " is listed twice"}));
+        members[found] = true;
+    }
+    reason_set out;
+    for (std::size_t r = 0; r < reason_count; ++r)
+        if (members[r]) out = out.with(static_cast<reason>(r));
+    return out;
 }
 
 // ---- the key table, walked ----
@@ -260,6 +299,9 @@ T read_checked(const Json& j, const std::string& path);
 
 template <class Json>
 resil::backoff read_backoff(const Json& j, const std::string& path, read_state& state);
+
+template <class T, class Json>
+void read_fields(const object_reader<Json>& r, T& out, read_state& state);
 
 /// One value, by its codec (json/fields.hpp) and its member's type.
 template <class Codec, class Member, class Json>
@@ -278,16 +320,31 @@ void read_as(const Json& v, const std::string& path, Member& out, read_state& st
         out = read_duration<duration>(v, path);
     } else if constexpr (std::is_same_v<Member, std::optional<duration>>) {
         out = v.is_null() ? std::nullopt : std::optional<duration>(read_duration<duration>(v, path));
+    } else if constexpr (is_chrono_duration<Member>) {
+        out = read_duration<Member>(v, path);  // another tick than resil::duration's (whole milliseconds)
+    } else if constexpr (std::is_same_v<Member, std::string>) {
+        out = read_string(v, path, "a string");
     } else if constexpr (std::is_same_v<Member, verdict_set>) {
         out = read_verdicts(v, path);
-    } else if constexpr (std::is_same_v<Member, breaker_mode>) {
-        const auto parsed = parse_breaker_mode(read_string(v, path, "a breaker mode"));
-        if (!parsed)
-            fail(path, concat({R"(must be one of "time_window", "count_window", "consecutive_failures", got )",
-                                          shown(v)}));
-        out = *parsed;
+    } else if constexpr (std::is_same_v<Member, reason_set>) {
+        out = read_reasons(v, path);
+    } else if constexpr (named_enum<Member>) {
+        out = read_enum<Member>(v, path);
     } else if constexpr (std::is_same_v<Member, resil::backoff>) {
         out = read_backoff(v, path, state);
+    } else if constexpr (options_type<Member>) {
+        // A nested options type: its keys, checked as its owner's are; its
+        // ranges by the owner's validate(), which names them "outer.field".
+        read_fields(object_reader<Json>(v, path, key_names<Member>()), out, state);
+    } else if constexpr (is_optional<Member>) {
+        static_assert(options_type<typename Member::value_type>, "resil::json: no JSON form for this member's type");
+        if (v.is_null()) {
+            out.reset();
+        } else {
+            typename Member::value_type nested{};
+            read_fields(object_reader<Json>(v, path, key_names<typename Member::value_type>()), nested, state);
+            out = std::move(nested);
+        }
     } else {
         static_assert(dependent_false<Member>, "resil::json: no JSON form for this member's type");
     }
@@ -398,11 +455,16 @@ inline constexpr bool readable = std::is_same_v<T, duration> || std::is_same_v<T
 }  // namespace detail
 
 /// Reads `T` from `j`, strictly (see the banner); `path` names `j` in error
-/// messages ("retry" gives "retry.max_attempts: ..."). T is one of
-/// resil::duration (a deadline), resil::timeouts, resil::backoff,
-/// retry_options, retry_budget_options, circuit_breaker_options,
-/// token_bucket_options, concurrency_limit_options, pipeline_config.
-/// Throws config_error.
+/// messages ("retry" gives "retry.max_attempts: ..."). T is resil::duration
+/// (a deadline), resil::backoff, or an options type with a key table:
+/// resil::timeouts, retry_options, retry_budget_options,
+/// circuit_breaker_options, token_bucket_options, concurrency_limit_options,
+/// deadline_policy_options, pipeline_config (json/fields.hpp);
+/// paced_bucket_options, adaptive_limit_options, adaptive_throttle_options
+/// (json/adaptive.hpp); hedge_options (json/hedge.hpp); fallback_options
+/// (json/fallback.hpp); balancer_options, outlier_detection_options,
+/// health_check_options (json/balancing.hpp); redis::rate_limiter_options
+/// (json/redis.hpp). Throws config_error.
 template <class T, class Json>
 [[nodiscard]] T read(const Json& j, std::string_view path = {}) {
     static_assert(detail::readable<T>, "resil::json::read: no reader for this type");

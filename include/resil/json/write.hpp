@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -43,6 +44,17 @@ Json write_verdicts(verdict_set set) {
     return out;
 }
 
+template <class Json>
+Json write_reasons(reason_set set) {
+    Json out = Json::array();
+    for (std::size_t r = 0; r < reason_count; ++r)
+        if (set.contains(static_cast<reason>(r))) out.push_back(std::string(to_string(static_cast<reason>(r))));
+    return out;
+}
+
+template <class T, class Json>
+void write_fields(Json& j, const T& options);
+
 /// `value` at `key` of `j`, by its codec (json/fields.hpp) and its type.
 template <class Codec, class Json, class Member>
 void write_as(Json& j, std::string_view key, const Member& value) {
@@ -53,16 +65,33 @@ void write_as(Json& j, std::string_view key, const Member& value) {
         at() = value == resil::timeouts::no_limit ? Json(nullptr) : Json(format_duration(value));
     } else if constexpr (std::is_arithmetic_v<Member>) {
         at() = value;
-    } else if constexpr (std::is_same_v<Member, duration>) {
+    } else if constexpr (is_chrono_duration<Member>) {
         at() = format_duration(value);
     } else if constexpr (std::is_same_v<Member, std::optional<duration>>) {
         at() = value ? Json(format_duration(*value)) : Json(nullptr);
+    } else if constexpr (std::is_same_v<Member, std::string>) {
+        at() = value;
     } else if constexpr (std::is_same_v<Member, verdict_set>) {
         at() = write_verdicts<Json>(value);
-    } else if constexpr (std::is_same_v<Member, breaker_mode>) {
+    } else if constexpr (std::is_same_v<Member, reason_set>) {
+        at() = write_reasons<Json>(value);
+    } else if constexpr (named_enum<Member>) {
         at() = std::string(to_string(value));
     } else if constexpr (std::is_same_v<Member, resil::backoff>) {
         at() = write<Json>(value);
+    } else if constexpr (options_type<Member>) {
+        Json nested = Json::object();
+        write_fields(nested, value);
+        at() = std::move(nested);
+    } else if constexpr (is_optional<Member>) {
+        static_assert(options_type<typename Member::value_type>, "resil::json: no JSON form for this member's type");
+        if (value) {
+            Json nested = Json::object();
+            write_fields(nested, *value);
+            at() = std::move(nested);
+        } else {
+            at() = nullptr;
+        }
     } else {
         static_assert(sizeof(Member) == 0, "resil::json: no JSON form for this member's type");
     }
@@ -99,10 +128,10 @@ Json write(const resil::backoff& b) {
     return j;
 }
 
-/// Every key of an options type (resil::timeouts, retry_options without its
-/// budget pointer, retry_budget_options, circuit_breaker_options without
-/// on_state_change, token_bucket_options, concurrency_limit_options), or the
-/// sections of a pipeline_config that are set, in the documented order.
+/// Every key of an options type (any type read<T> takes, json/read.hpp;
+/// code is left out: retry_options' and hedge_options' budget pointers,
+/// circuit_breaker_options' on_state_change, balancer_options' hooks), or
+/// the sections of a pipeline_config that are set, in the documented order.
 template <class Json, class T>
     requires detail::options_type<T>
 Json write(const T& options) {

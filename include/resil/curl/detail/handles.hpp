@@ -62,7 +62,7 @@ struct applied_options {
 /// (setup.hpp), the callbacks (capture.hpp) and the reading of an ended
 /// transfer (transfer_result.hpp) work on, whichever loop drives it (the
 /// blocking client's own multi handle, or the asynchronous client's shared
-/// one, resil/curl/async_client.hpp). Never moved: libcurl keeps pointers
+/// one, resil/curl_asio/async_client.hpp). Never moved: libcurl keeps pointers
 /// into it.
 struct easy_state {
     CURL* easy = nullptr;

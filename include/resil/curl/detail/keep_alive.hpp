@@ -34,13 +34,9 @@ inline constexpr std::int32_t longest_keep_alive_timeout = 86'400;
         auto number = trim_ows(item.substr(eq + 1));
         if (number.size() >= 2 && number.front() == '"' && number.back() == '"')
             number = number.substr(1, number.size() - 2);
-        if (number.empty()) return std::nullopt;
-        std::int32_t seconds = 0;
-        for (const char c : number) {
-            if (c < '0' || c > '9') return std::nullopt;
-            if (seconds <= longest_keep_alive_timeout) seconds = seconds * 10 + (c - '0');
-        }
-        return seconds > longest_keep_alive_timeout ? longest_keep_alive_timeout : seconds;
+        const auto seconds = resil::detail::parse_digits(number, longest_keep_alive_timeout);
+        if (!seconds) return std::nullopt;
+        return static_cast<std::int32_t>(*seconds);
     }
     return std::nullopt;
 }

@@ -252,6 +252,60 @@ private:
     number q_, k_, tau_hi_, tau_lo_;
 };
 
+/// One decision's command, on the stack: EVALSHA sha 1 key q K τhi τlo n
+/// nKhi nKlo want lookahead [now] (the instant only from the tests; a
+/// negative `now_us` leaves it out). use_sha() names the script by the SHA1
+/// a connection loaded it under; use_text() makes it EVAL of the script
+/// itself (which also caches it again: NOSCRIPT recovered in one round
+/// trip). Points into itself and at `c` and `key`: neither copied nor moved.
+class script_arguments {
+public:
+    script_arguments(const resil::detail::gcra::params& p, const script_constants& c, std::string_view key,
+                     std::int64_t n, std::int64_t want, std::int64_t look_us, std::int64_t now_us) noexcept {
+        const std::int64_t nk = n * p.token_units;  // ≤ τ < 2^61
+        script_constants::put(n_, n);
+        script_constants::put(nk_hi_, nk >> 32);
+        script_constants::put(nk_lo_, nk & 0xffff'ffff);
+        script_constants::put(want_, want);
+        script_constants::put(look_, look_us);
+        if (now_us >= 0) script_constants::put(now_, now_us);
+        const std::string_view args[14] = {"EVALSHA",     {},           "1",           key,           c.q(),
+                                           c.k(),         c.tau_hi(),   c.tau_lo(),    n_.view(),     nk_hi_.view(),
+                                           nk_lo_.view(), want_.view(), look_.view(),  now_.view()};
+        for (std::size_t i = 0; i < 14; ++i) {
+            argv_[i] = args[i].data();
+            lens_[i] = args[i].size();
+        }
+        lens_[1] = 40;
+        argc_ = now_us >= 0 ? 14 : 13;
+    }
+    script_arguments(const script_arguments&) = delete;
+    script_arguments& operator=(const script_arguments&) = delete;
+
+    void use_sha(const char* sha) noexcept {
+        argv_[0] = "EVALSHA";
+        lens_[0] = 7;
+        argv_[1] = sha;
+        lens_[1] = 40;
+    }
+    void use_text() noexcept {
+        argv_[0] = "EVAL";
+        lens_[0] = 4;
+        argv_[1] = gcra_script.data();
+        lens_[1] = gcra_script.size();
+    }
+
+    [[nodiscard]] int argc() const noexcept { return argc_; }
+    [[nodiscard]] const char** argv() noexcept { return argv_; }
+    [[nodiscard]] const std::size_t* lens() const noexcept { return lens_; }
+
+private:
+    script_constants::number n_, nk_hi_, nk_lo_, want_, look_, now_;
+    const char* argv_[14];
+    std::size_t lens_[14];
+    int argc_ = 13;
+};
+
 /// The script's answer, read and checked, in the terms of a limiter's result.
 struct script_answer {
     std::int64_t taken = 0;      ///< 0: rejected; otherwise ≥ the permits asked for

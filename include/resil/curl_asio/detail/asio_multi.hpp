@@ -1,10 +1,13 @@
-// resil/curl/detail/asio_multi.hpp — libcurl's multi handle driven by an
-// Asio executor (the asynchronous client, resil/curl/async_client.hpp):
-// CURLMOPT_SOCKETFUNCTION puts libcurl's sockets in an epoll set the
-// reactor watches as one descriptor (Linux; elsewhere, and with
-// RESIL_CURL_ASYNC_PER_SOCKET_WAITS, an Asio descriptor per socket),
-// CURLMOPT_TIMERFUNCTION sets one steady_timer, and each transfer is a
-// pooled easy_state with its own timer for resil's limits.
+// resil/curl_asio/detail/asio_multi.hpp — libcurl's multi handle driven by
+// an Asio executor (the asynchronous client, resil/curl_asio/async_client.hpp),
+// and the calls it completes: CURLMOPT_SOCKETFUNCTION hands libcurl's
+// sockets to the socket-wait backend (socket_waits.hpp: an epoll set the
+// reactor watches as one descriptor on Linux, elsewhere and with
+// RESIL_CURL_ASYNC_PER_SOCKET_WAITS an Asio descriptor per socket), which
+// calls back act() when one is ready; CURLMOPT_TIMERFUNCTION sets one
+// steady_timer; each transfer is a pooled easy_state with its own timer for
+// resil's limits; a finished call's handler waits in its async_completion
+// (async_completion.hpp).
 //
 // The rules it keeps (from libcurl's documentation and source, 7.88):
 //  - libcurl is never called from inside one of its callbacks: the timer
@@ -27,26 +30,10 @@
 #include <curl/curl.h>
 #include <unistd.h>
 
-// Linux watches libcurl's sockets through an epoll set of the client's own
-// (see asio_multi::on_set_ready); RESIL_CURL_ASYNC_PER_SOCKET_WAITS, defined
-// alike in every translation unit, asks for one reactor wait per socket, as
-// on other systems.
-#if defined(__linux__) && !defined(RESIL_CURL_ASYNC_PER_SOCKET_WAITS)
-#define RESIL_DETAIL_CURL_EVENT_SET 1
-#include <sys/epoll.h>
-#else
-#define RESIL_DETAIL_CURL_EVENT_SET 0
-#endif
-
 #include <asio/any_io_executor.hpp>
-#include <asio/associated_allocator.hpp>
 #include <asio/associated_cancellation_slot.hpp>
-#include <asio/associated_executor.hpp>
 #include <asio/cancellation_type.hpp>
-#include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
-#include <asio/posix/stream_descriptor.hpp>
-#include <asio/recycling_allocator.hpp>
 #include <asio/steady_timer.hpp>
 
 #include <algorithm>
@@ -63,141 +50,32 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "../../clock.hpp"
 #include "../../context.hpp"
-#include "../options.hpp"
-#include "../request.hpp"
-#include "../response.hpp"
-#include "attempt.hpp"
-#include "capture.hpp"
-#include "connection_setup.hpp"
-#include "handles.hpp"
-#include "idle_connections.hpp"
-#include "setup.hpp"
-#include "stream.hpp"
-#include "transfer_result.hpp"
-#include "../streaming.hpp"
+#include "../../curl/options.hpp"
+#include "../../curl/request.hpp"
+#include "../../curl/response.hpp"
+#include "../../curl/detail/attempt.hpp"
+#include "../../curl/detail/capture.hpp"
+#include "../../curl/detail/connection_setup.hpp"
+#include "../../curl/detail/handles.hpp"
+#include "../../curl/detail/idle_connections.hpp"
+#include "../../curl/detail/setup.hpp"
+#include "../../curl/detail/stream.hpp"
+#include "../../curl/detail/transfer_result.hpp"
+#include "../../curl/streaming.hpp"
+#include "async_completion.hpp"
+#include "socket_waits.hpp"
 
 namespace resil::curl::detail {
-
-/// A completion handler behind a virtual call: the client's state does not
-/// depend on the handler's type. Allocated with the handler's associated
-/// allocator (Asio's recycling allocator by default: a per-thread cache).
-struct async_completion {
-    /// The call's response (and, for a handler that takes it, what a
-    /// stream's sink threw), filled before post(). It waits here, not in the
-    /// posted function: moved once in and once out, where a capture would be
-    /// moved with the function at each step of the post.
-    response result = response_access::blank();
-    std::exception_ptr thrown;
-
-    /// Posts the handler to its executor; this object is freed before the
-    /// handler runs, or with the posted function if it never does (and when
-    /// the post throws).
-    virtual void post() = 0;
-    /// Runs the handler here and now when its associated executor is
-    /// `here`, the one running the caller (as when it has none of its own);
-    /// posts it otherwise. Only where the client may be re-entered or destroyed
-    /// (deliver_ready). What the handler throws goes through the caller.
-    virtual void run_here_or_post(const ::asio::any_io_executor& here) = 0;
-
-    void complete(response&& r) {
-        result = std::move(r);
-        post();
-    }
-
-protected:
-    ~async_completion() = default;
-};
 
 /// A streamed call's sink and limits, for the transfer that runs it.
 struct stream_call {
     sink_ref sink;
     stream_options limits;
-};
-
-template <class Handler, class Executor, bool WithError>
-class async_completion_for final : public async_completion {
-public:
-    using allocator_type = typename std::allocator_traits<
-        ::asio::associated_allocator_t<Handler, ::asio::recycling_allocator<void>>>::template rebind_alloc<async_completion_for>;
-
-    static async_completion_for* make(Handler&& h, const Executor& fallback) {
-        allocator_type alloc(::asio::get_associated_allocator(h, ::asio::recycling_allocator<void>()));
-        auto* p = std::allocator_traits<allocator_type>::allocate(alloc, 1);
-        try {
-            return ::new (static_cast<void*>(p)) async_completion_for(std::move(h), fallback);
-        } catch (...) {
-            std::allocator_traits<allocator_type>::deallocate(alloc, p, 1);
-            throw;
-        }
-    }
-
-    Handler& handler() noexcept { return handler_; }
-
-    void post() override {
-        // The post keeps the executor busy until the handler runs.
-        auto work = std::move(work_);
-        const auto ex = ::asio::get_associated_executor(handler_, work.get_executor());
-        ::asio::post(ex, posted{this});
-    }
-
-    void run_here_or_post(const ::asio::any_io_executor& here) override {
-        if constexpr (std::is_same_v<handler_executor, ::asio::any_io_executor>) {
-            if (::asio::get_associated_executor(handler_, here) == here) {
-                const auto work = std::move(work_);  // the executor stays busy until the handler returns
-                return deliver();
-            }
-        }
-        post();
-    }
-
-private:
-    using handler_executor = ::asio::associated_executor_t<Handler, Executor>;
-
-    // Owns the completion until it runs: an executor destroyed with it
-    // still queued frees it (and the handler, e.g. a coroutine frame).
-    struct posted {
-        async_completion_for* c;
-        explicit posted(async_completion_for* p) noexcept : c(p) {}
-        posted(posted&& other) noexcept : c(std::exchange(other.c, nullptr)) {}
-        posted& operator=(posted&&) = delete;
-        ~posted() {
-            if (c) c->destroy();
-        }
-        void operator()() { std::exchange(c, nullptr)->deliver(); }
-    };
-
-    async_completion_for(Handler&& h, const Executor& fallback)
-        : handler_(std::move(h)), work_(::asio::get_associated_executor(handler_, fallback)) {}
-
-    // Memory is freed before the upcall, so that the handler's next call
-    // can reuse it.
-    void deliver() {
-        Handler h(std::move(handler_));
-        response r(std::move(result));
-        std::exception_ptr e = std::move(thrown);
-        destroy();
-        if constexpr (WithError) {
-            std::move(h)(std::move(e), std::move(r));
-        } else {
-            (void)e;
-            std::move(h)(std::move(r));
-        }
-    }
-
-    void destroy() noexcept {
-        allocator_type alloc(::asio::get_associated_allocator(handler_, ::asio::recycling_allocator<void>()));
-        this->~async_completion_for();
-        std::allocator_traits<allocator_type>::deallocate(alloc, this, 1);
-    }
-
-    Handler handler_;
-    ::asio::executor_work_guard<handler_executor> work_;
 };
 
 class asio_multi;
@@ -209,6 +87,7 @@ struct async_transfer : easy_state {
     asio_multi* owner = nullptr;
     std::uint32_t index = 0;
     bool active = false;    ///< a call is in flight on it
+    bool leaving_finished = false;  ///< finish() is taking the transfer libcurl finished out of the multi handle
     bool in_multi = false;  ///< the easy handle is in the multi handle
     bool pipewait = false;  ///< CURLOPT_PIPEWAIT as last set
     response out = response_access::blank();
@@ -270,23 +149,8 @@ public:
     };
 
     asio_multi(::asio::any_io_executor ex, client_options options, limits l)
-        : ex_(std::move(ex)), options_(std::move(options)), limits_(l), timer_(ex_)
-#if RESIL_DETAIL_CURL_EVENT_SET
-          , set_watch_(ex_)
-#endif
-    {
+        : ex_(std::move(ex)), options_(std::move(options)), limits_(l), timer_(ex_), socket_waits_(*this, ex_) {
         ensure_curl_initialised();
-#if RESIL_DETAIL_CURL_EVENT_SET
-        event_set_ = ::epoll_create1(EPOLL_CLOEXEC);
-        if (event_set_ < 0)
-            throw std::runtime_error("resil::curl::async_client: could not create the epoll set for libcurl's sockets");
-        try {
-            set_watch_.assign(event_set_);  // owns it from here: closes it
-        } catch (...) {
-            ::close(event_set_);
-            throw;
-        }
-#endif
         multi_ = curl_multi_init();
         if (!multi_) throw std::runtime_error("resil::curl::async_client: libcurl could not create its multi handle");
         curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &on_socket_cb);
@@ -374,7 +238,7 @@ public:
         t->fresh_connection_next = fresh_connection_next_;
         if (!t->out.repeatable() &&
             kept_.retire_stale(t->origin, plan->limits.started, options_.connections.max_idle_for_unrepeatable,
-                               [this](curl_socket_t s) noexcept { return watched(s); }) > 0) {
+                               [this](curl_socket_t s) noexcept { return socket_waits_.watched(s); }) > 0) {
             if (!t->fresh_connection_next) fresh_for_idle_.fetch_add(1, std::memory_order_relaxed);
             t->fresh_connection_next = true;
         }
@@ -498,7 +362,7 @@ public:
         // Cached connections are closed here, through the close-socket callback.
         if (multi_) curl_multi_cleanup(multi_);
         multi_ = nullptr;
-        close_sockets();
+        socket_waits_.shutdown();
         slots_.clear();  // their timers' waits end with them
         idle_.clear();
         parked_ = 0;
@@ -515,26 +379,6 @@ public:
         "no memory to keep watching the call's limits (its timer); it was ended";
 
 private:
-#if RESIL_DETAIL_CURL_EVENT_SET
-    static constexpr std::uint32_t not_in_set = ~std::uint32_t{0};
-
-    struct socket_entry {
-        std::uint64_t generation = 0;  ///< 0: no socket of this number is known
-        std::uint32_t registered = not_in_set;  ///< the interest the set holds
-        int what = 0;                                  ///< libcurl's interest (CURL_POLL_*); 0: not watched
-        bool opened_here = false;  ///< made by on_open_socket: kept until closed, not only until CURL_POLL_REMOVE
-    };
-#else
-    struct socket_entry {
-        ::asio::posix::stream_descriptor descriptor;
-        std::uint64_t generation;
-        int what = 0;
-        bool reading = false;
-        bool writing = false;
-        bool opened_here = false;  ///< made by on_open_socket: watched until closed, not only until CURL_POLL_REMOVE
-        socket_entry(const ::asio::any_io_executor& ex, std::uint64_t g) : descriptor(ex), generation(g) {}
-    };
-#endif
 
     struct cancel_request {
         asio_multi* owner;
@@ -555,6 +399,7 @@ private:
     };
     friend struct async_transfer::stop_request;
     friend struct async_client_probe;
+    friend socket_waits<asio_multi>;
 
     static response refuse(response&& given, transport_status why, std::string_view message) {
         response r = std::move(given);
@@ -729,9 +574,14 @@ private:
         if (!t.active) return;
         t.active = false;
         if (t.in_multi) {
+            // libcurl may say here, rather than before, that the finished
+            // transfer's connection is left idle (CURL_POLL_REMOVE): that
+            // still counts for the connection's idle time (left_idle).
+            t.leaving_finished = end == transfer_end::finished;
             ++in_libcurl_;
             curl_multi_remove_handle(multi_, t.easy);
             --in_libcurl_;
+            t.leaving_finished = false;
             t.in_multi = false;
         }
         t.transfer.out = nullptr;
@@ -896,7 +746,7 @@ private:
 
     // Runs the completions a batch held, once its work is done and no
     // libcurl call is under way. A handler whose associated executor is the
-    // client's, which is running this (the set's wait completed on it), is
+    // client's, which is running this (the epoll set's wait completed on it), is
     // called from here, which spares each call a post (an
     // allocation, the scheduler's lock and queue, and a trip through its
     // loop). Any other is posted. A handler may start calls or destroy the
@@ -962,7 +812,7 @@ private:
 
     // libcurl's callbacks.
     static int on_socket_cb(CURL* easy, curl_socket_t s, int what, void* user, void*) noexcept {
-        static_cast<asio_multi*>(user)->on_socket(easy, s, what);
+        static_cast<asio_multi*>(user)->socket_waits_.on_socket(easy, s, what);
         return 0;
     }
 
@@ -973,7 +823,7 @@ private:
 
     static int on_close_socket_cb(void* user, curl_socket_t s) noexcept {
         auto& self = *static_cast<asio_multi*>(user);
-        self.forget(s);
+        self.socket_waits_.forget(s);
         self.kept_.closed(s);
         return ::close(s);
     }
@@ -984,197 +834,12 @@ private:
     // registered again for the next one.
     static curl_socket_t on_open_socket_cb(void* user, curlsocktype, curl_sockaddr* address) noexcept {
         const curl_socket_t s = ::socket(address->family, address->socktype, address->protocol);
-        if (s != CURL_SOCKET_BAD) static_cast<asio_multi*>(user)->opened(s);
+        if (s != CURL_SOCKET_BAD) static_cast<asio_multi*>(user)->socket_waits_.opened(s);
         return s;
     }
 
-#if RESIL_DETAIL_CURL_EVENT_SET
-    // Linux: libcurl's sockets sit in an epoll set of this client's, and the
-    // reactor watches that one descriptor. A wake-up serves every socket
-    // ready in it, and a socket stays in the set with its interest from one
-    // transfer to the next: no system call when libcurl asks for what the
-    // set already holds, where a reactor wait per socket re-arms it
-    // (EPOLL_CTL_MOD) for every wait.
-    static std::uint32_t events_for(int what) noexcept {
-        return ((what & CURL_POLL_IN) ? std::uint32_t{EPOLLIN} : 0u) |
-               ((what & CURL_POLL_OUT) ? std::uint32_t{EPOLLOUT} : 0u);
-    }
-
-    // The event's data carries the socket and its entry's generation: a
-    // readiness fetched before the socket was closed and its number reused
-    // (in the same batch) is recognised and skipped.
-    bool set_interest(curl_socket_t s, socket_entry& e, std::uint32_t events) noexcept {
-        if (e.registered == events) return true;
-        epoll_event ev{};
-        ev.events = events;
-        ev.data.u64 = (e.generation << 32) | static_cast<std::uint32_t>(s);
-        const int op = e.registered == not_in_set ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-        if (::epoll_ctl(event_set_, op, s, &ev) != 0) return false;
-        e.registered = events;
-        return true;
-    }
-
-    void leave_set(curl_socket_t s, socket_entry& e) noexcept {
-        if (e.registered == not_in_set) return;
-        ::epoll_ctl(event_set_, EPOLL_CTL_DEL, s, nullptr);
-        e.registered = not_in_set;
-    }
-
-    // The entries are indexed by descriptor: one lookup per ready socket
-    // and per libcurl callback, with no hashing and no node to follow.
-    // Descriptors take the lowest free numbers, so the vector is as long as
-    // the highest one libcurl used (24 bytes each: 2.4 MB for a socket
-    // numbered 100,000), which the descriptor limit bounds.
-    socket_entry* find_socket(curl_socket_t s) noexcept {
-        const auto i = static_cast<std::size_t>(s);
-        if (s < 0 || i >= sockets_.size() || sockets_[i].generation == 0) return nullptr;
-        return &sockets_[i];
-    }
-
-    socket_entry& add_socket(curl_socket_t s) {
-        const auto i = static_cast<std::size_t>(s);
-        if (i >= sockets_.size()) sockets_.resize(i + 1);
-        sockets_[i] = socket_entry{};
-        sockets_[i].generation = ++socket_generation_;
-        return sockets_[i];
-    }
-
-    void opened(curl_socket_t s) noexcept {
-        forget(s);  // a number reused behind our back: its old entry is stale
-        if (s < 0) return;
-        try {
-            add_socket(s).opened_here = true;
-        } catch (...) {  // made an entry later, when libcurl first watches it
-        }
-    }
-
-    void on_socket(CURL* easy, curl_socket_t s, int what) noexcept {
-        socket_entry* found = find_socket(s);
-        if (what == CURL_POLL_REMOVE) {
-            // Sockets libcurl opened itself (the threaded resolver's) may be
-            // closed without the close-socket callback: let go of them now.
-            if (!found) return;
-            if (!found->opened_here) return forget(s);
-            // A kept-alive connection stays in the set with its interest;
-            // a readiness libcurl does not wait for is silenced (on_set_ready).
-            unwatch(*found);
-            left_idle(easy, s);
-            return;
-        }
-        if (s < 0) return;
-        try {
-            if (!found) found = &add_socket(s);
-        } catch (...) {
-            return;  // not watched: the transfers on it end at their limits
-        }
-        auto& e = *found;
-        if (what == CURL_POLL_NONE) {  // "not now": it stays in the set, silenced if it turns ready
-            unwatch(e);
-            return;
-        }
-        if (!set_interest(s, e, events_for(what))) {
-            unwatch(e);  // not watched: the transfers on it end at their limits
-            return;
-        }
-        if (e.what == 0) ++watched_;
-        e.what = what;
-        wait_for_set();
-    }
-
-    void unwatch(socket_entry& e) noexcept {
-        if (e.what == 0) return;
-        e.what = 0;
-        // The last watched socket: a wait left pending would keep the
-        // io_context running with no call in flight.
-        if (--watched_ == 0 && set_waiting_) {
-            ::asio::error_code ignored;
-            set_watch_.cancel(ignored);
-        }
-    }
-
-    // The socket is about to be closed (or was never ours to keep): out of
-    // the set first, so that its number, once reused, starts afresh.
-    void forget(curl_socket_t s) noexcept {
-        socket_entry* e = find_socket(s);
-        if (!e) return;
-        unwatch(*e);
-        leave_set(s, *e);
-        *e = socket_entry{};
-    }
-
-    // One reactor wait on the set while libcurl watches a socket; none
-    // otherwise, so that the io_context runs out of work when no call is in
-    // flight.
-    void wait_for_set() {
-        if (set_waiting_ || closed_ || watched_ == 0) return;
-        try {
-            set_watch_.async_wait(::asio::posix::stream_descriptor::wait_read,
-                                  [self = shared_from_this()](const ::asio::error_code& ec) { self->on_set_ready(ec); });
-            set_waiting_ = true;
-        } catch (...) {  // no memory: the transfers end at their limits, or at the next wait started
-        }
-    }
-
-    void on_set_ready(const ::asio::error_code& ec) {
-        set_waiting_ = false;
-        if (closed_) return;
-        if (put_off(deferred_sockets)) return;
-        // Cancelled by unwatch(): libcurl may watch a socket again since.
-        if (ec == ::asio::error::operation_aborted) return wait_for_set();
-        // Any other error (the reactor lost the set's descriptor) would come
-        // back at once for every wait started, a loop that never waits: the
-        // calls in flight, which nothing drives any more, end now, and a
-        // call started later ends the same way at its first wait.
-        if (ec) return end_in_flight(ec);
-        epoll_event ready[64];
-        const int n = ::epoll_wait(event_set_, ready, 64, 0);
-        serve_ready(ready, n);
-        // More may be ready (64 at a time, or since): the wait completes at
-        // once then. That rests on Asio 1.22's reactor, which registers the
-        // set edge-triggered and re-arms it (EPOLL_CTL_MOD) for every wait it
-        // starts, so that a readiness from before the wait is not lost.
-        // Started before the handlers run: one that throws leaves it started.
-        wait_for_set();
-        deliver_ready();
-    }
-
-    // One batch: the finished transfers are read and the touched ones
-    // stamped when it ends (batch_scope), before the next wait is started.
-    void serve_ready(const epoll_event* ready, int n) {
-        const batch_scope batch(*this);
-        for (int i = 0; i < n && !closed_; ++i) {
-            const auto s = static_cast<curl_socket_t>(static_cast<std::uint32_t>(ready[i].data.u64));
-            const std::uint64_t generation = ready[i].data.u64 >> 32;
-            socket_entry* found = find_socket(s);
-            if (!found || (found->generation & 0xffffffffu) != generation) continue;  // closed since
-            auto& e = *found;
-            const std::uint32_t events = ready[i].events;
-            if (e.what == 0) {
-                // Idle: libcurl looks at the connection when it reuses it.
-                // Out of the set (a hang-up cannot be masked), back in when
-                // libcurl watches it again.
-                leave_set(s, e);
-                continue;
-            }
-            // An error or hang-up is reported as the readiness libcurl waits
-            // for, as its own poll loop and a reactor wait per socket do:
-            // libcurl then reads or writes and learns the real error.
-            constexpr std::uint32_t broken = EPOLLERR | EPOLLHUP;
-            const int flags = ((e.what & CURL_POLL_IN) && (events & (EPOLLIN | broken)) ? CURL_CSELECT_IN : 0) |
-                              ((e.what & CURL_POLL_OUT) && (events & (EPOLLOUT | broken)) ? CURL_CSELECT_OUT : 0);
-            if (flags == 0) continue;  // a readiness libcurl stopped waiting for within this batch
-            act(s, flags);  // may open, close and forget sockets: `e` is not used after it
-        }
-    }
-
-    void rewatch_sockets() noexcept { wait_for_set(); }
-
-    // A transfer of libcurl's uses the socket now (idle_connections).
-    bool watched(curl_socket_t s) noexcept {
-        const socket_entry* e = find_socket(s);
-        return e && e->what != 0;
-    }
-
+    // The reactor cannot wait on libcurl's sockets any more (socket_waits):
+    // the calls in flight, which nothing drives, end now.
     void end_in_flight(const ::asio::error_code& ec) noexcept {
         constexpr std::string_view what = "the reactor could not wait on libcurl's sockets";
         std::string why;
@@ -1187,127 +852,6 @@ private:
                 finish(*t, transfer_end::multi_error, CURLE_FAILED_INIT, why.empty() ? what : std::string_view{why});
     }
 
-    void close_sockets() noexcept {
-        sockets_.clear();  // closing the set below drops their registrations
-        watched_ = 0;
-        ::asio::error_code ignored;
-        set_watch_.close(ignored);  // closes the set; a pending wait completes as aborted
-    }
-#else
-    void opened(curl_socket_t s) noexcept {
-        forget(s);  // a number reused behind our back: its old entry is stale
-        try {
-            auto& entry = adopt(s);
-            entry.opened_here = true;
-        } catch (...) {  // registered later, when libcurl first watches it
-        }
-    }
-
-    // The entry is in the map before its descriptor owns `s`: a throw (no
-    // memory) can then never leave a descriptor whose destructor closes
-    // libcurl's socket.
-    socket_entry& adopt(curl_socket_t s) {
-        auto entry = std::make_unique<socket_entry>(ex_, ++socket_generation_);
-        auto& e = *entry;
-        const auto [pos, inserted] = sockets_.try_emplace(s, std::move(entry));
-        if (!inserted) return *pos->second;  // already known (callers forget stale entries first)
-        try {
-            e.descriptor.assign(s);
-        } catch (...) {  // not assigned: the entry closes nothing
-            sockets_.erase(pos);
-            throw;
-        }
-        return e;
-    }
-
-    void on_socket(CURL* easy, curl_socket_t s, int what) noexcept {
-        auto it = sockets_.find(s);
-        if (what == CURL_POLL_REMOVE) {
-            // Sockets libcurl opened itself (the threaded resolver's) may be
-            // closed without the close-socket callback: let go of them now.
-            if (it == sockets_.end()) return;
-            if (!it->second->opened_here) return forget(s);
-            it->second->what = 0;  // a pending wait that completes is ignored, not renewed
-            left_idle(easy, s);
-            return;
-        }
-        try {
-            if (it == sockets_.end()) {
-                adopt(s);
-                it = sockets_.find(s);
-            }
-            it->second->what = what;
-            watch(s, *it->second);
-        } catch (...) {
-            // Not watched: the transfers on it end at their limits.
-            if (it != sockets_.end()) forget(s);
-        }
-    }
-
-    // The descriptor stops watching `s` without closing it (libcurl does).
-    void forget(curl_socket_t s) noexcept {
-        auto it = sockets_.find(s);
-        if (it == sockets_.end()) return;
-        it->second->descriptor.release();
-        sockets_.erase(it);
-    }
-
-    void watch(curl_socket_t s, socket_entry& e) {
-        if ((e.what & CURL_POLL_IN) && !e.reading) {
-            e.reading = true;
-            e.descriptor.async_wait(::asio::posix::stream_descriptor::wait_read,
-                                    [self = shared_from_this(), s, g = e.generation](const ::asio::error_code& ec) {
-                                        self->on_ready(s, g, CURL_CSELECT_IN, ec);
-                                    });
-        }
-        if ((e.what & CURL_POLL_OUT) && !e.writing) {
-            e.writing = true;
-            e.descriptor.async_wait(::asio::posix::stream_descriptor::wait_write,
-                                    [self = shared_from_this(), s, g = e.generation](const ::asio::error_code& ec) {
-                                        self->on_ready(s, g, CURL_CSELECT_OUT, ec);
-                                    });
-        }
-    }
-
-    void on_ready(curl_socket_t s, std::uint64_t generation, int direction, const ::asio::error_code& ec) {
-        if (closed_) return;
-        auto it = sockets_.find(s);
-        if (it == sockets_.end() || it->second->generation != generation) return;  // released since
-        auto& e = *it->second;
-        (direction == CURL_CSELECT_IN ? e.reading : e.writing) = false;
-        if (ec == ::asio::error::operation_aborted) return;
-        if (put_off(deferred_sockets)) return;
-        const int wanted = direction == CURL_CSELECT_IN ? CURL_POLL_IN : CURL_POLL_OUT;
-        if (!(e.what & wanted)) return;  // libcurl no longer waits for this direction
-        act(s, ec ? CURL_CSELECT_ERR : direction);
-        // The socket may be gone, or another with its number, since.
-        it = sockets_.find(s);
-        if (!closed_ && it != sockets_.end() && it->second->generation == generation) watch(s, *it->second);
-    }
-
-    // A transfer of libcurl's uses the socket now (idle_connections).
-    bool watched(curl_socket_t s) noexcept {
-        const auto it = sockets_.find(s);
-        return it != sockets_.end() && it->second->what != 0;
-    }
-
-    void rewatch_sockets() noexcept {
-        for (auto& [s, e] : sockets_) {
-            if (closed_) return;
-            if (e->what == 0) continue;
-            try {
-                watch(s, *e);
-            } catch (...) {  // not watched: the transfers on it end at their limits
-            }
-        }
-    }
-
-    void close_sockets() noexcept {
-        for (auto& entry : sockets_) entry.second->descriptor.release();
-        sockets_.clear();
-    }
-#endif
-
     // libcurl stopped watching a connection's socket (CURL_POLL_REMOVE): no
     // transfer uses it now. `easy`, the transfer that left it, tells the
     // origin, the idle limit its answer announced, and the clock (the
@@ -1319,7 +863,7 @@ private:
         const auto& t = *static_cast<const async_transfer*>(p);
         // A call resil ended (removed mid-transfer) says nothing of how its
         // connection was left; an HTTP/1 one is closed.
-        if (!t.active || !t.clock) return;
+        if ((!t.active && !t.leaving_finished) || !t.clock) return;
         idle_connections::identity id;
         curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &id.local_port);
         curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &id.primary_port);
@@ -1476,7 +1020,7 @@ private:
                 for (std::size_t i = 0; i < slots_.size() && !closed_; ++i)
                     if (auto* t = slots_[i].get(); t && t->active && std::exchange(t->watch_deferred, false))
                         watch_limits(*t);
-            if (what & deferred_sockets) rewatch_sockets();
+            if (what & deferred_sockets) socket_waits_.rewatch();
             if (what & deferred_timeout) act_once(CURL_SOCKET_TIMEOUT, 0);
         }
     }
@@ -1506,16 +1050,7 @@ private:
     bool curl_waiting_ = false;       ///< that wait is pending
     std::uint64_t zero_due_ = 0;  ///< the generation of libcurl's latest "at once" (0 ms)
     bool zero_posted_ = false;    ///< a run of libcurl for "at once" is posted and still to come
-#if RESIL_DETAIL_CURL_EVENT_SET
-    int event_set_ = -1;                          ///< the epoll set of libcurl's sockets, owned by set_watch_
-    ::asio::posix::stream_descriptor set_watch_;  ///< the reactor's view of event_set_
-    bool set_waiting_ = false;                    ///< a reactor wait on the set is pending
-    std::size_t watched_ = 0;                     ///< sockets libcurl watches now (what != 0)
-    std::vector<socket_entry> sockets_;  ///< indexed by descriptor (find_socket)
-#else
-    std::unordered_map<curl_socket_t, std::unique_ptr<socket_entry>> sockets_;
-#endif
-    std::uint64_t socket_generation_ = 0;
+    socket_waits<asio_multi> socket_waits_;  ///< libcurl's sockets, waited for by the reactor
     std::uint64_t wait_generation_ = 0;  ///< of the transfers' timer waits
     std::vector<std::pair<std::uint32_t, std::uint64_t>> touched_;  ///< (index, generation) to stamp_touched
     bool touched_unlisted_ = false;  ///< a touched transfer is missing from touched_ (no memory): look at all

@@ -1,0 +1,159 @@
+// resil/balancer/options.hpp — what a balancer is told and what it tells:
+// its pickers, outlier ejection and failover options, its counts, and one
+// endpoint's status.
+//
+//   resil::balancer lb{endpoints, {.policy = resil::balancing_policy::peak_ewma,
+//                                  .outlier = {.consecutive_failures = 5, .base_ejection_time = 30s}}};
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include "../circuit_breaker/options.hpp"
+#include "../clock.hpp"
+#include "../events.hpp"
+#include "../validation.hpp"
+#include "endpoint.hpp"
+
+namespace resil {
+
+/// How a balancer chooses among the usable endpoints (resil/balancer/balancer.hpp).
+enum class balancing_policy : std::uint8_t { round_robin, random, least_outstanding, power_of_two_choices, peak_ewma };
+
+[[nodiscard]] constexpr std::string_view to_string(balancing_policy p) noexcept {
+    switch (p) {
+        case balancing_policy::round_robin: return "round_robin";
+        case balancing_policy::random: return "random";
+        case balancing_policy::least_outstanding: return "least_outstanding";
+        case balancing_policy::power_of_two_choices: return "power_of_two_choices";
+        case balancing_policy::peak_ewma: return "peak_ewma";
+    }
+    return "unknown";
+}
+
+/// What a call on an endpoint came to, for passive health.
+enum class endpoint_result : std::uint8_t {
+    success,  ///< an answer (a 4xx too: the endpoint answered); ends a run of failures
+    failure,  ///< a 5xx or a connect failure: counts towards ejection
+};
+
+/// Passive health: Envoy's consecutive-5xx outlier detection and its defaults.
+struct outlier_detection_options {
+    /// Failures in a row that eject an endpoint; 0 turns ejection off.
+    std::uint32_t consecutive_failures = 5;
+    /// The first ejection's length; with multiplier n one lasts n times as long ...
+    duration base_ejection_time = std::chrono::seconds{30};
+    /// ... but never longer than this (the multiplier stops growing there).
+    duration max_ejection_time = std::chrono::seconds{300};
+    /// The multiplier falls by one for each such interval the endpoint
+    /// spent un-ejected (Envoy: one per detection `interval`, 10 s).
+    duration ejection_decay_interval = std::chrono::seconds{10};
+    /// The largest share of the set ejected at once (at least one endpoint
+    /// may be, unless the set has only one).
+    double max_ejection_share = 0.1;
+
+    static constexpr std::uint32_t max_consecutive_failures = 1000;
+    static constexpr duration max_ejection_limit = std::chrono::hours{24};
+
+    [[nodiscard]] validation_result validate() const {
+        if (auto bad = detail::check_in_range("consecutive_failures", consecutive_failures, std::uint32_t{0},
+                                              max_consecutive_failures))
+            return bad;
+        if (auto bad = detail::check_in_range("base_ejection_time", base_ejection_time, duration{std::chrono::milliseconds{1}},
+                                              max_ejection_limit))
+            return bad;
+        if (auto bad = detail::check_in_range("max_ejection_time", max_ejection_time, base_ejection_time,
+                                              max_ejection_limit))
+            return bad;
+        if (auto bad = detail::check_in_range("ejection_decay_interval", ejection_decay_interval,
+                                              duration{std::chrono::milliseconds{1}}, max_ejection_limit))
+            return bad;
+        return detail::check_that(max_ejection_share >= 0.0 && max_ejection_share <= 1.0, "max_ejection_share",
+                                  "in [0, 1]", max_ejection_share);
+    }
+    friend bool operator==(const outlier_detection_options&, const outlier_detection_options&) = default;
+};
+
+struct balancer_options {
+    balancing_policy policy = balancing_policy::power_of_two_choices;
+    /// peak_ewma: how fast the latency average forgets (Finagle's and Linkerd's 10 s).
+    duration decay_time = std::chrono::seconds{10};
+    /// peak_ewma: the latency an endpoint not measured yet is taken to have
+    /// while it has calls in flight (Finagle uses a huge penalty; 1 s here
+    /// keeps the arithmetic finite while still sending elsewhere first).
+    duration unmeasured_penalty = std::chrono::seconds{1};
+    outlier_detection_options outlier{};
+    /// Below this share of usable endpoints, a group is balanced over all of
+    /// them (Envoy's healthy_panic_threshold, 50 %); 0 turns panic mode off.
+    double panic_threshold = 0.5;
+    /// A priority group takes every call while at least this share of it is
+    /// usable; below, the groups share the calls by health (usable share ÷
+    /// this, at most 1), as Envoy's priority load with its overprovisioning
+    /// factor 1.4 (about ÷ 0.71).
+    double failover_threshold = 0.7;
+    /// A circuit breaker per endpoint, with these options (none by default;
+    /// its on_state_change hears every endpoint's). An endpoint whose breaker
+    /// is open is not usable until its open_for ends: it does not count when
+    /// a group is chosen, and is picked in its group only when no other is
+    /// left; resil::call_endpoint asks the breaker before each call.
+    std::optional<circuit_breaker_options> endpoint_breaker{};
+    /// Told of ejections and returns, on the thread that caused them; must not throw.
+    std::function<void(const events::endpoint_ejected&)> on_ejected{};
+    std::function<void(const events::endpoint_returned&)> on_returned{};
+
+    static constexpr duration min_decay_time = std::chrono::milliseconds{1};
+    static constexpr duration max_decay_time = std::chrono::hours{1};
+
+    [[nodiscard]] validation_result validate() const {
+        if (auto bad = detail::check_that(static_cast<std::uint8_t>(policy) <= 4, "policy",
+                                          "one of round_robin, random, least_outstanding, power_of_two_choices, peak_ewma",
+                                          static_cast<std::uint32_t>(policy)))
+            return bad;
+        if (auto bad = detail::check_in_range("decay_time", decay_time, min_decay_time, max_decay_time)) return bad;
+        if (auto bad = detail::check_in_range("unmeasured_penalty", unmeasured_penalty, duration::zero(),
+                                              duration{std::chrono::minutes{10}}))
+            return bad;
+        if (auto bad = outlier.validate()) return bad->within("outlier");
+        if (auto bad = detail::check_that(panic_threshold >= 0.0 && panic_threshold <= 1.0, "panic_threshold",
+                                          "in [0, 1]", panic_threshold))
+            return bad;
+        if (auto bad = detail::check_that(failover_threshold >= 0.0 && failover_threshold <= 1.0,
+                                          "failover_threshold", "in [0, 1]", failover_threshold))
+            return bad;
+        if (endpoint_breaker)
+            if (auto bad = endpoint_breaker->validate()) return bad->within("endpoint_breaker");
+        return std::nullopt;
+    }
+};
+
+/// Counts since construction.
+struct balancer_metrics {
+    std::uint64_t ejections = 0;
+    std::uint64_t returns = 0;
+    std::uint64_t panic_picks = 0;     ///< picks made over a whole group in panic mode
+    std::uint64_t failover_picks = 0;  ///< picks from a group other than the first
+    std::uint64_t no_endpoint = 0;     ///< picks that found no endpoint
+    /// Picks of a call held to an idempotency scope that found no endpoint of it
+    /// (tried_endpoints; counted in no_endpoint too).
+    std::uint64_t no_endpoint_in_scope = 0;
+    std::uint64_t replacements = 0;
+};
+
+/// One endpoint as the balancer sees it now.
+struct endpoint_status {
+    resil::endpoint endpoint;
+    std::uint32_t outstanding = 0;
+    /// peak_ewma: the latency average as a pick at `now` reads it (decayed
+    /// towards 0 since its last sample); 0 until measured.
+    duration latency_ewma{};
+    bool ejected = false;
+    std::uint32_t times_ejected = 0;
+    bool failing_checks = false;  ///< active health checks took it out
+    /// Its circuit breaker's state (balancer_options::endpoint_breaker); none without one.
+    std::optional<circuit_state> breaker{};
+};
+
+}  // namespace resil

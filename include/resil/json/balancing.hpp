@@ -1,0 +1,70 @@
+// resil/json/balancing.hpp — the JSON keys of the balancing options
+// (resil/balancer.hpp): balancer_options with its outlier detection and
+// per-endpoint breaker as nested objects, and health_check_options; read
+// and written by resil::json::read and write as every options type is. The
+// hooks (on_ejected, on_returned, a breaker's on_state_change) are code,
+// not configuration: neither read nor written.
+//
+//   auto o = resil::json::read<resil::balancer_options>(j["balancer"], "balancer");
+//   // {"policy": "peak_ewma", "outlier": {"consecutive_failures": 0}, "endpoint_breaker": null}
+//   // {"outlier": {"max_ejection_share": 2}} → config_error
+//   //   "balancer.outlier.max_ejection_share: must be in [0, 1], got 2"
+#pragma once
+
+#include <array>
+#include <string_view>
+#include <tuple>
+
+#include "../balancer.hpp"
+#include "conversions.hpp"
+#include "fields.hpp"
+#include "read.hpp"
+#include "write.hpp"
+
+namespace resil::json::detail {
+
+template <>
+struct enumerators<balancing_policy> {
+    static constexpr std::string_view what = "a balancing policy";
+    static constexpr std::array values{balancing_policy::round_robin, balancing_policy::random,
+                                       balancing_policy::least_outstanding, balancing_policy::power_of_two_choices,
+                                       balancing_policy::peak_ewma};
+};
+
+template <>
+struct fields<outlier_detection_options> {
+    using T = outlier_detection_options;
+    static constexpr auto list = std::tuple{
+        key("consecutive_failures", &T::consecutive_failures),
+        key("base_ejection_time", &T::base_ejection_time),
+        key("max_ejection_time", &T::max_ejection_time),
+        key("ejection_decay_interval", &T::ejection_decay_interval),
+        key("max_ejection_share", &T::max_ejection_share),
+    };
+};
+
+/// Every balancer option but the hooks (code, not configuration);
+/// endpoint_breaker is null for none, else a circuit breaker's object.
+template <>
+struct fields<balancer_options> {
+    using T = balancer_options;
+    static constexpr auto list = std::tuple{
+        key("policy", &T::policy),
+        key("decay_time", &T::decay_time),
+        key("unmeasured_penalty", &T::unmeasured_penalty),
+        key("outlier", &T::outlier),
+        key("panic_threshold", &T::panic_threshold),
+        key("failover_threshold", &T::failover_threshold),
+        key("endpoint_breaker", &T::endpoint_breaker),
+    };
+};
+
+template <>
+struct fields<health_check_options> {
+    using T = health_check_options;
+    static constexpr auto list =
+        std::tuple{key("interval", &T::interval), key("timeout", &T::timeout),
+                   key("unhealthy_threshold", &T::unhealthy_threshold), key("healthy_threshold", &T::healthy_threshold)};
+};
+
+}  // namespace resil::json::detail

@@ -1,0 +1,361 @@
+// resil::json for every options type of the library (item 5 of
+// resil/policy_checklist.hpp): each is written and read back equal, with
+// every field set away from its default; an unknown key anywhere gets the
+// JSON path and "did you mean"; a nested options type's errors land at its
+// path. The pipeline's own seven are also in json_fields.cpp, json_read.cpp
+// and json_config.cpp.
+#include <resil/json.hpp>
+
+#include <resil/adaptive_limit.hpp>
+#include <resil/adaptive_throttle.hpp>
+#include <resil/balancer.hpp>
+#include <resil/circuit_breaker.hpp>
+#include <resil/concurrency_limit.hpp>
+#include <resil/deadline_policy.hpp>
+#include <resil/fallback.hpp>
+#include <resil/hedge.hpp>
+#include <resil/paced_bucket.hpp>
+#include <resil/policy_checklist.hpp>
+#include <resil/retry.hpp>
+#include <resil/retry_budget.hpp>
+#include <resil/timeout_policy.hpp>
+#include <resil/token_bucket.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "catch.hpp"
+
+using namespace std::chrono_literals;
+namespace rj = resil::json;
+using resil::reason;
+using resil::verdict;
+
+namespace {
+
+auto plan_b = [] { return 0; };
+
+// Item 5 for every policy of the library; the Redis limiter by its options
+// (its class needs the resil::redis target).
+static_assert(rj::configurable<resil::deadline_policy>);
+static_assert(rj::configurable<resil::timeout_policy>);
+static_assert(rj::configurable<resil::retry_policy>);
+static_assert(rj::configurable<resil::retry_budget>);
+static_assert(rj::configurable<resil::circuit_breaker>);
+static_assert(rj::configurable<resil::token_bucket>);
+static_assert(rj::configurable<resil::paced_bucket>);
+static_assert(rj::configurable<resil::concurrency_limit>);
+static_assert(rj::configurable<resil::adaptive_limit>);
+static_assert(rj::configurable<resil::adaptive_throttle>);
+static_assert(rj::configurable<resil::fallback_policy<decltype(plan_b)>>);
+static_assert(rj::configurable<resil::hedge_policy>);
+static_assert(rj::configurable<resil::balancer>);
+static_assert(rj::configurable<resil::health_checker>);
+static_assert(rj::detail::options_type<resil::redis::rate_limiter_options>);
+static_assert(rj::detail::options_type<resil::outlier_detection_options>);
+
+// The members of an aggregate, counted by brace-initializing it from
+// placeholders that convert to any member (unevaluated only).
+struct any_member {
+    std::size_t index;
+    template <class M>
+    operator M&() const&& noexcept;
+};
+template <class T, std::size_t... I>
+constexpr bool initializable_from(std::index_sequence<I...>) {
+    return requires { T{any_member{I}...}; };
+}
+template <class T, std::size_t N = 0>
+constexpr std::size_t member_count() {
+    if constexpr (initializable_from<T>(std::make_index_sequence<N + 1>{}))
+        return member_count<T, N + 1>();
+    else
+        return N;
+}
+
+// Every member of an options type has a JSON key, but those that are code
+// (pointers, callbacks), counted here: a member added without a key fails.
+template <class T>
+constexpr bool every_member_keyed(std::size_t code_members = 0) {
+    return member_count<T>() == std::tuple_size_v<decltype(rj::detail::fields<T>::list)> + code_members;
+}
+static_assert(every_member_keyed<resil::timeouts>());
+static_assert(every_member_keyed<resil::retry_options>(1));  // budget
+static_assert(every_member_keyed<resil::retry_budget_options>());
+static_assert(every_member_keyed<resil::circuit_breaker_options>(1));  // on_state_change
+static_assert(every_member_keyed<resil::token_bucket_options>());
+static_assert(every_member_keyed<resil::concurrency_limit_options>());
+static_assert(every_member_keyed<resil::deadline_policy_options>());
+static_assert(every_member_keyed<rj::pipeline_config>());
+static_assert(every_member_keyed<resil::paced_bucket_options>());
+static_assert(every_member_keyed<resil::adaptive_limit_options>());
+static_assert(every_member_keyed<resil::adaptive_throttle_options>());
+static_assert(every_member_keyed<resil::fallback_options>());
+static_assert(every_member_keyed<resil::hedge_options>(1));  // budget
+static_assert(every_member_keyed<resil::outlier_detection_options>());
+static_assert(every_member_keyed<resil::balancer_options>(2));  // on_ejected, on_returned
+static_assert(every_member_keyed<resil::health_check_options>());
+static_assert(every_member_keyed<resil::redis::rate_limiter_options>());
+static_assert(member_count<resil::timeouts>() == 3);  // the count itself
+
+template <class T>
+bool same_fields(const T& a, const T& b);
+
+// Two values of one member equal: nested options types and optional ones
+// field by field (some options types hold callbacks, and have no ==).
+template <class M>
+bool same_member(const M& x, const M& y) {
+    if constexpr (rj::detail::options_type<M>) {
+        return same_fields(x, y);
+    } else if constexpr (rj::detail::is_optional<M>) {
+        if constexpr (rj::detail::options_type<typename M::value_type>)
+            return x.has_value() == y.has_value() && (!x || same_fields(*x, *y));
+        else
+            return x == y;
+    } else {
+        return x == y;
+    }
+}
+
+// Every field of T's table equal (all_of) or different (none_of).
+template <class T, class Combine>
+bool compare_fields(const T& a, const T& b, Combine combine) {
+    return std::apply([&](const auto&... f) { return combine(same_member(a.*f.member, b.*f.member)...); },
+                      rj::detail::fields<T>::list);
+}
+template <class T>
+bool same_fields(const T& a, const T& b) {
+    return compare_fields(a, b, [](auto... same) { return (same && ...); });
+}
+template <class T>
+bool every_field_differs(const T& a, const T& b) {
+    return compare_fields(a, b, [](auto... same) { return (!same && ...); });
+}
+
+// Written, then read back (through resil::json and through nlohmann's own
+// conversions): the same options; and written again, the same text.
+template <class T>
+void round_trip(const T& options) {
+    static_assert(rj::detail::options_type<T>);
+    REQUIRE(options.validate() == std::nullopt);
+    const auto j = rj::write(options);
+    INFO(j.dump());
+    const auto back = rj::read<T>(j, "x");
+    CHECK(same_fields(back, options));
+    if constexpr (std::equality_comparable<T>) CHECK(back == options);
+    CHECK(rj::write(back) == j);
+    // Every field differs from its default, so a key the reader skipped would show.
+    CHECK(every_field_differs(T{}, options));
+    const nlohmann::json converted = options;
+    CHECK(same_fields(converted.get<T>(), options));
+}
+
+std::string error_of(auto read) {
+    try {
+        read();
+    } catch (const rj::config_error& e) {
+        return e.what();
+    }
+    return "(accepted)";
+}
+
+// Each key of T's table, misspelt (one letter more): refused at its path,
+// with the key meant.
+template <class T>
+void every_key_misspelt(const T& options) {
+    const auto written = rj::write<nlohmann::json>(options);
+    for (const auto name : rj::detail::key_names<T>()) {
+        const std::string typo = std::string(name) + "x";
+        auto j = written;
+        j[typo] = j[std::string(name)];
+        j.erase(std::string(name));
+        INFO(typo);
+        const auto error = error_of([&] { (void)rj::read<T>(j, "cfg"); });
+        CHECK(error.rfind("cfg." + typo + ": unknown key; did you mean \"" + std::string(name) + "\"? (expected one of: ", 0) ==
+              0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("json options: every options type round-trips, every field away from its default") {
+    round_trip(resil::timeouts{.connect = 20ms, .read = 100ms, .total = 150ms});
+    round_trip(resil::retry_options{.max_attempts = 5,
+                                    .backoff = resil::equal_jitter{50ms, 2s, 3.0},
+                                    .retry_on = {verdict::retryable},
+                                    .max_wait = 30s,
+                                    .tell_callers_dont_retry = false});
+    round_trip(resil::retry_budget_options{.ratio = 0.2, .min_per_second = 3, .window = 5s});
+    round_trip(resil::circuit_breaker_options{.mode = resil::breaker_mode::count_window,
+                                              .failure_ratio = 0.25,
+                                              .window = 3s,
+                                              .window_calls = 40,
+                                              .min_calls = 10,
+                                              .consecutive_failures = 7,
+                                              .slow_call_threshold = 2s,
+                                              .open_for = 12s,
+                                              .half_open_probes = 2,
+                                              .probe_timeout = 4s,
+                                              .failure_verdicts = {verdict::ambiguous}});
+    round_trip(resil::token_bucket_options{.rate = 12.5, .burst = 30, .max_wait = 250ms});
+    round_trip(resil::concurrency_limit_options{.max_in_flight = 64});
+    round_trip(resil::deadline_policy_options{.budget = 750ms});
+    round_trip(resil::paced_bucket_options{.rate = 4,
+                                           .burst = 8,
+                                           .min_rate = 0.5,
+                                           .max_rate = 5000,
+                                           .burst_window = 2s,
+                                           .max_pause = 90s,
+                                           .max_wait = 1500ms});
+    round_trip(resil::adaptive_limit_options{.algorithm = resil::adaptive_algorithm::gradient2,
+                                             .initial_limit = 30,
+                                             .min_limit = 5,
+                                             .max_limit = 300,
+                                             .backoff_ratio = 0.8,
+                                             .smoothing = 0.5,
+                                             .rtt_tolerance = 2.0,
+                                             .long_window = 100,
+                                             .queue_size = 6,
+                                             .cut_once_per_round = false,
+                                             .increase_per_success = true,
+                                             .overload_latency = 3s,
+                                             .overload_verdicts = {verdict::retryable}});
+    round_trip(resil::adaptive_throttle_options{.k = 1.5, .window = 1min, .overload_verdicts = {verdict::ambiguous}});
+    round_trip(resil::fallback_options{.handles = {reason::circuit_open, reason::shed, reason::no_endpoint_in_scope}});
+    round_trip(resil::hedge_options{.max_hedges = 2,
+                                    .delay = 30ms,
+                                    .percentile = 0.9,
+                                    .min_delay = 2ms,
+                                    .max_delay = 5s,
+                                    .window = 20s,
+                                    .min_samples = 20});
+    round_trip(resil::outlier_detection_options{.consecutive_failures = 3,
+                                                .base_ejection_time = 10s,
+                                                .max_ejection_time = 100s,
+                                                .ejection_decay_interval = 20s,
+                                                .max_ejection_share = 0.3});
+    round_trip(resil::balancer_options{.policy = resil::balancing_policy::peak_ewma,
+                                       .decay_time = 5s,
+                                       .unmeasured_penalty = 200ms,
+                                       .outlier = {.consecutive_failures = 3, .max_ejection_share = 0.5},
+                                       .panic_threshold = 0.3,
+                                       .failover_threshold = 0.6,
+                                       .endpoint_breaker = resil::circuit_breaker_options{.open_for = 5s}});
+    round_trip(resil::health_check_options{.interval = 20s, .timeout = 1s, .unhealthy_threshold = 3,
+                                           .healthy_threshold = 4});
+    round_trip(resil::redis::rate_limiter_options{.rate = 20,
+                                                  .burst = 40,
+                                                  .host = "10.0.0.7",
+                                                  .port = 6380,
+                                                  .key = "llm-api",
+                                                  .key_prefix = "svc:",
+                                                  .connect_timeout = 30ms,
+                                                  .reply_timeout = 15ms,
+                                                  .connections = 4,
+                                                  .reconnect_backoff = 100ms,
+                                                  .reconnect_backoff_max = 3s,
+                                                  .on_failure = resil::redis::failure_policy::fail_closed,
+                                                  .expected_pods = 10,
+                                                  .lease = 5,
+                                                  .lease_ttl = 500ms,
+                                                  .max_wait = 2s});
+}
+
+TEST_CASE("json options: a balancer without a per-endpoint breaker writes null, and reads it back") {
+    const resil::balancer_options none{};
+    const auto j = rj::write(none);
+    CHECK(j["endpoint_breaker"].is_null());
+    CHECK(j["outlier"] == rj::write(resil::outlier_detection_options{}));
+    CHECK_FALSE(rj::read<resil::balancer_options>(j).endpoint_breaker);
+    const auto with = rj::read<resil::balancer_options>(nlohmann::json::parse(R"({"endpoint_breaker": {}})"));
+    REQUIRE(with.endpoint_breaker);
+    CHECK(same_fields(*with.endpoint_breaker, resil::circuit_breaker_options{}));
+}
+
+TEST_CASE("json options: every key of every options type, misspelt, is refused with the key meant") {
+    every_key_misspelt(resil::timeouts{});
+    every_key_misspelt(resil::retry_options{});
+    every_key_misspelt(resil::retry_budget_options{});
+    every_key_misspelt(resil::circuit_breaker_options{});
+    every_key_misspelt(resil::token_bucket_options{});
+    every_key_misspelt(resil::concurrency_limit_options{});
+    every_key_misspelt(resil::deadline_policy_options{.budget = 1s});
+    every_key_misspelt(resil::paced_bucket_options{});
+    every_key_misspelt(resil::adaptive_limit_options{});
+    every_key_misspelt(resil::adaptive_throttle_options{});
+    every_key_misspelt(resil::fallback_options{});
+    every_key_misspelt(resil::hedge_options{});
+    every_key_misspelt(resil::outlier_detection_options{});
+    every_key_misspelt(resil::balancer_options{});
+    every_key_misspelt(resil::health_check_options{});
+    every_key_misspelt(resil::redis::rate_limiter_options{.key = "k"});
+}
+
+TEST_CASE("json options: nested objects report at their path, shape and ranges alike") {
+    const auto error = [](std::string_view text) {
+        return error_of([&] { (void)rj::read<resil::balancer_options>(nlohmann::json::parse(text), "balancer"); });
+    };
+    CHECK(error(R"({"outlier": {"consecutive_failure": 3}})") ==
+          R"(balancer.outlier.consecutive_failure: unknown key; did you mean "consecutive_failures"? )"
+          R"((expected one of: consecutive_failures, base_ejection_time, max_ejection_time, ejection_decay_interval, )"
+          R"(max_ejection_share))");
+    CHECK(error(R"({"outlier": {"max_ejection_share": 2}})") == "balancer.outlier.max_ejection_share: must be in [0, 1], got 2");
+    CHECK(error(R"({"outlier": 5})") == "balancer.outlier: must be an object, got 5");
+    CHECK(error(R"({"endpoint_breaker": {"window": "5ms"}})") ==
+          R"(balancer.endpoint_breaker.window: must be in [10ms, 24h], got "5ms")");
+    CHECK(error(R"({"endpoint_breaker": {"open_fr": "5s"}})").rfind(
+              R"(balancer.endpoint_breaker.open_fr: unknown key; did you mean "open_for"?)", 0) == 0);
+    CHECK(error(R"({"endpoint_breaker": []})") == "balancer.endpoint_breaker: must be an object, got an array");
+    CHECK(error(R"({"policy": "peak_ewm"})") ==
+          R"(balancer.policy: must be one of "round_robin", "random", "least_outstanding", "power_of_two_choices", )"
+          R"("peak_ewma", got "peak_ewm")");
+    CHECK(error(R"({"policy": 4})") == "balancer.policy: must be a balancing policy, got 4");
+    CHECK(error(R"({"on_ejected": null})").rfind(R"(balancer.on_ejected: unknown key)", 0) == 0);  // code, not configuration
+}
+
+TEST_CASE("json options: enumerations, reasons, strings and whole milliseconds, by their rules") {
+    const auto quota = [](std::string_view text) {
+        return error_of(
+            [&] { (void)rj::read<resil::redis::rate_limiter_options>(nlohmann::json::parse(text), "quota"); });
+    };
+    CHECK(quota(R"({"key": "k", "on_failure": "fail_opn"})") ==
+          R"(quota.on_failure: must be one of "fail_open", "fail_closed", got "fail_opn")");
+    CHECK(quota(R"({"key": "k", "connect_timeout": "1.5ms"})") ==
+          R"(quota.connect_timeout: must be a whole number of milliseconds, got "1.5ms")");
+    CHECK(quota(R"({"key": "k", "connect_timeout": 50})").rfind("quota.connect_timeout: must be a duration string", 0) == 0);
+    CHECK(quota(R"({"key": 7})") == "quota.key: must be a string, got 7");
+    CHECK(quota(R"({"key": "bad key"})").rfind("quota.key: must be 1 to 200 printable ASCII characters", 0) == 0);
+    CHECK(quota(R"({"rate": 50})").rfind(R"(quota.key: must be 1 to 200 printable ASCII characters)", 0) == 0);  // required
+    CHECK(quota(R"({"key": "k", "port": 70000})") == "quota.port: must be in [1, 65535], got 70000");
+
+    const auto fallback = [](std::string_view text) {
+        return error_of([&] { (void)rj::read<resil::fallback_options>(nlohmann::json::parse(text), "fallback"); });
+    };
+    CHECK(fallback(R"({"handles": ["circuit_open", "circuit_open"]})") ==
+          R"(fallback.handles[1]: "circuit_open" is listed twice)");
+    CHECK(fallback(R"({"handles": ["circuit_opn"]})").rfind(R"(fallback.handles[0]: must be one of "none", "failed", )", 0) ==
+          0);
+    CHECK(fallback(R"({"handles": []})") == "fallback.handles: must name at least one reason, got none");
+    CHECK(fallback(R"({"handles": "shed"})").rfind("fallback.handles: must be an array of reasons", 0) == 0);
+    CHECK(rj::read<resil::fallback_options>(nlohmann::json::parse(R"({"handles": ["shed"]})")).handles ==
+          resil::reason_set{reason::shed});
+
+    const auto limit = [](std::string_view text) {
+        return error_of([&] { (void)rj::read<resil::adaptive_limit_options>(nlohmann::json::parse(text), "limit"); });
+    };
+    CHECK(limit(R"({"algorithm": "vegas"})") == R"(limit.algorithm: must be one of "aimd", "gradient2", got "vegas")");
+    CHECK(limit(R"({"min_limit": 300})") == "limit.min_limit: must be in [1, max_limit (200)], got 300");
+    CHECK(error_of([] { (void)rj::read<resil::hedge_options>(nlohmann::json::parse(R"({"percentile": 1.5})"), "hedge"); }) ==
+          "hedge.percentile: must be 0 (a fixed delay) or in (0, 1), got 1.5");
+    CHECK(error_of([] {
+              (void)rj::read<resil::deadline_policy_options>(nlohmann::json::parse(R"({"budget": "0s"})"), "deadline");
+          }) == R"(deadline.budget: must be in [1ms, 24h], got "0s")");
+}
