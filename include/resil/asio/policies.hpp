@@ -36,12 +36,20 @@
 
 #include <asio/awaitable.hpp>
 
+// The policies this header has always brought along (code includes them through it).
+#include "../circuit_breaker.hpp"
 #include "../clock.hpp"
+#include "../concurrency_limit.hpp"
 #include "../context.hpp"
+#include "../deadline_policy.hpp"
 #include "../detail/pipeline_call.hpp"
 #include "../events.hpp"
+#include "../fallback.hpp"
 #include "../outcome.hpp"
 #include "../policy_steps.hpp"
+#include "../retry.hpp"
+#include "../timeout_policy.hpp"
+#include "../token_bucket.hpp"
 
 namespace resil::asio {
 
