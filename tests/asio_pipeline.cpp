@@ -413,6 +413,36 @@ struct enough_time_left {
     }
 };
 
+// The same policy written as steps (docs/async.md): both pipelines drive it.
+struct enough_time_left_steps {
+    resil::duration minimum;
+
+    template <class Context, class Outcome>
+    struct call_state {};
+
+    template <class Context, class State>
+    resil::layer_in enter(Context& ctx, State&) const {
+        if (ctx.recent_remaining() >= minimum) return resil::layer_in::proceed();
+        ctx.emit(resil::events::rejected{resil::reason::deadline_exceeded, std::nullopt});
+        return resil::layer_in::refuse(resil::reason::deadline_exceeded);
+    }
+    template <class Context, class State, class Outcome>
+    resil::layer_out leave(Context&, State&, Outcome&) const {
+        return resil::layer_out::proceed();
+    }
+};
+
+template <bool Async>
+std::vector<std::string> custom_steps_policy() {
+    world w;
+    w.script = {{503, 150ms}};
+    auto pipe = w.make<Async>(resil::deadline_policy{400ms},
+                              resil::retry_policy{{.max_attempts = 3, .backoff = resil::full_jitter{50ms, 200ms}}},
+                              enough_time_left_steps{100ms});
+    w.call<Async>(pipe);
+    return w.lines;
+}
+
 template <bool Async>
 std::vector<std::string> custom_policy() {
     world w;
@@ -559,6 +589,13 @@ TEST_CASE("asio pipeline: every policy of the library in one pipeline emits the 
 
 TEST_CASE("asio pipeline: a policy of one's own runs in both pipelines, with the same events") {
     same_events(custom_policy<false>, custom_policy<true>, {"attempt_finished 2 retryable", "call_finished"});
+}
+
+TEST_CASE("asio pipeline: a policy of one's own written as steps runs in both pipelines, with the same events") {
+    same_events(custom_steps_policy<false>, custom_steps_policy<true>,
+                {"attempt_finished 2 retryable", "rejected deadline_exceeded", "call_finished"});
+    // The same events as the policy written around `next`.
+    CHECK(custom_steps_policy<false>() == custom_policy<false>());
 }
 
 TEST_CASE("asio pipeline: a policy of one's own outermost, with a retry and a breaker inside it") {
