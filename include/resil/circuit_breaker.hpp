@@ -259,7 +259,19 @@ public:
     /// another time line the breaker reads its own clock, as when used alone.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        return detail::run_steps(*this, ctx, next);  // the steps below, driven blocking
+        // The steps below, driven blocking; their common case (enter()'s and
+        // leave()'s fast path, the same count_fast) written out without an
+        // admission, so that the compiler keeps it as lean as a hand-written
+        // call: resil::pipeline runs this.
+        const auto s = state_.load(std::memory_order_relaxed);
+        if (admits_fast(s)) [[likely]] {
+            const bool shared = shares_readings(ctx);
+            const time_point started = shared ? ctx.recent_now() : time_point{};
+            auto out = next(ctx);  // nothing to give back if it throws
+            if (out.attempted()) count_fast(ctx, s, shared, started, out.verdict());
+            return out;
+        }
+        return detail::run_steps(*this, ctx, next);
     }
 
     /// A call as enter() admitted it: what leave() needs to count its

@@ -224,8 +224,9 @@ public:
     /// Runs `fn` through the policies with a fresh context.
     template <class F, class Classifier = detail::default_classifier>
     auto operator()(F&& fn, Classifier classify = {}) const {
-        call_context_type call{clock_, detail::unwrap(listener_)};
-        return run_call(call.get(), fn, classify);
+        // Built in place, with nothing to give back: no call_context.
+        pipeline_context_type pctx{clock_, detail::unwrap(listener_)};
+        return run_call(pctx, fn, classify);
     }
 
     /// Runs `fn` with a context the caller prepared (stop token, upstream
@@ -282,21 +283,21 @@ private:
         }
     }
 
-    // Policy I around the rest: its steps (resil/policy_steps.hpp), driven
-    // here; a policy of the user's that is not written as steps, by its own
-    // execute().
+    // Policy I around the rest: its execute() (for resil's policies, the
+    // blocking driver of their steps, detail::run_steps, with the breaker's
+    // fast path written out); a policy written only as steps
+    // (resil/policy_steps.hpp), by that driver here.
     template <std::size_t I, class Ctx, class Innermost>
     auto run(Ctx& ctx, Innermost& innermost) const {
         if constexpr (I == sizeof...(Policies)) {
             return innermost(ctx);
         } else {
             const auto& policy = detail::unwrap(std::get<I>(policies_));
-            using policy_type = std::remove_cvref_t<decltype(policy)>;
             auto next = [this, &innermost](Ctx& c) { return this->run<I + 1>(c, innermost); };
-            if constexpr (policy_steps<policy_type, Ctx, decltype(next(ctx))>)
-                return detail::run_steps(policy, ctx, next);
+            if constexpr (requires { policy.execute(ctx, next); })
+                return policy.execute(ctx, next);  // for resil's policies, their steps' driver
             else
-                return policy.execute(ctx, next);
+                return detail::run_steps(policy, ctx, next);
         }
     }
 
