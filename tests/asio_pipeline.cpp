@@ -9,8 +9,14 @@
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -57,11 +63,20 @@ struct recorder {
     void operator()(const events::deadline_exceeded& e) const {
         add("deadline_exceeded " + std::to_string(e.attempts));
     }
+    void operator()(const events::pace_changed& e) const {
+        add("pace_changed " + std::to_string(e.rate) + "/s burst " + std::to_string(e.burst) + " paused " +
+            ms(e.paused_for) + " #" + std::to_string(e.generation));
+    }
+    void operator()(const events::limit_changed& e) const {
+        add("limit_changed " + std::to_string(e.from) + "->" + std::to_string(e.to) + " " +
+            std::string(resil::to_string(e.cause)) + " #" + std::to_string(e.generation));
+    }
 };
 
 struct step {
     int status;
     resil::duration took;
+    std::string remaining{};  // with RateLimit fields: what remains of a quota of 10, reset in 1 s
 };
 
 resil::classification classify_status(int status) {
@@ -71,6 +86,29 @@ resil::classification classify_status(int status) {
     if (status >= 400) return resil::verdict::permanent;
     return resil::verdict::success;
 }
+
+// A reply with the rate-limit fields a server sends (RateLimit-*, the
+// draft's), for the policies that read them (paced_bucket).
+struct reply {
+    int status = 200;
+    std::string limit, remaining, reset;
+    [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const {
+        const auto is = [&](std::string_view n) {
+            return name.size() == n.size() &&
+                   std::equal(name.begin(), name.end(), n.begin(), [](char a, char b) {
+                       return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+                   });
+        };
+        if (!remaining.empty()) {
+            if (is("RateLimit-Limit")) return std::string_view{limit};
+            if (is("RateLimit-Remaining")) return std::string_view{remaining};
+            if (is("RateLimit-Reset")) return std::string_view{reset};
+        }
+        return std::nullopt;
+    }
+};
+
+resil::classification classify_reply(const reply& r) { return classify_status(r.status); }
 
 // A scenario's world: one clock, fixed jitter, a scripted dependency and the
 // events seen. Built twice, once per pipeline kind.
@@ -88,10 +126,16 @@ struct world {
             resil::basic_call_options<manual_clock>{.deadline = resil::basic_deadline{clock}, .jitter = &jitter}};
     }
 
-    int respond() {
+    // The adaptive throttle draws from this thread's jitter engine: the
+    // same draws for both pipelines.
+    world() { resil::detail::thread_jitter().seed(7); }
+
+    int respond() { return respond_with_fields().status; }
+    reply respond_with_fields() {
         const auto s = script.at(next++ % script.size());
         clock.advance(s.took);
-        return s.status;
+        if (s.remaining.empty()) return reply{s.status, {}, {}, {}};
+        return reply{s.status, "10", s.remaining, "1"};
     }
 
     template <class Pipe>
@@ -100,20 +144,46 @@ struct world {
         auto out = pipe.execute(ctx, [this](resil::basic_context<manual_clock>&) { return respond(); }, classify_status);
         lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
     }
+    template <class Pipe>
+    void call_sync_fields(const Pipe& pipe) {
+        auto ctx = context();
+        auto out = pipe.execute(
+            ctx, [this](resil::basic_context<manual_clock>&) { return respond_with_fields(); }, classify_reply);
+        lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+    }
 
     template <class Pipe>
     void call_async(const Pipe& pipe) {
+        run_async([&]() -> ::asio::awaitable<void> {
+            auto ctx = context();
+            auto out = co_await pipe.execute(
+                ctx, [this](resil::basic_context<manual_clock>&) -> ::asio::awaitable<int> { co_return respond(); },
+                classify_status);
+            lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+        });
+    }
+    template <class Pipe>
+    void call_async_fields(const Pipe& pipe) {
+        run_async([&]() -> ::asio::awaitable<void> {
+            auto ctx = context();
+            auto out = co_await pipe.execute(
+                ctx,
+                [this](resil::basic_context<manual_clock>&) -> ::asio::awaitable<reply> {
+                    co_return respond_with_fields();
+                },
+                classify_reply);
+            lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+        });
+    }
+
+    template <class Body>
+    void run_async(Body body) {
         ::asio::io_context io;
         bool done = false;
         ::asio::co_spawn(
             io,
             [&]() -> ::asio::awaitable<void> {
-                auto ctx = context();
-                auto out = co_await pipe.execute(
-                    ctx,
-                    [this](resil::basic_context<manual_clock>&) -> ::asio::awaitable<int> { co_return respond(); },
-                    classify_status);
-                lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+                co_await body();
                 done = true;
             },
             ::asio::detached);
@@ -135,6 +205,14 @@ struct world {
             call_async(pipe);
         else
             call_sync(pipe);
+    }
+    // A call whose replies carry RateLimit fields.
+    template <bool Async, class Pipe>
+    void call_fields(const Pipe& pipe) {
+        if constexpr (Async)
+            call_async_fields(pipe);
+        else
+            call_sync_fields(pipe);
     }
 };
 
@@ -233,6 +311,82 @@ std::vector<std::string> fallback_shed_and_unsafe() {
     return w.lines;
 }
 
+// A paced bucket: a call waits for its reserved token (on the bucket's clock,
+// which is the call's), replies' RateLimit fields change the pace, an
+// exhausted quota pauses it and a call that cannot wait long enough is
+// refused with the wait as its retry_after.
+template <bool Async>
+std::vector<std::string> paced() {
+    world w;
+    w.script = {{200, 10ms}, {200, 10ms, "8"}, {200, 10ms, "0"}, {200, 10ms}};
+    resil::basic_paced_bucket<manual_clock> pace{{.rate = 5, .burst = 1, .max_wait = 300ms}, w.clock};
+    auto pipe = w.make<Async>(resil::retry_policy{{.max_attempts = 2}}, std::ref(pace));
+    // The second call waits 190 ms for its token; the third reply pauses the
+    // bucket for 1 s, so the fourth call is refused.
+    for (int i = 0; i < 4; ++i) w.call_fields<Async>(pipe);
+    w.clock.advance(2s);
+    w.call_fields<Async>(pipe);
+    return w.lines;
+}
+
+// An adaptive limit (AIMD): overloads cut the limit, successes raise it; a
+// call over the limit is shed.
+template <bool Async>
+std::vector<std::string> adaptive_limited() {
+    world w;
+    w.script = {{503, 20ms}, {503, 20ms}, {200, 5ms}, {200, 5ms}, {200, 5ms}};
+    resil::basic_adaptive_limit<manual_clock> limit{
+        {.algorithm = resil::adaptive_algorithm::aimd, .initial_limit = 2, .min_limit = 1, .max_limit = 4,
+         .backoff_ratio = 0.5, .cut_once_per_round = false},
+        w.clock};
+    auto pipe = w.make<Async>(std::ref(limit));
+    for (int i = 0; i < 5; ++i) w.call<Async>(pipe);
+    {
+        // The limit is 3 now: its three places taken, a call is shed.
+        auto a = limit.try_acquire();
+        auto b = limit.try_acquire();
+        auto c = limit.try_acquire();
+        REQUIRE(c);
+        w.call<Async>(pipe);
+    }
+    return w.lines;
+}
+
+// An adaptive throttle: once most answers are overloads, calls are refused
+// locally (reason::throttled), with the same draws in both pipelines.
+template <bool Async>
+std::vector<std::string> throttled() {
+    world w;
+    w.script = {{503, 150ms}};  // apart: the throttle reads its counts as of at most window / 100 ago
+    resil::basic_adaptive_throttle<manual_clock> throttle{{.k = 1.0, .window = 10s}, w.clock};
+    auto pipe = w.make<Async>(std::ref(throttle));
+    for (int i = 0; i < 12; ++i) w.call<Async>(pipe);
+    return w.lines;
+}
+
+// Every policy of the library at once, outermost to innermost.
+template <bool Async>
+std::vector<std::string> every_policy() {
+    world w;
+    w.script = {{503, 10ms, "9"}, {200, 10ms, "8"}, {408, 10ms}, {200, 10ms, "0"}, {200, 10ms}};
+    resil::fallback_policy plan_b{[] { return reply{299, {}, {}, {}}; }, {.handles = {resil::reason::unsafe_to_retry}}};
+    resil::basic_circuit_breaker<manual_clock> breaker{
+        {.mode = resil::breaker_mode::consecutive_failures, .consecutive_failures = 3, .open_for = 1s,
+         .half_open_probes = 1},
+        w.clock};
+    resil::basic_token_bucket<manual_clock> bucket{{.rate = 20, .burst = 2, .max_wait = 100ms}, w.clock};
+    resil::basic_paced_bucket<manual_clock> pace{{.rate = 50, .burst = 2, .max_wait = 100ms}, w.clock};
+    resil::basic_adaptive_throttle<manual_clock> throttle{{.k = 2.0, .window = 10s}, w.clock};
+    resil::basic_adaptive_limit<manual_clock> limit{{.initial_limit = 4, .min_limit = 1, .max_limit = 8}, w.clock};
+    resil::concurrency_limit in_flight{{.max_in_flight = 4}};
+    auto pipe = w.make<Async>(plan_b, resil::deadline_policy{2s},
+                              resil::retry_policy{{.max_attempts = 3, .backoff = resil::full_jitter{10ms, 40ms}}},
+                              std::ref(breaker), std::ref(bucket), std::ref(pace), std::ref(throttle), std::ref(limit),
+                              std::ref(in_flight), resil::timeout_policy{{.total = 500ms}});
+    for (int i = 0; i < 6; ++i) w.call_fields<Async>(pipe);
+    return w.lines;
+}
+
 // A policy of one's own, written for both pipelines: the decision in one
 // place, each driver a few lines (as in docs/async.md).
 struct enough_time_left {
@@ -258,6 +412,36 @@ struct enough_time_left {
         co_return co_await next(ctx);
     }
 };
+
+// The same policy written as steps (docs/async.md): both pipelines drive it.
+struct enough_time_left_steps {
+    resil::duration minimum;
+
+    template <class Context, class Outcome>
+    struct call_state {};
+
+    template <class Context, class State>
+    resil::layer_in enter(Context& ctx, State&) const {
+        if (ctx.recent_remaining() >= minimum) return resil::layer_in::proceed();
+        ctx.emit(resil::events::rejected{resil::reason::deadline_exceeded, std::nullopt});
+        return resil::layer_in::refuse(resil::reason::deadline_exceeded);
+    }
+    template <class Context, class State, class Outcome>
+    resil::layer_out leave(Context&, State&, Outcome&) const {
+        return resil::layer_out::proceed();
+    }
+};
+
+template <bool Async>
+std::vector<std::string> custom_steps_policy() {
+    world w;
+    w.script = {{503, 150ms}};
+    auto pipe = w.make<Async>(resil::deadline_policy{400ms},
+                              resil::retry_policy{{.max_attempts = 3, .backoff = resil::full_jitter{50ms, 200ms}}},
+                              enough_time_left_steps{100ms});
+    w.call<Async>(pipe);
+    return w.lines;
+}
 
 template <bool Async>
 std::vector<std::string> custom_policy() {
@@ -290,6 +474,35 @@ std::vector<std::string> custom_policy_outside() {
     return w.lines;
 }
 
+// Every policy of the library, in both forms: written as steps (which the
+// blocking pipeline drives) and accepted by the asynchronous pipeline. A
+// policy added to the library belongs in this list and in every_policy()
+// above. (The Redis limiter's asynchronous form: tests/redis_asio_rate_limiter.cpp.)
+using fallback_t = resil::fallback_policy<reply (*)()>;
+using library_policies =
+    std::tuple<resil::deadline_policy, resil::timeout_policy, resil::retry_policy, resil::concurrency_limit, fallback_t,
+               resil::basic_circuit_breaker<manual_clock>, resil::basic_token_bucket<manual_clock>,
+               resil::basic_paced_bucket<manual_clock>, resil::basic_adaptive_limit<manual_clock>,
+               resil::basic_adaptive_throttle<manual_clock>, resil::circuit_breaker, resil::token_bucket,
+               resil::paced_bucket, resil::adaptive_limit, resil::adaptive_throttle>;
+template <class Ctx>
+constexpr bool both_forms() {
+    return []<class... P>(std::tuple<P...>*) {
+        return ((resil::policy_steps<P, Ctx, resil::outcome<reply>> && resil::asio::has_asynchronous_form<P>) && ...);
+    }(static_cast<library_policies*>(nullptr));
+}
+static_assert(both_forms<resil::detail::pipeline_context<resil::steady_clock, const resil::no_listener>>());
+static_assert(both_forms<resil::detail::pipeline_context<manual_clock, const recorder>>());
+// A policy with only a blocking execute() has no asynchronous form (its
+// error: tests/compile_fail/asio_policy_without_async_form_fail.cpp).
+struct blocking_only {
+    template <class Context, class Next>
+    auto execute(Context& ctx, Next&& next) const {
+        return next(ctx);
+    }
+};
+static_assert(!resil::asio::has_asynchronous_form<blocking_only>);
+
 void show(const std::vector<std::string>& lines) {
     for (const auto& l : lines) std::printf("  %s\n", l.c_str());
 }
@@ -298,7 +511,7 @@ template <class Scenario>
 void same_events(Scenario blocking, Scenario async, std::initializer_list<const char*> must_contain) {
     const auto a = blocking();
     const auto b = async();
-    if (a != b) {
+    if (a != b || std::getenv("SHOW")) {
         std::puts("blocking:");
         show(a);
         std::puts("async:");
@@ -352,8 +565,37 @@ TEST_CASE("asio pipeline: fallback, shedding and an unsafe retry emit the blocki
                 {"fallback_used unsafe_to_retry", "rejected shed", "outcome shed"});
 }
 
+TEST_CASE("asio pipeline: a paced bucket (its waits, its pace from RateLimit fields, a pause) emits the blocking pipeline's events") {
+    same_events(paced<false>, paced<true>,
+                {"3600200ms attempt_started 1", "pace_changed 8.000000/s burst 8", "paused 1000ms", "rejected rate_limited",
+                 "outcome rate_limited", "outcome none"});
+}
+
+TEST_CASE("asio pipeline: an adaptive limit (cut, raised, shedding) emits the blocking pipeline's events") {
+    same_events(adaptive_limited<false>, adaptive_limited<true>,
+                {"limit_changed 2->1 overload", "limit_changed 1->2 accepted", "limit_changed 2->3 accepted", "rejected shed",
+                 "outcome shed"});
+}
+
+TEST_CASE("asio pipeline: an adaptive throttle refusing locally emits the blocking pipeline's events") {
+    same_events(throttled<false>, throttled<true>, {"rejected throttled", "outcome throttled"});
+}
+
+TEST_CASE("asio pipeline: every policy of the library in one pipeline emits the blocking pipeline's events") {
+    same_events(every_policy<false>, every_policy<true>,
+                {"retry_scheduled 1", "limit_changed 4->3 overload", "pace_changed", "fallback_used unsafe_to_retry",
+                 "rejected rate_limited", "outcome none"});
+}
+
 TEST_CASE("asio pipeline: a policy of one's own runs in both pipelines, with the same events") {
     same_events(custom_policy<false>, custom_policy<true>, {"attempt_finished 2 retryable", "call_finished"});
+}
+
+TEST_CASE("asio pipeline: a policy of one's own written as steps runs in both pipelines, with the same events") {
+    same_events(custom_steps_policy<false>, custom_steps_policy<true>,
+                {"attempt_finished 2 retryable", "rejected deadline_exceeded", "call_finished"});
+    // The same events as the policy written around `next`.
+    CHECK(custom_steps_policy<false>() == custom_policy<false>());
 }
 
 TEST_CASE("asio pipeline: a policy of one's own outermost, with a retry and a breaker inside it") {

@@ -113,6 +113,7 @@
 #include "events.hpp"
 #include "load_signal.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
 #include "validation.hpp"
 
 namespace resil {
@@ -371,21 +372,50 @@ public:
     /// is emitted as events::limit_changed.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        using result_type = decltype(next(ctx));
-        const bool shared = detail::context_reads(ctx, clock_);
-        const auto reading = [&] { return !reads_latency() ? time_point{} : shared ? ctx.recent_now() : clock_.now(); };
-        auto p = try_acquire(reading());
-        if (!p) {
-            ctx.emit(events::rejected{reason::shed, std::nullopt});
-            return result_type::rejected(reason::shed);
-        }
-        auto out = std::forward<Next>(next)(ctx);  // if it throws, `p` is released, learning nothing
-        if (const auto change = complete(std::move(p), load_signal_of_outcome(out, options_.overload_verdicts), reading()))
+        return detail::run_steps(*this, ctx, next);  // the steps below, driven blocking
+    }
+
+    /// What the policy holds during a call (policy_steps.hpp): its permit,
+    /// and whether the context reads the limit's time line. A call that
+    /// unwinds releases the permit, learning nothing.
+    class admission {
+    private:
+        friend class basic_adaptive_limit;
+        permit held_;
+        bool shared_ = false;
+    };
+    template <class Context, class Outcome>
+    using call_state = admission;
+
+    /// The policy's first step: a permit, or the call refused with
+    /// reason::shed at once when full (emitting events::rejected).
+    template <class Context>
+    layer_in enter(Context& ctx, admission& a) const {
+        a.shared_ = detail::context_reads(ctx, clock_);
+        a.held_ = try_acquire(latency_reading(ctx, a.shared_));
+        if (a.held_) return layer_in::proceed();
+        ctx.emit(events::rejected{reason::shed, std::nullopt});
+        return layer_in::refuse(reason::shed);
+    }
+
+    /// The policy's last step: learns from the outcome (its verdict is the
+    /// signal: load_signal_of_outcome), emitting events::limit_changed when
+    /// the limit moves.
+    template <class Context, class Outcome>
+    layer_out leave(Context& ctx, admission& a, Outcome& out) const {
+        if (const auto change = complete(std::move(a.held_), load_signal_of_outcome(out, options_.overload_verdicts),
+                                         latency_reading(ctx, a.shared_)))
             ctx.emit(*change);
-        return out;
+        return layer_out::proceed();
     }
 
 private:
+    // A reading for latency, only when the algorithm uses one.
+    template <class Context>
+    time_point latency_reading(Context& ctx, bool shared) const noexcept {
+        return !reads_latency() ? time_point{} : shared ? ctx.recent_now() : clock_.now();
+    }
+
     static constexpr std::uint64_t warm_up = 10;  // samples averaged plainly before the exponential average
     // The warm-up's word: the latest sample decayed the average (1 bit) |
     // samples counted (7 bits) | their sum in ns (56 bits; each sample at

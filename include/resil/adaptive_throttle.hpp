@@ -59,6 +59,7 @@
 #include "jitter.hpp"
 #include "load_signal.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
 #include "validation.hpp"
 
 namespace resil {
@@ -200,20 +201,43 @@ public:
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
     /// As a pipeline policy: rejects with reason::throttled (events::rejected)
-    /// or runs the rest of the pipeline and counts its answer.
+    /// or runs the rest of the pipeline and counts its answer. The steps
+    /// below, driven blocking.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        using result_type = decltype(next(ctx));
-        const bool shared = detail::context_reads(ctx, clock_);
-        auto t = try_acquire(shared ? ctx.recent_now() : clock_.now());
-        if (!t) {
-            ctx.emit(events::rejected{reason::throttled, std::nullopt});
-            return result_type::rejected(reason::throttled);
-        }
-        auto out = std::forward<Next>(next)(ctx);
+        return detail::run_steps(*this, ctx, next);
+    }
+
+    /// What the policy holds during a call (policy_steps.hpp): its ticket,
+    /// and whether the context reads the throttle's time line. A call that
+    /// unwinds counts nothing.
+    class admission {
+    private:
+        friend class basic_adaptive_throttle;
+        ticket held_;
+        bool shared_ = false;
+    };
+    template <class Context, class Outcome>
+    using call_state = admission;
+
+    /// The policy's first step: admits the request, or refuses it with
+    /// reason::throttled (emitting events::rejected).
+    template <class Context>
+    layer_in enter(Context& ctx, admission& a) const {
+        a.shared_ = detail::context_reads(ctx, clock_);
+        a.held_ = try_acquire(a.shared_ ? ctx.recent_now() : clock_.now());
+        if (a.held_) return layer_in::proceed();
+        ctx.emit(events::rejected{reason::throttled, std::nullopt});
+        return layer_in::refuse(reason::throttled);
+    }
+
+    /// The policy's last step: counts the answer (accepted or overload;
+    /// nothing for load_signal::ignored).
+    template <class Context, class Outcome>
+    layer_out leave(Context& ctx, admission& a, Outcome& out) const {
         const auto s = load_signal_of_outcome(out, options_.overload_verdicts);
-        if (s != load_signal::ignored) record(std::move(t), s, shared ? ctx.recent_now() : clock_.now());
-        return out;
+        if (s != load_signal::ignored) record(std::move(a.held_), s, a.shared_ ? ctx.recent_now() : clock_.now());
+        return layer_out::proceed();
     }
 
 private:

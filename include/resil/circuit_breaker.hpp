@@ -80,6 +80,7 @@
 #include "detail/saturate.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
 #include "validation.hpp"
 
 namespace resil {
@@ -258,9 +259,10 @@ public:
     /// another time line the breaker reads its own clock, as when used alone.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        // The common case written out, without an admission object (whose
-        // permit has a destructor), so that the compiler keeps it lean:
-        // enter()'s and leave()'s fast path.
+        // The steps below, driven blocking; their common case (enter()'s and
+        // leave()'s fast path, the same count_fast) written out without an
+        // admission, so that the compiler keeps it as lean as a hand-written
+        // call: resil::pipeline runs this.
         const auto s = state_.load(std::memory_order_relaxed);
         if (admits_fast(s)) [[likely]] {
             const bool shared = shares_readings(ctx);
@@ -269,90 +271,127 @@ public:
             if (out.attempted()) count_fast(ctx, s, shared, started, out.verdict());
             return out;
         }
-        using result_type = decltype(next(ctx));
-        auto call = enter(ctx);
-        if (!call) return result_type::rejected(reason::circuit_open, call.retry_after());
-        auto out = next(ctx);  // if it throws, the admission's permit gives a probe back
-        leave(ctx, call, out);
-        return out;
+        return detail::run_steps(*this, ctx, next);
     }
 
-    /// A call as enter() admitted (or rejected) it: what leave() needs to
-    /// count its result. Move-only; one dropped without leave() gives a
-    /// probe's slot back, as a permit does.
+    /// A call as enter() admitted it: what leave() needs to count its
+    /// result. One dropped without leave() (the call unwound) gives a
+    /// probe's slot back, as a permit does. It holds its permit's fields,
+    /// not the permit: a state whose address reaches no out-of-line code
+    /// stays in registers on the common path.
     class admission {
     public:
-        /// True when the call may go ahead.
-        explicit operator bool() const noexcept { return admitted_; }
-        /// For a rejection: the permit's retry_after().
-        [[nodiscard]] std::optional<duration> retry_after() const noexcept { return permit_.retry_after(); }
+        admission() noexcept {}  // the other fields are set by enter(), as it needs them
+        admission(const admission&) = delete;
+        admission& operator=(const admission&) = delete;
+        ~admission() {
+            if (held_) (void)take();  // the permit, destroyed at once, gives a probe back
+        }
 
     private:
         friend class basic_circuit_breaker;
-        permit permit_;                    // taken unless admitted on the fast path
-        std::optional<time_point> started_;  // the attempt's reading, when the breaker uses it
-        std::uint64_t word_ = 0;           // fast path: the closed state admitted in
+        void hold(permit&& p) noexcept {
+            owner_ = std::exchange(p.owner_, nullptr);
+            word_ = p.generation_;
+            permit_started_ = p.started_;
+            kind_ = p.kind_;
+            held_ = owner_ != nullptr;
+        }
+        permit take() noexcept {
+            held_ = false;
+            permit p{owner_, word_, kind_};
+            p.started_ = permit_started_;
+            return p;
+        }
+        std::optional<time_point> started() const noexcept {
+            if (!has_started_) return std::nullopt;
+            return started_;
+        }
+
+        std::uint64_t word_;  // fast path: the closed state admitted in; else the permit's generation
+        time_point started_;  // the attempt's reading, when the breaker uses it (has_started_)
+        // The permit taken unless admitted on the fast path.
+        const basic_circuit_breaker* owner_;
+        time_point permit_started_;
+        typename permit::kind kind_;
+        bool held_ = false;
         bool fast_ = false;
-        bool shared_ = false;
-        bool admitted_ = false;
+        bool shared_;
+        bool has_started_;
     };
 
-    /// The policy's first half, for drivers that cannot run the rest of the
-    /// pipeline as a plain call (resil/asio): admits or rejects the call
-    /// (emitting breaker_state_changed and rejected). execute() is enter(),
-    /// the rest of the pipeline, leave().
+    /// What the policy keeps during a call (policy_steps.hpp): its admission.
+    template <class Context, class Outcome>
+    using call_state = admission;
+
+    /// The policy's first step: admits the call, or refuses it with
+    /// reason::circuit_open (emitting breaker_state_changed and rejected).
+    /// The common case, a closed breaker counting in a time window, takes no
+    /// permit: nothing to give back.
     template <class Context>
-    admission enter(Context& ctx) const {
-        admission a;
+    layer_in enter(Context& ctx, admission& a) const {
         a.shared_ = shares_readings(ctx);
         const auto s = state_.load(std::memory_order_relaxed);
-        if (admits_fast(s)) [[likely]] {  // no permit: nothing to give back
+        if (admits_fast(s)) [[likely]] {
             a.fast_ = true;
-            a.admitted_ = true;
             a.word_ = s;
             if (a.shared_) a.started_ = ctx.recent_now();
-            return a;
+            return layer_in::proceed();
         }
         // Taken only where a reading is needed anyway: a count or run of
         // failures needs none for a success.
-        if (a.shared_ && (timed_ || options_.mode == breaker_mode::time_window)) a.started_ = ctx.recent_now();
+        a.has_started_ = a.shared_ && (timed_ || options_.mode == breaker_mode::time_window);
+        if (a.has_started_) a.started_ = ctx.recent_now();
+        auto p = acquire_in(ctx, a.started());
+        if (!p) return layer_in::refuse(reason::circuit_open, p.retry_after());
+        a.hold(std::move(p));
+        return layer_in::proceed();
+    }
+
+    /// The policy's second step: counts the outcome of a call enter()
+    /// admitted (an inner rejection, nothing attempted, gives the permit back
+    /// uncounted) and emits breaker_state_changed when it changes the state.
+    template <class Context, class Outcome>
+    layer_out leave(Context& ctx, admission& a, const Outcome& out) const {
+        if (a.fast_) {
+            a.fast_ = false;  // counted once
+            if (out.attempted()) count_fast(ctx, a.word_, a.shared_, a.started_, out.verdict());
+        } else if (a.held_) {
+            count_with_permit(ctx, a.take(), a.shared_, a.started(), out.attempted(), out.verdict());
+        }
+        return layer_out::proceed();
+    }
+
+private:
+    // The steps' uncommon paths, given values: neither the admission nor the
+    // outcome has its address taken on the common path.
+    template <class Context>
+    permit acquire_in(Context& ctx, std::optional<time_point> started) const {
         std::optional<events::breaker_state_changed> changed;
-        a.permit_ = acquire(&changed, a.started_);
+        auto p = acquire(&changed, started);
         if (changed) {
             ctx.emit(*changed);
             ctx.forget_now();  // a listener (or on_state_change) may have taken a while
         }
-        if (!a.permit_) {
-            ctx.emit(events::rejected{reason::circuit_open, a.permit_.retry_after()});
-            return a;
-        }
-        a.admitted_ = true;
-        return a;
+        if (!p) ctx.emit(events::rejected{reason::circuit_open, p.retry_after()});
+        return p;
     }
 
-    /// The policy's second half: counts the outcome of a call enter()
-    /// admitted (an inner rejection, nothing attempted, gives the permit back
-    /// uncounted) and emits breaker_state_changed when it changes the state.
-    template <class Context, class Outcome>
-    void leave(Context& ctx, admission& a, const Outcome& out) const {
-        if (!a.admitted_) return;
-        a.admitted_ = false;  // counted once
-        if (a.fast_) {
-            if (out.attempted()) count_fast(ctx, a.word_, a.shared_, a.started_.value_or(time_point{}), out.verdict());
-            return;
-        }
+    template <class Context>
+    void count_with_permit(Context& ctx, permit p, bool shared, std::optional<time_point> started, bool attempted,
+                           verdict v) const {
         transition_note changed;
-        if (out.attempted()) {
+        if (attempted) {
             std::optional<time_point> at;
-            if (a.shared_) {
-                if (a.started_ && !timed_ && !a.permit_.probe() && !options_.failure_verdicts.contains(out.verdict()))
-                    at = success_time(ctx, *a.started_, a.permit_.generation_);  // a success in the closed window
-                else if (a.started_ || options_.failure_verdicts.contains(out.verdict()))
+            if (shared) {
+                if (started && !timed_ && !p.probe() && !options_.failure_verdicts.contains(v))
+                    at = success_time(ctx, *started, p.generation_);  // a success in the closed window
+                else if (started || options_.failure_verdicts.contains(v))
                     at = ctx.recent_now();  // fresh (the pipeline dropped the start's), and shared with retry
             }
-            record_result(a.permit_, out.verdict(), std::nullopt, &changed, at);
+            record_result(p, v, std::nullopt, &changed, at);
         } else {
-            release_probe(a.permit_);
+            release_probe(p);
         }
         if (changed) {
             ctx.emit(*changed);

@@ -44,6 +44,7 @@
 #include "detail/stripes.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
 #include "validation.hpp"
 
 namespace resil {
@@ -172,23 +173,30 @@ public:
     /// As a pipeline policy: holds a permit around the rest of the pipeline;
     /// when full, rejects with reason::shed at once (events::rejected is
     /// emitted). The permit is released however the call ends, exceptions
-    /// included.
+    /// included. The steps below, driven blocking.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        using result_type = decltype(next(ctx));
-        const auto held = enter(ctx);
-        if (!held) return result_type::rejected(reason::shed);
-        return std::forward<Next>(next)(ctx);
+        return detail::run_steps(*this, ctx, next);
     }
 
-    /// The policy's admission, for drivers that cannot run the rest of the
-    /// pipeline as a plain call (resil/asio): a permit to hold around it, or
-    /// an empty one after emitting events::rejected (reason::shed).
+    /// What the policy holds during a call (policy_steps.hpp): its permit.
+    template <class Context, class Outcome>
+    using call_state = permit;
+
+    /// Takes a permit, or refuses the call with reason::shed (after emitting
+    /// events::rejected).
     template <class Context>
-    [[nodiscard]] permit enter(Context& ctx) const {
-        auto held = try_acquire();
-        if (!held) ctx.emit(events::rejected{reason::shed, std::nullopt});
-        return held;
+    layer_in enter(Context& ctx, permit& held) const {
+        held = try_acquire();
+        if (held) return layer_in::proceed();
+        ctx.emit(events::rejected{reason::shed, std::nullopt});
+        return layer_in::refuse(reason::shed);
+    }
+    /// Gives the permit back.
+    template <class Context, class Outcome>
+    layer_out leave(Context&, permit& held, Outcome&) const noexcept {
+        held.release();
+        return layer_out::proceed();
     }
 
 private:

@@ -22,10 +22,12 @@
 #include "detail/saturate.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
 #include "timeouts.hpp"
 #include "validation.hpp"
 
 namespace resil {
+
 
 /// Options of a deadline_policy.
 struct deadline_policy_options {
@@ -68,63 +70,62 @@ public:
     [[nodiscard]] const deadline_policy_options& options() const noexcept { return options_; }
     [[nodiscard]] duration budget() const noexcept { return options_.budget; }
 
+    /// As a pipeline policy: the steps below, driven blocking.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        using result = decltype(next(ctx));
-        // Restores the outer deadline on every way out, exceptions included,
-        // so that a deadline_policy inside a retry bounds each attempt only.
-        struct restore {
-            Context& ctx;
-            time_point outer;
-            ~restore() { ctx.set_deadline_instant(outer); }
-        } guard{ctx, ctx.deadline_instant()};
-        if (!enter(ctx)) return result::rejected(reason::deadline_exceeded);
-        return run_rest(ctx, next);
+        return detail::run_steps(*this, ctx, next);
     }
 
-    /// The policy's first half, for drivers that cannot run the rest of the
-    /// pipeline as a plain call (resil/asio): tightens the deadline; false
-    /// (after emitting deadline_exceeded and rejected) when none is left.
-    /// The driver restores the deadline it found (ctx.deadline_instant()
-    /// before) on every way out.
+    /// What the policy keeps during a call (policy_steps.hpp): the deadline
+    /// it found, put back when the call leaves it (or unwinds), so that a
+    /// deadline_policy inside a retry bounds each attempt only.
+    struct outer_deadline {
+        time_point instant{};
+    };
+    template <class Context, class Outcome>
+    using call_state = outer_deadline;
+
+    /// Tightens the deadline; refuses the call (after emitting
+    /// deadline_exceeded and rejected) when none is left.
     template <class Context>
-    bool enter(Context& ctx) const {
+    layer_in enter(Context& ctx, outer_deadline& s) const {
+        s.instant = ctx.deadline_instant();
         const auto now = ctx.recent_now();
         ctx.tighten_deadline(detail::saturating_add(now, options_.budget));
         if (ctx.remaining(now) == duration::zero()) {
             ctx.emit(events::deadline_exceeded{0});
             ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
-            return false;
+            ctx.set_deadline_instant(s.instant);
+            return layer_in::refuse(reason::deadline_exceeded);
         }
-        return true;
+        return layer_in::proceed();
     }
 
-    /// The policy's second half: a failure that came from running out of
-    /// time says so, whatever inner policies called it. Less than
-    /// timeouts::min_attempt_time left counts as none: per-attempt timeouts
-    /// are whole milliseconds rounded down, so a transfer cut at its limit
-    /// may end just before the deadline itself. A permanent failure stays
-    /// what it is: the dependency answered.
+    /// A failure that came from running out of time says so, whatever inner
+    /// policies called it. Less than timeouts::min_attempt_time left counts
+    /// as none: per-attempt timeouts are whole milliseconds rounded down, so
+    /// a transfer cut at its limit may end just before the deadline itself.
+    /// A permanent failure stays what it is: the dependency answered. Then
+    /// the deadline found on the way in is put back.
     template <class Context, class Outcome>
-    void leave(Context& ctx, Outcome& out) const {
+    layer_out leave(Context& ctx, outer_deadline& s, Outcome& out) const {
         if (!out.ok() && out.attempted() && out.verdict() != verdict::permanent && out.reason() != reason::cancelled &&
             out.reason() != reason::deadline_exceeded &&
             !resil::timeouts::enough_for_attempt(ctx.recent_remaining())) {
             ctx.emit(events::deadline_exceeded{ctx.attempt()});
             out.fail(reason::deadline_exceeded);
         }
+        ctx.set_deadline_instant(s.instant);
+        return layer_out::proceed();
+    }
+
+    /// An exception unwinding the call: the deadline found on the way in is put back.
+    template <class Context>
+    void unwind(Context& ctx, outer_deadline& s) const noexcept {
+        ctx.set_deadline_instant(s.instant);
     }
 
 private:
-    // Apart from the rejection above, so that the one outcome returned is
-    // built in the caller's place, not moved out.
-    template <class Context, class Next>
-    auto run_rest(Context& ctx, Next& next) const {
-        auto out = next(ctx);
-        leave(ctx, out);
-        return out;
-    }
-
     deadline_policy_options options_;
 };
 

@@ -32,6 +32,7 @@
 #include "detail/platform.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
 #include "validation.hpp"
 
 namespace resil {
@@ -93,16 +94,28 @@ public:
         return metrics();
     }
 
+    /// As a pipeline policy: the steps below, driven blocking.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        auto out = next(ctx);
-        recover(ctx, out);
-        return out;
+        return detail::run_steps(*this, ctx, next);
     }
 
-    /// The policy itself, for drivers that cannot run the rest of the
-    /// pipeline as a plain call (resil/asio): turns a failed outcome the
-    /// fallback handles into its value, counted and emitted as fallback_used.
+    /// The policy's steps (policy_steps.hpp): nothing on the way in; on the
+    /// way out, recover().
+    template <class Context, class Outcome>
+    struct call_state {};
+    template <class Context, class State>
+    layer_in enter(Context&, State&) const noexcept {
+        return layer_in::proceed();
+    }
+    template <class Context, class State, class Outcome>
+    layer_out leave(Context& ctx, State&, Outcome& out) const {
+        recover(ctx, out);
+        return layer_out::proceed();
+    }
+
+    /// The policy itself: turns a failed outcome the fallback handles into
+    /// its value, counted and emitted as fallback_used.
     template <class Context, class Outcome>
     void recover(Context& ctx, Outcome& out) const {
         if (out.ok()) return;

@@ -59,6 +59,7 @@
 #include "events.hpp"
 #include "load_signal.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
 #include "rate_limit_fields.hpp"
 #include "rate_limit_decision.hpp"
 #include "token_bucket.hpp"
@@ -234,36 +235,64 @@ public:
     /// the pace; a change is emitted as events::pace_changed.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        using result_type = decltype(next(ctx));
-        const bool shared = detail::context_reads(ctx, clock_);
-        const auto now = shared ? ctx.recent_now() : clock_.now();
+        return detail::run_steps(*this, ctx, next);  // the steps below, driven blocking
+    }
+
+    /// What the policy keeps during a call (policy_steps.hpp): whether the
+    /// context reads the bucket's time line.
+    class admission {
+    private:
+        friend class basic_paced_bucket;
+        bool shared_ = false;
+    };
+    template <class Context, class Outcome>
+    using call_state = admission;
+
+    /// The policy's first step: takes a token, or reserves one that will
+    /// exist within max_wait (never past the call's deadline) and asks to
+    /// wait until then, or refuses the call with reason::rate_limited and
+    /// the wait as retry_after (emitting events::rejected).
+    template <class Context>
+    layer_in enter(Context& ctx, admission& a) const {
+        a.shared_ = detail::context_reads(ctx, clock_);
+        const auto now = a.shared_ ? ctx.recent_now() : clock_.now();
         const auto patience = detail::saturating_add(now, options_.max_wait);
         const auto until = std::min(patience, ctx.deadline_instant());
         const auto r = try_acquire(now, until > now ? until - now : duration::zero());
         if (!r) {
             ctx.emit(events::rejected{reason::rate_limited, r.wait});
-            return result_type::rejected(reason::rate_limited, r.wait);
+            return layer_in::refuse(reason::rate_limited, r.wait);
         }
-        if (r.wait > duration::zero()) {
-            const bool reached = resil::sleep_until(clock_, detail::saturating_add(now, r.wait), ctx.stop_token());
-            ctx.forget_now();
-            if (!reached) {
-                ctx.emit(events::rejected{reason::cancelled, std::nullopt});
-                return result_type::rejected(reason::cancelled);
-            }
-        }
-        auto out = std::forward<Next>(next)(ctx);
+        if (r.wait > duration::zero()) return layer_in::wait_until(detail::saturating_add(now, r.wait));
+        return layer_in::proceed();
+    }
+
+    /// After the wait enter() asked for: `reached` false when the stop token
+    /// fired (the reserved token is forfeited: erring on the side of the
+    /// limit; the call is refused with reason::cancelled).
+    template <class Context>
+    layer_in waited(Context& ctx, admission&, bool reached) const {
+        ctx.forget_now();
+        if (reached) return layer_in::proceed();
+        ctx.emit(events::rejected{reason::cancelled, std::nullopt});
+        return layer_in::refuse(reason::cancelled);
+    }
+
+    /// The policy's last step: a result with `header(name)` updates the pace
+    /// from its rate-limit fields, emitting events::pace_changed.
+    template <class Context, class Outcome>
+    layer_out leave(Context& ctx, admission& a, Outcome& out) const {
         if constexpr (requires { out->header(std::string_view{}); }) {
             if (out.has_value()) {
                 // header(name, index) too, where the result has it: a
                 // RateLimit field on several lines is read whole.
                 const auto lookup = detail::fields_lookup<std::remove_cvref_t<decltype(*out)>>{&*out};
-                if (const auto change = observe(lookup, shared ? ctx.recent_now() : clock_.now(),
+                if (const auto change = observe(lookup, a.shared_ ? ctx.recent_now() : clock_.now(),
                                                 std::chrono::system_clock::now()))
                     ctx.emit(*change);
             }
         }
-        return out;
+        return layer_out::proceed();
     }
 
 private:

@@ -43,6 +43,8 @@
 #include "events.hpp"
 #include "load_signal.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
+#include "detail/pipeline_call.hpp"
 
 namespace resil {
 
@@ -208,57 +210,6 @@ using callable_result_t = decltype(invoke_callable(std::declval<F&>(), std::decl
 template <class R>
 using value_of_t = std::conditional_t<std::is_void_v<R>, unit, std::remove_cvref_t<R>>;
 
-/// The context type a pipeline's policies see: the user's context plus the
-/// pipeline's listener. The callable receives it as basic_context<Clock>&.
-template <class Clock, class Listener>
-class pipeline_context : public basic_context<Clock> {
-public:
-    pipeline_context(basic_context<Clock> base, Listener& listener)
-        : basic_context<Clock>(std::move(base)), listener_(&listener) {}
-    /// A fresh context on `clock` (a call the caller gave no context for).
-    pipeline_context(Clock clock, Listener& listener)
-        : basic_context<Clock>(std::move(clock)), listener_(&listener) {}
-
-    template <class Event>
-    constexpr void emit(const Event& event) const {
-        resil::emit(*listener_, event);
-    }
-    template <class Event>
-    static constexpr bool listens = listens_to<Listener, Event>;
-    /// Whether attempt_finished carries the attempt's duration (two clock reads).
-    static constexpr bool times_attempts = listener_times_attempts<Listener>;
-
-    // Attempts that ran the callable; counted only when someone listens.
-    void count_attempt() noexcept {
-        if constexpr (listens<events::call_finished>) ++attempts_;
-    }
-    [[nodiscard]] std::uint32_t attempts_run() const noexcept { return attempts_; }
-
-private:
-    Listener* listener_;
-    std::uint32_t attempts_ = 0;
-};
-
-/// Whether a context type carries a listener that wants Event.
-template <class Ctx, class Event>
-constexpr bool context_listens() noexcept {
-    if constexpr (requires { Ctx::template listens<Event>; })
-        return Ctx::template listens<Event>;
-    else
-        return false;
-}
-
-/// Whether `Event` carries a duration: the listener asks for durations
-/// (times_attempts) and listens to it. attempt_finished: the attempt's;
-/// call_finished: the whole call's.
-template <class Ctx, class Event>
-constexpr bool context_times() noexcept {
-    if constexpr (requires { Ctx::times_attempts; })
-        return Ctx::times_attempts && context_listens<Ctx, Event>();
-    else
-        return false;
-}
-
 }  // namespace detail
 
 /// A composed pipeline; made by resil::pipeline(...).
@@ -273,7 +224,7 @@ public:
     /// Runs `fn` through the policies with a fresh context.
     template <class F, class Classifier = detail::default_classifier>
     auto operator()(F&& fn, Classifier classify = {}) const {
-        // Built in place: a caller's context would be moved in and out.
+        // Built in place, with nothing to give back: no call_context.
         pipeline_context_type pctx{clock_, detail::unwrap(listener_)};
         return run_call(pctx, fn, classify);
     }
@@ -285,64 +236,9 @@ public:
     /// token and idempotency key.
     template <class F, class Classifier = detail::default_classifier>
     auto execute(basic_context<Clock>& ctx, F&& fn, Classifier classify = {}) const {
-        // A context without a deadline takes the pipeline's clock, so that a
-        // caller-built context on a manual clock shares the pipeline's time line.
-        if (ctx.deadline_instant() == time_point::max()) ctx.set_clock(clock_);
-        ctx.forget_now();  // a reading from an earlier call must not stand for this one
-        ctx.set_attempt(0);
-        using pctx_type = pipeline_context_type;
-        pctx_type pctx{std::move(ctx), detail::unwrap(listener_)};
-        // Whatever happens, the caller gets its context back.
-        struct write_back {
-            basic_context<Clock>& to;
-            pctx_type& from;
-            ~write_back() {
-                to = std::move(static_cast<basic_context<Clock>&>(from));
-                to.forget_now();  // a reading from inside the call is stale once it returns
-            }
-        } restore{ctx, pctx};
-        return run_call(pctx, fn, classify);
+        call_context_type call{ctx, clock_, detail::unwrap(listener_)};
+        return run_call(call.get(), fn, classify);
     }
-
-private:
-    // The context the policies see: the caller's plus this pipeline's listener.
-    using pipeline_context_type =
-        detail::pipeline_context<Clock, std::remove_reference_t<decltype(detail::unwrap(std::declval<const Listener&>()))>>;
-
-    template <class Pctx, class F, class Classifier>
-    auto run_call(Pctx& pctx, F& fn, Classifier& classify) const {
-        using pctx_type = Pctx;
-        using result_type = detail::callable_result_t<F, basic_context<Clock>>;
-        using value_type = detail::value_of_t<result_type>;
-        static_assert(detail::check_classifier<Classifier, result_type>());
-
-        if (pctx.stop_requested()) {
-            pctx.emit(events::rejected{reason::cancelled, std::nullopt});
-            pctx.emit(events::call_finished{reason::cancelled, 0, false, false});
-            return outcome<value_type>::rejected(reason::cancelled);
-        }
-        auto innermost = [&fn, &classify](pctx_type& c) -> outcome<value_type> {
-            return attempt<value_type>(c, fn, classify);
-        };
-        constexpr bool timed = detail::context_times<pctx_type, events::call_finished>();
-        [[maybe_unused]] time_point started{};
-        if constexpr (timed) started = pctx.recent_now();  // the outer policies use this reading too
-        const auto elapsed = [&]() -> duration {
-            if constexpr (timed) return pctx.clock().now() - started;
-            else return duration::zero();
-        };
-        try {
-            auto out = run<0>(pctx, innermost);
-            pctx.emit(events::call_finished{out.ok() ? out.fallback_reason() : out.reason(), pctx.attempts_run(),
-                                            out.from_fallback(), false, elapsed()});
-            return out;
-        } catch (...) {
-            pctx.emit(events::call_finished{reason::failed, pctx.attempts_run(), false, true, elapsed()});
-            throw;
-        }
-    }
-
-public:
 
     /// The I-th policy as given (a reference_wrapper stays one).
     template <std::size_t I>
@@ -361,36 +257,55 @@ public:
     }
 
 private:
+    using call_context_type =
+        detail::call_context<Clock, std::remove_reference_t<decltype(detail::unwrap(std::declval<const Listener&>()))>>;
+    // The context the policies see: the caller's plus this pipeline's listener.
+    using pipeline_context_type = typename call_context_type::context_type;
+
+    template <class F, class Classifier>
+    auto run_call(pipeline_context_type& pctx, F& fn, Classifier& classify) const {
+        using result_type = detail::callable_result_t<F, basic_context<Clock>>;
+        using value_type = detail::value_of_t<result_type>;
+        static_assert(detail::check_classifier<Classifier, result_type>());
+
+        if (detail::refused_before_start(pctx)) return outcome<value_type>::rejected(reason::cancelled);
+        auto innermost = [&fn, &classify](pipeline_context_type& c) -> outcome<value_type> {
+            return attempt<value_type>(c, fn, classify);
+        };
+        const detail::call_report<pipeline_context_type> report{pctx};
+        try {
+            auto out = run<0>(pctx, innermost);
+            report.finished(out);
+            return out;
+        } catch (...) {
+            report.threw();
+            throw;
+        }
+    }
+
+    // Policy I around the rest: its execute() (for resil's policies, the
+    // blocking driver of their steps, detail::run_steps, with the breaker's
+    // fast path written out); a policy written only as steps
+    // (resil/policy_steps.hpp), by that driver here.
     template <std::size_t I, class Ctx, class Innermost>
     auto run(Ctx& ctx, Innermost& innermost) const {
         if constexpr (I == sizeof...(Policies)) {
             return innermost(ctx);
         } else {
-            return detail::unwrap(std::get<I>(policies_))
-                .execute(ctx, [this, &innermost](Ctx& c) { return this->run<I + 1>(c, innermost); });
+            const auto& policy = detail::unwrap(std::get<I>(policies_));
+            auto next = [this, &innermost](Ctx& c) { return this->run<I + 1>(c, innermost); };
+            if constexpr (requires { policy.execute(ctx, next); })
+                return policy.execute(ctx, next);  // for resil's policies, their steps' driver
+            else
+                return detail::run_steps(policy, ctx, next);
         }
     }
 
     template <class T, class Ctx, class F, class Classifier>
     static outcome<T> attempt(Ctx& ctx, F& fn, Classifier& classify) {
-        constexpr bool timed = detail::context_times<Ctx, events::attempt_finished>();
-        if (ctx.attempt() == 0) ctx.set_attempt(1);  // no retry policy: the one attempt is the first
-        ctx.count_attempt();
-        ctx.emit(events::attempt_started{ctx.attempt()});
-        [[maybe_unused]] time_point started{};
-        if constexpr (timed) started = ctx.recent_now();  // the policies' reading of this attempt's start
-
-        // The callable takes time: the policies' reading stands for neither
-        // its own readings nor the attempt's end.
-        ctx.forget_now();
+        const auto started = detail::begin_attempt(ctx);
         auto out = judged<T>(ctx, fn, classify);
-        ctx.forget_now();
-
-        ctx.set_last_hint(server_hint{out.retry_after(), out.dont_retry()});
-        if constexpr (timed)
-            ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), ctx.now() - started});
-        else
-            ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), duration::zero()});
+        detail::end_attempt(ctx, started, out);
         return out;
     }
 
@@ -400,8 +315,7 @@ private:
             try {
                 return call<T>(ctx, fn, classify);
             } catch (...) {
-                auto e = std::current_exception();
-                return outcome<T>::from_exception(e, classification(std::invoke(classify, std::as_const(e))));
+                return detail::judged_exception<T>(classify, std::current_exception());
             }
         } else {
             return call<T>(ctx, fn, classify);
@@ -414,16 +328,10 @@ private:
         using R = detail::callable_result_t<F, basic_context<Clock>>;
         if constexpr (std::is_void_v<R>) {
             detail::invoke_callable(fn, user_ctx);
-            if constexpr (std::is_invocable_v<Classifier&, const unit&>)
-                return outcome<T>::from_value(classification(std::invoke(classify, unit{})));
-            else
-                return outcome<T>::from_value(classification(verdict::success));  // returned: it did not throw
+            return detail::judged_void<T>(classify);
         } else {
-            // Classify before moving the result into the outcome: the
-            // classifier sees the object the callable returned.
             decltype(auto) r = detail::invoke_callable(fn, user_ctx);
-            auto c = classification(std::invoke(classify, std::as_const(r)));
-            return outcome<T>::from_value(std::move(c), std::forward<decltype(r)>(r));
+            return detail::judged_value<T>(classify, std::forward<decltype(r)>(r));
         }
     }
 

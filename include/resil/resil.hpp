@@ -30,6 +30,7 @@
 #include "paced_bucket.hpp"
 #include "pipeline.hpp"
 #include "policy_checklist.hpp"
+#include "policy_steps.hpp"
 #include "rate_limit_fields.hpp"
 #include "rate_limit_decision.hpp"
 #include "reason.hpp"

@@ -31,6 +31,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -41,6 +42,7 @@
 #include "detail/thread_jitter.hpp"  // ctx.jitter(): the per-thread engine
 #include "events.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
 #include "retry_budget.hpp"
 #include "timeouts.hpp"
 #include "validation.hpp"
@@ -159,23 +161,18 @@ public:
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+    /// As a pipeline policy: the steps below, driven blocking (the waits are
+    /// the context clock's sleeps).
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        begin(ctx);
-        auto out = next(ctx);
-        // The common case stays small enough to inline; the retry loop lives
-        // out of line. One object returned on every path: it is built in the
-        // caller's place, not moved out layer by layer.
-        if (!out.ok()) [[unlikely]]
-            out = retry_after_failure(ctx, next, std::move(out));
-        return out;
+        return detail::run_steps(*this, ctx, next);
     }
 
     /// What a driver does before the first attempt: deposit in the budget,
-    /// number the attempt. (execute() and the asynchronous pipeline in
-    /// resil/asio both start a call here.)
+    /// number the attempt. (The policy's first step; hedged calls outside a
+    /// pipeline start here too.)
     template <class Context>
-    void begin(Context& ctx) const {
+    [[gnu::always_inline]] void begin(Context& ctx) const {
         if (options_.budget) {
             options_.budget->deposit(ctx.recent_now());
             ctx.mark_counted_in_budget();  // a hedge inside counts nothing more
@@ -279,17 +276,95 @@ public:
         bool sent_ = false;  // some attempt may have reached the server
     };
 
-private:
-    template <class Context, class Next, class Outcome>
-    Outcome retry_after_failure(Context& ctx, Next& next, Outcome first) const {
-        if (!first.attempted()) return first;  // an inner rejection before any attempt
-        loop<Outcome> l{std::move(first)};
-        for (;;) {
-            const auto wait = l.judge(ctx, *this);
-            if (!wait) return l.take();
-            if (!l.waited(ctx, ctx.clock().sleep_for(*wait, ctx.stop_token()))) return l.take();
-            if (l.next_attempt(next(ctx))) return l.take();
+    /// A call's loop, from its first failed attempt on. Unlike a
+    /// std::optional, nothing is zeroed when it is made: the common call
+    /// never starts a loop.
+    template <class Outcome>
+    class loop_slot {
+    public:
+        loop_slot() noexcept {}  // NOLINT: the union member stays unconstructed
+        loop_slot(const loop_slot&) = delete;
+        loop_slot& operator=(const loop_slot&) = delete;
+        ~loop_slot() { reset(); }
+
+        explicit operator bool() const noexcept { return engaged_; }
+        loop<Outcome>* operator->() noexcept { return &loop_; }
+        void emplace(Outcome first) {
+            reset();
+            ::new (static_cast<void*>(&loop_)) loop<Outcome>(std::move(first));
+            engaged_ = true;
         }
+        void reset() noexcept {
+            if (engaged_) {
+                loop_.~loop();
+                engaged_ = false;
+            }
+        }
+
+    private:
+        union {
+            loop<Outcome> loop_;
+        };
+        bool engaged_ = false;
+    };
+
+    /// What the policy keeps during a call (policy_steps.hpp): its retry
+    /// loop, from the first failed attempt on.
+    template <class Context, class Outcome>
+    using call_state = loop_slot<Outcome>;
+
+    /// The policy's first step: begin().
+    template <class Context, class Outcome>
+    layer_in enter(Context& ctx, loop_slot<Outcome>&) const {
+        begin(ctx);
+        return layer_in::proceed();
+    }
+
+    /// The policy's last step, after the first attempt: a success (or an
+    /// inner rejection, nothing attempted) goes out as it is; a failure is
+    /// judged, and either ends the call (`out` is then its outcome) or asks
+    /// to wait the backoff before retried(). `out` is taken into the loop
+    /// meanwhile.
+    template <class Context, class Outcome>
+    layer_out leave(Context& ctx, loop_slot<Outcome>& l, Outcome& out) const {
+        // The common case reads nothing but the outcome, and stays small
+        // enough to inline.
+        if (out.ok() || !out.attempted()) [[likely]]
+            return layer_out::proceed();
+        l.emplace(std::move(out));
+        return judged(ctx, l, out);
+    }
+
+    /// After the backoff: true when the next attempt is to run; false when
+    /// the wait was cut short (cancelled: `out` is then the call's outcome).
+    template <class Context, class Outcome>
+    bool retried(Context& ctx, loop_slot<Outcome>& l, Outcome& out, bool waited_all) const {
+        if (l->waited(ctx, waited_all)) return true;
+        finish(l, out);
+        return false;
+    }
+
+    /// After each retried attempt, as leave() after the first.
+    template <class Context, class Outcome>
+    layer_out leave_again(Context& ctx, loop_slot<Outcome>& l, Outcome& out) const {
+        if (l->next_attempt(std::move(out))) return finish(l, out);
+        return judged(ctx, l, out);
+    }
+
+private:
+    // The loop judges out of line; the outcome stays here, where the
+    // compiler sees every use of it.
+    template <class Context, class Outcome>
+    layer_out judged(Context& ctx, loop_slot<Outcome>& l, Outcome& out) const {
+        if (const auto wait = l->judge(ctx, *this)) return layer_out::wait_for(*wait);
+        return finish(l, out);
+    }
+
+    template <class Outcome>
+    static layer_out finish(loop_slot<Outcome>& l, Outcome& out) {
+        out = l->take();
+        l.reset();
+        return layer_out::proceed();
     }
 
 public:

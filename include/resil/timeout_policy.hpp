@@ -17,10 +17,12 @@
 
 #include "events.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
 #include "timeouts.hpp"
 #include "validation.hpp"
 
 namespace resil {
+
 
 /// Options of a timeout_policy: the timeouts themselves, validated by
 /// timeouts::validate() (every field at least timeouts::min_timeout).
@@ -41,25 +43,46 @@ public:
     [[nodiscard]] const timeout_policy_options& options() const noexcept { return timeouts_; }
     [[nodiscard]] const resil::timeouts& timeouts() const noexcept { return timeouts_; }
 
+    /// As a pipeline policy: the steps below, driven blocking.
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        using result = decltype(next(ctx));
-        if (!admits(ctx)) return result::rejected(reason::deadline_exceeded);
-        // Restores the outer timeouts on every way out, exceptions included.
-        struct restore {
-            Context& ctx;
-            resil::timeouts outer;
-            ~restore() { ctx.set_timeouts(outer); }
-        } guard{ctx, ctx.timeouts()};
-        ctx.set_timeouts(guard.outer.tightened_by(timeouts_));
-        return next(ctx);
+        return detail::run_steps(*this, ctx, next);
     }
 
-    /// The policy's check, for drivers that cannot run the rest of the
-    /// pipeline as a plain call (resil/asio): false (after emitting
-    /// deadline_exceeded and rejected) when too little is left for an
-    /// attempt. Then the driver sets ctx.timeouts().tightened_by(timeouts())
-    /// around the rest, and restores what it found.
+    /// What the policy keeps during a call (policy_steps.hpp): the timeouts
+    /// it found, put back when the call leaves it (or unwinds).
+    struct outer_timeouts {
+        resil::timeouts found{};
+    };
+    template <class Context, class Outcome>
+    using call_state = outer_timeouts;
+
+    /// Refuses the attempt (after emitting deadline_exceeded and rejected)
+    /// when too little is left for it; otherwise sets the context's timeouts
+    /// to the tighter of its own and these, for the rest of the pipeline.
+    template <class Context>
+    layer_in enter(Context& ctx, outer_timeouts& s) const {
+        if (!admits(ctx)) return layer_in::refuse(reason::deadline_exceeded);
+        s.found = ctx.timeouts();
+        ctx.set_timeouts(s.found.tightened_by(timeouts_));
+        return layer_in::proceed();
+    }
+
+    /// Puts back the timeouts found on the way in.
+    template <class Context, class Outcome>
+    layer_out leave(Context& ctx, outer_timeouts& s, Outcome&) const noexcept {
+        ctx.set_timeouts(s.found);
+        return layer_out::proceed();
+    }
+
+    /// An exception unwinding the call: the timeouts found are put back.
+    template <class Context>
+    void unwind(Context& ctx, outer_timeouts& s) const noexcept {
+        ctx.set_timeouts(s.found);
+    }
+
+    /// The policy's check: false (after emitting deadline_exceeded and
+    /// rejected) when too little is left for an attempt.
     template <class Context>
     bool admits(Context& ctx) const {
         // The attempt's reading, shared with the policies around (without a

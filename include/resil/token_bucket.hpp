@@ -51,6 +51,7 @@
 #include "detail/stripes.hpp"
 #include "events.hpp"
 #include "outcome.hpp"
+#include "policy_steps.hpp"
 #include "rate_limit_decision.hpp"
 #include "validation.hpp"
 
@@ -276,42 +277,27 @@ public:
     /// (reason::cancelled when the stop token fires).
     template <class Context, class Next>
     auto execute(Context& ctx, Next&& next) const {
-        using result_type = decltype(next(ctx));
-        auto step = enter(ctx);
-        if (step.waits() && !waited(ctx, step, resil::sleep_until(clock_, step.until(), ctx.stop_token())))
-            return result_type::rejected(reason::cancelled);
-        if (!step) return result_type::rejected(step.reason(), step.retry_after());
-        return std::forward<Next>(next)(ctx);
+        return detail::run_steps(*this, ctx, next);  // the steps below, driven blocking
     }
 
-    /// What enter() decided: go ahead, wait until an instant and then go
-    /// ahead (the token is reserved), or a rejection.
+    /// A reserved token, while a call waits for it (options().max_wait > 0).
     class admission {
-    public:
-        /// True when the call may go ahead (after the wait, if waits()).
-        explicit operator bool() const noexcept { return reason_ == reason::none; }
-        /// True when the token exists only at until(): wait, then call waited().
-        [[nodiscard]] bool waits() const noexcept { return waits_; }
-        [[nodiscard]] time_point until() const noexcept { return until_; }
-        /// For a rejection: why (rate_limited, cancelled) and the wait for a token.
-        [[nodiscard]] resil::reason reason() const noexcept { return reason_; }
-        [[nodiscard]] std::optional<duration> retry_after() const noexcept { return retry_after_; }
-
     private:
         friend class basic_token_bucket;
         detail::gcra::reservation reservation_{};
-        time_point until_{};
-        std::optional<duration> retry_after_{};
-        resil::reason reason_ = reason::none;
-        bool waits_ = false;
     };
 
-    /// The policy's first half, for drivers that cannot block (resil/asio):
-    /// takes the call's token, or reserves it and says until when to wait
-    /// (options().max_wait > 0), or rejects (emitting events::rejected).
-    /// execute() is enter(), the wait on the clock, waited(), the rest.
+    /// What the policy keeps during a call (policy_steps.hpp): the
+    /// reservation the call waits for.
+    template <class Context, class Outcome>
+    using call_state = admission;
+
+    /// The policy's first step: takes the call's token; or reserves it and
+    /// asks to wait until it exists (options().max_wait > 0, within the
+    /// call's deadline); or refuses the call with reason::rate_limited and
+    /// the wait for a token as retry_after (emitting events::rejected).
     template <class Context>
-    admission enter(Context& ctx) const {
+    layer_in enter(Context& ctx, admission& a) const {
         if constexpr (requires { typename Context::clock_type; })
             static_assert(std::is_same_v<typename Context::clock_type, Clock>,
                           "resil::basic_token_bucket: the pipeline's clock type must be the bucket's clock type");
@@ -319,28 +305,31 @@ public:
         // (one clock read per attempt); the bucket's own clock otherwise: a
         // context built by the caller may carry another time line.
         const auto now = shares_readings(ctx) ? ctx.recent_now() : clock_.now();
-        if (options_.max_wait > duration::zero()) return enter_waiting(ctx, now);
+        if (options_.max_wait > duration::zero()) return enter_waiting(ctx, a, now);
         // The decision alone: a pipeline reads no `remaining` or `reset`.
-        admission a;
         const auto t = take(now, 1);
-        if (!t.granted) reject(ctx, a, rejected(t.wait_ns));
-        return a;
+        if (t.granted) return layer_in::proceed();
+        return reject(ctx, rejected(t.wait_ns));
     }
 
-    /// After the wait enter() asked for: `slept` false when it was cut short
-    /// (the reservation goes back, as acquire() does, and the call is
-    /// rejected with reason::cancelled). True when the call goes ahead.
+    /// After the wait enter() asked for: `reached` false when it was cut
+    /// short (the reservation goes back, as acquire() does, and the call is
+    /// refused with reason::cancelled, emitting events::rejected).
     template <class Context>
-    bool waited(Context& ctx, admission& a, bool slept) const {
+    layer_in waited(Context& ctx, admission& a, bool reached) const {
         ctx.forget_now();  // it waited
-        a.waits_ = false;
-        if (slept) {
+        if (reached) {
             count(&counters::granted);
-            return true;
+            return layer_in::proceed();
         }
         cancel(a.reservation_);
-        reject(ctx, a, tally({token_bucket_status::cancelled, {}, {}}));
-        return false;
+        return reject(ctx, tally({token_bucket_status::cancelled, {}, {}}));
+    }
+
+    /// Nothing to do on the way out: the token is spent.
+    template <class Context, class Outcome>
+    layer_out leave(Context&, admission&, Outcome&) const noexcept {
+        return layer_out::proceed();
     }
 
 private:
@@ -381,19 +370,15 @@ private:
     // call's deadline) ahead. Apart, so that enter() stays small enough to
     // inline where the pipeline never waits.
     template <class Context>
-    RESIL_DETAIL_NOINLINE admission enter_waiting(Context& ctx, time_point now) const {
-        admission a;
+    RESIL_DETAIL_NOINLINE layer_in enter_waiting(Context& ctx, admission& a, time_point now) const {
         const auto patience = detail::saturating_add(now, options_.max_wait);
         const auto call_deadline = ctx.deadline_instant();
         const auto r = reserve(now, call_deadline < patience ? call_deadline : patience, 1, ctx.stop_token(),
                                a.reservation_);
-        if (r && a.reservation_.pending) {  // counted when the wait ends (waited())
-            a.waits_ = true;
-            a.until_ = detail::saturating_add(origin_, duration{a.reservation_.ready_ns});
-            return a;
-        }
-        if (!tally(r)) reject(ctx, a, r);
-        return a;
+        if (r && a.reservation_.pending)  // counted when the wait ends (waited())
+            return layer_in::wait_until(detail::saturating_add(origin_, duration{a.reservation_.ready_ns}));
+        if (tally(r)) return layer_in::proceed();
+        return reject(ctx, r);
     }
 
     // One decision on n tokens (1 <= n <= burst) at `now`, counted: granted
@@ -531,15 +516,13 @@ private:
     }
 
     template <class Context>
-    static void reject(Context& ctx, admission& a, const token_bucket_result& r) {
+    static layer_in reject(Context& ctx, const token_bucket_result& r) {
         if (r.status == token_bucket_status::cancelled) {
             ctx.emit(events::rejected{reason::cancelled, std::nullopt});
-            a.reason_ = reason::cancelled;
-            return;
+            return layer_in::refuse(reason::cancelled);
         }
         ctx.emit(events::rejected{reason::rate_limited, r.wait});
-        a.reason_ = reason::rate_limited;
-        a.retry_after_ = r.wait;
+        return layer_in::refuse(reason::rate_limited, r.wait);
     }
 
     token_bucket_options options_;

@@ -38,6 +38,7 @@
 
 #include "config.hpp"  // first: before any Asio header
 
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -68,6 +69,8 @@
 #include "../events.hpp"
 #include "../outcome.hpp"
 #include "../pipeline.hpp"
+#include "../policy_steps.hpp"
+#include "../detail/pipeline_call.hpp"
 #include "policies.hpp"
 #include "waiter.hpp"
 
@@ -116,33 +119,38 @@ struct guarded_result {
 };
 
 /// The call's std::stop_source, made when an attempt first needs one, with
-/// the caller's own stop token chained to it.
+/// the caller's own stop token chained to it; the context gets its own
+/// token back when this goes.
+struct forward_stop {
+    std::stop_source* to;
+    void operator()() const noexcept { to->request_stop(); }
+};
+
+template <class Clock>
 struct call_cancellation {
-    struct forward_stop {
-        std::stop_source* to;
-        void operator()() const noexcept { to->request_stop(); }
-    };
+    call_cancellation() = default;
+    call_cancellation(const call_cancellation&) = delete;
+    call_cancellation& operator=(const call_cancellation&) = delete;
+    ~call_cancellation() {
+        if (!ctx) return;
+        chained.reset();
+        ctx->set_stop_token(std::move(original));
+    }
+
     std::optional<std::stop_source> source;  // declared first: outlives the callback
     std::optional<std::stop_callback<forward_stop>> chained;
     std::stop_token original;
-    bool bridged = false;
+    basic_context<Clock>* ctx = nullptr;
 
-    template <class Ctx>
-    std::stop_source& bridge(Ctx& ctx) {
-        if (!bridged) {
-            bridged = true;
+    std::stop_source& bridge(basic_context<Clock>& c) {
+        if (!ctx) {
+            ctx = &c;
             source.emplace();
-            original = ctx.stop_token();
+            original = c.stop_token();
             if (original.stop_possible()) chained.emplace(original, forward_stop{&*source});
-            ctx.set_stop_token(source->get_token());
+            c.set_stop_token(source->get_token());
         }
         return *source;
-    }
-    template <class Ctx>
-    void restore(Ctx& ctx) {
-        if (!bridged) return;
-        chained.reset();
-        ctx.set_stop_token(original);
     }
 };
 
@@ -243,14 +251,29 @@ template <class V, class A>
 namespace detail {
 template <class Pipeline>
 struct call_initiation;
+
+/// What a nested run of layers reports: nothing (the call's own run does).
+struct no_report {
+    template <class Ctx>
+    explicit no_report(Ctx&) noexcept {}
+    template <class Out>
+    void finished(const Out&) const noexcept {}
+    void threw() const noexcept {}
+};
 }  // namespace detail
 
 /// An asynchronous pipeline; made by resil::asio::pipeline(...).
 template <clock Clock, class Listener, class... Policies>
 class basic_pipeline {
     using listener_type = std::remove_reference_t<decltype(resil::detail::unwrap(std::declval<const Listener&>()))>;
-    using pctx_type = resil::detail::pipeline_context<Clock, listener_type>;
+    using call_context_type = resil::detail::call_context<Clock, listener_type>;
+    using pctx_type = typename call_context_type::context_type;
     static constexpr std::size_t layer_count = sizeof...(Policies);
+
+    // Each policy checked as the pipeline is built: one short error for a
+    // policy without an asynchronous form, naming it.
+    static_assert((detail::require_asynchronous_form<std::remove_cvref_t<std::unwrap_reference_t<Policies>>>::value &&
+                   ...));
 
 public:
     using clock_type = Clock;
@@ -313,7 +336,6 @@ private:
         co_return co_await (*this)(std::move(fn), std::move(classify));
     }
 
-private:
     template <std::size_t I>
     using policy_t = std::remove_cvref_t<std::unwrap_reference_t<std::tuple_element_t<I, std::tuple<Policies...>>>>;
     template <std::size_t I>
@@ -321,18 +343,25 @@ private:
         return resil::detail::unwrap(std::get<I>(policies_));
     }
 
+    // How layer I runs for outcome Out: its steps, or (a policy of the
+    // user's not written as steps) its async_execute around the layers inside
+    // it, in a coroutine of their own.
+    template <std::size_t I, class Out>
+    static constexpr bool stepped = policy_steps<policy_t<I>, pctx_type, Out>;
+
     // Per layer and call: what a layer keeps between its way in and its way
-    // out (nothing for a policy of the user's, which keeps its own frame).
-    template <class P, class Out, bool Nested = async_layer<P>::nested>
-    struct layer_state {
-        using type = typename async_layer<P>::template state<pctx_type, Out>;
-    };
+    // out, from enter() to leave() (nothing for a nested policy, which keeps
+    // its own frame).
+    struct no_state {};
     template <class P, class Out>
-    struct layer_state<P, Out, true> {
-        struct type {};
-    };
+    static auto state_of() {
+        if constexpr (policy_steps<P, pctx_type, Out>)
+            return std::optional<resil::detail::call_state_t<P, pctx_type, Out>>{};
+        else
+            return no_state{};
+    }
     template <class Out>
-    using states_t = std::tuple<typename layer_state<std::remove_cvref_t<std::unwrap_reference_t<Policies>>, Out>::type...>;
+    using states_t = std::tuple<decltype(state_of<std::remove_cvref_t<std::unwrap_reference_t<Policies>>, Out>())...>;
 
     // What the layers of one call share: the context, the callable, its
     // classifier and the call's cancellation (all in the call's frame).
@@ -341,7 +370,7 @@ private:
         pctx_type* ctx = nullptr;
         F* fn = nullptr;
         Classifier* classify = nullptr;
-        detail::call_cancellation* cancel = nullptr;
+        detail::call_cancellation<Clock>* cancel = nullptr;
     };
 
     // Calls f(integral_constant<I>) for the runtime index i in [K, layer_count).
@@ -356,59 +385,108 @@ private:
         return r;
     }
 
+    // Layer I's way in: its enter(); a nested policy starts its coroutine
+    // (`nested`), which runs every layer inside it.
     template <std::size_t I, class Out, class F, class Classifier>
-    layer_in enter_layer(pctx_type& ctx, states_t<Out>& states, std::optional<Out>& out, time_point& until,
-                         std::optional<::asio::awaitable<Out>>& nested, const call_env<F, Classifier>& env) const {
-        using layer = async_layer<policy_t<I>>;
-        if constexpr (layer::nested) {
-            // The user's policy around the layers inside it, which run as a
-            // coroutine of their own.
-            nested.emplace(layer::run(policy_at<I>(), ctx, [this, inner = env](pctx_type& c) mutable {
+    layer_in enter_layer(pctx_type& ctx, states_t<Out>& states, std::optional<::asio::awaitable<Out>>& nested,
+                         const call_env<F, Classifier>& env) const {
+        using P = policy_t<I>;
+        if constexpr (stepped<I, Out>) {
+            return settled_in<I, Out>(states, policy_at<I>().enter(ctx, std::get<I>(states).emplace()));
+        } else if constexpr (detail::nests<P>) {
+            nested.emplace(policy_at<I>().async_execute(ctx, [this, inner = env](pctx_type& c) mutable {
                 inner.ctx = &c;
                 return this->template drive<I + 1, F, Classifier>(inner, nullptr, std::nullopt, std::nullopt);
             }));
-            return layer_in::stop;
+            return layer_in::proceed();
         } else {
-            return layer::enter(policy_at<I>(), ctx, std::get<I>(states), out, until);
+            return layer_in::refuse(reason::failed);  // not reached: refused as the pipeline is built
         }
     }
 
-    // A layer's wait: until the instant enter() named, on the call's clock;
-    // or the layer's own (an awaited decision, the Redis limiter's round trip).
+    // The wait enter() asked for: until its instant, on the policy's clock;
+    // or the policy's own async_wait (a wait on something other than time:
+    // the Redis limiter's round trip).
     template <std::size_t I, class Out>
-    ::asio::awaitable<bool> wait_layer(pctx_type& ctx, states_t<Out>& states, time_point until) const {
-        using layer = async_layer<policy_t<I>>;
-        if constexpr (requires { layer::wait(policy_at<I>(), ctx, std::get<I>(states), until); })
-            return layer::wait(policy_at<I>(), ctx, std::get<I>(states), until);
-        else
-            return wait_until(ctx.clock(), until, ctx.stop_token());
+    ::asio::awaitable<bool> wait_in_layer(pctx_type& ctx, states_t<Out>& states, time_point until) const {
+        if constexpr (stepped<I, Out>) {
+            using S = resil::detail::call_state_t<policy_t<I>, pctx_type, Out>;
+            if constexpr (resil::detail::waits_asynchronously<policy_t<I>, pctx_type, S>)
+                return policy_at<I>().async_wait(ctx, *std::get<I>(states), until);
+        }
+        return wait_until(resil::detail::wait_clock(policy_at<I>(), ctx), until, ctx.stop_token());
     }
 
     template <std::size_t I, class Out>
-    layer_in waited_layer(pctx_type& ctx, states_t<Out>& states, std::optional<Out>& out, bool reached) const {
-        using layer = async_layer<policy_t<I>>;
-        if constexpr (requires { layer::waited(policy_at<I>(), ctx, std::get<I>(states), out, reached); })
-            return layer::waited(policy_at<I>(), ctx, std::get<I>(states), out, reached);
-        else
-            return layer_in::proceed;
+    layer_in waited_layer(pctx_type& ctx, states_t<Out>& states, bool reached) const {
+        if constexpr (stepped<I, Out>) {
+            using S = resil::detail::call_state_t<policy_t<I>, pctx_type, Out>;
+            if constexpr (resil::detail::waits_on_entry<policy_t<I>, pctx_type, S>)
+                return settled_in<I, Out>(states, policy_at<I>().waited(ctx, *std::get<I>(states), reached));
+        }
+        return layer_in::proceed();
+    }
+
+    // A layer that refuses is done: its state goes at once.
+    template <std::size_t I, class Out>
+    static layer_in settled_in(states_t<Out>& states, layer_in in) {
+        if (in.refuses()) std::get<I>(states).reset();
+        return in;
+    }
+
+    // Layer I's way out: leave(), or leave_again() after its retried().
+    template <std::size_t I, class Out>
+    layer_out leave_layer(pctx_type& ctx, states_t<Out>& states, Out& out, bool again) const {
+        if constexpr (stepped<I, Out>) {
+            using S = resil::detail::call_state_t<policy_t<I>, pctx_type, Out>;
+            layer_out step;
+            if constexpr (resil::detail::retries_on_leave<policy_t<I>, pctx_type, S, Out>)
+                step = again ? policy_at<I>().leave_again(ctx, *std::get<I>(states), out)
+                             : policy_at<I>().leave(ctx, *std::get<I>(states), out);
+            else
+                step = policy_at<I>().leave(ctx, *std::get<I>(states), out);
+            if (!step.waits()) std::get<I>(states).reset();
+            return step;
+        } else {
+            return layer_out::proceed();  // left within its own coroutine
+        }
     }
 
     template <std::size_t I, class Out>
-    layer_out leave_layer(pctx_type& ctx, states_t<Out>& states, std::optional<Out>& out, duration& wait) const {
-        using layer = async_layer<policy_t<I>>;
-        if constexpr (layer::nested)
-            return layer_out::proceed;  // left within its own coroutine
-        else
-            return layer::leave(policy_at<I>(), ctx, std::get<I>(states), out, wait);
+    ::asio::awaitable<bool> wait_out_layer(pctx_type& ctx, duration d) const {
+        return wait_for(resil::detail::wait_clock(policy_at<I>(), ctx), d, ctx.stop_token());
     }
 
     template <std::size_t I, class Out>
-    bool retried_layer(pctx_type& ctx, states_t<Out>& states, std::optional<Out>& out, bool waited_all) const {
-        using layer = async_layer<policy_t<I>>;
-        if constexpr (requires { layer::retried(policy_at<I>(), ctx, std::get<I>(states), out, waited_all); })
-            return layer::retried(policy_at<I>(), ctx, std::get<I>(states), out, waited_all);
-        else
-            return false;
+    bool retried_layer(pctx_type& ctx, states_t<Out>& states, Out& out, bool waited_all) const {
+        if constexpr (stepped<I, Out>) {
+            using S = resil::detail::call_state_t<policy_t<I>, pctx_type, Out>;
+            if constexpr (resil::detail::retries_on_leave<policy_t<I>, pctx_type, S, Out>) {
+                if (policy_at<I>().retried(ctx, *std::get<I>(states), out, waited_all)) return true;
+            }
+            std::get<I>(states).reset();
+        }
+        return false;
+    }
+
+    // The layers still entered, innermost first, when an exception leaves
+    // the call: each puts back what it changed in the context (unwind) and
+    // gives back what it holds (its state goes), as the blocking pipeline's
+    // frames would.
+    template <std::size_t K, class Out>
+    void unwind(pctx_type& ctx, states_t<Out>& states) const noexcept {
+        for (std::size_t i = layer_count; i-- > K;)
+            dispatch<K, bool>(i, [&](auto I) {
+                constexpr std::size_t at = decltype(I)::value;
+                if constexpr (stepped<at, Out>) {
+                    auto& s = std::get<at>(states);
+                    using S = resil::detail::call_state_t<policy_t<at>, pctx_type, Out>;
+                    if constexpr (resil::detail::unwinds<policy_t<at>, pctx_type, S>)
+                        if (s) policy_at<at>().unwind(ctx, *s);
+                    s.reset();
+                }
+                return true;
+            });
     }
 
     // Runs layers [K, layer_count) and the attempt in one coroutine: in
@@ -421,74 +499,48 @@ private:
                                             std::optional<F> own_fn, std::optional<Classifier> own_classify) const {
         using value_type = value_type_for<F>;
         using Out = outcome<value_type>;
-        std::optional<pctx_type> own_ctx;
-        detail::call_cancellation own_cancel;
-        // Whatever happens, the caller gets its context back, with its own stop token.
-        struct write_back {
-            basic_context<Clock>* to;
-            pctx_type* from;
-            detail::call_cancellation* cancel;
-            ~write_back() {
-                if (!from) return;
-                cancel->restore(*from);
-                if (!to) return;
-                *to = std::move(static_cast<basic_context<Clock>&>(*from));
-                to->forget_now();
-            }
-        } restore{given, nullptr, &own_cancel};
+        std::optional<call_context_type> call;  // K == 0: the call's context, given back when it ends
+        detail::call_cancellation<Clock> own_cancel;  // declared after: gives the context its stop token back first
         if constexpr (K == 0) {
             static_assert(
                 resil::detail::check_classifier<Classifier, detail::callable_result_t<F, basic_context<Clock>>>());
-            if (given) {
-                // As resil::basic_pipeline::execute: a context without a
-                // deadline takes the pipeline's clock, and starts afresh.
-                if (given->deadline_instant() == time_point::max()) given->set_clock(clock_);
-                given->forget_now();
-                given->set_attempt(0);
-            }
             if (given)
-                own_ctx.emplace(std::move(*given), resil::detail::unwrap(listener_));
+                call.emplace(*given, clock_, resil::detail::unwrap(listener_));
             else
-                own_ctx.emplace(clock_, resil::detail::unwrap(listener_));  // built in place, as the blocking pipeline's
-            restore.from = &*own_ctx;
-            env = {&*own_ctx, &*own_fn, &*own_classify, &own_cancel};
-            if (own_ctx->stop_requested()) {
-                own_ctx->emit(events::rejected{reason::cancelled, std::nullopt});
-                own_ctx->emit(events::call_finished{reason::cancelled, 0, false, false});
-                co_return Out::rejected(reason::cancelled);
-            }
+                call.emplace(clock_, resil::detail::unwrap(listener_));  // built in place, as the blocking pipeline's
+            env = {&call->get(), &*own_fn, &*own_classify, &own_cancel};
+            if (resil::detail::refused_before_start(call->get())) co_return Out::rejected(reason::cancelled);
         }
         pctx_type& ctx = *env.ctx;
-        constexpr bool timed = K == 0 && resil::detail::context_times<pctx_type, events::call_finished>();
-        [[maybe_unused]] time_point started{};
-        if constexpr (timed) started = ctx.recent_now();
-        const auto elapsed = [&]() -> duration {
-            if constexpr (timed) return ctx.clock().now() - started;
-            else return duration::zero();
-        };
+        using report_type = std::conditional_t<K == 0, resil::detail::call_report<pctx_type>, detail::no_report>;
+        const report_type report{ctx};
+        states_t<Out> states;
+        std::array<bool, layer_count + 1> retrying{};  // layers whose retried() sent the call in again
         try {
-            states_t<Out> states;
+            std::size_t i = K;  // the next layer in
             std::optional<Out> out;
-            std::size_t i = K;
             for (;;) {
-                // In: each layer's enter, until one stops the call or all let it through.
+                // In: each layer's enter, until one refuses the call or all let it through.
                 while (!out && i < layer_count) {
-                    time_point until{};
                     std::optional<::asio::awaitable<Out>> nested;
                     auto in = dispatch<K, layer_in>(i, [&](auto I) {
-                        return this->enter_layer<decltype(I)::value>(ctx, states, out, until, nested, env);
+                        return this->enter_layer<decltype(I)::value, Out>(ctx, states, nested, env);
                     });
-                    if (in == layer_in::wait) {
-                        const bool reached = co_await dispatch<K, ::asio::awaitable<bool>>(
-                            i, [&](auto I) { return this->template wait_layer<decltype(I)::value, Out>(ctx, states, until); });
+                    if (in.waits()) {
+                        const bool reached = co_await dispatch<K, ::asio::awaitable<bool>>(i, [&](auto I) {
+                            return this->wait_in_layer<decltype(I)::value, Out>(ctx, states, in.until());
+                        });
                         in = dispatch<K, layer_in>(
-                            i, [&](auto I) { return this->waited_layer<decltype(I)::value>(ctx, states, out, reached); });
+                            i, [&](auto I) { return this->waited_layer<decltype(I)::value, Out>(ctx, states, reached); });
                     }
                     if (nested) {
                         out.emplace(co_await std::move(*nested));
                         break;  // the user's policy has run its whole course
                     }
-                    if (in == layer_in::stop) break;
+                    if (!in.proceeds()) {
+                        out.emplace(Out::rejected(in.reason(), in.retry_after()));
+                        break;
+                    }
                     ++i;
                 }
                 if (!out) {
@@ -497,7 +549,7 @@ private:
                     // short: the caller's cancellation, or a deadline on a
                     // real clock. Otherwise awaited directly: nothing to
                     // allocate.
-                    const auto attempt_started = begin_attempt(ctx);
+                    const auto attempt_started = resil::detail::begin_attempt(ctx);
                     const ::asio::cancellation_state state = co_await ::asio::this_coro::cancellation_state;
                     bool guarded = state.slot().is_connected();
                     if constexpr (!waiter_traits<Clock>::virtual_time)
@@ -529,36 +581,40 @@ private:
                                 throw;
                         }
                     }
-                    out.emplace(end_attempt<value_type>(ctx, attempt_started, *env.classify, std::move(error), value,
-                                                        cut));
+                    out.emplace(judged<F, value_type>(*env.classify, std::move(error), value, cut));
+                    resil::detail::end_attempt(ctx, attempt_started, *out);
                 }
                 // Out: each entered layer's leave, innermost first; a retry
                 // may wait and send the call in again from the layer after it.
                 bool again = false;
                 while (i > K) {
                     --i;
-                    duration wait{};
-                    const auto step = dispatch<K, layer_out>(
-                        i, [&](auto I) { return this->leave_layer<decltype(I)::value>(ctx, states, out, wait); });
-                    if (step == layer_out::wait) {
-                        const bool waited_all = co_await wait_for(ctx.clock(), wait, ctx.stop_token());
+                    const auto step = dispatch<K, layer_out>(i, [&](auto I) {
+                        return this->leave_layer<decltype(I)::value, Out>(ctx, states, *out, retrying[i]);
+                    });
+                    if (step.waits()) {
+                        const bool waited_all = co_await dispatch<K, ::asio::awaitable<bool>>(i, [&](auto I) {
+                            return this->wait_out_layer<decltype(I)::value, Out>(ctx, step.wait());
+                        });
                         if (dispatch<K, bool>(i, [&](auto I) {
-                                return this->retried_layer<decltype(I)::value>(ctx, states, out, waited_all);
+                                return this->retried_layer<decltype(I)::value, Out>(ctx, states, *out, waited_all);
                             })) {
+                            retrying[i] = true;
                             ++i;
                             again = true;
+                            out.reset();  // the retry's loop keeps the attempt's outcome
                             break;
                         }
                     }
+                    retrying[i] = false;
                 }
                 if (!again) break;
             }
-            if constexpr (K == 0)
-                ctx.emit(events::call_finished{out->ok() ? out->fallback_reason() : out->reason(), ctx.attempts_run(),
-                                               out->from_fallback(), false, elapsed()});
+            report.finished(*out);
             co_return std::move(*out);
         } catch (...) {
-            if constexpr (K == 0) ctx.emit(events::call_finished{reason::failed, ctx.attempts_run(), false, true, elapsed()});
+            unwind<K, Out>(ctx, states);
+            report.threw();
             throw;
         }
     }
@@ -569,11 +625,11 @@ private:
     // without making the call look cancelled.
     template <class V, class F>
     static ::asio::awaitable<detail::guarded_result<V>> guarded_attempt(pctx_type& ctx, F& fn,
-                                                                       detail::call_cancellation& cancel) {
+                                                                       detail::call_cancellation<Clock>& cancel) {
         auto& call_source = cancel.bridge(ctx);
         std::stop_source attempt_source;
-        std::stop_callback<detail::call_cancellation::forward_stop> chained(
-            call_source.get_token(), detail::call_cancellation::forward_stop{&attempt_source});
+        std::stop_callback<detail::forward_stop> chained(call_source.get_token(),
+                                                         detail::forward_stop{&attempt_source});
         struct restore_stop {
             pctx_type& ctx;
             std::stop_token call;
@@ -587,71 +643,27 @@ private:
                                                   &call_source, &attempt_source, deadline, ctx.clock());
     }
 
-    // One attempt, as resil::basic_pipeline's: events, timing, classification.
-    // Its waiting is in drive(), so that a call is one coroutine frame.
-    template <class Ctx>
-    static time_point begin_attempt(Ctx& ctx) {
-        constexpr bool timed = resil::detail::context_times<Ctx, events::attempt_finished>();
-        if (ctx.attempt() == 0) ctx.set_attempt(1);  // no retry policy: the one attempt is the first
-        ctx.count_attempt();
-        ctx.emit(events::attempt_started{ctx.attempt()});
-        time_point started{};
-        if constexpr (timed) started = ctx.recent_now();
-        ctx.forget_now();
-        return started;
-    }
-
-    template <class T, class Ctx, class Classifier>
-    static outcome<T> end_attempt(Ctx& ctx, time_point started, Classifier& classify, std::exception_ptr error,
-                                  std::optional<T>& value, detail::cut_by cut) {
+    // The attempt's outcome, judged as the blocking pipeline judges it
+    // (resil/detail/pipeline_call.hpp); an attempt cut short by the call is a
+    // failure that may have reached the server.
+    template <class F, class T, class Classifier>
+    static outcome<T> judged(Classifier& classify, std::exception_ptr error, std::optional<T>& value,
+                             detail::cut_by cut) {
         if (!error) [[likely]] {
-            auto out = judge<T>(classify, *value);
-            attempt_finished(ctx, started, out);
+            if constexpr (std::is_void_v<detail::callable_result_t<F, basic_context<Clock>>>)
+                return resil::detail::judged_void<T>(classify);
+            else
+                return resil::detail::judged_value<T>(classify, std::move(*value));
+        }
+        if (cut != detail::cut_by::none) {
+            auto out = outcome<T>::from_exception(error, classification(verdict::ambiguous));
+            if (cut == detail::cut_by::caller) out.fail(reason::cancelled);
             return out;
         }
-        return failed_attempt<T>(ctx, started, classify, std::move(error), cut);
-    }
-
-    template <class Ctx, class Out>
-    static void attempt_finished(Ctx& ctx, time_point started, const Out& out) {
-        ctx.forget_now();
-        ctx.set_last_hint(server_hint{out.retry_after(), out.dont_retry()});
-        if constexpr (resil::detail::context_times<Ctx, events::attempt_finished>())
-            ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), ctx.now() - started});
+        if constexpr (resil::detail::judges_exceptions<Classifier>)
+            return resil::detail::judged_exception<T>(classify, std::move(error));
         else
-            ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), duration::zero()});
-    }
-
-    template <class T, class Ctx, class Classifier>
-    static outcome<T> failed_attempt(Ctx& ctx, time_point started, Classifier& classify, std::exception_ptr error,
-                                     detail::cut_by cut) {
-        std::optional<outcome<T>> out;
-        if (cut != detail::cut_by::none) {
-            // Cut short by us: a failure that may have reached the server.
-            out.emplace(outcome<T>::from_exception(error, classification(verdict::ambiguous)));
-            if (cut == detail::cut_by::caller) out->fail(reason::cancelled);
-        } else if constexpr (resil::detail::judges_exceptions<Classifier>) {
-            out.emplace(outcome<T>::from_exception(error, classification(std::invoke(classify, std::as_const(error)))));
-        } else {
             std::rethrow_exception(error);  // not reached: unjudged exceptions propagate before
-        }
-        attempt_finished(ctx, started, *out);
-        return std::move(*out);
-    }
-
-    template <class T, class Classifier>
-    static outcome<T> judge(Classifier& classify, T& value) {
-        if constexpr (std::is_same_v<T, unit>) {
-            if constexpr (std::is_invocable_v<Classifier&, const unit&>)
-                return outcome<T>::from_value(classification(std::invoke(classify, unit{})));
-            else
-                return outcome<T>::from_value(classification(verdict::success));
-        } else {
-            // Classify before moving the result into the outcome: the
-            // classifier sees the object the callable returned.
-            auto c = classification(std::invoke(classify, std::as_const(value)));
-            return outcome<T>::from_value(std::move(c), std::move(value));
-        }
     }
 
     [[no_unique_address]] Clock clock_;

@@ -43,11 +43,12 @@
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 
-#include "../asio/pipeline.hpp"  // the limiter as one of its policies (async_layer below)
+#include "../asio/pipeline.hpp"  // the limiter as one of its policies (its steps below)
 #include "../asio/policies.hpp"
 #include "../asio/waiter.hpp"
 #include "../clock.hpp"
 #include "../deadline.hpp"
+#include "../policy_steps.hpp"
 #include "detail/asio_connection.hpp"
 #include "detail/asio_path.hpp"
 #include "detail/decision.hpp"
@@ -135,12 +136,60 @@ public:
     /// The strand its connection runs on.
     [[nodiscard]] const detail::asio_connection::executor_type& executor() const noexcept { return conn_->executor(); }
 
+    // As a policy of resil::asio::pipeline (resil/policy_steps.hpp): the
+    // blocking limiter's execute() as steps, the round trip awaited in
+    // between (async_wait). enter() screens and spends from the lease (no
+    // wait), or asks for the round trip and, with max_wait, the wait for a
+    // reserved permit; waited() turns the result into the call's fate, with
+    // the blocking pipeline's events.
+
+    /// What a call keeps between its steps: its decision.
+    class admission {
+    private:
+        friend class async_rate_limiter;
+        detail::decision d_;
+        std::stop_token stop_;
+    };
+    template <class Context, class Outcome>
+    using call_state = admission;
+
+    /// The first step: decided at once (lease, screening), or a round trip to await.
+    template <class Context>
+    layer_in enter(Context& ctx, admission& a) const {
+        a.d_ = core().for_call(ctx);
+        a.stop_ = a.d_.waiting ? ctx.stop_token() : std::stop_token{};
+        if (!core().begin(a.d_, a.stop_)) return layer_in::wait_until(a.d_.until);
+        return decided(ctx, a);
+    }
+    /// The wait enter() asked for: the round trip (and a reserved permit's wait).
+    template <class Context>
+    ::asio::awaitable<bool> async_wait(Context&, admission& a, time_point) const {
+        co_await run(a.d_, a.stop_);
+        co_return true;
+    }
+    /// After the round trip: admitted, or refused as the blocking limiter refuses.
+    template <class Context>
+    layer_in waited(Context& ctx, admission& a, bool) const {
+        return decided(ctx, a);
+    }
+    /// Nothing on the way out: the permits are spent.
+    template <class Context, class Outcome>
+    layer_out leave(Context&, admission&, Outcome&) const noexcept {
+        return layer_out::proceed();
+    }
+
 private:
     friend struct detail::async_rate_limiter_access;
 
     [[no_unique_address]] clock_type clock_{};
-    template <class>
-    friend struct resil::asio::async_layer;
+
+    template <class Context>
+    layer_in decided(Context& ctx, admission& a) const {
+        const auto verdict = core().verdict_for_call(ctx, a.d_.result);
+        a.stop_ = {};
+        if (verdict.admitted) return layer_in::proceed();
+        return layer_in::refuse(verdict.why, verdict.retry_after);
+    }
 
     const detail::limiter_core& core() const noexcept { return limiter_->core_; }
 
@@ -185,53 +234,3 @@ struct async_rate_limiter_access {
 }  // namespace detail
 
 }  // namespace resil::redis
-
-namespace resil::asio {
-
-/// The Redis limiter in resil::asio::pipeline: its blocking execute()'s
-/// steps, the round trip awaited in between. enter() screens and spends
-/// from the lease (no wait), or asks for wait(): the round trip and, with
-/// max_wait, the wait for a reserved permit; waited() turns the result
-/// into the call's fate with the blocking pipeline's events.
-template <>
-struct async_layer<redis::async_rate_limiter> {
-    static constexpr bool nested = false;
-    template <class Ctx, class Out>
-    struct state {
-        redis::detail::decision d;
-        std::stop_token stop;
-    };
-
-    template <class Ctx, class S, class Out>
-    static layer_in enter(const redis::async_rate_limiter& l, Ctx& ctx, S& s, std::optional<Out>& out, time_point&) {
-        s.d = l.core().for_call(ctx);
-        s.stop = s.d.waiting ? ctx.stop_token() : std::stop_token{};
-        if (!l.core().begin(s.d, s.stop)) return layer_in::wait;
-        return decided(l, ctx, s, out);
-    }
-    template <class Ctx, class S>
-    static ::asio::awaitable<bool> wait(const redis::async_rate_limiter& l, Ctx&, S& s, time_point) {
-        co_await l.run(s.d, s.stop);
-        co_return true;
-    }
-    template <class Ctx, class S, class Out>
-    static layer_in waited(const redis::async_rate_limiter& l, Ctx& ctx, S& s, std::optional<Out>& out, bool) {
-        return decided(l, ctx, s, out);
-    }
-    template <class Ctx, class S, class Out>
-    static layer_out leave(const redis::async_rate_limiter&, Ctx&, S&, std::optional<Out>&, duration&) {
-        return layer_out::proceed;
-    }
-
-private:
-    template <class Ctx, class S, class Out>
-    static layer_in decided(const redis::async_rate_limiter& l, Ctx& ctx, S& s, std::optional<Out>& out) {
-        const auto verdict = l.core().verdict_for_call(ctx, s.d.result);
-        s.stop = {};
-        if (verdict.admitted) return layer_in::proceed;
-        out.emplace(Out::rejected(verdict.why, verdict.retry_after));
-        return layer_in::stop;
-    }
-};
-
-}  // namespace resil::asio
