@@ -111,14 +111,14 @@ public:
         permit(permit&& other) noexcept { take(other); }
         permit& operator=(permit&& other) noexcept {
             if (this != &other) {
-                settle();
+                release_if_probe();
                 take(other);
             }
             return *this;
         }
         permit(const permit&) = delete;
         permit& operator=(const permit&) = delete;
-        ~permit() { settle(); }
+        ~permit() { release_if_probe(); }
 
         /// True when the call may go ahead.
         [[nodiscard]] bool admitted() const noexcept { return kind_ != kind::rejected; }
@@ -160,7 +160,7 @@ public:
             kind_ = std::exchange(other.kind_, kind::rejected);  // a moved-from permit admits nothing
             has_retry_after_ = std::exchange(other.has_retry_after_, false);
         }
-        void settle() noexcept {
+        void release_if_probe() noexcept {
             if (owner_ != nullptr && kind_ == kind::probe) owner_->release_probe(*this);
             owner_ = nullptr;
         }
@@ -840,7 +840,7 @@ void basic_circuit_breaker<Clock>::notify(const events::breaker_state_changed& e
 template <clock Clock>
 void basic_circuit_breaker<Clock>::clear_window(std::uint64_t s) const noexcept {
     const auto next_generation = generation_of(next_word(s, closed_state));
-    std::visit([next_generation](auto& mode) { mode.stamp(next_generation); }, window_);
+    std::visit([next_generation](auto& mode) { mode.begin_generation(next_generation); }, window_);
 }
 
 template <clock Clock>

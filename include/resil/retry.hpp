@@ -180,8 +180,8 @@ public:
         ctx.set_attempt(1);
     }
 
-    /// One call's retry loop between attempts, without the waiting: judge()
-    /// says whether to wait and retry, waited() takes the wait's result, and
+    /// One call's retry loop between attempts, without the waiting:
+    /// wait_before_next_attempt() says whether to wait and retry, waited() takes the wait's result, and
     /// next_attempt() takes the next attempt's outcome. execute() drives it
     /// with the clock's sleep; resil/asio drives the same loop with a timer,
     /// so both make the same decisions and emit the same events.
@@ -198,7 +198,12 @@ public:
         /// Emits budget_refused, retry_scheduled, retries_exhausted and
         /// deadline_exceeded as the blocking policy does.
         template <class Context>
-        std::optional<duration> judge(Context& ctx, const retry_policy& policy) {
+        [[deprecated("renamed wait_before_next_attempt")]] std::optional<duration> judge(Context& ctx,
+                                                                                      const retry_policy& policy) {
+            return wait_before_next_attempt(ctx, policy);
+        }
+        template <class Context>
+        std::optional<duration> wait_before_next_attempt(Context& ctx, const retry_policy& policy) {
             if (ctx.stop_requested()) {
                 out_->fail(reason::cancelled);
                 return std::nullopt;
@@ -221,7 +226,7 @@ public:
             return d.delay;
         }
 
-        /// After the wait judge() asked for: `slept` false when it was cut
+        /// After the wait wait_before_next_attempt() asked for: `slept` false when it was cut
         /// short (cancelled). True when the next attempt is to run; its
         /// number is then set in the context.
         template <class Context>
@@ -356,7 +361,7 @@ private:
     // compiler sees every use of it.
     template <class Context, class Outcome>
     layer_out judged(Context& ctx, loop_slot<Outcome>& l, Outcome& out) const {
-        if (const auto wait = l->judge(ctx, *this)) return layer_out::wait_for(*wait);
+        if (const auto wait = l->wait_before_next_attempt(ctx, *this)) return layer_out::wait_for(*wait);
         return finish(l, out);
     }
 

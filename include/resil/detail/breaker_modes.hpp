@@ -74,7 +74,7 @@ public:
     /// owner at its first record in the new generation, and not counted
     /// until then (rolling_time_window::begin_generation). The generation
     /// is the mode interface's; this mode's rings learn it from records.
-    void stamp(std::uint64_t /*generation*/) noexcept { window_.begin_generation(); }
+    void begin_generation(std::uint64_t /*generation*/) noexcept { window_.begin_generation(); }
     [[nodiscard]] window_counts lifetime() const noexcept { return window_.lifetime(); }
     template <class Now>
     [[nodiscard]] window_counts window(std::uint64_t generation, Now&& now) const noexcept {
@@ -106,7 +106,7 @@ public:
         return counts;
     }
     [[nodiscard]] bool opens(window_counts c) const noexcept { return rule_.exceeded(c); }
-    void stamp(std::uint64_t generation) noexcept { window_.clear(generation); }
+    void begin_generation(std::uint64_t generation) noexcept { window_.clear(generation); }
     [[nodiscard]] window_counts lifetime() const noexcept {
         return {window_.lifetime_calls(), failures_.load(std::memory_order_relaxed)};
     }
@@ -140,7 +140,7 @@ public:
         return window_counts{run, run};
     }
     [[nodiscard]] bool opens(window_counts c) const noexcept { return c.failures >= limit_; }
-    void stamp(std::uint64_t generation) noexcept { run_.clear(generation); }
+    void begin_generation(std::uint64_t generation) noexcept { run_.clear(generation); }
     [[nodiscard]] window_counts lifetime() const noexcept {
         return {calls_.total(), failures_.load(std::memory_order_relaxed)};
     }
@@ -164,7 +164,7 @@ concept breaker_window_mode =
     requires(M& m, const M& cm, bool failed, std::uint64_t generation, time_point (*now)(), window_counts c) {
         { m.record(failed, generation, now) } noexcept -> std::same_as<std::optional<window_counts>>;
         { cm.opens(c) } noexcept -> std::same_as<bool>;
-        { m.stamp(generation) } noexcept;
+        { m.begin_generation(generation) } noexcept;
         { cm.lifetime() } noexcept -> std::same_as<window_counts>;
         { cm.window(generation, now) } noexcept -> std::same_as<window_counts>;
     };
