@@ -204,6 +204,9 @@ TEST_CASE("fmt: a metrics snapshot formats as one line, reasons only when counte
     s.endpoint_ejections = 3;
     s.endpoint_returns = 2;
     CHECK(fmt::format("{}", s).ends_with("pace changes 2; endpoints ejected 3, returned 2"));
+    // A shared quota's store failures, where there are some.
+    s.quota_store_failures = 7;
+    CHECK(fmt::format("{}", s).ends_with("pace changes 2; quota store failures 7; endpoints ejected 3, returned 2"));
 }
 
 TEST_CASE("fmt: the log listener writes a line for each change of an adaptive limit") {

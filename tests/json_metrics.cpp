@@ -57,6 +57,7 @@ void check_counters(const nlohmann::json& j, const resil::metrics_snapshot& s) {
     CHECK(j["limit_increases"] == s.limit_increases);
     CHECK(j["limit_decreases"] == s.limit_decreases);
     CHECK(j["pace_changes"] == s.pace_changes);
+    CHECK(j["quota_store_failures"] == s.quota_store_failures);
     CHECK(j["endpoint_ejections"] == s.endpoint_ejections);
     CHECK(j["endpoint_returns"] == s.endpoint_returns);
     check_counts(j["failures"], s.failures);
@@ -68,7 +69,7 @@ void check_matches(const nlohmann::json& j, const resil::metrics_snapshot& s, co
     CHECK(j["policy"] == name);
     check_counters(j, s);
     // Nothing else: a consumer can rely on this exact set of keys.
-    CHECK(j.size() == 21);
+    CHECK(j.size() == 22);
 }
 
 // What to_json(m) writes, read back from its text, without the two
@@ -157,7 +158,7 @@ TEST_CASE("metrics json: a metrics object with its attempt latency histogram; nl
     const auto j = resil::json::to_json(m);
     CHECK(j["policy"] == "inventory");
     check_counters(j, m.snapshot());
-    CHECK(j.size() == 23);  // the 21 keys of the counters, and the two histograms
+    CHECK(j.size() == 24);  // the 21 keys of the counters, and the two histograms
     CHECK(j["call_duration_seconds"]["buckets"].size() == resil::latency_bucket_bounds.size() + 1);
     const auto& h = j["attempt_duration_seconds"];
     CHECK(h["count"] == 2);
@@ -177,7 +178,7 @@ TEST_CASE("metrics json: a metrics object with its attempt latency histogram; nl
 
     const nlohmann::json counters = m.snapshot();
     check_counters(counters, m.snapshot());
-    CHECK(counters.size() == 20);  // no name in a snapshot
+    CHECK(counters.size() == 21);  // no name in a snapshot
     const nlohmann::json histogram = m.latencies().attempt;
     CHECK(histogram == h);
 }

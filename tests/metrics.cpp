@@ -759,7 +759,7 @@ TEST_CASE("metrics: prometheus_text writes several dependencies, each family's H
     for (const auto& [name, type] : parsed.types)
         CHECK(type == (name == "resil_attempt_duration_seconds" || name == "resil_call_duration_seconds" ? "histogram"
                                                                                                          : "counter"));
-    CHECK(parsed.types.size() == 20);
+    CHECK(parsed.types.size() == 21);
     CHECK(parsed.value("resil_call_duration_seconds_count", triton) == 7.0);
     CHECK(parsed.value("resil_call_duration_seconds_count", pay) == 1.0);
 
@@ -1033,4 +1033,18 @@ TEST_CASE("metrics: every change of an adaptive limit and of a pace is counted, 
     CHECK(parsed.value("resil_pace_changes_total", batch) == 2.0);
     const auto several = parse_prometheus(resil::prometheus_text({m}));
     CHECK(several.value("resil_limit_decreases_total", {{"dependency", "batch"}}) == 1.0);
+}
+
+TEST_CASE("metrics: a shared quota's store failures are counted, failing open as failing closed") {
+    resil::metrics m{"quota"};
+    CHECK(m.snapshot().quota_store_failures == 0);
+    m(events::quota_store_failed{.fail_open = true, .admitted = true});
+    m(events::quota_store_failed{.fail_open = true, .admitted = false});
+    m(events::quota_store_failed{.fail_open = false, .admitted = false});
+    const auto s = m.snapshot();
+    CHECK(s.quota_store_failures == 3);
+    CHECK(s.rejections.total() == 0);  // the event is no rejection: the pipeline reports those itself
+    const auto parsed = parse_prometheus(m.prometheus());
+    CHECK(parsed.errors == std::vector<std::string>{});
+    CHECK(parsed.value("resil_quota_store_failures_total", {{"policy", "quota"}}) == 3.0);
 }

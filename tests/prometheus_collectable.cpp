@@ -67,7 +67,7 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
 
     const auto resil_metrics = resil::prometheus::make_collectable({inventory, payments});
     const auto families = resil_metrics->Collect();
-    CHECK(families.size() == 20);
+    CHECK(families.size() == 21);
 
     const auto* calls = find(families, "resil_calls_total");
     REQUIRE(calls);

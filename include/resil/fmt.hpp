@@ -380,6 +380,8 @@ struct fmt::formatter<resil::metrics_snapshot> : resil::detail::spec_free_format
         if (s.limit_increases + s.limit_decreases > 0)
             out = fmt::format_to(out, "; limit raised {}, lowered {}", s.limit_increases, s.limit_decreases);
         if (s.pace_changes > 0) out = fmt::format_to(out, "; pace changes {}", s.pace_changes);
+        // Only where a shared quota's store failed.
+        if (s.quota_store_failures > 0) out = fmt::format_to(out, "; quota store failures {}", s.quota_store_failures);
         // Only where a balancer's hooks feed the object.
         if (s.endpoint_ejections + s.endpoint_returns > 0)
             out = fmt::format_to(out, "; endpoints ejected {}, returned {}", s.endpoint_ejections, s.endpoint_returns);

@@ -153,6 +153,10 @@ struct metrics_snapshot {
     std::uint64_t limit_increases = 0;    ///< an adaptive limit rose (events::limit_changed)
     std::uint64_t limit_decreases = 0;    ///< an adaptive limit fell
     std::uint64_t pace_changes = 0;       ///< a paced bucket changed its pace or paused (events::pace_changed)
+    /// Decisions a shared quota's store (Redis) could not make, whatever its
+    /// failure policy then did (events::quota_store_failed): failing open,
+    /// the outage shows here and nowhere else among these counts.
+    std::uint64_t quota_store_failures = 0;
     std::uint64_t endpoint_ejections = 0; ///< a balancer ejected an endpoint (events::endpoint_ejected)
     std::uint64_t endpoint_returns = 0;   ///< an ejected endpoint came back (events::endpoint_returned)
 
@@ -195,6 +199,7 @@ public:
         if (e.to != e.from) add(e.to > e.from ? local().limit_increases : local().limit_decreases);
     }
     void operator()(const events::pace_changed&) noexcept { add(local().pace_changes); }
+    void operator()(const events::quota_store_failed&) noexcept { add(local().quota_store_failures); }
     void operator()(const events::call_finished& e) noexcept {
         auto& c = local();
         c.call_latency.record(e.elapsed);
@@ -294,6 +299,7 @@ private:
             s.limit_increases += load(c.limit_increases);
             s.limit_decreases += load(c.limit_decreases);
             s.pace_changes += load(c.pace_changes);
+            s.quota_store_failures += load(c.quota_store_failures);
             for (std::size_t i = 0; i < reason_count; ++i) {
                 s.failures.by_reason[i] += load(c.failures[i]);
                 s.rejections.by_reason[i] += load(c.rejections[i]);
@@ -326,12 +332,13 @@ private:
     // most calls.
     struct call_counters {
         counter calls{0}, successes{0}, attempts{0}, retries{0}, retries_after_hint{0}, retries_exhausted{0},
-            budget_refusals{0}, deadlines_exceeded{0}, limit_increases{0}, limit_decreases{0}, pace_changes{0};
+            budget_refusals{0}, deadlines_exceeded{0}, limit_increases{0}, limit_decreases{0}, pace_changes{0},
+            quota_store_failures{0};
         std::array<counter, reason_count> failures{}, rejections{}, fallbacks{};
         detail::latency_histogram attempt_latency;
         detail::latency_histogram call_latency;
     };
-    static_assert(sizeof(call_counters) == (11 + 3 * reason_count + 30) * sizeof(counter));
+    static_assert(sizeof(call_counters) == (12 + 3 * reason_count + 30) * sizeof(counter));
     call_counters& local() noexcept { return stripes_.local(); }
 
     std::string name_;

@@ -45,8 +45,8 @@ Json by_reason(const reason_counts& c) {
 /// budget_refusals, deadlines_exceeded, rejections and fallbacks (by reason,
 /// every reason but "none"), breaker_opened, breaker_half_opened,
 /// breaker_closed, breaker_open_seconds (a number of seconds),
-/// limit_increases, limit_decreases, pace_changes, endpoint_ejections,
-/// endpoint_returns.
+/// limit_increases, limit_decreases, pace_changes, quota_store_failures,
+/// endpoint_ejections, endpoint_returns.
 template <class Json = nlohmann::json>
 [[nodiscard]] Json to_json(const metrics_snapshot& s) {
     return {{"calls", s.calls},
@@ -67,6 +67,7 @@ template <class Json = nlohmann::json>
             {"limit_increases", s.limit_increases},
             {"limit_decreases", s.limit_decreases},
             {"pace_changes", s.pace_changes},
+            {"quota_store_failures", s.quota_store_failures},
             {"endpoint_ejections", s.endpoint_ejections},
             {"endpoint_returns", s.endpoint_returns}};
 }

@@ -46,7 +46,7 @@ struct counter_family {
     std::uint64_t metrics_snapshot::*count = nullptr;
     reason_counts metrics_snapshot::*by_reason = nullptr;
 };
-inline const std::array<counter_family, 16> counter_families{{
+inline const std::array<counter_family, 17> counter_families{{
     {"resil_calls_total", "Calls that ended.", &metrics_snapshot::calls, nullptr},
     {"resil_successes_total", "Calls that succeeded without a fallback.", &metrics_snapshot::successes, nullptr},
     {"resil_failures_total", "Calls that failed, before any fallback, by reason.", nullptr, &metrics_snapshot::failures},
@@ -67,6 +67,9 @@ inline const std::array<counter_family, 16> counter_families{{
      nullptr},
     {"resil_pace_changes_total", "Times a paced bucket changed its pace or paused for a quota's reset.",
      &metrics_snapshot::pace_changes, nullptr},
+    {"resil_quota_store_failures_total",
+     "Decisions a shared quota's store (Redis) could not make; its failure policy decided.",
+     &metrics_snapshot::quota_store_failures, nullptr},
     {"resil_endpoint_ejections_total", "Times a balancer ejected an endpoint as an outlier.",
      &metrics_snapshot::endpoint_ejections, nullptr},
     {"resil_endpoint_returns_total", "Times an ejected endpoint returned to its balancer's picks.",
