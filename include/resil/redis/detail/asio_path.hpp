@@ -110,15 +110,7 @@ inline ::asio::awaitable<asked> ask_async(const limiter_core& core, std::shared_
             eval = true;
             continue;
         }
-        if (read.kind != reply_kind::answer) {
-            limiter_core::bump(core.count().error_replies);
-            health.remember(std::move(read.error));
-            co_return asked::failed;
-        }
-        limiter_core::bump(core.count().round_trips);
-        health.mark_up();
-        out = read.answer;
-        co_return asked::answered;
+        co_return core.take_reply(read, out);
     }
     health.remember("the script could not be run after reloading it");
     co_return asked::failed;

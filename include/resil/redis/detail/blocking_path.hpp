@@ -118,15 +118,7 @@ inline asked ask_blocking(const limiter_core& core, pool& connections, const dec
                 return failed(load_cut, std::move(error));
             continue;
         }
-        if (r.kind != reply_kind::answer) {
-            limiter_core::bump(core.count().error_replies);
-            health.remember(std::move(r.error));
-            return asked::failed;
-        }
-        limiter_core::bump(core.count().round_trips);
-        health.mark_up();
-        out = r.answer;
-        return asked::answered;
+        return core.take_reply(r, out);
     }
     health.remember("the script could not be run after reloading it");
     return asked::failed;

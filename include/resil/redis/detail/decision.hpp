@@ -136,6 +136,21 @@ public:
     static void bump(std::atomic<std::uint64_t>& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
     [[nodiscard]] counters& count() const noexcept { return counters_.local(); }
 
+    /// A reply that is no NOSCRIPT, as both paths take it: an error reply
+    /// (counted, remembered: the failure policy applies) or the answer
+    /// (a round trip, Redis up).
+    asked take_reply(reading& r, script_answer& out) const {
+        if (r.kind != reply_kind::answer) {
+            bump(count().error_replies);
+            health_.remember(std::move(r.error));
+            return asked::failed;
+        }
+        bump(count().round_trips);
+        health_.mark_up();
+        out = r.answer;
+        return asked::answered;
+    }
+
     [[nodiscard]] rate_limiter_metrics metrics() const noexcept {
         rate_limiter_metrics m;
         for (std::size_t i = 0; i < counters_.size(); ++i) {
