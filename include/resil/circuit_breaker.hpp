@@ -410,15 +410,24 @@ private:
     }
 
     // Counts the result of an attempt admitted on the fast path in state
-    // word `s`; `started` is the attempt's reading when `shared`.
+    // word `s`; `started` is the attempt's reading when `shared`. A success
+    // is counted inline: execute() and leave() both call this, and a
+    // function called from two places is no longer inlined by the size
+    // heuristics alone.
     template <class Context>
-    void count_fast(Context& ctx, std::uint64_t s, bool shared, time_point started, verdict v) const {
+    [[gnu::always_inline]] void count_fast(Context& ctx, std::uint64_t s, bool shared, time_point started,
+                                           verdict v) const {
         const auto generation = generation_of(s);
         if (!options_.failure_verdicts.contains(v)) [[likely]] {
             record_plain_closed(generation, false, shared ? success_time(ctx, started, generation) : clock_.now(),
                                 nullptr);
             return;
         }
+        count_fast_failure(ctx, generation, shared);
+    }
+
+    template <class Context>
+    void count_fast_failure(Context& ctx, std::uint64_t generation, bool shared) const {
         transition_note changed;
         record_plain_closed(generation, true, shared ? ctx.recent_now() : clock_.now(), &changed);
         if (changed) {
@@ -609,7 +618,8 @@ private:
 
     // The hot path: one state load and one bucket written, at the reading `t`.
     // A result of a closed period that has ended decides nothing.
-    void record_plain_closed(std::uint64_t generation, bool failed, time_point t, transition_note* note) const noexcept {
+    [[gnu::always_inline]] void record_plain_closed(std::uint64_t generation, bool failed, time_point t,
+                                                    transition_note* note) const noexcept {
         const auto s = state_.load(std::memory_order_acquire);
         if ((s & state_mask) != closed_state || generation_of(s) != generation) [[unlikely]]
             return count_other(failed);

@@ -293,6 +293,11 @@ public:
         ~loop_slot() { reset(); }
 
         explicit operator bool() const noexcept { return engaged_; }
+        /// Says again, where the compiler sees it, that no loop was started:
+        /// the slot's address reaches out-of-line code on the failure path,
+        /// so the destructor would otherwise read the flag back after every
+        /// call the compiler cannot see into.
+        void known_empty() noexcept { engaged_ = false; }
         loop<Outcome>* operator->() noexcept { return &loop_; }
         void emplace(Outcome first) {
             reset();
@@ -334,8 +339,10 @@ public:
     layer_out leave(Context& ctx, loop_slot<Outcome>& l, Outcome& out) const {
         // The common case reads nothing but the outcome, and stays small
         // enough to inline.
-        if (out.ok() || !out.attempted()) [[likely]]
+        if (out.ok() || !out.attempted()) [[likely]] {
+            l.known_empty();
             return layer_out::proceed();
+        }
         l.emplace(std::move(out));
         return judged(ctx, l, out);
     }
