@@ -30,8 +30,10 @@ using resil::testing::manual_clock;
 
 namespace {
 
-auto plan_b = [] { return 0; };
-using fallback_t = resil::fallback_policy<decltype(plan_b)>;
+struct plan_b {
+    int operator()() const { return 0; }
+};
+using fallback_t = resil::fallback_policy<plan_b>;
 
 // Every policy of the library, and where it gets the time.
 template <class P, time_source Source>

@@ -335,7 +335,9 @@ public:
         if (admits_fast(s)) [[likely]] {
             a.fast_ = true;
             a.word_ = s;
-            if (a.shared_) a.started_ = ctx.recent_now();
+            // Set either way: leave() passes it on by value (a copy of an
+            // indeterminate value would be undefined), read only when shared.
+            a.started_ = a.shared_ ? ctx.recent_now() : time_point{};
             return layer_in::proceed();
         }
         // Taken only where a reading is needed anyway: a count or run of

@@ -573,6 +573,11 @@ private:
     void finish(async_transfer& t, transfer_end end, CURLcode code, std::string_view why = {}) noexcept {
         if (!t.active) return;
         t.active = false;
+        // A connection kept from before, which this call reused and left
+        // in libcurl's cache, is idle from now: noted by its addresses, as
+        // the blocking client does, since libcurl may tell its socket's
+        // CURL_POLL_REMOVE only later, when another call is under way.
+        if (end == transfer_end::finished && code == CURLE_OK && t.clock) stamp_reused_idle(t);
         if (t.in_multi) {
             // libcurl may say here, rather than before, that the finished
             // transfer's connection is left idle (CURL_POLL_REMOVE): that
@@ -869,6 +874,14 @@ private:
         curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &id.primary_port);
         curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &id.primary_ip);
         kept_.left_idle(s, id, t.origin, t.now(), t.transfer.keep_alive_timeout);
+    }
+
+    void stamp_reused_idle(const async_transfer& t) noexcept {
+        idle_connections::identity id;
+        curl_easy_getinfo(t.easy, CURLINFO_LOCAL_PORT, &id.local_port);
+        curl_easy_getinfo(t.easy, CURLINFO_PRIMARY_PORT, &id.primary_port);
+        curl_easy_getinfo(t.easy, CURLINFO_PRIMARY_IP, &id.primary_ip);
+        kept_.left_idle_again(id, t.origin, t.now(), t.transfer.keep_alive_timeout);
     }
 
     void on_timer(long ms) noexcept {
