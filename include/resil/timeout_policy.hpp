@@ -62,8 +62,10 @@ public:
     /// to the tighter of its own and these, for the rest of the pipeline.
     template <class Context>
     layer_in enter(Context& ctx, outer_timeouts& s) const {
-        if (!admits(ctx)) return layer_in::refuse(reason::deadline_exceeded);
+        // Read first: a driver that unwinds a layer whose enter() threw (a
+        // listener throwing in admits()) puts back what was found.
         s.found = ctx.timeouts();
+        if (!admits(ctx)) return layer_in::refuse(reason::deadline_exceeded);
         ctx.set_timeouts(s.found.tightened_by(timeouts_));
         return layer_in::proceed();
     }
