@@ -310,10 +310,11 @@ public:
 
         std::uint64_t word_;  // fast path: the closed state admitted in; else the permit's generation
         time_point started_;  // the attempt's reading, when the breaker uses it (has_started_)
-        // The permit taken unless admitted on the fast path.
-        const basic_circuit_breaker* owner_;
-        time_point permit_started_;
-        typename permit::kind kind_;
+        // The permit taken unless admitted on the fast path (initialised:
+        // g++ -O3 cannot see that only hold() makes them read).
+        const basic_circuit_breaker* owner_ = nullptr;
+        time_point permit_started_{};
+        typename permit::kind kind_ = permit::kind::rejected;
         bool held_ = false;
         bool fast_ = false;
         bool shared_;
