@@ -41,7 +41,9 @@ using resil::verdict;
 
 namespace {
 
-auto plan_b = [] { return 0; };
+struct plan_b {
+    int operator()() const { return 0; }
+};
 
 // Item 5 for every policy of the library; the Redis limiter by its options
 // (its class needs the resil::redis target).
@@ -55,20 +57,29 @@ static_assert(rj::configurable<resil::paced_bucket>);
 static_assert(rj::configurable<resil::concurrency_limit>);
 static_assert(rj::configurable<resil::adaptive_limit>);
 static_assert(rj::configurable<resil::adaptive_throttle>);
-static_assert(rj::configurable<resil::fallback_policy<decltype(plan_b)>>);
+static_assert(rj::configurable<resil::fallback_policy<plan_b>>);
 static_assert(rj::configurable<resil::hedge_policy>);
 static_assert(rj::configurable<resil::balancer>);
 static_assert(rj::configurable<resil::health_checker>);
 static_assert(rj::detail::options_type<resil::redis::rate_limiter_options>);
 static_assert(rj::detail::options_type<resil::outlier_detection_options>);
 
+}  // namespace
+
 // The members of an aggregate, counted by brace-initializing it from
-// placeholders that convert to any member (unevaluated only).
+// placeholders that convert to any member (unevaluated only: declared, not
+// defined, so outside the anonymous namespace, where clang would want a
+// definition).
+namespace json_options_test {
 struct any_member {
     std::size_t index;
     template <class M>
     operator M&() const&& noexcept;
 };
+}  // namespace json_options_test
+
+namespace {
+using json_options_test::any_member;
 template <class T, std::size_t... I>
 constexpr bool initializable_from(std::index_sequence<I...>) {
     return requires { T{any_member{I}...}; };
