@@ -202,11 +202,8 @@ private:
     // transfer's, is bound to another port than this transfer's connection).
     static void left_idle(handles& s, time_point ended, std::uint64_t closed_before) noexcept {
         CURL* e = s.easy;
-        idle_connections::identity id;
+        const auto id = idle_connections::identity::of(e);
         long new_connections = 0;
-        curl_easy_getinfo(e, CURLINFO_LOCAL_PORT, &id.local_port);
-        curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &id.primary_port);
-        curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &id.primary_ip);
         curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &new_connections);
         const std::int32_t limit = s.transfer.keep_alive_timeout;
         if (new_connections == 0 && s.idle.left_idle_again(id, s.origin, ended, limit)) return;

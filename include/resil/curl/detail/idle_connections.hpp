@@ -68,6 +68,15 @@ public:
         long primary_port = 0;
         const char* primary_ip = nullptr;
 
+        /// The connection `easy`'s last transfer used.
+        [[nodiscard]] static identity of(CURL* easy) noexcept {
+            identity id;
+            curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &id.local_port);
+            curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &id.primary_port);
+            curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &id.primary_ip);
+            return id;
+        }
+
         [[nodiscard]] bool matches(const entry& e) const noexcept {
             return e.local_port == local_port && e.primary_port == primary_port && primary_ip &&
                    std::strncmp(e.primary_ip.data(), primary_ip, e.primary_ip.size()) == 0;

@@ -869,18 +869,12 @@ private:
         // A call resil ended (removed mid-transfer) says nothing of how its
         // connection was left; an HTTP/1 one is closed.
         if ((!t.active && !t.leaving_finished) || !t.clock) return;
-        idle_connections::identity id;
-        curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &id.local_port);
-        curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &id.primary_port);
-        curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &id.primary_ip);
+        const auto id = idle_connections::identity::of(easy);
         kept_.left_idle(s, id, t.origin, t.now(), t.transfer.keep_alive_timeout);
     }
 
     void stamp_reused_idle(const async_transfer& t) noexcept {
-        idle_connections::identity id;
-        curl_easy_getinfo(t.easy, CURLINFO_LOCAL_PORT, &id.local_port);
-        curl_easy_getinfo(t.easy, CURLINFO_PRIMARY_PORT, &id.primary_port);
-        curl_easy_getinfo(t.easy, CURLINFO_PRIMARY_IP, &id.primary_ip);
+        const auto id = idle_connections::identity::of(t.easy);
         kept_.left_idle_again(id, t.origin, t.now(), t.transfer.keep_alive_timeout);
     }
 
