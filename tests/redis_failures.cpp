@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <resil/metrics.hpp>
+
 #include "catch.hpp"
 #include "support/redis_server.hpp"
 #include "support/timing.hpp"
@@ -198,6 +200,18 @@ TEST_CASE("redis limiter: Redis killed -> fail closed rejects with quota_unavail
     CHECK(failures[0].fail_open);
     CHECK(failures[0].admitted);
     CHECK(rejections.empty());
+
+    // ...and through resil::metrics as the pipeline's listener: the outage is
+    // counted, though nothing was refused, and exported.
+    resil::metrics m{"quota"};
+    const auto metered = resil::pipeline(std::ref(open)).with_listener(std::ref(m));
+    CHECK(metered(call, resil::always_success).ok());
+    CHECK(metered(call, resil::always_success).ok());
+    const auto s = m.snapshot();
+    CHECK(s.quota_store_failures == 2);
+    CHECK(s.rejections.total() == 0);
+    CHECK(s.successes == 2);
+    CHECK(m.prometheus().find("resil_quota_store_failures_total{policy=\"quota\"} 2") != std::string::npos);
 }
 
 TEST_CASE("redis limiter: Redis frozen (SIGSTOP) -> every decision returns within its timeout and the caller's deadline") {
