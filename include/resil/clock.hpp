@@ -43,6 +43,7 @@ concept clock = std::copy_constructible<C> && requires(const C& c, duration d, s
 /// The real monotonic clock (std::chrono::steady_clock). Stateless; thread-safe.
 class steady_clock {
 public:
+    /// The monotonic time now (std::chrono::steady_clock).
     [[nodiscard]] time_point now() const noexcept {
         return std::chrono::time_point_cast<duration>(std::chrono::steady_clock::now());
     }

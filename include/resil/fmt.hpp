@@ -68,10 +68,16 @@ inline std::string_view attempts_word(std::uint32_t n) noexcept { return n == 1 
 template <class Sink>
 class log_listener {
 public:
+    /// Asks pipelines for attempt durations, so each attempt's line shows how
+    /// long it took.
     static constexpr bool times_attempts = true;
 
+    /// Writes each line to `sink`, prefixed with "name: " when `name` is not
+    /// empty.
     explicit log_listener(Sink sink, std::string name = {}) : sink_(std::move(sink)), name_(std::move(name)) {}
 
+    /// Formats `event` into one line (no allocation up to 500 characters) and
+    /// passes it to the sink.
     template <class Event>
         requires is_event<Event>
     void operator()(const Event& event) const {
@@ -81,7 +87,9 @@ public:
         sink_(std::string_view(line.data(), line.size()));
     }
 
+    /// The sink it writes to.
     [[nodiscard]] const Sink& sink() const noexcept { return sink_; }
+    /// The prefix of its lines; empty for none.
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
 private:

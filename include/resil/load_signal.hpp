@@ -61,7 +61,9 @@ namespace events {
 
 /// An adaptive concurrency limit moved (resil/adaptive_limit.hpp).
 struct limit_changed {
+    /// The limit before.
     std::uint32_t from = 0;
+    /// The limit after.
     std::uint32_t to = 0;
     load_signal cause = load_signal::accepted;  ///< overload: a decrease; accepted: a measurement
     /// The change's number on its limit: 1 for the first, one more per change

@@ -52,6 +52,7 @@ public:
                     throw std::invalid_argument("resil::prometheus::collectable: two metrics objects are named \"" +
                                                 deps_[i].get().name() + "\"; their series would collide");
     }
+    /// The same, from a braced list: `{inventory, payments}`.
     collectable(std::initializer_list<std::reference_wrapper<const metrics>> deps)
         : collectable(std::vector<std::reference_wrapper<const metrics>>(deps)) {}
 

@@ -66,6 +66,7 @@ enum class decided_by : std::uint8_t {
 /// The answer to one request for tokens (permits). A plain value; `true`
 /// when granted.
 struct rate_limit_decision {
+    /// Granted, rejected, or why it could not be decided.
     rate_limit_status status = rate_limit_status::granted;
     /// rejected: how long until the tokens exist (at least 1 ns). granted:
     /// how long the caller waits (acquire(): waited) for tokens reserved
@@ -86,9 +87,12 @@ struct rate_limit_decision {
     /// when it is full (nothing more to gain) or nobody decided.
     duration reset{};
 
+    /// True when the tokens were granted.
     [[nodiscard]] constexpr bool granted() const noexcept { return status == rate_limit_status::granted; }
+    /// granted().
     explicit constexpr operator bool() const noexcept { return granted(); }
 
+    /// Field-by-field equality.
     friend constexpr bool operator==(const rate_limit_decision&, const rate_limit_decision&) = default;
 };
 

@@ -129,6 +129,7 @@ inline constexpr std::int64_t rate_limit_count_max = 999'999'999'999'999;
 /// The quota a response describes. Every member is empty unless its field
 /// was present and well formed.
 struct rate_limit_info {
+    /// Which family of fields described it; none when no field was read.
     rate_limit_form form = rate_limit_form::none;
     /// The quota of the window (RateLimit-Policy's `q` for the IETF form, when
     /// the policy named by RateLimit is there).
@@ -142,7 +143,9 @@ struct rate_limit_info {
 
     /// Nothing is left: a request now would be throttled.
     [[nodiscard]] constexpr bool exhausted() const noexcept { return remaining && *remaining == 0; }
+    /// True when some rate-limit field was read.
     [[nodiscard]] constexpr bool present() const noexcept { return form != rate_limit_form::none; }
+    /// Field-by-field equality.
     friend constexpr bool operator==(const rate_limit_info&, const rate_limit_info&) = default;
 };
 
@@ -171,6 +174,7 @@ inline constexpr duration default_pushback_floor = std::chrono::milliseconds{50}
 struct pushback_options {
     /// Bounds of floor: none, up to a minute.
     static constexpr duration min_floor = duration::zero();
+    /// The largest `floor` validate() accepts.
     static constexpr duration max_floor = std::chrono::minutes{1};
     /// Every wait is at least this long: "Retry-After: 0" waits 50 ms by
     /// default instead of retrying at once. Max attempts and the deadline
@@ -205,8 +209,11 @@ enum class pushback_source : std::uint8_t {
 
 /// How long the server asked the client to wait, and which field said so.
 struct pushback {
+    /// How long to wait, from when the response arrived.
     duration wait{};
+    /// The field that said so.
     pushback_source source = pushback_source::retry_after;
+    /// Field-by-field equality.
     friend constexpr bool operator==(const pushback&, const pushback&) = default;
 };
 

@@ -89,6 +89,9 @@ struct circuit_breaker_options {
     std::function<void(const events::breaker_state_changed&)> on_state_change{};
 
     // ---- the limits validate() checks ----
+    ///@{
+    /// The bounds validate() checks: min_X and max_X are the smallest and
+    /// largest `X` it accepts.
     static constexpr duration min_window = std::chrono::milliseconds{10};
     static constexpr duration max_window = std::chrono::hours{24};
     static constexpr std::uint32_t min_window_calls = 1;
@@ -102,6 +105,7 @@ struct circuit_breaker_options {
     static constexpr std::uint32_t max_probes = 1000;
     static constexpr duration min_probe_timeout = std::chrono::milliseconds{1};
     static constexpr duration max_probe_timeout = std::chrono::hours{24};
+    ///@}
 
     /// The first field out of its range, in declaration order, with what it
     /// must be and what it was ("`open_for` must be in [1ms, 24h], got 500us");
