@@ -84,6 +84,7 @@ struct proxy_options {
     /// Credentials for the proxy, sent with Basic authentication
     /// (CURLOPT_PROXYUSERNAME, CURLOPT_PROXYPASSWORD); never shown by describe().
     std::string username{};
+    /// The proxy password (with `username`); empty for none.
     std::string password{};
 
     /// The first invalid field: a URL that is empty or http(s):// with a host,
@@ -124,6 +125,7 @@ struct redirect_options {
     /// with `max` > 0.
     bool allow_https_to_http = false;
 
+    /// The largest `max` validate() accepts.
     static constexpr int max_allowed = 50;
 
     /// The first invalid field: `max` in [0, 50]; `allow_https_to_http` only

@@ -42,8 +42,11 @@ struct rate_limiter_metrics {
     std::uint64_t round_trips = 0;       ///< EVALSHA calls that got an answer
     std::uint64_t lease_grants = 0;      ///< grants spent from a lease, without a round trip
     std::uint64_t store_failures = 0;    ///< decisions Redis could not make (policy applied)
+    /// Store failures the fail-open bucket granted.
     std::uint64_t fail_open_admitted = 0;
+    /// Store failures the fail-open bucket refused.
     std::uint64_t fail_open_rejected = 0;
+    /// Store failures refused by fail_closed.
     std::uint64_t fail_closed_rejected = 0;
     std::uint64_t connects = 0;          ///< connections opened (the first ones included)
     std::uint64_t script_loads = 0;      ///< SCRIPT LOAD after NOSCRIPT (cache flushed, failover)
