@@ -14,6 +14,18 @@
 // Durations in log lines are rounded to three significant digits ("137ms",
 // "1.5s", "29.8s") — for people, unlike the exact forms of resil/json.hpp.
 // Needs the resil::fmt CMake target (fmt 9 or later).
+/// \file
+/// fmt formatters for resil's values (fmt::formatter specialisations, which
+/// the reference does not list as classes), and resil::log_listener:
+/// - the enumerations resil::verdict, resil::reason, resil::circuit_state and
+///   resil::load_signal: their snake_case names, with width, fill and
+///   alignment as for strings ("{:>12}");
+/// - every event of resil::events::all: one line each ("retry 1 in 137ms
+///   (retryable, Retry-After)"), durations to three significant digits;
+/// - resil::reason_counts and resil::metrics_snapshot: one line, counts by
+///   reason listed only when non-zero.
+/// Events and snapshots take no format spec ("{}" only: another throws
+/// fmt::format_error). Needs the resil::fmt CMake target (fmt 9 or later).
 #pragma once
 
 #include <fmt/format.h>
@@ -97,8 +109,10 @@ private:
     std::string name_;
 };
 
+/// Deduces log_listener<Sink> from the sink.
 template <class Sink>
 log_listener(Sink) -> log_listener<Sink>;
+/// Deduces log_listener<Sink> from the sink and a name of any string type.
 template <class Sink, class Name>
 log_listener(Sink, Name) -> log_listener<Sink>;
 
