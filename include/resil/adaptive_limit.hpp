@@ -124,6 +124,7 @@ enum class adaptive_algorithm : std::uint8_t {
     gradient2,  ///< by latency: short RTT against its long average (and × backoff_ratio on overload)
 };
 
+/// The algorithm's name: "aimd" or "gradient2".
 [[nodiscard]] constexpr std::string_view to_string(adaptive_algorithm a) noexcept {
     switch (a) {
         case adaptive_algorithm::aimd: return "aimd";

@@ -26,6 +26,7 @@ namespace resil {
 /// monotonic clock. Every clock, real or manual, speaks these types, so
 /// deadlines and windows are plain values whichever clock produced them.
 using duration = std::chrono::nanoseconds;
+/// An instant of every resil clock: the steady clock's epoch, in nanoseconds.
 using time_point = std::chrono::time_point<std::chrono::steady_clock, duration>;
 
 /// An instance clock: `now()` and an interruptible `sleep_for`.
@@ -106,6 +107,7 @@ enum class time_source : std::uint8_t {
     none,
 };
 
+/// The time source's name, e.g. "own_clock".
 [[nodiscard]] constexpr std::string_view to_string(time_source s) noexcept {
     switch (s) {
         case time_source::own_clock: return "own_clock";

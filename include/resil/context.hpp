@@ -69,6 +69,7 @@ struct basic_call_options {
     /// Draws for jitter; null: a per-thread engine seeded from the OS.
     jitter_engine* jitter = nullptr;
 };
+/// A call's options on resil::steady_clock.
 using call_options = basic_call_options<>;
 
 /// The per-call state. Not thread-safe: one call, one thread at a time.
@@ -266,6 +267,8 @@ private:
     key_version key_version_ = key_version::v4;
 };
 
+/// A call's context on resil::steady_clock: what pipelines on the default clock
+/// pass to the callable.
 using context = basic_context<>;
 
 }  // namespace resil

@@ -28,6 +28,7 @@ namespace resil {
 /// A circuit breaker's state.
 enum class circuit_state : std::uint8_t { closed, open, half_open };
 
+/// The state's name: "closed", "open" or "half_open".
 [[nodiscard]] constexpr std::string_view to_string(circuit_state s) noexcept {
     switch (s) {
         case circuit_state::closed: return "closed";

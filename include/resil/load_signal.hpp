@@ -29,6 +29,7 @@ enum class load_signal : std::uint8_t {
     ignored,   ///< nothing learned: cancelled, or rejected before any attempt
 };
 
+/// The signal's name, e.g. "overload".
 [[nodiscard]] constexpr std::string_view to_string(load_signal s) noexcept {
     switch (s) {
         case load_signal::accepted: return "accepted";

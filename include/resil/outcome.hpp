@@ -99,6 +99,7 @@ struct classification {
     friend bool operator==(const classification&, const classification&) = default;
 };
 
+/// The verdict's name, e.g. "retryable".
 [[nodiscard]] constexpr std::string_view to_string(verdict v) noexcept {
     switch (v) {
         case verdict::success: return "success";

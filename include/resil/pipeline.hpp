@@ -75,6 +75,7 @@ struct classifier : OnResult, OnException {
     using OnResult::operator();
     using OnException::operator();
 };
+/// Deduces the two classifiers' types.
 template <class OnResult, class OnException>
 classifier(OnResult, OnException) -> classifier<OnResult, OnException>;
 

@@ -143,6 +143,9 @@ private:
     std::initializer_list<std::reference_wrapper<const metrics>> deps) {
     return std::make_shared<collectable>(deps);
 }
+/// A collectable over `deps`, shared, ready for an Exposer's
+/// RegisterCollectable(). Throws std::invalid_argument when two are named
+/// alike.
 [[nodiscard]] inline std::shared_ptr<collectable> make_collectable(
     std::vector<std::reference_wrapper<const metrics>> deps) {
     return std::make_shared<collectable>(std::move(deps));

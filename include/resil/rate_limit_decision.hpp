@@ -31,6 +31,7 @@ enum class rate_limit_status : std::uint8_t {
     no_time,        ///< a limiter with a store only: the deadline left no time to ask it; nothing was decided
 };
 
+/// The status's name, e.g. "rejected".
 [[nodiscard]] constexpr std::string_view to_string(rate_limit_status s) noexcept {
     switch (s) {
         case rate_limit_status::granted: return "granted";
@@ -52,6 +53,7 @@ enum class decided_by : std::uint8_t {
     local,     ///< this process's bucket (resil::token_bucket, resil::paced_bucket)
 };
 
+/// Who decided, e.g. "redis" or "lease".
 [[nodiscard]] constexpr std::string_view to_string(decided_by d) noexcept {
     switch (d) {
         case decided_by::none: return "none";

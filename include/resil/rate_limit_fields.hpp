@@ -108,6 +108,7 @@ enum class rate_limit_form : std::uint8_t {
     anthropic,         ///< anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-*, RFC 3339 resets
 };
 
+/// The form's name, e.g. "ietf".
 [[nodiscard]] constexpr std::string_view to_string(rate_limit_form f) noexcept {
     switch (f) {
         case rate_limit_form::none: return "none";
@@ -198,6 +199,7 @@ enum class pushback_source : std::uint8_t {
     quota_reset,     ///< the reset of an exhausted quota (rate_limit_info::reset)
 };
 
+/// The source's name, e.g. "retry_after".
 [[nodiscard]] constexpr std::string_view to_string(pushback_source s) noexcept {
     switch (s) {
         case pushback_source::retry_after: return "retry_after";

@@ -129,6 +129,7 @@ private:
     std::shared_ptr<state> state_;
 };
 
+/// Deduces the executor and the checker's clock.
 template <class Executor, resil::clock Clock>
 health_check_timer(Executor, basic_health_checker<Clock>&) -> health_check_timer<Executor, Clock>;
 

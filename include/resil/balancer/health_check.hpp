@@ -221,6 +221,7 @@ private:
     std::atomic<std::uint64_t> brought_back_{0};
 };
 
+/// A health checker on resil::steady_clock.
 using health_checker = basic_health_checker<>;
 
 /// Runs a checker's run() on a thread of its own, stopped and joined on
@@ -243,6 +244,7 @@ private:
     std::jthread thread_;
 };
 
+/// A health check thread on resil::steady_clock.
 using health_check_thread = basic_health_check_thread<>;
 
 }  // namespace resil

@@ -23,6 +23,7 @@ namespace resil {
 /// How a balancer chooses among the usable endpoints (resil/balancer/balancer.hpp).
 enum class balancing_policy : std::uint8_t { round_robin, random, least_outstanding, power_of_two_choices, peak_ewma };
 
+/// The policy's name, e.g. "power_of_two_choices".
 [[nodiscard]] constexpr std::string_view to_string(balancing_policy p) noexcept {
     switch (p) {
         case balancing_policy::round_robin: return "round_robin";

@@ -32,6 +32,7 @@ enum class breaker_mode : std::uint8_t {
     consecutive_failures,  ///< `consecutive_failures` failures in a row
 };
 
+/// The mode's name, e.g. "time_window".
 [[nodiscard]] constexpr std::string_view to_string(breaker_mode m) noexcept {
     switch (m) {
         case breaker_mode::time_window: return "time_window";

@@ -74,6 +74,7 @@ enum class transport_status : std::uint8_t {
     tls_handshake_refused,
 };
 
+/// The status's name, e.g. "read_timeout".
 [[nodiscard]] constexpr std::string_view to_string(transport_status s) noexcept {
     switch (s) {
         case transport_status::completed: return "completed";

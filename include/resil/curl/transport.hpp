@@ -138,6 +138,7 @@ struct redirect_options {
     }
 };
 
+/// The version as people read it, e.g. "TLS 1.2".
 [[nodiscard]] constexpr std::string_view to_string(tls_version v) noexcept {
     switch (v) {
         case tls_version::library_default: return "library default";
@@ -147,6 +148,7 @@ struct redirect_options {
     return "unknown";
 }
 
+/// The version as people read it, e.g. "HTTP/1.1".
 [[nodiscard]] constexpr std::string_view to_string(http_version v) noexcept {
     switch (v) {
         case http_version::http1_1: return "HTTP/1.1";

@@ -36,6 +36,7 @@ enum class failure_policy : std::uint8_t {
     fail_closed,
 };
 
+/// The policy's name: "fail_open" or "fail_closed".
 [[nodiscard]] constexpr std::string_view to_string(failure_policy p) noexcept {
     return p == failure_policy::fail_open ? "fail_open" : "fail_closed";
 }

@@ -28,8 +28,11 @@ namespace resil::redis {
 //   remaining, reset: from a lease, its unspent permits plus what Redis
 //     reported when it was taken, the reset counted down since; zero when
 //     the limiter fails closed.
+/// The core's rate_limit_status, under resil::redis too.
 using rate_limit_status = resil::rate_limit_status;
+/// The core's decided_by, under resil::redis too.
 using decided_by = resil::decided_by;
+/// The core's rate_limit_result, under resil::redis too.
 using rate_limit_result = resil::rate_limit_decision;
 // resil::redis::to_string(r.status), as before the names were shared.
 using resil::to_string;
