@@ -24,6 +24,7 @@
 ///   (retryable, Retry-After)"), durations to three significant digits;
 /// - resil::reason_counts and resil::metrics_snapshot: one line, counts by
 ///   reason listed only when non-zero.
+///
 /// Events and snapshots take no format spec ("{}" only: another throws
 /// fmt::format_error). Needs the resil::fmt CMake target (fmt 9 or later).
 #pragma once
