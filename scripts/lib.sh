@@ -9,7 +9,8 @@ RESIL_CORE_PACKAGES=(cmake g++ make)
 # Benchmark and the benchmarks' baselines (libcurl, libuuid, Boost), the
 # integrations' dependencies (libcurl, nlohmann_json, fmt, prometheus-cpp),
 # the local servers the HTTP tests talk to (nginx with the echo module,
-# Redis, HAProxy, tinyproxy, and openssl for their certificates), git for the
+# Redis, HAProxy, tinyproxy, and openssl for their certificates), doxygen for
+# the API reference (the test api_reference), git for the
 # FetchContent tarball, tzdata so that the sanitizer run's non-UTC TZ really
 # names a zone, clang 19 with its libc++ for the libc++ build (libc++ 14 has
 # no <stop_token>), and MinGW-w64 with POSIX threads (std::thread,
@@ -21,6 +22,7 @@ RESIL_TEST_PACKAGES=(
     libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev prometheus-cpp-dev libasio-dev libhiredis-dev
     uuid-dev libboost-dev
     nginx libnginx-mod-http-echo redis-server haproxy tinyproxy openssl
+    doxygen
 )
 
 RESIL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -124,6 +124,7 @@ enum class adaptive_algorithm : std::uint8_t {
     gradient2,  ///< by latency: short RTT against its long average (and × backoff_ratio on overload)
 };
 
+/// The algorithm's name: "aimd" or "gradient2".
 [[nodiscard]] constexpr std::string_view to_string(adaptive_algorithm a) noexcept {
     switch (a) {
         case adaptive_algorithm::aimd: return "aimd";
@@ -134,6 +135,7 @@ enum class adaptive_algorithm : std::uint8_t {
 
 /// Options of an adaptive_limit; the defaults are the documented ones.
 struct adaptive_limit_options {
+    /// How the limit moves: aimd (the default) or gradient2.
     adaptive_algorithm algorithm = adaptive_algorithm::aimd;
     /// The limit at construction, in [min_limit, max_limit]. Default 20.
     std::uint32_t initial_limit = 20;
@@ -180,6 +182,7 @@ struct adaptive_limit_options {
     /// max_limit (200), got 300".
     [[nodiscard]] RESIL_DECL validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const adaptive_limit_options&, const adaptive_limit_options&) = default;
 };
 
@@ -218,10 +221,14 @@ RESIL_DECL validation_result adaptive_limit_options::validate() const {
 struct adaptive_limit_metrics {
     std::uint32_t limit = 0;          ///< now
     std::uint32_t in_flight = 0;      ///< now
+    /// Calls admitted since construction.
     std::uint64_t admitted = 0;
+    /// Calls refused with reason::shed because the limit was full.
     std::uint64_t shed = 0;
     std::uint64_t limit_changes = 0;  ///< increases + decreases
+    /// Times the limit rose.
     std::uint64_t increases = 0;
+    /// Times the limit fell.
     std::uint64_t decreases = 0;
 };
 
@@ -232,6 +239,7 @@ struct adaptive_limit_metrics {
 template <clock Clock = steady_clock>
 class basic_adaptive_limit {
 public:
+    /// The clock type it reads.
     using clock_type = Clock;
     /// Reads its own clock (resil/clock.hpp, time_source).
     static constexpr resil::time_source time_source = resil::time_source::own_clock;
@@ -242,8 +250,11 @@ public:
     class permit {
     public:
         permit() noexcept = default;
+        /// Takes over `o`'s slot; `o` holds nothing after.
         permit(permit&& o) noexcept
             : owner_(std::exchange(o.owner_, nullptr)), started_(o.started_), in_flight_(o.in_flight_), round_(o.round_) {}
+        /// Releases the slot it holds (learning nothing), then takes over
+        /// `o`'s.
         permit& operator=(permit&& o) noexcept {
             if (this != &o) {
                 release();
@@ -258,7 +269,10 @@ public:
         permit& operator=(const permit&) = delete;
         ~permit() { release(); }
 
+        /// True while it holds a slot in the limit (not moved from, not
+        /// completed).
         [[nodiscard]] bool held() const noexcept { return owner_ != nullptr; }
+        /// held().
         explicit operator bool() const& noexcept { return held(); }
         explicit operator bool() const&& = delete;
         /// When the call was admitted (Gradient2 measures from here).
@@ -341,6 +355,7 @@ public:
     [[nodiscard]] std::uint32_t limit() const noexcept {
         return gradient() ? gradient_limit() : limit_of(aimd_.load(std::memory_order_relaxed));
     }
+    /// Calls holding a permit now.
     [[nodiscard]] std::uint32_t in_flight() const noexcept {
         return static_cast<std::uint32_t>(admissions_.load(std::memory_order_relaxed) & field_mask);
     }
@@ -351,6 +366,8 @@ public:
         if (r == 0.0) r = warm_value(w);
         return duration{static_cast<duration::rep>(r)};
     }
+    /// A snapshot of its counts, read with relaxed loads: each count is exact,
+    /// the set is not one instant.
     [[nodiscard]] adaptive_limit_metrics metrics() const noexcept {
         adaptive_limit_metrics m;
         m.limit = limit();
@@ -362,7 +379,9 @@ public:
         m.limit_changes = m.increases + m.decreases;
         return m;
     }
+    /// The options it was built with.
     [[nodiscard]] const adaptive_limit_options& options() const noexcept { return options_; }
+    /// The clock it reads.
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
     /// As a pipeline policy: holds a permit around the rest of the pipeline
@@ -384,6 +403,7 @@ public:
         permit held_;
         bool shared_ = false;
     };
+    /// What it keeps between its steps for one call (resil/policy_steps.hpp).
     template <class Context, class Outcome>
     using call_state = admission;
 

@@ -75,12 +75,17 @@ struct adaptive_throttle_options {
     /// Verdicts that are not accepts. Default retryable and ambiguous.
     verdict_set overload_verdicts = default_overload_verdicts;
 
+    ///@{
+    /// The bounds validate() checks: min_X and max_X are the smallest and
+    /// largest `X` it accepts.
     static constexpr duration min_window = std::chrono::milliseconds{10};
     static constexpr duration max_window = std::chrono::hours{24};
+    ///@}
 
     /// The first field outside its range: "`k` must be in [1, 1000], got 0.5".
     [[nodiscard]] RESIL_DECL validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const adaptive_throttle_options&, const adaptive_throttle_options&) = default;
 };
 
@@ -100,7 +105,9 @@ RESIL_DECL validation_result adaptive_throttle_options::validate() const {
 
 /// Requests and accepts in a throttle's window.
 struct throttle_counts {
+    /// Requests counted in the window (the `requests` of the SRE formula).
     std::uint64_t requests = 0;
+    /// Requests the backend accepted in the window (`accepts`).
     std::uint64_t accepts = 0;
 };
 
@@ -116,6 +123,7 @@ struct adaptive_throttle_metrics {
 template <clock Clock = steady_clock>
 class basic_adaptive_throttle {
 public:
+    /// The clock type it reads.
     using clock_type = Clock;
     /// Reads its own clock (resil/clock.hpp, time_source).
     static constexpr resil::time_source time_source = resil::time_source::own_clock;
@@ -125,14 +133,19 @@ public:
     class ticket {
     public:
         ticket() noexcept = default;
+        /// Takes over `o`'s admission; `o` holds nothing after.
         ticket(ticket&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)) {}
+        /// Drops the admission it holds (counting nothing), then takes over
+        /// `o`'s.
         ticket& operator=(ticket&& o) noexcept {
             owner_ = std::exchange(o.owner_, nullptr);
             return *this;
         }
         ticket(const ticket&) = delete;
         ticket& operator=(const ticket&) = delete;
+        /// True when the request may be sent: record() its answer.
         [[nodiscard]] bool admitted() const noexcept { return owner_ != nullptr; }
+        /// admitted().
         explicit operator bool() const& noexcept { return admitted(); }
         explicit operator bool() const&& = delete;
 
@@ -165,6 +178,8 @@ public:
         if (unit_interval(detail::thread_jitter()) < p) return reject(now);
         return ticket{this};
     }
+    /// try_acquire(now) at the clock's reading: admitted, or refused with
+    /// probability max(0, (requests - k × accepts) / (requests + 1)).
     [[nodiscard]] ticket try_acquire() const noexcept { return try_acquire(clock_.now()); }
 
     /// Counts the admitted request with its answer at `now`: accepted or
@@ -173,6 +188,9 @@ public:
         if (!std::exchange(t.owner_, nullptr) || s == load_signal::ignored) return;
         window_.record(now, s == load_signal::overload);
     }
+    /// Counts the backend's answer to an admitted request at the clock's
+    /// reading: accepted unless `s` is load_signal::overload. A refused ticket
+    /// and load_signal::ignored count nothing.
     void record(ticket&& t, load_signal s) const noexcept {
         if (t && s != load_signal::ignored) record(std::move(t), s, clock_.now());
     }
@@ -189,6 +207,7 @@ public:
         const auto c = counts(now);
         return throttle_probability(c.requests, c.accepts, options_.k);
     }
+    /// A snapshot of its counts now.
     [[nodiscard]] adaptive_throttle_metrics metrics() const noexcept {
         const auto life = window_.lifetime();
         adaptive_throttle_metrics m;
@@ -197,7 +216,9 @@ public:
         for (std::size_t i = 0; i < throttled_.size(); ++i) m.throttled += throttled_[i].load(std::memory_order_relaxed);
         return m;
     }
+    /// The options it was built with.
     [[nodiscard]] const adaptive_throttle_options& options() const noexcept { return options_; }
+    /// The clock it reads.
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
     /// As a pipeline policy: rejects with reason::throttled (events::rejected)
@@ -217,6 +238,7 @@ public:
         ticket held_;
         bool shared_ = false;
     };
+    /// What it keeps between its steps for one call (resil/policy_steps.hpp).
     template <class Context, class Outcome>
     using call_state = admission;
 

@@ -67,9 +67,14 @@ private:
 template <class R, clock Clock = steady_clock>
 class any_pipeline {
 public:
+    /// What the callable returns (R).
     using result_type = R;
+    /// The value a successful call yields: R, or T for an R that is an
+    /// outcome<T>.
     using value_type = detail::value_of_t<R>;
+    /// What a call through the pipeline returns: outcome<value_type>.
     using outcome_type = outcome<value_type>;
+    /// The clock of the pipelines it can hold.
     using clock_type = Clock;
 
     /// Takes `pipeline` and the classifier its calls use (by default the

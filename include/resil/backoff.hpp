@@ -135,8 +135,12 @@ struct exponential_strategy {
     /// delay). Default 2.
     double multiplier = 2.0;
 
+    ///@{
+    /// The bounds validate() checks: min_X and max_X are the smallest and
+    /// largest `X` it accepts.
     static constexpr duration min_base = duration{1};
     static constexpr double min_multiplier = 1.0;
+    ///@}
 
     /// min(cap, base · multiplierʳᵉᵗʳʸ); see backoff_ceiling().
     [[nodiscard]] constexpr duration ceiling(std::uint64_t retry) const noexcept {
@@ -157,6 +161,7 @@ struct exponential_strategy {
         return detail::check_that(false, "multiplier", {"finite and at least ", detail::format_option_value(min_multiplier)},
                                   multiplier);
     }
+    /// Field-by-field equality.
     friend constexpr bool operator==(const exponential_strategy&, const exponential_strategy&) = default;
 };
 
@@ -164,6 +169,7 @@ struct exponential_strategy {
 namespace jitter_draw {
 /// Exactly the ceiling; draws nothing.
 struct none {
+    /// The ceiling itself: no jitter.
     template <class URBG>
     [[nodiscard]] static constexpr duration draw(duration ceiling, URBG& /*rng*/) noexcept {
         return ceiling;
@@ -171,6 +177,7 @@ struct none {
 };
 /// Uniform in [0, ceiling).
 struct full {
+    /// Full jitter: uniform in [0, ceiling].
     template <class URBG>
     [[nodiscard]] static constexpr duration draw(duration ceiling, URBG& rng) noexcept {
         return detail::uniform_below(ceiling, rng);
@@ -178,6 +185,7 @@ struct full {
 };
 /// ceiling/2 + uniform in [0, ceiling/2): [ceiling/2, ceiling).
 struct equal {
+    /// Equal jitter: ceiling/2 plus uniform in [0, ceiling/2].
     template <class URBG>
     [[nodiscard]] static constexpr duration draw(duration ceiling, URBG& rng) noexcept {
         const auto half = ceiling / 2;
@@ -214,8 +222,12 @@ struct decorrelated_jitter {
 
     /// The growth bound of the upper end: 3 · previous.
     static constexpr detail::ticks growth = 3;
+    /// The smallest `base` validate() accepts.
     static constexpr duration min_base = duration{1};
 
+    /// Decorrelated jitter's next delay: uniform in [base, 3 × previous],
+    /// capped at `cap`. The retry number is unused: each delay depends on the
+    /// previous one.
     template <std::uniform_random_bit_generator URBG>
     [[nodiscard]] constexpr duration delay(std::uint64_t /*retry*/, duration previous, URBG& rng) const noexcept {
         if (cap <= duration::zero() || base <= duration::zero()) return duration::zero();
@@ -228,6 +240,7 @@ struct decorrelated_jitter {
     }
     /// The first invalid field: `base` below min_base or `cap` below `base`.
     [[nodiscard]] validation_result validate() const { return detail::validate_base_and_cap(base, cap, min_base); }
+    /// Field-by-field equality.
     friend constexpr bool operator==(const decorrelated_jitter&, const decorrelated_jitter&) = default;
 };
 
@@ -246,6 +259,8 @@ public:
 
     /// full_jitter{100 ms, 1 s, ×2}.
     constexpr backoff() noexcept : strategy_(full_jitter{}) {}
+    /// From any of the four strategies; implicit, so `.backoff =
+    /// resil::full_jitter{100ms, 1s}` reads naturally.
     template <class Strategy>
         requires(std::is_same_v<Strategy, exponential_backoff> || std::is_same_v<Strategy, full_jitter> ||
                  std::is_same_v<Strategy, equal_jitter> || std::is_same_v<Strategy, decorrelated_jitter>)
@@ -253,12 +268,15 @@ public:
 
     /// The strategy held, for std::visit or std::get_if.
     [[nodiscard]] constexpr const strategy_type& strategy() const noexcept { return strategy_; }
+    /// Which strategy it holds.
     [[nodiscard]] constexpr backoff_kind kind() const noexcept {
         return static_cast<backoff_kind>(strategy_.index());
     }
+    /// The strategy's base delay.
     [[nodiscard]] constexpr duration base() const noexcept {
         return std::visit([](const auto& s) { return s.base; }, strategy_);
     }
+    /// The strategy's cap: no delay exceeds it.
     [[nodiscard]] constexpr duration cap() const noexcept {
         return std::visit([](const auto& s) { return s.cap; }, strategy_);
     }
@@ -299,6 +317,7 @@ public:
         return "backoff multiplier must be finite and at least 1";
     }
 
+    /// Field-by-field equality.
     friend constexpr bool operator==(const backoff&, const backoff&) = default;
 
 private:

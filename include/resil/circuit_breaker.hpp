@@ -96,6 +96,7 @@ namespace resil {
 template <clock Clock = steady_clock>
 class basic_circuit_breaker {
 public:
+    /// The clock type it reads.
     using clock_type = Clock;
     /// Reads its own clock (resil/clock.hpp, time_source).
     static constexpr resil::time_source time_source = resil::time_source::own_clock;
@@ -108,7 +109,10 @@ public:
     class permit {
     public:
         permit() noexcept = default;
+        /// Takes over `other`'s admission; `other` holds nothing after.
         permit(permit&& other) noexcept { take(other); }
+        /// Releases the admission it holds (as release() does), then takes over
+        /// `other`'s.
         permit& operator=(permit&& other) noexcept {
             if (this != &other) {
                 release_if_probe();
@@ -122,6 +126,7 @@ public:
 
         /// True when the call may go ahead.
         [[nodiscard]] bool admitted() const noexcept { return kind_ != kind::rejected; }
+        /// admitted().
         explicit operator bool() const& noexcept { return admitted(); }
         // `if (breaker.try_acquire())` would test a permit that is gone at once.
         explicit operator bool() const&& = delete;
@@ -190,15 +195,18 @@ public:
     /// calls admitted before the breaker last changed state are counted in
     /// metrics() but decide nothing. A rejected or spent permit is ignored.
     void record(permit& p, verdict v) noexcept { record_result(p, v, std::nullopt, nullptr); }
+    /// record() of a permit passed as a temporary.
     void record(permit&& p, verdict v) noexcept { record_result(p, v, std::nullopt, nullptr); }
     /// The same, with the call's duration for the slow-call rule (instead of
     /// the time since try_acquire()).
     void record(permit& p, verdict v, duration elapsed) noexcept { record_result(p, v, elapsed, nullptr); }
+    /// record() with the call's duration, of a permit passed as a temporary.
     void record(permit&& p, verdict v, duration elapsed) noexcept { record_result(p, v, elapsed, nullptr); }
 
     /// Gives an admitted permit back without a verdict (the call was not made,
     /// e.g. an inner limit refused it): a probe's slot goes to the next caller.
     void release(permit& p) noexcept { release_probe(p); }
+    /// release() of a permit passed as a temporary.
     void release(permit&& p) noexcept { release_probe(p); }
 
     /// Holds the breaker open, rejecting every call, until reset().
@@ -237,6 +245,7 @@ public:
 
     /// The options in force (probe_timeout resolved).
     [[nodiscard]] const circuit_breaker_options& options() const noexcept { return options_; }
+    /// The clock it reads.
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
     /// A snapshot of the counters; exact when no call is in progress. Reads

@@ -26,6 +26,7 @@ namespace resil {
 /// monotonic clock. Every clock, real or manual, speaks these types, so
 /// deadlines and windows are plain values whichever clock produced them.
 using duration = std::chrono::nanoseconds;
+/// An instant of every resil clock: the steady clock's epoch, in nanoseconds.
 using time_point = std::chrono::time_point<std::chrono::steady_clock, duration>;
 
 /// An instance clock: `now()` and an interruptible `sleep_for`.
@@ -43,6 +44,7 @@ concept clock = std::copy_constructible<C> && requires(const C& c, duration d, s
 /// The real monotonic clock (std::chrono::steady_clock). Stateless; thread-safe.
 class steady_clock {
 public:
+    /// The monotonic time now (std::chrono::steady_clock).
     [[nodiscard]] time_point now() const noexcept {
         return std::chrono::time_point_cast<duration>(std::chrono::steady_clock::now());
     }
@@ -105,6 +107,7 @@ enum class time_source : std::uint8_t {
     none,
 };
 
+/// The time source's name, e.g. "own_clock".
 [[nodiscard]] constexpr std::string_view to_string(time_source s) noexcept {
     switch (s) {
         case time_source::own_clock: return "own_clock";

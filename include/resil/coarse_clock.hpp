@@ -28,6 +28,11 @@
 
 namespace resil {
 
+/// A monotonic clock read from CLOCK_MONOTONIC_COARSE on Linux: the time as of
+/// the last scheduler tick (1–4 ms old, see resolution()), on the same time
+/// line as resil::steady_clock; elsewhere resil::steady_clock itself. For
+/// bookkeeping that tolerates that staleness (windows, slots), never for timing
+/// short calls. Thread-safe and stateless.
 class coarse_steady_clock {
 public:
     /// The monotonic time as of the last clock tick.

@@ -55,12 +55,17 @@ struct concurrency_limit_options {
     /// = [1, 4294967295]. Default 16.
     std::uint32_t max_in_flight = 16;
 
+    ///@{
+    /// The bounds validate() checks: min_X and max_X are the smallest and
+    /// largest `X` it accepts.
     static constexpr std::uint32_t min_max_in_flight = 1;
     static constexpr std::uint32_t max_max_in_flight = std::numeric_limits<std::uint32_t>::max();
+    ///@}
 
     /// "`max_in_flight` must be in [1, 4294967295], got 0" when it is 0.
     [[nodiscard]] RESIL_DECL validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const concurrency_limit_options&, const concurrency_limit_options&) = default;
 };
 
@@ -78,6 +83,7 @@ struct concurrency_limit_metrics {
     std::uint64_t admitted = 0;   ///< calls admitted since construction
     std::uint64_t shed = 0;       ///< calls rejected because the limit was reached
 
+    /// Field-by-field equality.
     friend bool operator==(const concurrency_limit_metrics&, const concurrency_limit_metrics&) = default;
 };
 
@@ -97,7 +103,9 @@ public:
     public:
         /// An empty permit.
         permit() noexcept = default;
+        /// Takes over `other`'s slot; `other` holds nothing after.
         permit(permit&& other) noexcept : limit_(std::exchange(other.limit_, nullptr)) {}
+        /// Releases the slot it holds, then takes over `other`'s.
         permit& operator=(permit&& other) noexcept {
             if (this != &other) {
                 release();
@@ -111,6 +119,7 @@ public:
 
         /// True while this permit holds a place.
         [[nodiscard]] bool held() const noexcept { return limit_ != nullptr; }
+        /// held().
         explicit operator bool() const& noexcept { return held(); }
         // `if (limit.try_acquire())` would hold nothing: the permit is gone at once.
         explicit operator bool() const&& = delete;
@@ -168,6 +177,7 @@ public:
     /// limit(), in_flight(), admitted() and shed() in one snapshot.
     [[nodiscard]] concurrency_limit_metrics metrics() const noexcept { return {limit(), in_flight(), admitted(), shed()}; }
 
+    /// The options it was built with.
     [[nodiscard]] const concurrency_limit_options& options() const noexcept { return options_; }
 
     /// As a pipeline policy: holds a permit around the rest of the pipeline;

@@ -69,16 +69,21 @@ struct basic_call_options {
     /// Draws for jitter; null: a per-thread engine seeded from the OS.
     jitter_engine* jitter = nullptr;
 };
+/// A call's options on resil::steady_clock.
 using call_options = basic_call_options<>;
 
 /// The per-call state. Not thread-safe: one call, one thread at a time.
 template <clock Clock = steady_clock>
 class basic_context {
 public:
+    /// The clock type it reads.
     using clock_type = Clock;
 
     basic_context() = default;
+    /// A context on `c`, without deadline, timeouts or stop token.
     explicit basic_context(Clock c) : clock_(std::move(c)) {}
+    /// A context with a call's options (deadline, timeouts, stop token,
+    /// idempotency) on their clock.
     explicit basic_context(basic_call_options<Clock> options)
         : clock_(options.deadline.clock()),
           deadline_(options.deadline.when()),
@@ -90,6 +95,7 @@ public:
           key_version_(options.new_key_version) {}
 
     // Time. The context owns the clock; everything in the call reads it here.
+    /// The clock every policy of the call reads.
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
     /// Makes the context read `c` (a pipeline gives a context without a
     /// deadline its own clock, so both share one time line).
@@ -156,9 +162,13 @@ public:
     /// Whether this call was counted in a retry budget (a retry policy, or a
     /// hedge run outside any, deposits once per call and says so here).
     [[nodiscard]] bool counted_in_budget() const noexcept { return counted_; }
+    /// Says that the call was counted in a retry budget (so no other layer
+    /// deposits again).
     void mark_counted_in_budget() noexcept { counted_ = true; }
 
+    /// The call's stop token: a stop request cancels waits and attempts.
     [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_; }
+    /// Whether stop was requested on the call's stop token.
     [[nodiscard]] bool stop_requested() const noexcept { return stop_.stop_requested(); }
     /// Replaces the stop token (a driver that bridges another cancellation
     /// mechanism to it, such as resil/asio, hands the callable its own).
@@ -166,6 +176,8 @@ public:
 
     /// The per-attempt timeouts as configured (unclamped); no limits by default.
     [[nodiscard]] const resil::timeouts& timeouts() const noexcept { return timeouts_; }
+    /// Sets the per-attempt timeouts (timeout_policy does: tightened, never
+    /// loosened).
     void set_timeouts(const resil::timeouts& t) noexcept { timeouts_ = t; }
     /// The per-attempt timeouts clamped to what is left of the deadline now:
     /// none exceeds it. A 0 ms value means no time is left.
@@ -183,6 +195,8 @@ public:
 
     /// Whether the operation may be repeated without harm.
     [[nodiscard]] bool idempotent() const noexcept { return idempotent_; }
+    /// Says whether the operation may be repeated without harm (default: not
+    /// idempotent).
     void mark_idempotent(bool yes = true) noexcept { idempotent_ = yes; }
 
     /// The operation's idempotency key: made on first use, then the same for
@@ -199,7 +213,10 @@ public:
         }
         return key_;
     }
+    /// Whether the call has an idempotency key yet (made or set).
     [[nodiscard]] bool has_idempotency_key() const noexcept { return has_key_; }
+    /// Sets the call's idempotency key (an upstream caller's, to pass it on):
+    /// every attempt then sends it.
     void set_idempotency_key(const resil::idempotency_key& k) noexcept {
         key_ = k;
         has_key_ = true;
@@ -219,6 +236,8 @@ public:
 
     /// What the last attempt's result said besides its verdict.
     [[nodiscard]] const server_hint& last_hint() const noexcept { return last_hint_; }
+    /// Sets what the last attempt's result said besides its verdict (the
+    /// pipeline does, from the classification).
     void set_last_hint(const server_hint& h) noexcept { last_hint_ = h; }
 
     /// The random source for jitter: the caller's, or this thread's engine
@@ -248,6 +267,8 @@ private:
     key_version key_version_ = key_version::v4;
 };
 
+/// A call's context on resil::steady_clock: what pipelines on the default clock
+/// pass to the callable.
 using context = basic_context<>;
 
 }  // namespace resil

@@ -90,10 +90,13 @@ public:
     [[nodiscard]] duration remaining() const noexcept {
         return is_set() ? remaining(clock_.now()) : duration::max();
     }
+    /// What is left at `now`: zero once passed, duration::max() when no
+    /// deadline is set.
     [[nodiscard]] duration remaining(time_point now) const noexcept { return detail::time_left(when_, now); }
 
     /// True once `now >= when()`; never true without a deadline.
     [[nodiscard]] bool expired() const noexcept { return is_set() && expired(clock_.now()); }
+    /// Whether it had passed at `now`; never, when no deadline is set.
     [[nodiscard]] bool expired(time_point now) const noexcept { return is_set() && now >= when_; }
 
     /// min(cap, remaining()), never negative: what one hop may wait. A
@@ -102,6 +105,7 @@ public:
         if (!is_set()) return cap <= duration::zero() ? duration::zero() : cap;
         return clamp(cap, clock_.now());
     }
+    /// `cap` clamped to what is left at `now`: the smaller of the two.
     [[nodiscard]] duration clamp(duration cap, time_point now) const noexcept {
         if (cap <= duration::zero()) return duration::zero();
         const auto left = remaining(now);
@@ -152,8 +156,11 @@ inline constexpr std::string_view timeout_header_name = "grpc-timeout";
 
 /// The text of one encoded timeout: at most 8 digits and a unit. No allocation.
 struct timeout_header_text {
+    /// The header value's characters: `data[0, size)`, not NUL-terminated.
     char data[9] = {};
+    /// How many characters of `data` are used (at most 9: 8 digits and a unit).
     std::uint8_t size = 0;
+    /// The header value, e.g. "250m".
     [[nodiscard]] constexpr std::string_view view() const noexcept { return {data, size}; }
 };
 

@@ -44,6 +44,7 @@ struct deadline_policy_options {
     ///   "`budget` must be in [1ms, 24h], got 0s"
     [[nodiscard]] RESIL_DECL validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const deadline_policy_options&, const deadline_policy_options&) = default;
 };
 
@@ -53,11 +54,17 @@ RESIL_DECL validation_result deadline_policy_options::validate() const {
 }
 #endif
 
+/// Sets, or tightens, the deadline of everything inside it: the earlier of the
+/// context's deadline and now + budget. A call whose deadline has already
+/// passed is refused with reason::deadline_exceeded before any attempt.
+/// Stateless and copyable: share it freely.
 class deadline_policy {
 public:
     /// Reads the call's context (the pipeline's clock) and keeps no state
     /// across calls: no clock, no metrics() (resil/policy_checklist.hpp).
     static constexpr resil::time_source time_source = resil::time_source::call_context;
+    /// No state across calls: copies share nothing, and it has no metrics()
+    /// (resil/policy_checklist.hpp).
     static constexpr bool stateless = true;
 
     /// Throws std::invalid_argument when options.validate() names a field.
@@ -67,7 +74,9 @@ public:
     /// deadline_policy{{.budget = budget}}.
     explicit deadline_policy(duration budget) : deadline_policy(deadline_policy_options{budget}) {}
 
+    /// The options it was built with.
     [[nodiscard]] const deadline_policy_options& options() const noexcept { return options_; }
+    /// The time it gives everything inside it, from when the call enters it.
     [[nodiscard]] duration budget() const noexcept { return options_.budget; }
 
     /// As a pipeline policy: the steps below, driven blocking.
@@ -80,8 +89,10 @@ public:
     /// it found, put back when the call leaves it (or unwinds), so that a
     /// deadline_policy inside a retry bounds each attempt only.
     struct outer_deadline {
+        /// The deadline found on entering, put back on leaving.
         time_point instant{};
     };
+    /// What it keeps between its steps for one call (resil/policy_steps.hpp).
     template <class Context, class Outcome>
     using call_state = outer_deadline;
 

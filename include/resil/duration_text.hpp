@@ -50,9 +50,12 @@ enum class duration_text_error : std::uint8_t {
 /// The result of parsing a duration text: a value, or why not.
 template <class Duration>
 struct duration_text_result {
+    /// The duration read, when the text is valid.
     std::optional<Duration> value{};
+    /// Why the text was refused (none on success).
     duration_text_error error = duration_text_error::none;
 
+    /// True when a value was read.
     explicit operator bool() const noexcept { return value.has_value(); }
 };
 

@@ -28,6 +28,7 @@ namespace resil {
 /// A circuit breaker's state.
 enum class circuit_state : std::uint8_t { closed, open, half_open };
 
+/// The state's name: "closed", "open" or "half_open".
 [[nodiscard]] constexpr std::string_view to_string(circuit_state s) noexcept {
     switch (s) {
         case circuit_state::closed: return "closed";
@@ -49,7 +50,9 @@ struct attempt_started {
 
 /// An attempt returned (or threw an exception a classifier judged).
 struct attempt_finished {
+    /// Which attempt: 1 for the first.
     std::uint32_t attempt = 0;
+    /// How the attempt's result was judged.
     resil::verdict verdict = verdict::success;
     /// How long the attempt took; measured only for a listener that asks for
     /// it (`static constexpr bool times_attempts = true;`), zero otherwise:
@@ -68,19 +71,24 @@ struct retry_scheduled {
 
 /// The retry policy stopped retrying: every allowed attempt failed.
 struct retries_exhausted {
+    /// Attempts made before giving up.
     std::uint32_t attempts = 0;
 };
 
 /// The retry budget refused a retry.
 struct budget_refused {
+    /// The attempt the budget refused to retry after (1 for the first).
     std::uint32_t attempt = 0;
 };
 
 /// A circuit breaker changed state.
 struct breaker_state_changed {
+    /// The state left.
     circuit_state from = circuit_state::closed;
+    /// The state entered.
     circuit_state to = circuit_state::closed;
     double failure_ratio = 0.0;       ///< in the window, when it changed
+    /// Calls in the window when it changed.
     std::uint64_t calls_in_window = 0;
     time_point at{};                  ///< when, on the breaker's clock
     /// The transition's number on its breaker: 1 for the first, then exactly
@@ -92,7 +100,10 @@ struct breaker_state_changed {
 
 /// A policy rejected the call before (or instead of) an attempt.
 struct rejected {
+    /// Why the call was refused.
     resil::reason reason = reason::none;
+    /// How long the refusing policy says to wait before trying again, when it
+    /// knows (a bucket's refill, a breaker's open time left).
     std::optional<duration> retry_after{};
 };
 
@@ -106,6 +117,7 @@ struct quota_store_failed {
 
 /// A fallback produced the value for a failed call.
 struct fallback_used {
+    /// The reason the call failed, which the fallback answered.
     resil::reason reason = reason::none;
 };
 
@@ -116,6 +128,7 @@ struct call_finished {
     /// nobody judged escaped (threw).
     resil::reason reason = reason::none;
     std::uint32_t attempts = 0;  ///< attempts that ran the callable
+    /// True when the value came from the fallback (the call itself failed).
     bool from_fallback = false;
     bool threw = false;  ///< an exception left the pipeline
     /// How long the whole call took, waits between attempts included; zero
@@ -136,7 +149,10 @@ struct deadline_exceeded {
 struct endpoint_ejected {
     std::string_view address;         ///< valid during the call only
     std::uint32_t times_ejected = 0;  ///< the ejection multiplier: 1 the first time (it decays)
+    /// How long it stays out before it may return (ejection time ×
+    /// times_ejected, capped).
     duration ejected_for{};
+    /// When it was ejected, on the balancer's clock.
     time_point at{};
 };
 
@@ -144,6 +160,7 @@ struct endpoint_ejected {
 /// balancer_options::on_returned (as above).
 struct endpoint_returned {
     std::string_view address;  ///< valid during the call only
+    /// When it came back, on the balancer's clock.
     time_point at{};
 };
 
@@ -151,8 +168,11 @@ struct endpoint_returned {
 /// (resil/balancer/health_check.hpp): told to the checker's listener.
 struct endpoint_health_changed {
     std::string_view address;  ///< valid during the call only
+    /// The health the endpoint has now: true when it passed enough probes in a
+    /// row.
     bool healthy = true;
     std::uint32_t probes_in_a_row = 0;  ///< the run of failures or passes that decided
+    /// When the change happened, on the checker's clock.
     time_point at{};
 };
 
@@ -164,6 +184,7 @@ struct hedge_started {
 
 /// A hedge's throttle (the retry budget) refused another copy.
 struct hedge_refused {
+    /// The copy the budget refused (1 for the first hedge).
     std::uint32_t copy = 0;
 };
 

@@ -53,6 +53,7 @@ struct fallback_options {
     /// The invalid field, if any: `handles` must name at least one reason.
     [[nodiscard]] RESIL_DECL validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const fallback_options&, const fallback_options&) = default;
 };
 
@@ -63,6 +64,11 @@ RESIL_DECL validation_result fallback_options::validate() const {
 }
 #endif
 
+/// Plan B: turns a failed call into a value from `Fallback` (called with the
+/// failed outcome, or with nothing) and counts every use by reason, so a silent
+/// fallback cannot hide an outage. Thread-safe: the counts are atomic; the
+/// fallback function is called from whichever thread failed, concurrently when
+/// the pipeline is shared.
 template <class Fallback>
 class fallback_policy {
 public:
@@ -75,6 +81,7 @@ public:
         throw_if_invalid("resil::fallback_policy", options_.validate());
     }
 
+    /// The options it was built with.
     [[nodiscard]] const fallback_options& options() const noexcept { return options_; }
 
     /// Times the fallback ran for `r` so far.
@@ -104,10 +111,13 @@ public:
     /// way out, recover().
     template <class Context, class Outcome>
     struct call_state {};
+    /// Its first step: nothing to do on the way in.
     template <class Context, class State>
     layer_in enter(Context&, State&) const noexcept {
         return layer_in::proceed();
     }
+    /// Its last step: a failure whose reason it handles becomes the fallback's
+    /// value, counted by reason (events::fallback_used).
     template <class Context, class State, class Outcome>
     layer_out leave(Context& ctx, State&, Outcome& out) const {
         recover(ctx, out);

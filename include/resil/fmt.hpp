@@ -14,6 +14,19 @@
 // Durations in log lines are rounded to three significant digits ("137ms",
 // "1.5s", "29.8s") — for people, unlike the exact forms of resil/json.hpp.
 // Needs the resil::fmt CMake target (fmt 9 or later).
+/// \file
+/// fmt formatters for resil's values (fmt::formatter specialisations, which
+/// the reference does not list as classes), and resil::log_listener:
+/// - the enumerations resil::verdict, resil::reason, resil::circuit_state and
+///   resil::load_signal: their snake_case names, with width, fill and
+///   alignment as for strings ("{:>12}");
+/// - every event of resil::events::all: one line each ("retry 1 in 137ms
+///   (retryable, Retry-After)"), durations to three significant digits;
+/// - resil::reason_counts and resil::metrics_snapshot: one line, counts by
+///   reason listed only when non-zero.
+///
+/// Events and snapshots take no format spec ("{}" only: another throws
+/// fmt::format_error). Needs the resil::fmt CMake target (fmt 9 or later).
 #pragma once
 
 #include <fmt/format.h>
@@ -68,10 +81,16 @@ inline std::string_view attempts_word(std::uint32_t n) noexcept { return n == 1 
 template <class Sink>
 class log_listener {
 public:
+    /// Asks pipelines for attempt durations, so each attempt's line shows how
+    /// long it took.
     static constexpr bool times_attempts = true;
 
+    /// Writes each line to `sink`, prefixed with "name: " when `name` is not
+    /// empty.
     explicit log_listener(Sink sink, std::string name = {}) : sink_(std::move(sink)), name_(std::move(name)) {}
 
+    /// Formats `event` into one line (no allocation up to 500 characters) and
+    /// passes it to the sink.
     template <class Event>
         requires is_event<Event>
     void operator()(const Event& event) const {
@@ -81,7 +100,9 @@ public:
         sink_(std::string_view(line.data(), line.size()));
     }
 
+    /// The sink it writes to.
     [[nodiscard]] const Sink& sink() const noexcept { return sink_; }
+    /// The prefix of its lines; empty for none.
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
 private:
@@ -89,8 +110,10 @@ private:
     std::string name_;
 };
 
+/// Deduces log_listener<Sink> from the sink.
 template <class Sink>
 log_listener(Sink) -> log_listener<Sink>;
+/// Deduces log_listener<Sink> from the sink and a name of any string type.
 template <class Sink, class Name>
 log_listener(Sink, Name) -> log_listener<Sink>;
 

@@ -57,9 +57,13 @@ namespace resil {
 
 /// Options of a hedge_policy; the defaults are the documented ones.
 struct hedge_options {
+    ///@{
+    /// The bounds validate() checks: max_hedges_limit bounds `max_hedges`,
+    /// max_delay_limit every delay field, max_min_samples `min_samples`.
     static constexpr std::uint32_t max_hedges_limit = 8;
     static constexpr duration max_delay_limit = std::chrono::hours{1};
     static constexpr std::uint32_t max_min_samples = 1'000'000;
+    ///@}
 
     /// Extra copies of a call at most, besides its first attempt, in
     /// [0, max_hedges_limit]; 0 turns hedging off. Default 1.
@@ -75,6 +79,8 @@ struct hedge_options {
     /// Bounds of a learnt delay, 0 ≤ min_delay ≤ max_delay ≤ 1h. Default 1 ms
     /// and 10 s.
     duration min_delay = std::chrono::milliseconds{1};
+    /// The longest adaptive delay: the percentile is clamped to [min_delay,
+    /// max_delay]. Default 10 s.
     duration max_delay = std::chrono::seconds{10};
     /// The span latencies are learnt over, in [100ms, 1h]. Default 10 s.
     duration window = std::chrono::seconds{10};
@@ -104,6 +110,7 @@ struct hedge_options {
         return detail::check_in_range("min_samples", min_samples, std::uint32_t{1}, max_min_samples);
     }
 
+    /// Field-by-field equality.
     friend bool operator==(const hedge_options&, const hedge_options&) = default;
 };
 
@@ -114,6 +121,7 @@ struct hedge_metrics {
     std::uint64_t refused = 0;  ///< extra copies the throttle (the retry budget) refused
     duration delay{};           ///< the wait before each next copy now: `delay`, or the last learnt percentile
 
+    /// Field-by-field equality.
     friend bool operator==(const hedge_metrics&, const hedge_metrics&) = default;
 };
 
@@ -137,6 +145,7 @@ public:
     hedge_policy(const hedge_policy&) = delete;
     hedge_policy& operator=(const hedge_policy&) = delete;
 
+    /// The options it was built with.
     [[nodiscard]] const hedge_options& options() const noexcept { return options_; }
 
     /// Whether a call may have extra copies: hedging is on and the operation
@@ -184,6 +193,7 @@ public:
     /// answering after the winner). Allocates nothing.
     void record(time_point now, duration latency) const noexcept { latencies_.record(now, latency); }
 
+    /// The recent attempt latencies it computes an adaptive delay from.
     [[nodiscard]] const latency_tracker& latencies() const noexcept { return latencies_; }
 
     /// Copies granted and refused since construction, and the delay in force

@@ -52,6 +52,7 @@ namespace resil::http {
 /// Per-attempt limits (resil::timeouts, clamped to what is left of the
 /// deadline). no_limit leaves a limit unset.
 struct timeout_settings {
+    /// A limit that is not set.
     static constexpr std::chrono::milliseconds no_limit = std::chrono::milliseconds::max();
     std::chrono::milliseconds connect = no_limit;  ///< until the connection is up
     std::chrono::milliseconds read = no_limit;     ///< the longest silence once connected
@@ -73,9 +74,13 @@ struct retry_settings {
 /// of the calls in the last `window`, plus a reserve of `min_per_second` ×
 /// `window` retries for a quiet client.
 struct budget_settings {
+    /// Whether retries draw on a budget. Default true.
     bool enabled = true;
+    /// The share of calls that may be retried, in [0, 1]. Default 0.10.
     double ratio = 0.10;
+    /// The reserve: retries per second allowed whatever the ratio. Default 10.
     std::uint32_t min_per_second = 10;
+    /// How far back calls and retries count. Default 10 s.
     std::chrono::milliseconds window{std::chrono::seconds{10}};
 };
 
@@ -83,11 +88,18 @@ struct budget_settings {
 /// for `open_for` once more than `failure_ratio` of at least `min_calls`
 /// calls in the last `window` failed; then `half_open_probes` probes decide.
 struct breaker_settings {
+    /// Whether calls go through a breaker. Default true.
     bool enabled = true;
+    /// Opens above this share of failed calls, in (0, 1]. Default 0.5.
     double failure_ratio = 0.5;
+    /// How far back calls count. Default 10 s.
     std::chrono::milliseconds window{std::chrono::seconds{10}};
+    /// No decision before this many calls in the window. Default 20.
     std::uint32_t min_calls = 20;
+    /// How long it stays open before probing. Default 30 s.
     std::chrono::milliseconds open_for{std::chrono::seconds{30}};
+    /// Probes let through when half open; they decide whether it closes.
+    /// Default 5.
     std::uint32_t half_open_probes = 5;
 };
 
@@ -104,9 +116,14 @@ struct client_options {
     /// The whole call, every attempt and wait included (resil::deadline_policy):
     /// required, in [1ms, 24h].
     std::chrono::milliseconds deadline{std::chrono::seconds{10}};
+    /// Per-attempt timeouts. Default: none (the deadline bounds each attempt).
     timeout_settings timeouts{};
+    /// Retries. Default: 3 attempts, full jitter from 100 ms to 1 s.
     retry_settings retry{};
+    /// The retry budget. Default: 10 % of calls plus 10 per second.
     budget_settings retry_budget{};
+    /// The circuit breaker. Default: opens above 50 % failures of at least 20
+    /// calls in 10 s, for 30 s.
     breaker_settings circuit_breaker{};
     /// The header that carries a non-idempotent request's key, the same on
     /// every attempt (resil::curl::client_options::idempotency_key_header).
@@ -132,7 +149,9 @@ struct response_access;
 
 /// One header line of a request.
 struct header {
+    /// The field name.
     std::string_view name;
+    /// The field value.
     std::string_view value;
 };
 
@@ -143,11 +162,15 @@ class response {
 public:
     response() = default;
 
+    /// True when the call succeeded (reason() is reason::none).
     [[nodiscard]] explicit operator bool() const noexcept { return reason_ == resil::reason::none; }
+    /// Why the call failed; reason::none on success.
     [[nodiscard]] resil::reason reason() const noexcept { return reason_; }
     /// The last reply's HTTP status; 0 when no reply arrived.
     [[nodiscard]] int status() const noexcept { return status_; }
+    /// The last reply's body; empty when no reply arrived.
     [[nodiscard]] const std::string& body() const& noexcept { return body_; }
+    /// The body, moved out.
     [[nodiscard]] std::string body() && noexcept { return static_cast<std::string&&>(body_); }
     /// Attempts made; 0 when the call was refused before any (open circuit,
     /// no time left).
@@ -166,6 +189,11 @@ private:
     std::string body_{};
 };
 
+/// A ready-made HTTP client for one dependency: a deadline, per-attempt
+/// timeouts, retries with a budget and a circuit breaker around the libcurl
+/// client, from plain options. Thread-safe: one client per dependency, shared
+/// by every thread; each call borrows a libcurl client (and its connections)
+/// from the client's pool. Move-only.
 class client {
 public:
     /// Builds the policies and the first libcurl client. Throws
@@ -178,7 +206,10 @@ public:
     /// no policy for (token_bucket, concurrency_limit).
     RESIL_DECL client(const json::pipeline_config& config, const client_options& defaults);
 
+    /// Takes over `other`'s policies and connections; `other` may only be
+    /// destroyed or assigned to.
     RESIL_DECL client(client&& other) noexcept;
+    /// Takes over `other`'s policies and connections.
     RESIL_DECL client& operator=(client&& other) noexcept;
     client(const client&) = delete;
     client& operator=(const client&) = delete;
@@ -205,8 +236,10 @@ public:
     /// The same three with headers made at run time (a std::vector<header>,
     /// an array); each header's name and value must live until the call returns.
     [[nodiscard]] RESIL_DECL response get(std::string_view url, std::span<const header> headers);
+    /// A POST with headers made at run time.
     [[nodiscard]] RESIL_DECL response post(std::string_view url, std::string_view body,
                                            std::span<const header> headers);
+    /// Any method, with headers made at run time.
     [[nodiscard]] RESIL_DECL response perform(std::string_view method, std::string_view url, std::string_view body,
                                               std::span<const header> headers);
 

@@ -26,13 +26,16 @@ namespace resil {
 /// fixed buffer, NUL-terminated: a value type that never allocates.
 class key_text {
 public:
+    /// Characters in the text: 36.
     static constexpr std::size_t size = 36;
 
+    /// The 36 characters.
     [[nodiscard]] constexpr std::string_view view() const noexcept { return {chars_.data(), size}; }
     /// NUL-terminated, for C APIs such as libcurl's header lists.
     [[nodiscard]] constexpr const char* c_str() const noexcept { return chars_.data(); }
     constexpr operator std::string_view() const noexcept { return view(); }
 
+    /// Equal when the texts are.
     friend constexpr bool operator==(const key_text& a, const key_text& b) noexcept { return a.view() == b.view(); }
 
 private:
@@ -89,6 +92,7 @@ constexpr bool generator_defined() noexcept {
 /// meaning "no key", which `parse` and `from_bytes` never return.
 class idempotency_key {
 public:
+    /// The 16 bytes of a key (RFC 9562 layout).
     using bytes_type = std::array<std::uint8_t, 16>;
 
     /// Length of the canonical text form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
@@ -184,6 +188,8 @@ public:
     /// The version field: 4 or 7 for generated keys, 0 for the nil key.
     [[nodiscard]] constexpr int version() const noexcept { return bytes_[6] >> 4; }
 
+    /// True for the nil key (all zero bytes), what a default-constructed key
+    /// holds.
     [[nodiscard]] constexpr bool is_nil() const noexcept { return *this == idempotency_key{}; }
 
     /// Writes exactly 36 lowercase characters (no NUL) to `out`; returns `out + 36`.

@@ -51,6 +51,7 @@ private:
 /// One instance per thread (it is not thread-safe); seed each differently.
 class jitter_engine {
 public:
+    /// 64-bit results.
     using result_type = std::uint64_t;
 
     /// The seed of a default-constructed engine.
@@ -68,9 +69,12 @@ public:
         for (auto& word : state_) word = expand();
     }
 
+    /// The smallest result: 0.
     static constexpr result_type min() noexcept { return 0; }
+    /// The largest result: 2^64 - 1.
     static constexpr result_type max() noexcept { return std::numeric_limits<result_type>::max(); }
 
+    /// The next 64 random bits.
     constexpr result_type operator()() noexcept {
         const std::uint64_t result = std::rotl(state_[1] * 5, 7) * 9;
         const std::uint64_t t = state_[1] << 17;
@@ -83,6 +87,7 @@ public:
         return result;
     }
 
+    /// Equal when the states are: they will produce the same sequence.
     friend constexpr bool operator==(const jitter_engine&, const jitter_engine&) = default;
 
 private:

@@ -42,14 +42,22 @@ namespace resil {
 
 /// A percentile of recent latencies, and how many samples it rests on.
 struct latency_estimate {
+    /// The latency at the percentile asked for (the middle of its bucket,
+    /// within 6.25 %).
     duration value{};
+    /// How many latencies the window held.
     std::uint64_t samples = 0;
 };
 
+/// Recent attempt latencies in a histogram over a sliding window, and their
+/// percentiles: what an adaptive hedge delay is computed from. Thread-safe and
+/// lock-free: record() is wait-free from any thread (striped); percentile()
+/// reads every stripe. Not copyable.
 class latency_tracker {
 public:
     /// Limits of the window.
     static constexpr duration min_window = std::chrono::milliseconds{100};
+    /// The longest window.
     static constexpr duration max_window = std::chrono::hours{1};
     /// Stripes at most: beyond 16, the memory (3.2 KB each) buys little.
     static constexpr std::size_t max_stripes = 16;
@@ -63,6 +71,7 @@ public:
     latency_tracker(const latency_tracker&) = delete;
     latency_tracker& operator=(const latency_tracker&) = delete;
 
+    /// The span a percentile covers at most: its four slots.
     [[nodiscard]] duration window() const noexcept { return slot_length_ * slots; }
 
     /// Counts one latency measured at `now` (a reading of the clock the
@@ -141,8 +150,11 @@ public:
 
     // The bucketing, public for tests: bucket_of(d) is the histogram bucket
     // of latency d, middle_of(b) the latency a bucket reports.
+    /// Buckets of the histogram: 8 per power of two, from about 1 µs to 137 s.
     static constexpr std::size_t buckets = 200;
 
+    /// The bucket counting `latency`: the first for shorter ones, the last for
+    /// longer.
     [[nodiscard]] static constexpr std::size_t bucket_of(duration latency) noexcept {
         const auto ns = latency.count() < 0 ? std::uint64_t{0} : static_cast<std::uint64_t>(latency.count());
         // Units of 1024 ns; 8 linear buckets, then 8 per power of two.
@@ -153,6 +165,7 @@ public:
         return static_cast<std::size_t>((e - sub_bits + 1) * sub_buckets + mantissa);
     }
 
+    /// The latency bucket `b` reports: its middle.
     [[nodiscard]] static constexpr duration middle_of(std::size_t b) noexcept {
         std::uint64_t low = 0;
         std::uint64_t width = 1;

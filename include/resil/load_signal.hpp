@@ -29,6 +29,7 @@ enum class load_signal : std::uint8_t {
     ignored,   ///< nothing learned: cancelled, or rejected before any attempt
 };
 
+/// The signal's name, e.g. "overload".
 [[nodiscard]] constexpr std::string_view to_string(load_signal s) noexcept {
     switch (s) {
         case load_signal::accepted: return "accepted";
@@ -61,7 +62,9 @@ namespace events {
 
 /// An adaptive concurrency limit moved (resil/adaptive_limit.hpp).
 struct limit_changed {
+    /// The limit before.
     std::uint32_t from = 0;
+    /// The limit after.
     std::uint32_t to = 0;
     load_signal cause = load_signal::accepted;  ///< overload: a decrease; accepted: a measurement
     /// The change's number on its limit: 1 for the first, one more per change

@@ -66,8 +66,11 @@ inline constexpr std::array<duration, 13> latency_bucket_bounds{
 /// A copy of a latency histogram: the count of each bucket (not cumulative;
 /// the last is +Inf) and the sum of the durations recorded.
 struct histogram_snapshot {
+    /// The buckets: one per bound of latency_bucket_bounds, plus +Inf.
     static constexpr std::size_t bucket_count = latency_bucket_bounds.size() + 1;
+    /// Latencies counted in each bucket (not cumulative).
     std::array<std::uint64_t, bucket_count> buckets{};
+    /// The sum of the latencies counted.
     duration sum{};
 
     /// Durations recorded (the sum of the buckets).
@@ -84,6 +87,7 @@ struct histogram_snapshot {
         return n;
     }
 
+    /// Field-by-field equality.
     friend bool operator==(const histogram_snapshot&, const histogram_snapshot&) = default;
 };
 
@@ -95,6 +99,7 @@ struct latency_snapshot {
     /// events::call_finished.
     histogram_snapshot call;
 
+    /// Field-by-field equality.
     friend bool operator==(const latency_snapshot&, const latency_snapshot&) = default;
 };
 
@@ -145,6 +150,7 @@ struct metrics_snapshot {
     reason_counts rejections{};           ///< calls refused by a policy before an attempt, by reason
     reason_counts fallbacks{};            ///< fallbacks used, by the reason of the failure
     std::uint64_t breaker_opened = 0;     ///< transitions into open
+    /// Transitions into half-open.
     std::uint64_t breaker_half_opened = 0;
     std::uint64_t breaker_closed = 0;     ///< transitions back to closed
     /// Total time the breaker spent open: the open periods that ended, plus,
@@ -160,6 +166,7 @@ struct metrics_snapshot {
     std::uint64_t endpoint_ejections = 0; ///< a balancer ejected an endpoint (events::endpoint_ejected)
     std::uint64_t endpoint_returns = 0;   ///< an ejected endpoint came back (events::endpoint_returned)
 
+    /// Field-by-field equality.
     friend bool operator==(const metrics_snapshot&, const metrics_snapshot&) = default;
 };
 
@@ -174,6 +181,7 @@ public:
     metrics(const metrics&) = delete;
     metrics& operator=(const metrics&) = delete;
 
+    /// The dependency's name: the label of its exported samples.
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
     /// Asks pipelines for attempt durations (events::attempt_finished::elapsed),
@@ -183,6 +191,9 @@ public:
 
     // The listener: one handler per event kind, each writing the calling
     // thread's stripe.
+    ///@{
+    /// The listener: one handler per event kind, each counting into the calling
+    /// thread's stripe (wait-free).
     void operator()(const events::attempt_started&) noexcept { add(local().attempts); }
     void operator()(const events::attempt_finished& e) noexcept { local().attempt_latency.record(e.elapsed); }
     void operator()(const events::retry_scheduled& e) noexcept {
@@ -209,11 +220,13 @@ public:
         else
             add(c.failures[index(e.reason)]);
     }
+    ///@}
     /// A balancer's ejections and returns, rare and not pipeline events: they
     /// reach a metrics object through the balancer's hooks,
     /// `options.on_ejected = std::ref(m); options.on_returned = std::ref(m);`
     /// (a reference: `m` must outlive the balancer).
     void operator()(const events::endpoint_ejected&) noexcept { add(endpoint_ejections_); }
+    /// An ejected endpoint came back: counted in endpoint_returns.
     void operator()(const events::endpoint_returned&) noexcept { add(endpoint_returns_); }
     /// Not a pipeline event for metrics: count transitions with breaker_hook().
     /// (Deleted, so a pipeline listening through std::ref(metrics) skips the
@@ -226,9 +239,13 @@ public:
     /// the events' `at`). Holds a pointer: `*this` must outlive the breaker.
     /// One breaker per metrics object: the time open pairs its transitions.
     struct breaker_hook_type {
+        /// The metrics object it counts into.
         metrics* owner;
+        /// Counts one transition (record_transition()).
         void operator()(const events::breaker_state_changed& e) const noexcept { owner->record_transition(e); }
     };
+    /// The hook for a breaker's on_state_change: counts its transitions here.
+    /// `*this` must outlive the breaker.
     [[nodiscard]] breaker_hook_type breaker_hook() noexcept { return {this}; }
 
     /// Records one breaker transition (what breaker_hook() calls).

@@ -45,10 +45,13 @@ enum class verdict : std::uint8_t {
 class verdict_set {
 public:
     constexpr verdict_set() = default;
+    /// The set of `vs`.
     constexpr verdict_set(std::initializer_list<verdict> vs) noexcept {
         for (auto v : vs) bits_ |= bit(v);
     }
+    /// Whether `v` is in the set.
     [[nodiscard]] constexpr bool contains(verdict v) const noexcept { return (bits_ & bit(v)) != 0; }
+    /// Equal when they hold the same verdicts.
     friend constexpr bool operator==(verdict_set, verdict_set) = default;
 
 private:
@@ -63,13 +66,16 @@ struct server_hint {
     /// "Overloaded, don't retry": a lower layer already retried, or asks not to.
     bool dont_retry = false;
 
+    /// Field-by-field equality.
     friend bool operator==(const server_hint&, const server_hint&) = default;
 };
 
 /// A classifier's answer: a verdict plus an optional hint. Implicit from a
 /// verdict, so a classifier may return either.
 struct classification {
+    /// The attempt's verdict.
     resil::verdict verdict = verdict::success;
+    /// What the result said besides it (Retry-After, don't retry, never sent).
     server_hint hint{};
     /// The request is known never to have left the client: a refused
     /// connection, a failed DNS lookup, a TLS handshake refused, a breaker's
@@ -79,6 +85,8 @@ struct classification {
     bool never_sent = false;
 
     constexpr classification() = default;
+    /// A verdict with its hint; implicit, so a classifier may return a bare
+    /// verdict.
     constexpr classification(resil::verdict v, server_hint h = {})  // NOLINT: implicit by design
         : verdict(v), hint(std::move(h)) {}
     /// A verdict on a request known never to have left the client.
@@ -87,9 +95,11 @@ struct classification {
         c.never_sent = true;
         return c;
     }
+    /// Field-by-field equality.
     friend bool operator==(const classification&, const classification&) = default;
 };
 
+/// The verdict's name, e.g. "retryable".
 [[nodiscard]] constexpr std::string_view to_string(verdict v) noexcept {
     switch (v) {
         case verdict::success: return "success";
@@ -104,6 +114,7 @@ struct classification {
 class reason_set {
 public:
     constexpr reason_set() = default;
+    /// The set of `rs`.
     constexpr reason_set(std::initializer_list<reason> rs) noexcept {
         for (auto r : rs) bits_ |= bit(r);
     }
@@ -113,7 +124,9 @@ public:
         s.bits_ = static_cast<std::uint32_t>(((std::uint32_t{1} << reason_count) - 1) & ~bit(reason::none));
         return s;
     }
+    /// Whether `r` is in the set.
     [[nodiscard]] constexpr bool contains(reason r) const noexcept { return (bits_ & bit(r)) != 0; }
+    /// True when it holds no reason.
     [[nodiscard]] constexpr bool empty() const noexcept { return bits_ == 0; }
     /// This set and `r` (a set built one reason at a time, e.g. from a configuration file).
     [[nodiscard]] constexpr reason_set with(reason r) const noexcept {
@@ -121,6 +134,7 @@ public:
         s.bits_ |= bit(r);
         return s;
     }
+    /// Equal when they hold the same reasons.
     friend constexpr bool operator==(reason_set, reason_set) = default;
 
 private:
@@ -130,13 +144,17 @@ private:
 
 /// Counts per reason, indexable by resil::reason.
 struct reason_counts {
+    /// Counts indexed by reason (std::to_underlying(reason)).
     std::array<std::uint64_t, reason_count> by_reason{};
+    /// The count of `r`.
     [[nodiscard]] std::uint64_t operator[](reason r) const noexcept { return by_reason[static_cast<std::size_t>(r)]; }
+    /// The sum of every reason's count.
     [[nodiscard]] std::uint64_t total() const noexcept {
         std::uint64_t n = 0;
         for (auto c : by_reason) n += c;
         return n;
     }
+    /// Field-by-field equality.
     friend bool operator==(const reason_counts&, const reason_counts&) = default;
 };
 
@@ -144,15 +162,19 @@ struct reason_counts {
 /// trying again when the rejecting layer knows (a breaker's time to its next
 /// probe, a bucket's wait for a token, a server's Retry-After).
 struct rejection {
+    /// Why the call was refused.
     resil::reason reason = reason::none;
+    /// How long to wait before trying again, when the refusing layer knows.
     std::optional<duration> retry_after{};
 };
 
 /// Thrown by outcome::value() when there is no value to give.
 class bad_outcome_access : public std::logic_error {
 public:
+    /// The exception for `r`, with a message naming it.
     explicit bad_outcome_access(resil::reason r)
         : std::logic_error("resil::outcome has no value (reason: " + std::string(to_string(r)) + ")"), reason_(r) {}
+    /// The reason of the outcome that had no value.
     [[nodiscard]] resil::reason reason() const noexcept { return reason_; }
 
 private:
@@ -167,6 +189,7 @@ private:
 template <class T>
 class outcome {
 public:
+    /// The value a successful call yields.
     using value_type = T;
 
     /// A value with its classification; ok() when the verdict is success.
@@ -196,17 +219,21 @@ public:
         return o;
     }
 
+    /// Moves the value and the state; `other` keeps its state and a moved-from
+    /// value.
     outcome(outcome&& other) noexcept(std::is_nothrow_move_constructible_v<T>)
         : retry_after_(other.retry_after_), state_(other.state_) {
         // The value first: if its move throws, the source keeps its exception.
         if (other.has_value()) ::new (static_cast<void*>(std::addressof(value_))) T(std::move(other.value_));
         exception_ = std::move(other.exception_);
     }
+    /// Copies the value and the state.
     outcome(const outcome& other) noexcept(std::is_nothrow_copy_constructible_v<T>)
         requires std::is_copy_constructible_v<T>
         : retry_after_(other.retry_after_), exception_(other.exception_), state_(other.state_) {
         if (other.has_value()) ::new (static_cast<void*>(std::addressof(value_))) T(other.value_);
     }
+    /// Replaces its value and state with `other`'s.
     outcome& operator=(outcome&& other) noexcept(std::is_nothrow_move_constructible_v<T>) {
         if (this != &other) assign(std::move(other));
         return *this;
@@ -223,27 +250,41 @@ public:
 
     /// True when the call succeeded (possibly through a fallback).
     [[nodiscard]] bool ok() const noexcept { return reason() == reason::none; }
+    /// ok(): true when the call succeeded.
     explicit operator bool() const noexcept { return ok(); }
 
+    /// Whether it holds a value: a success, a fallback's value, or a failure
+    /// that kept the last value (a 503 reply after retries).
     [[nodiscard]] bool has_value() const noexcept { return (state_ & has_value_bit) != 0; }
     /// The value; rethrows the classified exception, or throws
     /// bad_outcome_access, when there is none.
     [[nodiscard]] T& value() & { check(); return value_; }
+    /// The value; throws bad_outcome_access when there is none.
     [[nodiscard]] const T& value() const& { check(); return value_; }
+    /// The value, moved out; throws bad_outcome_access when there is none.
     [[nodiscard]] T&& value() && { check(); return std::move(value_); }
+    /// The value, unchecked: has_value() must be true.
     [[nodiscard]] T& operator*() & noexcept { return value_; }
+    /// The value, unchecked: has_value() must be true.
     [[nodiscard]] const T& operator*() const& noexcept { return value_; }
+    /// The value's address, unchecked: has_value() must be true.
     [[nodiscard]] T* operator->() noexcept { return std::addressof(value_); }
+    /// The value's address, unchecked: has_value() must be true.
     [[nodiscard]] const T* operator->() const noexcept { return std::addressof(value_); }
 
+    /// How the last attempt's result was judged.
     [[nodiscard]] resil::verdict verdict() const noexcept { return static_cast<resil::verdict>(field(verdict_shift)); }
+    /// Why the call failed; reason::none on success.
     [[nodiscard]] resil::reason reason() const noexcept { return static_cast<resil::reason>(field(reason_shift)); }
+    /// reason() and retry_after() together.
     [[nodiscard]] resil::rejection rejection() const noexcept { return {reason(), retry_after()}; }
     /// How long to wait before trying again, when a layer or the server said.
     [[nodiscard]] std::optional<duration> retry_after() const noexcept {
         if ((state_ & has_retry_after_bit) == 0) return std::nullopt;
         return retry_after_;
     }
+    /// True when outer layers must not retry this failure (an inner retry
+    /// policy gave up, or the server said so).
     [[nodiscard]] bool dont_retry() const noexcept { return (state_ & dont_retry_bit) != 0; }
     /// The last attempt is known never to have left the client (classification::never_sent).
     [[nodiscard]] bool never_sent() const noexcept { return (state_ & never_sent_bit) != 0; }
@@ -253,6 +294,7 @@ public:
     [[nodiscard]] resil::reason fallback_reason() const noexcept {
         return static_cast<resil::reason>(field(fallback_reason_shift));
     }
+    /// True when a fallback produced the value.
     [[nodiscard]] bool from_fallback() const noexcept { return fallback_reason() != reason::none; }
 
     /// Marks the call as failed for `r`, keeping any value (policies use this).

@@ -89,11 +89,13 @@ struct paced_bucket_options {
     /// its deadline), in [0, 1 h]. Default 1 s: a paced client waits.
     duration max_wait = std::chrono::seconds{1};
 
+    /// The largest `burst` validate() accepts.
     static constexpr std::int64_t largest_burst = 1'000'000;
 
     /// The first field outside its range: "`min_rate` must be in [0.01, 1e6], got 0".
     [[nodiscard]] RESIL_DECL validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const paced_bucket_options&, const paced_bucket_options&) = default;
 };
 
@@ -131,6 +133,7 @@ struct paced_bucket_metrics {
 template <clock Clock = steady_clock>
 class basic_paced_bucket {
 public:
+    /// The clock type it reads.
     using clock_type = Clock;
     /// Reads its own clock (resil/clock.hpp, time_source).
     static constexpr resil::time_source time_source = resil::time_source::own_clock;
@@ -166,6 +169,8 @@ public:
             }
         }
     }
+    /// A token now, or the wait until the next one: never waits itself. Paused
+    /// (the server said the quota is spent), it refuses until the reset.
     [[nodiscard]] RESIL_DETAIL_ALWAYS_INLINE rate_limit_decision try_acquire() const noexcept {
         return try_acquire(clock_.now());
     }
@@ -206,6 +211,7 @@ public:
                                                 std::chrono::system_clock::time_point wall) const noexcept {
         return update(read_rate_limit(lookup, wall), now);
     }
+    /// observe() at the clock's reading and the system clock's.
     template <header_lookup Lookup>
     std::optional<events::pace_changed> observe(const Lookup& lookup) const noexcept {
         return observe(lookup, clock_.now(), std::chrono::system_clock::now());
@@ -220,10 +226,13 @@ public:
         return detail::gcra::whole_tokens(params_of(params_.load(std::memory_order_relaxed)),
                                           tat_.load(std::memory_order_relaxed), elapsed_ns(now));
     }
+    /// A snapshot of its counts now.
     [[nodiscard]] paced_bucket_metrics metrics() const noexcept {
         return {rate(), burst(), rate_changes_.load(std::memory_order_relaxed), pauses_.load(std::memory_order_relaxed)};
     }
+    /// The options it was built with.
     [[nodiscard]] const paced_bucket_options& options() const noexcept { return options_; }
+    /// The clock it reads.
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
     /// As a pipeline policy: one token per attempt, waiting up to max_wait
@@ -245,6 +254,7 @@ public:
         friend class basic_paced_bucket;
         bool shared_ = false;
     };
+    /// What it keeps between its steps for one call (resil/policy_steps.hpp).
     template <class Context, class Outcome>
     using call_state = admission;
 

@@ -50,6 +50,7 @@ namespace resil {
 
 /// The type of resil::always_success.
 struct always_success_t {
+    /// verdict::success for any result.
     template <class R>
         requires(!std::is_same_v<R, std::exception_ptr>)  // exceptions are not judged: they propagate
     constexpr verdict operator()(const R&) const noexcept {
@@ -69,10 +70,12 @@ inline constexpr always_success_t always_success{};
 ///                     [](const std::exception_ptr&) { return resil::verdict::retryable; }}
 template <class OnResult, class OnException>
 struct classifier : OnResult, OnException {
+    /// Marks it as judging exceptions: the pipeline catches them and asks it.
     static constexpr bool judges_exceptions = true;
     using OnResult::operator();
     using OnException::operator();
 };
+/// Deduces the two classifiers' types.
 template <class OnResult, class OnException>
 classifier(OnResult, OnException) -> classifier<OnResult, OnException>;
 
@@ -216,8 +219,11 @@ using value_of_t = std::conditional_t<std::is_void_v<R>, unit, std::remove_cvref
 template <clock Clock, class Listener, class... Policies>
 class basic_pipeline {
 public:
+    /// The clock type it reads.
     using clock_type = Clock;
 
+    /// The clock, the listener and the policies, outermost first
+    /// (resil::pipeline() deduces them).
     constexpr basic_pipeline(Clock c, Listener l, Policies... policies)
         : clock_(std::move(c)), listener_(std::move(l)), policies_(std::move(policies)...) {}
 
@@ -245,6 +251,7 @@ public:
     [[nodiscard]] const auto& policy() const noexcept {
         return std::get<I>(policies_);
     }
+    /// The clock every call's context reads.
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
     /// The same pipeline, telling `listener` about every event.

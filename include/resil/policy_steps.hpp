@@ -84,6 +84,7 @@ class layer_in {
 public:
     /// Go on inward.
     constexpr layer_in() noexcept = default;
+    /// Go on to the next layer.
     [[nodiscard]] static constexpr layer_in proceed() noexcept { return {}; }
     /// Refuse the call: its outcome is rejected(why, retry_after).
     [[nodiscard]] static constexpr layer_in refuse(resil::reason why,
@@ -103,8 +104,11 @@ public:
         return in;
     }
 
+    /// True for proceed().
     [[nodiscard]] constexpr bool proceeds() const noexcept { return kind_ == kind::proceed; }
+    /// True for refuse().
     [[nodiscard]] constexpr bool refuses() const noexcept { return kind_ == kind::refuse; }
+    /// True for wait_until().
     [[nodiscard]] constexpr bool waits() const noexcept { return kind_ == kind::wait; }
     /// For a refusal: why.
     [[nodiscard]] constexpr resil::reason reason() const noexcept { return reason_; }
@@ -130,6 +134,7 @@ class layer_out {
 public:
     /// Go on outward.
     constexpr layer_out() noexcept = default;
+    /// Go on: the outcome passes outwards as it is.
     [[nodiscard]] static constexpr layer_out proceed() noexcept { return {}; }
     /// Wait for `d` (on the policy's clock), then ask retried().
     [[nodiscard]] static constexpr layer_out wait_for(duration d) noexcept {
@@ -139,6 +144,7 @@ public:
         return out;
     }
 
+    /// True when it asked to wait before the next attempt.
     [[nodiscard]] constexpr bool waits() const noexcept { return waits_; }
     /// For a wait: how long.
     [[nodiscard]] constexpr duration wait() const noexcept { return wait_; }

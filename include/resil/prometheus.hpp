@@ -52,6 +52,7 @@ public:
                     throw std::invalid_argument("resil::prometheus::collectable: two metrics objects are named \"" +
                                                 deps_[i].get().name() + "\"; their series would collide");
     }
+    /// The same, from a braced list: `{inventory, payments}`.
     collectable(std::initializer_list<std::reference_wrapper<const metrics>> deps)
         : collectable(std::vector<std::reference_wrapper<const metrics>>(deps)) {}
 
@@ -142,6 +143,9 @@ private:
     std::initializer_list<std::reference_wrapper<const metrics>> deps) {
     return std::make_shared<collectable>(deps);
 }
+/// A collectable over `deps`, shared, ready for an Exposer's
+/// RegisterCollectable(). Throws std::invalid_argument when two are named
+/// alike.
 [[nodiscard]] inline std::shared_ptr<collectable> make_collectable(
     std::vector<std::reference_wrapper<const metrics>> deps) {
     return std::make_shared<collectable>(std::move(deps));

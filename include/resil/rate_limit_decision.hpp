@@ -31,6 +31,7 @@ enum class rate_limit_status : std::uint8_t {
     no_time,        ///< a limiter with a store only: the deadline left no time to ask it; nothing was decided
 };
 
+/// The status's name, e.g. "rejected".
 [[nodiscard]] constexpr std::string_view to_string(rate_limit_status s) noexcept {
     switch (s) {
         case rate_limit_status::granted: return "granted";
@@ -52,6 +53,7 @@ enum class decided_by : std::uint8_t {
     local,     ///< this process's bucket (resil::token_bucket, resil::paced_bucket)
 };
 
+/// Who decided, e.g. "redis" or "lease".
 [[nodiscard]] constexpr std::string_view to_string(decided_by d) noexcept {
     switch (d) {
         case decided_by::none: return "none";
@@ -66,6 +68,7 @@ enum class decided_by : std::uint8_t {
 /// The answer to one request for tokens (permits). A plain value; `true`
 /// when granted.
 struct rate_limit_decision {
+    /// Granted, rejected, or why it could not be decided.
     rate_limit_status status = rate_limit_status::granted;
     /// rejected: how long until the tokens exist (at least 1 ns). granted:
     /// how long the caller waits (acquire(): waited) for tokens reserved
@@ -86,9 +89,12 @@ struct rate_limit_decision {
     /// when it is full (nothing more to gain) or nobody decided.
     duration reset{};
 
+    /// True when the tokens were granted.
     [[nodiscard]] constexpr bool granted() const noexcept { return status == rate_limit_status::granted; }
+    /// granted().
     explicit constexpr operator bool() const noexcept { return granted(); }
 
+    /// Field-by-field equality.
     friend constexpr bool operator==(const rate_limit_decision&, const rate_limit_decision&) = default;
 };
 

@@ -108,6 +108,7 @@ enum class rate_limit_form : std::uint8_t {
     anthropic,         ///< anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-*, RFC 3339 resets
 };
 
+/// The form's name, e.g. "ietf".
 [[nodiscard]] constexpr std::string_view to_string(rate_limit_form f) noexcept {
     switch (f) {
         case rate_limit_form::none: return "none";
@@ -129,6 +130,7 @@ inline constexpr std::int64_t rate_limit_count_max = 999'999'999'999'999;
 /// The quota a response describes. Every member is empty unless its field
 /// was present and well formed.
 struct rate_limit_info {
+    /// Which family of fields described it; none when no field was read.
     rate_limit_form form = rate_limit_form::none;
     /// The quota of the window (RateLimit-Policy's `q` for the IETF form, when
     /// the policy named by RateLimit is there).
@@ -142,7 +144,9 @@ struct rate_limit_info {
 
     /// Nothing is left: a request now would be throttled.
     [[nodiscard]] constexpr bool exhausted() const noexcept { return remaining && *remaining == 0; }
+    /// True when some rate-limit field was read.
     [[nodiscard]] constexpr bool present() const noexcept { return form != rate_limit_form::none; }
+    /// Field-by-field equality.
     friend constexpr bool operator==(const rate_limit_info&, const rate_limit_info&) = default;
 };
 
@@ -171,6 +175,7 @@ inline constexpr duration default_pushback_floor = std::chrono::milliseconds{50}
 struct pushback_options {
     /// Bounds of floor: none, up to a minute.
     static constexpr duration min_floor = duration::zero();
+    /// The largest `floor` validate() accepts.
     static constexpr duration max_floor = std::chrono::minutes{1};
     /// Every wait is at least this long: "Retry-After: 0" waits 50 ms by
     /// default instead of retrying at once. Max attempts and the deadline
@@ -194,6 +199,7 @@ enum class pushback_source : std::uint8_t {
     quota_reset,     ///< the reset of an exhausted quota (rate_limit_info::reset)
 };
 
+/// The source's name, e.g. "retry_after".
 [[nodiscard]] constexpr std::string_view to_string(pushback_source s) noexcept {
     switch (s) {
         case pushback_source::retry_after: return "retry_after";
@@ -205,8 +211,11 @@ enum class pushback_source : std::uint8_t {
 
 /// How long the server asked the client to wait, and which field said so.
 struct pushback {
+    /// How long to wait, from when the response arrived.
     duration wait{};
+    /// The field that said so.
     pushback_source source = pushback_source::retry_after;
+    /// Field-by-field equality.
     friend constexpr bool operator==(const pushback&, const pushback&) = default;
 };
 

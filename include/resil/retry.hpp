@@ -53,9 +53,11 @@ namespace resil {
 struct retry_options {
     /// Limits of max_attempts.
     static constexpr std::uint32_t min_attempts = 1;
+    /// The largest `max_attempts` validate() accepts.
     static constexpr std::uint32_t max_attempts_limit = 100;
     /// Limits of max_wait: one attempt's worth up to a day.
     static constexpr duration min_max_wait = timeouts::min_attempt_time;
+    /// The largest `max_wait` validate() accepts.
     static constexpr duration max_max_wait = std::chrono::hours{24};
 
     /// Attempts in all, the first included (1 = never retry), in
@@ -81,6 +83,7 @@ struct retry_options {
     ///   "`backoff.cap` must be at most max_wait (1min), got 2min"
     [[nodiscard]] RESIL_DECL validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const retry_options&, const retry_options&) = default;
 };
 
@@ -98,6 +101,7 @@ RESIL_DECL validation_result retry_options::validate() const {
 
 /// One retry decision, from retry_policy::decide.
 struct retry_decision {
+    /// True when the failed attempt is retried after `delay`.
     bool retry = false;
     duration delay{};               ///< the wait before the next attempt, when retrying
     resil::reason reason = reason::none;  ///< why not, when not retrying
@@ -113,11 +117,16 @@ struct failed_attempt {
     duration remaining = duration::max();  ///< left of the deadline now
 };
 
+/// Bounded retries of what is safe to retry: jittered backoff, Retry-After, a
+/// retry budget and the deadline all respected. Stateless and copyable (the
+/// budget, if any, is shared by pointer): share it freely across threads.
 class retry_policy {
 public:
     /// Reads the call's context (the pipeline's clock) and keeps no state
     /// across calls: no clock, no metrics() (resil/policy_checklist.hpp).
     static constexpr resil::time_source time_source = resil::time_source::call_context;
+    /// No state across calls: copies share nothing, and it has no metrics()
+    /// (resil/policy_checklist.hpp).
     static constexpr bool stateless = true;
 
     /// Throws std::invalid_argument when options.validate() names a field.
@@ -125,6 +134,7 @@ public:
         throw_if_invalid("resil::retry_policy", options_.validate());
     }
 
+    /// The options it was built with.
     [[nodiscard]] const retry_options& options() const noexcept { return options_; }
 
     /// The pure decision after a failed attempt (budget aside): whether to
@@ -202,6 +212,10 @@ public:
                                                                                       const retry_policy& policy) {
             return wait_before_next_attempt(ctx, policy);
         }
+        /// Judges the attempt just failed: the wait before retrying it, or
+        /// nothing when the call ends now (then take() is its outcome). Emits
+        /// budget_refused, retry_scheduled, retries_exhausted and
+        /// deadline_exceeded as the blocking policy does.
         template <class Context>
         std::optional<duration> wait_before_next_attempt(Context& ctx, const retry_policy& policy) {
             if (ctx.stop_requested()) {
@@ -292,18 +306,23 @@ public:
         loop_slot& operator=(const loop_slot&) = delete;
         ~loop_slot() { reset(); }
 
+        /// True while a loop lives in it.
         explicit operator bool() const noexcept { return engaged_; }
         /// Says again, where the compiler sees it, that no loop was started:
         /// the slot's address reaches out-of-line code on the failure path,
         /// so the destructor would otherwise read the flag back after every
         /// call the compiler cannot see into.
         void known_empty() noexcept { engaged_ = false; }
+        /// The loop; the slot must hold one.
         loop<Outcome>* operator->() noexcept { return &loop_; }
+        /// Starts a loop from the first failed outcome, ending any loop it
+        /// held.
         void emplace(Outcome first) {
             reset();
             ::new (static_cast<void*>(&loop_)) loop<Outcome>(std::move(first));
             engaged_ = true;
         }
+        /// Ends the loop it holds, if any.
         void reset() noexcept {
             if (engaged_) {
                 loop_.~loop();

@@ -57,15 +57,20 @@ struct retry_budget_options {
     /// Default 10 s.
     duration window = std::chrono::seconds{10};
 
+    ///@{
+    /// The bounds validate() checks: min_X and max_X are the smallest and
+    /// largest `X` it accepts.
     static constexpr double min_ratio = 0.0;
     static constexpr double max_ratio = 1.0;
     static constexpr std::uint32_t max_min_per_second = 1'000'000;
     static constexpr duration min_window = std::chrono::milliseconds{10};
     static constexpr duration max_window = std::chrono::hours{24};
+    ///@}
 
     /// The first field outside its range, e.g. "`ratio` must be in [0, 1], got 1.5".
     [[nodiscard]] RESIL_DECL validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const retry_budget_options&, const retry_budget_options&) = default;
 };
 
@@ -85,6 +90,7 @@ struct retry_budget_metrics {
     std::uint64_t withdrawals = 0;  ///< retries (and hedged copies) the budget granted
     std::uint64_t refusals = 0;     ///< retries (and hedged copies) refused: the balance was spent
 
+    /// Field-by-field equality.
     friend bool operator==(const retry_budget_metrics&, const retry_budget_metrics&) = default;
 };
 
@@ -92,11 +98,18 @@ namespace detail {
 struct retry_budget_probe;  // tests only: drives one step of a withdrawal at a time
 }
 
+/// Caps retries at a share of requests (Finagle's RetryBudget): each request
+/// deposits `ratio` of a retry, each retry withdraws one, deposits expire after
+/// `window`, and a reserve of `min_per_second × window` lets a quiet client
+/// retry. Thread-safe and lock-free: share one per dependency by pointer or
+/// reference. Not copyable.
 class retry_budget {
 public:
     /// Owns no clock: every member that depends on time takes `now`, read
     /// by its driver (resil/clock.hpp, time_source).
     static constexpr resil::time_source time_source = resil::time_source::caller_now;
+    /// The window is this many slots of window/10: deposits expire one slot at
+    /// a time.
     static constexpr std::size_t slots = 10;
 
     /// Throws std::invalid_argument when options.validate() names a field:
@@ -146,6 +159,7 @@ public:
         return allowed(v.requests) - static_cast<std::int64_t>(v.retries);
     }
 
+    /// The options it was built with.
     [[nodiscard]] const retry_budget_options& options() const noexcept { return options_; }
 
     /// Withdrawals granted and refused since construction.

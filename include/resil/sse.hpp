@@ -111,6 +111,7 @@ RESIL_DECL validation_result reader_options::validate() const {
 
 /// A callback for comment lines that does nothing: feed()'s default.
 struct ignore_comments {
+    /// Ignores the comment.
     constexpr void operator()(std::string_view) const noexcept {}
 };
 
@@ -224,6 +225,7 @@ public:
     /// The bytes of the current stream read so far.
     [[nodiscard]] std::uint64_t bytes_read() const noexcept { return total_; }
 
+    /// The options it was built with.
     [[nodiscard]] const reader_options& options() const noexcept { return options_; }
 
 private:

@@ -28,11 +28,16 @@ namespace resil {
 /// timeouts::validate() (every field at least timeouts::min_timeout).
 using timeout_policy_options = resil::timeouts;
 
+/// Sets the per-attempt timeouts (connect, read, total) of everything inside
+/// it, never loosening those already set further out; the callable reads them
+/// clamped to the deadline. Stateless and copyable.
 class timeout_policy {
 public:
     /// Reads the call's context (the pipeline's clock) and keeps no state
     /// across calls: no clock, no metrics() (resil/policy_checklist.hpp).
     static constexpr resil::time_source time_source = resil::time_source::call_context;
+    /// No state across calls: copies share nothing, and it has no metrics()
+    /// (resil/policy_checklist.hpp).
     static constexpr bool stateless = true;
 
     /// Throws std::invalid_argument when options.validate() names a field.
@@ -40,7 +45,9 @@ public:
         throw_if_invalid("resil::timeout_policy", timeouts_.validate());
     }
 
+    /// The options it was built with.
     [[nodiscard]] const timeout_policy_options& options() const noexcept { return timeouts_; }
+    /// The timeouts it sets (the same as options()).
     [[nodiscard]] const resil::timeouts& timeouts() const noexcept { return timeouts_; }
 
     /// As a pipeline policy: the steps below, driven blocking.
@@ -52,8 +59,10 @@ public:
     /// What the policy keeps during a call (policy_steps.hpp): the timeouts
     /// it found, put back when the call leaves it (or unwinds).
     struct outer_timeouts {
+        /// The timeouts found on entering, put back on leaving.
         resil::timeouts found{};
     };
+    /// What it keeps between its steps for one call (resil/policy_steps.hpp).
     template <class Context, class Outcome>
     using call_state = outer_timeouts;
 

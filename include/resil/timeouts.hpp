@@ -96,6 +96,7 @@ struct timeouts {
         return std::nullopt;
     }
 
+    /// Field-by-field equality.
     friend constexpr bool operator==(const timeouts&, const timeouts&) = default;
 };
 

@@ -73,18 +73,24 @@ struct token_bucket_options {
     duration max_wait = duration::zero();
 
     // The range in which GCRA's integer arithmetic cannot overflow (detail/gcra.hpp).
+    ///@{
+    /// The bounds validate() checks (GCRA's integer arithmetic cannot overflow
+    /// within them): min_X and max_X are the smallest and largest `X` it
+    /// accepts; max_refill_seconds bounds burst / rate.
     static constexpr double min_rate = detail::gcra::min_rate;
     static constexpr double max_rate = detail::gcra::max_rate;
     static constexpr std::int64_t min_burst = detail::gcra::min_burst;
     static constexpr std::int64_t max_burst = detail::gcra::max_burst;
     static constexpr double max_refill_seconds = detail::gcra::max_refill_seconds;
     static constexpr duration min_max_wait = duration::zero();
+    ///@}
 
     /// The first field outside its range: "`rate` must be in [0.001, 1e9],
     /// got 0"; a burst too large to refill in time names `burst` and the
     /// largest one allowed at this rate.
     [[nodiscard]] RESIL_DECL validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const token_bucket_options&, const token_bucket_options&) = default;
 };
 
@@ -124,6 +130,7 @@ struct token_bucket_metrics {
     std::uint64_t exceeds_burst = 0;  ///< more tokens than the bucket can ever hold
     std::uint64_t cancelled = 0;      ///< waits for tokens cut short by the stop token
 
+    /// Field-by-field equality.
     friend bool operator==(const token_bucket_metrics&, const token_bucket_metrics&) = default;
 };
 
@@ -136,6 +143,7 @@ class basic_token_bucket {
     struct counters;  // below: counts, per thread
 
 public:
+    /// The clock type it reads.
     using clock_type = Clock;
     /// Reads its own clock (resil/clock.hpp, time_source).
     static constexpr resil::time_source time_source = resil::time_source::own_clock;
@@ -193,6 +201,8 @@ public:
         /// True when the tokens are reserved and exist only at until(): wait,
         /// then call finish_acquire().
         [[nodiscard]] bool waits() const noexcept { return held_.pending; }
+        /// When the reserved tokens exist: wait until then, then call
+        /// finish_acquire().
         [[nodiscard]] time_point until() const noexcept { return until_; }
         /// The answer when !waits().
         [[nodiscard]] const token_bucket_result& result() const noexcept { return result_; }
@@ -214,6 +224,7 @@ public:
                                                 const std::stop_token& stop = {}) const {
         return start_at(clock_.now(), until.when(), n, stop);
     }
+    /// The second half of start_acquire(), after the wait (see there).
     [[nodiscard]] token_bucket_result finish_acquire(pending_acquire& p, bool reached) const {
         p.held_.pending = false;
         if (!reached) {
@@ -245,16 +256,21 @@ public:
         return detail::gcra::tokens(params_, tat_.load(std::memory_order_relaxed),
                                     detail::gcra::to_units(params_, elapsed_ns(now)));
     }
+    /// Tokens available now, fractional: the bucket's level at the clock's
+    /// reading.
     [[nodiscard]] double tokens() const noexcept { return tokens(clock_.now()); }
 
     /// Whole tokens a request could take now, in [0, burst].
     [[nodiscard]] std::int64_t available() const noexcept { return available(clock_.now()); }
+    /// Whole tokens available at `now`.
     [[nodiscard]] std::int64_t available(time_point now) const noexcept {
         return detail::gcra::whole_tokens(params_, tat_.load(std::memory_order_relaxed),
                                           detail::gcra::to_units(params_, elapsed_ns(now)));
     }
 
+    /// The options it was built with.
     [[nodiscard]] const token_bucket_options& options() const noexcept { return options_; }
+    /// The clock it reads.
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
     /// Requests answered since construction, by answer (the pipeline's

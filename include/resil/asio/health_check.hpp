@@ -43,6 +43,10 @@
 
 namespace resil::asio {
 
+/// Runs a health checker's rounds on an Asio executor: a steady_timer wakes the
+/// checker when its next probe is due (start() to begin, stop() to end; stop()
+/// waits for a round under way). Probes block: give it an executor whose
+/// threads may block. The checker must outlive it.
 template <class Executor, resil::clock Clock = resil::steady_clock>
 class health_check_timer {
 public:
@@ -125,6 +129,7 @@ private:
     std::shared_ptr<state> state_;
 };
 
+/// Deduces the executor and the checker's clock.
 template <class Executor, resil::clock Clock>
 health_check_timer(Executor, basic_health_checker<Clock>&) -> health_check_timer<Executor, Clock>;
 

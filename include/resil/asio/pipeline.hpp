@@ -276,6 +276,7 @@ class basic_pipeline {
                    ...));
 
 public:
+    /// The clock type it reads.
     using clock_type = Clock;
     /// The value type of an outcome of callable F.
     template <class F>
@@ -284,6 +285,8 @@ public:
     template <class F>
     using outcome_for = outcome<value_type_for<F>>;
 
+    /// The clock, the listener and the policies, outermost first
+    /// (resil::asio::pipeline() deduces them).
     constexpr basic_pipeline(Clock c, Listener l, Policies... policies)
         : clock_(std::move(c)), listener_(std::move(l)), policies_(std::move(policies)...) {}
 
@@ -307,6 +310,7 @@ public:
     [[nodiscard]] const auto& policy() const noexcept {
         return std::get<I>(policies_);
     }
+    /// The clock it reads.
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
     /// The same pipeline, telling `listener` about every event.

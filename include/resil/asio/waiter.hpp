@@ -41,10 +41,14 @@ namespace resil::asio {
 /// Specialise it for a clock of yours with virtual time.
 template <class Clock>
 struct waiter_traits {
+    /// False: the clock's time is real, so a wait arms an Asio timer.
     static constexpr bool virtual_time = false;
 };
+/// The manual clock's waits: virtual time, advanced at once instead of waiting
+/// on a timer (tests on the manual clock run in microseconds).
 template <>
 struct waiter_traits<testing::manual_clock> {
+    /// True: a wait advances the manual clock instead of arming a timer.
     static constexpr bool virtual_time = true;
 };
 

@@ -123,7 +123,10 @@ struct balancer_call_access {
 class endpoint_lease {
 public:
     endpoint_lease() = default;
+    /// Takes over `o`'s pick; `o` holds nothing after.
     endpoint_lease(endpoint_lease&& o) noexcept { take(o); }
+    /// Finishes the pick it holds (as its destructor does), then takes over
+    /// `o`'s.
     endpoint_lease& operator=(endpoint_lease&& o) noexcept {
         if (this != &o) {
             release();
@@ -135,10 +138,12 @@ public:
     endpoint_lease& operator=(const endpoint_lease&) = delete;
     ~endpoint_lease() { release(); }
 
+    /// True when it holds an endpoint (the pick found one).
     [[nodiscard]] explicit operator bool() const noexcept { return snapshot_ != nullptr; }
 
     /// The endpoint (valid while the lease is held).
     [[nodiscard]] const resil::endpoint& target() const noexcept { return snapshot_->endpoints[index_]; }
+    /// The picked endpoint's address.
     [[nodiscard]] const std::string& address() const noexcept { return target().address; }
     /// Its position in the set the pick saw (sorted by priority).
     [[nodiscard]] std::size_t index() const noexcept { return index_; }
@@ -205,8 +210,13 @@ public:
         : options_(checked(endpoints, std::move(options))) {
         current_.store(build(endpoints).release(), std::memory_order_seq_cst);
     }
+    /// A balancer over `endpoints`, from a braced list. Throws
+    /// std::invalid_argument when validate_endpoints() or options.validate()
+    /// names a field.
     balancer(std::initializer_list<endpoint> endpoints, balancer_options options = {})
         : balancer(std::span<const endpoint>(endpoints.begin(), endpoints.size()), std::move(options)) {}
+    /// A balancer over `endpoints`. Throws std::invalid_argument when
+    /// validate_endpoints() or options.validate() names a field.
     explicit balancer(const std::vector<endpoint>& endpoints, balancer_options options = {})
         : balancer(std::span<const endpoint>(endpoints), std::move(options)) {}
 
@@ -233,7 +243,9 @@ public:
         health_changes_.fetch_add(1, std::memory_order_seq_cst);
         reclaim_locked();
     }
+    /// replace() from a vector.
     void replace(const std::vector<endpoint>& endpoints) { replace(std::span<const endpoint>(endpoints)); }
+    /// replace() from a braced list.
     void replace(std::initializer_list<endpoint> endpoints) {
         replace(std::span<const endpoint>(endpoints.begin(), endpoints.size()));
     }
@@ -259,8 +271,10 @@ public:
         return pick(now, detail::thread_jitter(), tried);
     }
 
+    /// The options it was built with.
     [[nodiscard]] const balancer_options& options() const noexcept { return options_; }
 
+    /// A snapshot of its counts now.
     [[nodiscard]] balancer_metrics metrics() const noexcept {
         balancer_metrics m;
         m.ejections = ejection_.ejections();

@@ -22,6 +22,10 @@
 
 namespace resil {
 
+/// One replica a balancer may send a call to: its address (a base URL or
+/// host:port), its weight within its priority group, its priority (0 the
+/// primary group, 1 the first failover group, ...) and its idempotency scope. A
+/// plain value; check a list with validate_endpoints().
 struct endpoint {
     /// "http://host:port/base", "https://host", or "host:port".
     std::string address;
@@ -39,14 +43,17 @@ struct endpoint {
     /// later attempts only to that scope (docs/balancing.md, "At most once").
     std::string idempotency_scope{};
 
+    /// The largest `weight` accepted.
     static constexpr std::int32_t max_weight = 10000;
     /// Characters in a scope's name.
     static constexpr std::size_t max_scope_length = 256;
+    /// The largest `priority` accepted: 8 groups.
     static constexpr std::uint32_t max_priority = 7;
     /// Endpoints per set: the limit keeps a weighted round-robin schedule and
     /// a scan of the set small.
     static constexpr std::size_t max_endpoints = 4096;
 
+    /// Field-by-field equality.
     friend bool operator==(const endpoint&, const endpoint&) = default;
 };
 

@@ -48,6 +48,9 @@
 
 namespace resil {
 
+/// Options of a health checker: how often each endpoint is probed, how long a
+/// probe may take, and how many probes in a row take it out of the balancer's
+/// set or bring it back. The defaults are the documented ones.
 struct health_check_options {
     /// Between two probes of one endpoint (seed: 15–30 s).
     duration interval = std::chrono::seconds{15};
@@ -58,10 +61,16 @@ struct health_check_options {
     /// Passed probes in a row that bring it back.
     std::uint32_t healthy_threshold = 2;
 
+    ///@{
+    /// The bounds validate() checks: min_interval and max_interval bound
+    /// `interval` (and `timeout`), max_threshold both thresholds.
     static constexpr duration min_interval = std::chrono::milliseconds{10};
     static constexpr duration max_interval = std::chrono::hours{1};
     static constexpr std::uint32_t max_threshold = 100;
+    ///@}
 
+    /// The first field out of its range, with what it must be and what it was;
+    /// nothing when every field is valid. The checker's constructor throws it.
     [[nodiscard]] validation_result validate() const {
         if (auto bad = detail::check_in_range("interval", interval, min_interval, max_interval)) return bad;
         if (auto bad = detail::check_in_range("timeout", timeout, duration{std::chrono::milliseconds{1}}, interval))
@@ -70,6 +79,7 @@ struct health_check_options {
             return bad;
         return detail::check_in_range("healthy_threshold", healthy_threshold, std::uint32_t{1}, max_threshold);
     }
+    /// Field-by-field equality.
     friend bool operator==(const health_check_options&, const health_check_options&) = default;
 };
 
@@ -81,6 +91,7 @@ struct health_check_metrics {
     std::uint64_t taken_out = 0;       ///< endpoints taken out of the set (unhealthy_threshold failures in a row)
     std::uint64_t brought_back = 0;    ///< endpoints brought back (healthy_threshold passes in a row)
 
+    /// Field-by-field equality.
     friend bool operator==(const health_check_metrics&, const health_check_metrics&) = default;
 };
 
@@ -88,12 +99,15 @@ struct health_check_metrics {
 template <clock Clock = steady_clock>
 class basic_health_checker {
 public:
+    /// The clock type it reads.
     using clock_type = Clock;
     /// Reads its own clock (resil/clock.hpp, time_source).
     static constexpr resil::time_source time_source = resil::time_source::own_clock;
 
     /// Answers whether the endpoint at `address` is ready, within `timeout`.
     using probe_type = std::function<bool(const std::string& address, duration timeout)>;
+    /// Told of every change of an endpoint's health, on the checker's thread;
+    /// must not throw.
     using listener_type = std::function<void(const events::endpoint_health_changed&)>;
 
     /// Throws std::invalid_argument when options.validate() names a field, or
@@ -157,6 +171,7 @@ public:
         }
     }
 
+    /// The options it was built with.
     [[nodiscard]] const health_check_options& options() const noexcept { return options_; }
     /// The clock probes are timed and scheduled on.
     [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
@@ -206,6 +221,7 @@ private:
     std::atomic<std::uint64_t> brought_back_{0};
 };
 
+/// A health checker on resil::steady_clock.
 using health_checker = basic_health_checker<>;
 
 /// Runs a checker's run() on a thread of its own, stopped and joined on
@@ -213,8 +229,12 @@ using health_checker = basic_health_checker<>;
 template <clock Clock = steady_clock>
 class basic_health_check_thread {
 public:
+    /// Starts a thread running `checker.run()` until stop() or destruction. The
+    /// checker must outlive it.
     explicit basic_health_check_thread(basic_health_checker<Clock>& checker)
         : thread_([&checker](std::stop_token stop) { checker.run(std::move(stop)); }) {}
+    /// Stops the thread and waits for it: a probe under way finishes first.
+    /// Also done by the destructor.
     void stop() noexcept {
         thread_.request_stop();
         if (thread_.joinable()) thread_.join();
@@ -224,6 +244,7 @@ private:
     std::jthread thread_;
 };
 
+/// A health check thread on resil::steady_clock.
 using health_check_thread = basic_health_check_thread<>;
 
 }  // namespace resil

@@ -23,6 +23,7 @@ namespace resil {
 /// How a balancer chooses among the usable endpoints (resil/balancer/balancer.hpp).
 enum class balancing_policy : std::uint8_t { round_robin, random, least_outstanding, power_of_two_choices, peak_ewma };
 
+/// The policy's name, e.g. "power_of_two_choices".
 [[nodiscard]] constexpr std::string_view to_string(balancing_policy p) noexcept {
     switch (p) {
         case balancing_policy::round_robin: return "round_robin";
@@ -55,9 +56,14 @@ struct outlier_detection_options {
     /// may be, unless the set has only one).
     double max_ejection_share = 0.1;
 
+    /// The largest `consecutive_failures` validate() accepts.
     static constexpr std::uint32_t max_consecutive_failures = 1000;
+    /// The largest base_ejection_time, max_ejection_time and
+    /// ejection_decay_interval validate() accepts.
     static constexpr duration max_ejection_limit = std::chrono::hours{24};
 
+    /// The first field out of its range, with what it must be and what it was;
+    /// nothing when every field is valid.
     [[nodiscard]] validation_result validate() const {
         if (auto bad = detail::check_in_range("consecutive_failures", consecutive_failures, std::uint32_t{0},
                                               max_consecutive_failures))
@@ -74,10 +80,16 @@ struct outlier_detection_options {
         return detail::check_that(max_ejection_share >= 0.0 && max_ejection_share <= 1.0, "max_ejection_share",
                                   "in [0, 1]", max_ejection_share);
     }
+    /// Field-by-field equality.
     friend bool operator==(const outlier_detection_options&, const outlier_detection_options&) = default;
 };
 
+/// Options of a balancer: the picking policy, peak EWMA's decay, outlier
+/// ejection, panic and failover thresholds, an optional breaker per endpoint,
+/// and hooks for ejections and returns. The defaults are the documented ones
+/// (Envoy's, Finagle's).
 struct balancer_options {
+    /// How an endpoint is picked. Default power_of_two_choices.
     balancing_policy policy = balancing_policy::power_of_two_choices;
     /// peak_ewma: how fast the latency average forgets (Finagle's and Linkerd's 10 s).
     duration decay_time = std::chrono::seconds{10};
@@ -85,6 +97,8 @@ struct balancer_options {
     /// while it has calls in flight (Finagle uses a huge penalty; 1 s here
     /// keeps the arithmetic finite while still sending elsewhere first).
     duration unmeasured_penalty = std::chrono::seconds{1};
+    /// Outlier ejection: consecutive failures take an endpoint out for a while.
+    /// On by default.
     outlier_detection_options outlier{};
     /// Below this share of usable endpoints, a group is balanced over all of
     /// them (Envoy's healthy_panic_threshold, 50 %); 0 turns panic mode off.
@@ -102,11 +116,19 @@ struct balancer_options {
     std::optional<circuit_breaker_options> endpoint_breaker{};
     /// Told of ejections and returns, on the thread that caused them; must not throw.
     std::function<void(const events::endpoint_ejected&)> on_ejected{};
+    /// Told when an ejected endpoint comes back, on the thread that noticed;
+    /// must not throw.
     std::function<void(const events::endpoint_returned&)> on_returned{};
 
+    ///@{
+    /// The bounds of `decay_time` validate() checks.
     static constexpr duration min_decay_time = std::chrono::milliseconds{1};
     static constexpr duration max_decay_time = std::chrono::hours{1};
+    ///@}
 
+    /// The first field out of its range, with its path
+    /// ("outlier.consecutive_failures") and what it must be; nothing when every
+    /// field is valid.
     [[nodiscard]] validation_result validate() const {
         if (auto bad = detail::check_that(static_cast<std::uint8_t>(policy) <= 4, "policy",
                                           "one of round_robin, random, least_outstanding, power_of_two_choices, peak_ewma",
@@ -131,7 +153,9 @@ struct balancer_options {
 
 /// Counts since construction.
 struct balancer_metrics {
+    /// Endpoints ejected.
     std::uint64_t ejections = 0;
+    /// Ejected endpoints that came back.
     std::uint64_t returns = 0;
     std::uint64_t panic_picks = 0;     ///< picks made over a whole group in panic mode
     std::uint64_t failover_picks = 0;  ///< picks from a group other than the first
@@ -139,17 +163,22 @@ struct balancer_metrics {
     /// Picks of a call held to an idempotency scope that found no endpoint of it
     /// (tried_endpoints; counted in no_endpoint too).
     std::uint64_t no_endpoint_in_scope = 0;
+    /// Times the endpoints were replaced (replace()).
     std::uint64_t replacements = 0;
 };
 
 /// One endpoint as the balancer sees it now.
 struct endpoint_status {
+    /// The endpoint, as configured.
     resil::endpoint endpoint;
+    /// Calls on it now.
     std::uint32_t outstanding = 0;
     /// peak_ewma: the latency average as a pick at `now` reads it (decayed
     /// towards 0 since its last sample); 0 until measured.
     duration latency_ewma{};
+    /// True while it is ejected.
     bool ejected = false;
+    /// The ejection multiplier: 1 after the first ejection (it decays).
     std::uint32_t times_ejected = 0;
     bool failing_checks = false;  ///< active health checks took it out
     /// Its circuit breaker's state (balancer_options::endpoint_breaker); none without one.

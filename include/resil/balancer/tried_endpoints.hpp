@@ -33,21 +33,26 @@ namespace resil {
 /// resil::call_endpoint (and resil::asio::call_endpoint) keep both.
 class tried_endpoints {
 public:
+    /// Endpoints remembered: a call tries at most this many before the oldest
+    /// is forgotten.
     static constexpr std::size_t capacity = 8;
     tried_endpoints() = default;
     tried_endpoints(const tried_endpoints&) = delete;
     tried_endpoints& operator=(const tried_endpoints&) = delete;
 
+    /// Remembers that endpoint `id` was tried. Any thread.
     void add(const void* id) noexcept {
         const auto at = next_.fetch_add(1, std::memory_order_acq_rel);
         ids_[at % capacity].store(id, std::memory_order_release);
     }
+    /// Whether endpoint `id` was tried (among the last `capacity`).
     [[nodiscard]] bool contains(const void* id) const noexcept {
         const std::size_t n = size();
         for (std::size_t i = 0; i < n; ++i)
             if (ids_[i].load(std::memory_order_acquire) == id) return true;
         return false;
     }
+    /// How many endpoints it remembers, at most `capacity`.
     [[nodiscard]] std::size_t size() const noexcept {
         return std::min<std::size_t>(next_.load(std::memory_order_acquire), capacity);
     }
@@ -63,6 +68,7 @@ public:
     [[nodiscard]] std::uint32_t held_scope() const noexcept { return held(scope_.load(std::memory_order_acquire)); }
     /// The call may be repeated anywhere (idempotent): no scope holds it.
     void mark_idempotent() noexcept { scope_.fetch_or(idempotent_bit, std::memory_order_acq_rel); }
+    /// True once mark_idempotent() was called.
     [[nodiscard]] bool idempotent() const noexcept {
         return (scope_.load(std::memory_order_acquire) & idempotent_bit) != 0;
     }

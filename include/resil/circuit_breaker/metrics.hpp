@@ -15,6 +15,7 @@ namespace resil {
 
 /// Counters of a circuit breaker; a snapshot (see basic_circuit_breaker::metrics()).
 struct circuit_breaker_metrics {
+    /// The state now.
     circuit_state state = circuit_state::closed;
     bool isolated = false;            ///< held open by isolate()
     std::uint64_t calls = 0;          ///< admitted calls whose result was recorded

@@ -32,6 +32,7 @@ enum class breaker_mode : std::uint8_t {
     consecutive_failures,  ///< `consecutive_failures` failures in a row
 };
 
+/// The mode's name, e.g. "time_window".
 [[nodiscard]] constexpr std::string_view to_string(breaker_mode m) noexcept {
     switch (m) {
         case breaker_mode::time_window: return "time_window";
@@ -89,6 +90,9 @@ struct circuit_breaker_options {
     std::function<void(const events::breaker_state_changed&)> on_state_change{};
 
     // ---- the limits validate() checks ----
+    ///@{
+    /// The bounds validate() checks: min_X and max_X are the smallest and
+    /// largest `X` it accepts.
     static constexpr duration min_window = std::chrono::milliseconds{10};
     static constexpr duration max_window = std::chrono::hours{24};
     static constexpr std::uint32_t min_window_calls = 1;
@@ -102,6 +106,7 @@ struct circuit_breaker_options {
     static constexpr std::uint32_t max_probes = 1000;
     static constexpr duration min_probe_timeout = std::chrono::milliseconds{1};
     static constexpr duration max_probe_timeout = std::chrono::hours{24};
+    ///@}
 
     /// The first field out of its range, in declaration order, with what it
     /// must be and what it was ("`open_for` must be in [1ms, 24h], got 500us");

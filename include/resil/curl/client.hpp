@@ -98,6 +98,10 @@
 
 namespace resil::curl {
 
+/// A blocking HTTP client over libcurl: one attempt per perform(), with the
+/// context's deadline, timeouts, stop token and idempotency key applied. One
+/// per thread (it keeps that thread's kept-alive connections); not thread-safe.
+/// Move-only.
 class client {
 public:
     /// Creates the libcurl handles. Throws std::invalid_argument for invalid
@@ -105,10 +109,13 @@ public:
     /// cannot be initialised or refuses an option (named in the message).
     RESIL_DECL explicit client(client_options options = {});
 
+    /// Takes over `other`'s handle and connections.
     client(client&&) noexcept = default;
+    /// Takes over `other`'s handle and connections.
     client& operator=(client&&) noexcept = default;
     RESIL_DECL ~client();
 
+    /// The options it was built with.
     [[nodiscard]] const client_options& options() const noexcept { return options_; }
 
     /// The client's counters (resil/curl/client_metrics.hpp); zeros for a

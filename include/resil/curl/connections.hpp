@@ -201,7 +201,9 @@ namespace detail {
 /// URL still names the service: its host is the Host header and the name TLS
 /// verifies, only the TCP connection goes here.
 struct endpoint {
+    /// A host name, an IPv4 address, or an IPv6 address in brackets ("[::1]").
     std::string host;
+    /// The TCP port, 1 to 65535.
     std::uint16_t port = 0;
 
     /// The first invalid field, if any: the host non-empty, at most 255
@@ -223,6 +225,7 @@ struct endpoint {
         return std::nullopt;
     }
 
+    /// Field-by-field equality.
     friend bool operator==(const endpoint&, const endpoint&) = default;
 
 private:

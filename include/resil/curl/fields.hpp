@@ -28,7 +28,9 @@ namespace resil::curl {
 
 /// One header field. Views into the request or response that owns it.
 struct header_field {
+    /// The field name, as received or added.
     std::string_view name;
+    /// The field value, without leading and trailing spaces.
     std::string_view value;
 };
 
@@ -184,25 +186,35 @@ private:
 /// received. Valid while its owner lives and is not modified.
 class header_list {
 public:
+    /// A forward iterator over the fields, yielding header_field views.
     class iterator {
     public:
+        /// A forward iterator.
         using iterator_category = std::forward_iterator_tag;
+        /// The field it yields.
         using value_type = header_field;
+        /// For std::iterator_traits.
         using difference_type = std::ptrdiff_t;
+        /// No pointer: fields are yielded by value.
         using pointer = void;
+        /// Fields are yielded by value.
         using reference = header_field;
 
         iterator() = default;
+        /// The field it points at.
         [[nodiscard]] header_field operator*() const noexcept { return store_->at(at_); }
+        /// To the next field.
         iterator& operator++() noexcept {
             ++at_;
             return *this;
         }
+        /// To the next field, returning where it was.
         iterator operator++(int) noexcept {
             auto copy = *this;
             ++at_;
             return copy;
         }
+        /// Equal when at the same field.
         friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.at_ == b.at_; }
 
     private:
@@ -212,11 +224,16 @@ public:
         std::size_t at_ = 0;
     };
 
+    /// A view of `store`'s fields.
     explicit header_list(const detail::field_store& store) noexcept : store_(&store) {}
 
+    /// The first field.
     [[nodiscard]] iterator begin() const noexcept { return {store_, 0}; }
+    /// Past the last field.
     [[nodiscard]] iterator end() const noexcept { return {store_, store_->size()}; }
+    /// How many fields.
     [[nodiscard]] std::size_t size() const noexcept { return store_->size(); }
+    /// True when there are none.
     [[nodiscard]] bool empty() const noexcept { return store_->size() == 0; }
     /// The i-th field; i < size().
     [[nodiscard]] header_field operator[](std::size_t i) const noexcept { return store_->at(i); }

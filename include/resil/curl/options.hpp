@@ -81,8 +81,13 @@ struct client_options {
     /// (default http2_tls: HTTP/2 where a TLS server offers it, as libcurl
     /// and curl(1) do, else HTTP/1.1); redirects (default off).
     tls_options tls{};
+    /// The proxy (proxy_options). Default: none set, so libcurl reads the
+    /// usual environment variables (http_proxy, https_proxy, no_proxy).
     proxy_options proxy{};
+    /// The HTTP version asked for. Default http2_tls: HTTP/2 where a TLS
+    /// server offers it, else HTTP/1.1.
     resil::curl::http_version http_version = http_version::http2_tls;
+    /// Which redirects are followed, and how many. Default: none followed.
     redirect_options redirects{};
     // Where connections go and how long they live, the cache shared with
     // other clients, and the raw handle hook (resil/curl/connections.hpp, share.hpp).

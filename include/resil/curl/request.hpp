@@ -68,6 +68,10 @@ namespace detail {
 
 }  // namespace detail
 
+/// What to send: method, URL, headers, body, and whether repeating it is
+/// harmless. Checked as it is built (std::invalid_argument before any I/O for a
+/// bad URL, method or header); a plain value, built once and sent on every
+/// attempt.
 class request {
 public:
     /// A request with any method (an RFC 9110 token, e.g. "PROPFIND").
@@ -77,19 +81,25 @@ public:
         if (auto why = detail::invalid_url_reason(url_)) throw_bad_url(*why, url_);
     }
 
+    /// A GET of `url`.
     [[nodiscard]] static request get(std::string url) { return {"GET", std::move(url)}; }
+    /// A HEAD of `url`.
     [[nodiscard]] static request head(std::string url) { return {"HEAD", std::move(url)}; }
+    /// A POST of `body` to `url`: not idempotent, so the client sends it keyed.
     [[nodiscard]] static request post(std::string url, std::string body) {
         return std::move(request{"POST", std::move(url)}.set_body(std::move(body)));
     }
+    /// A PUT of `body` to `url`: idempotent unless set_idempotent(false).
     [[nodiscard]] static request put(std::string url, std::string body) {
         return std::move(request{"PUT", std::move(url)}.set_body(std::move(body)));
     }
+    /// A PATCH of `body` to `url`: not idempotent.
     [[nodiscard]] static request patch(std::string url, std::string body) {
         return std::move(request{"PATCH", std::move(url)}.set_body(std::move(body)));
     }
     /// DELETE (the trailing underscore because `delete` is a keyword).
     [[nodiscard]] static request delete_(std::string url) { return {"DELETE", std::move(url)}; }
+    /// An OPTIONS request to `url`.
     [[nodiscard]] static request options(std::string url) { return {"OPTIONS", std::move(url)}; }
 
     /// Adds a header field, sent in the order added. Leading and trailing
@@ -105,6 +115,7 @@ public:
         headers_.add(name, detail::trim_ows(value));
         return *this;
     }
+    /// add_header() on a temporary, for chaining.
     request&& add_header(std::string_view name, std::string_view value) && {
         return std::move(add_header(name, value));
     }
@@ -115,6 +126,7 @@ public:
         headers_.remove(name);
         return *this;
     }
+    /// remove_header() on a temporary, for chaining.
     request&& remove_header(std::string_view name) && { return std::move(remove_header(name)); }
 
     /// The body (any bytes). Sent with a Content-Length; for POST with no
@@ -127,6 +139,7 @@ public:
         has_body_ = true;
         return *this;
     }
+    /// set_body() on a temporary, for chaining.
     request&& set_body(std::string body) && { return std::move(set_body(std::move(body))); }
 
     /// Overrides the method's default idempotency (is_idempotent_method): say
@@ -135,6 +148,7 @@ public:
         idempotent_ = yes;
         return *this;
     }
+    /// set_idempotent() on a temporary, for chaining.
     request&& set_idempotent(bool yes) && { return std::move(set_idempotent(yes)); }
 
     /// Sends the request to one chosen replica: the connection goes to
@@ -149,6 +163,7 @@ public:
         endpoint_ = std::move(target);
         return *this;
     }
+    /// connect_to() on a temporary, for chaining.
     request&& connect_to(endpoint target) && { return std::move(connect_to(std::move(target))); }
     /// Back to the URL's own host (and the client-wide overrides).
     request& clear_connect_to() & {
@@ -158,12 +173,16 @@ public:
     /// The endpoint given to connect_to, if any.
     [[nodiscard]] const std::optional<endpoint>& pinned_endpoint() const noexcept { return endpoint_; }
 
+    /// The method, e.g. "GET".
     [[nodiscard]] const std::string& method() const noexcept { return method_; }
+    /// The URL.
     [[nodiscard]] const std::string& url() const noexcept { return url_; }
+    /// The body; empty when none was set.
     [[nodiscard]] const std::string& body() const noexcept { return body_; }
     /// True once set_body was called (an empty body is still sent, with
     /// Content-Length: 0).
     [[nodiscard]] bool has_body() const noexcept { return has_body_; }
+    /// The header fields added, in order.
     [[nodiscard]] header_list headers() const noexcept { return header_list{headers_}; }
     /// The first header field named `name` (any letter case), if any.
     [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const noexcept {

@@ -74,6 +74,7 @@ enum class transport_status : std::uint8_t {
     tls_handshake_refused,
 };
 
+/// The status's name, e.g. "read_timeout".
 [[nodiscard]] constexpr std::string_view to_string(transport_status s) noexcept {
     switch (s) {
         case transport_status::completed: return "completed";
@@ -110,6 +111,10 @@ struct transfer_timings {
 /// The default name of the millisecond pushback header.
 inline constexpr std::string_view default_pushback_header = "grpc-retry-pushback-ms";
 
+/// What one attempt produced: the HTTP response if one arrived, otherwise how
+/// the transfer failed, and in both cases whether the request may have reached
+/// the server; the server's hints (Retry-After, pushback, rate-limit fields)
+/// read from it. A plain value.
 class response {
 public:
     /// A response as if a server had sent it: for fakes in tests and for
@@ -160,6 +165,7 @@ public:
         s_.repeatable_ = repeatable || carried_idempotency_key;
         return *this;
     }
+    /// set_request_traits() on a temporary.
     response&& set_request_traits(bool carried_idempotency_key, bool repeatable) && noexcept {
         return std::move(set_request_traits(carried_idempotency_key, repeatable));
     }
@@ -171,6 +177,7 @@ public:
     /// The HTTP status; for a transfer that failed, the status line received
     /// before it failed, or 0 when none was.
     [[nodiscard]] int status() const noexcept { return s_.status_; }
+    /// How the transfer ended: completed, or which failure.
     [[nodiscard]] transport_status transport() const noexcept { return s_.transport_; }
     /// libcurl's code for the transfer (CURLE_OK when completed). resil's own
     /// limits report CURLE_OPERATION_TIMEDOUT (read timeout, no time left)
@@ -201,7 +208,9 @@ public:
     [[nodiscard]] std::optional<std::string_view> header(std::string_view name, std::size_t nth) const noexcept {
         return headers_.find(name, nth);
     }
+    /// The body received; empty when none.
     [[nodiscard]] const std::string& body() const& noexcept { return body_; }
+    /// The body, moved out.
     [[nodiscard]] std::string body() && noexcept { return std::move(body_); }
 
     /// The server's Retry-After as a duration (at most retry_after_max), if it
@@ -230,6 +239,7 @@ public:
     [[nodiscard]] bool carried_idempotency_key() const noexcept { return s_.keyed_; }
     /// The request was idempotent or keyed: repeating it is harmless.
     [[nodiscard]] bool repeatable() const noexcept { return s_.repeatable_; }
+    /// When each phase of the transfer ended (libcurl's timings).
     [[nodiscard]] const transfer_timings& timings() const noexcept { return s_.timings_; }
     /// Body bytes handed to a stream's sink (client::stream); 0 otherwise.
     [[nodiscard]] std::size_t delivered_bytes() const noexcept { return s_.delivered_; }

@@ -48,6 +48,10 @@ struct shared_cache_options {
     bool tls_sessions = true;
 };
 
+/// A cache of DNS answers and TLS sessions shared by the clients of one process
+/// (a libcurl share handle), so that each thread's client resumes one TLS
+/// session instead of a full handshake. Thread-safe (it locks for libcurl);
+/// share it by std::shared_ptr through client_options::shared.
 class shared_cache {
 public:
     /// Creates the share handle. Throws std::runtime_error when libcurl
@@ -75,6 +79,7 @@ public:
         if (share_) curl_share_cleanup(share_);
     }
 
+    /// The options it was built with.
     [[nodiscard]] const shared_cache_options& options() const noexcept { return options_; }
 
     /// The libcurl share handle, e.g. to give raw easy handles the same

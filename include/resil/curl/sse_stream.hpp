@@ -160,7 +160,9 @@ public:
         return next;
     }
 
+    /// The parser of the stream, with what it has read so far.
     [[nodiscard]] const sse::reader& reader() const noexcept { return reader_; }
+    /// The options it was built with.
     [[nodiscard]] const sse_stream_options& options() const noexcept { return options_; }
 
 private:

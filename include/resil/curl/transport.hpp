@@ -84,6 +84,7 @@ struct proxy_options {
     /// Credentials for the proxy, sent with Basic authentication
     /// (CURLOPT_PROXYUSERNAME, CURLOPT_PROXYPASSWORD); never shown by describe().
     std::string username{};
+    /// The proxy password (with `username`); empty for none.
     std::string password{};
 
     /// The first invalid field: a URL that is empty or http(s):// with a host,
@@ -124,6 +125,7 @@ struct redirect_options {
     /// with `max` > 0.
     bool allow_https_to_http = false;
 
+    /// The largest `max` validate() accepts.
     static constexpr int max_allowed = 50;
 
     /// The first invalid field: `max` in [0, 50]; `allow_https_to_http` only
@@ -136,6 +138,7 @@ struct redirect_options {
     }
 };
 
+/// The version as people read it, e.g. "TLS 1.2".
 [[nodiscard]] constexpr std::string_view to_string(tls_version v) noexcept {
     switch (v) {
         case tls_version::library_default: return "library default";
@@ -145,6 +148,7 @@ struct redirect_options {
     return "unknown";
 }
 
+/// The version as people read it, e.g. "HTTP/1.1".
 [[nodiscard]] constexpr std::string_view to_string(http_version v) noexcept {
     switch (v) {
         case http_version::http1_1: return "HTTP/1.1";

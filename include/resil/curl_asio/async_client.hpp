@@ -156,8 +156,13 @@ struct async_options {
     }
 };
 
+/// Many HTTP transfers in flight on one thread: libcurl's multi interface
+/// driven by an Asio executor, with the same per-attempt behaviour as the
+/// blocking client. One per executor (thread); its operations run on that
+/// executor. Move-only.
 class async_client {
 public:
+    /// The executor its transfers run on.
     using executor_type = ::asio::any_io_executor;
 
     /// Throws std::invalid_argument for invalid options
@@ -165,10 +170,14 @@ public:
     /// std::runtime_error when libcurl cannot be initialised.
     explicit async_client(executor_type ex, client_options options = {}, async_options limits = {})
         : core_(make_core(std::move(ex), std::move(options), limits)) {}
+    /// A client on `io`'s executor.
     explicit async_client(::asio::io_context& io, client_options options = {}, async_options limits = {})
         : async_client(io.get_executor(), std::move(options), limits) {}
 
+    /// Takes over `other`'s transfers and connections.
     async_client(async_client&&) noexcept = default;
+    /// Takes over `other`'s transfers and connections; the client it held is
+    /// closed first.
     async_client& operator=(async_client&& other) noexcept {
         if (this != &other) {
             close();
@@ -182,7 +191,9 @@ public:
     /// Completes every call in flight as cancelled, then frees libcurl's handles.
     ~async_client() { close(); }
 
+    /// The executor its transfers run on.
     [[nodiscard]] executor_type get_executor() const { return require().executor(); }
+    /// The options it was built with.
     [[nodiscard]] const client_options& options() const { return require().options(); }
     /// Calls in flight now.
     [[nodiscard]] std::size_t in_flight() const { return require().in_flight(); }

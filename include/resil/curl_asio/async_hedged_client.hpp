@@ -47,6 +47,9 @@
 
 namespace resil::curl {
 
+/// Hedged requests for thread-per-request services: perform() blocks like
+/// client::perform and returns the winning copy's response, the copies raced on
+/// the client's own event loop. One per thread.
 class hedged_client {
 public:
     /// Throws what async_client's constructor throws for invalid options.
@@ -56,6 +59,7 @@ public:
     hedged_client(const hedged_client&) = delete;
     hedged_client& operator=(const hedged_client&) = delete;
 
+    /// The options it was built with.
     [[nodiscard]] const client_options& options() const { return http_.options(); }
 
     /// One attempt of `req` under `ctx`, hedged by `hedge`: returns when a

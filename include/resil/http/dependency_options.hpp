@@ -47,11 +47,14 @@ namespace resil::http {
 /// Active health checks of a dependency's endpoints: a GET of `path` on each
 /// endpoint's address, every `probe.interval`; a 2xx passes.
 struct health_check_settings {
+    /// The probe's interval, timeout and thresholds.
     resil::health_check_options probe{};
     /// Appended to each endpoint's address ("/healthz"); must start with '/'.
     std::string path = "/healthz";
 
+    /// The first invalid field of `probe`, with its path; nothing when valid.
     [[nodiscard]] validation_result validate() const;
+    /// Field-by-field equality.
     friend bool operator==(const health_check_settings&, const health_check_settings&) = default;
 };
 

@@ -6,6 +6,12 @@
 //
 //   nlohmann::json j = resil::retry_options{};
 //   auto back = j.get<resil::retry_options>();
+/// \file
+/// nlohmann::json's own conversions for resil::backoff and every options type
+/// with a key table: `j.get<resil::retry_options>()` reads through
+/// resil::json::read (strict, no path prefix) and `nlohmann::json j =
+/// options;` writes through resil::json::write. They are a specialisation of
+/// nlohmann::adl_serializer, which the reference does not list as a class.
 #pragma once
 
 #include <nlohmann/json.hpp>

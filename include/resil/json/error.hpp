@@ -42,6 +42,8 @@ using resil::detail::concat;
 /// own errors, so one catch takes both.
 class config_error : public std::invalid_argument {
 public:
+    /// An error at `path` ("retry.max_attempts") for `reason`, in `source` (a
+    /// file name; empty when none).
     config_error(std::string path, std::string reason, std::string source = {})
         : std::invalid_argument(compose(source, path, reason)),
           path_(std::move(path)),

@@ -228,6 +228,8 @@ inline void write_prometheus(std::string& out, std::span<const std::reference_wr
     detail::prometheus_text_writer::write_families(out, "dependency", labelled, true);
 }
 
+/// write_prometheus() from a braced list: `write_prometheus(out, {inventory,
+/// payments})`.
 inline void write_prometheus(std::string& out, std::initializer_list<std::reference_wrapper<const metrics>> deps,
                              std::optional<time_point> now = std::nullopt) {
     write_prometheus(out, std::span<const std::reference_wrapper<const metrics>>(deps.begin(), deps.size()), now);
@@ -242,6 +244,7 @@ inline void write_prometheus(std::string& out, std::initializer_list<std::refere
     write_prometheus(out, deps);
     return out;
 }
+/// The Prometheus text of `deps` (write_prometheus() into a new string).
 [[nodiscard]] inline std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps) {
     std::string out;
     write_prometheus(out, deps);
@@ -254,6 +257,7 @@ inline void write_prometheus(std::string& out, std::initializer_list<std::refere
     write_prometheus(out, deps, now);
     return out;
 }
+/// The Prometheus text of `deps`, the time open so far counted up to `now`.
 [[nodiscard]] inline std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps,
                                                  time_point now) {
     std::string out;

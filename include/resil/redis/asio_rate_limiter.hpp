@@ -61,13 +61,18 @@ namespace detail {
 struct async_rate_limiter_access;
 }
 
+/// The Redis rate limiter on Asio: its decisions awaited, never blocking a
+/// thread. Decides for a rate_limiter (the same quota, lease, fallback bucket
+/// and counts, shared with its blocking callers), which must outlive it.
 class async_rate_limiter {
 public:
     /// Reads its own clock, the steady clock (resil/clock.hpp, time_source):
     /// not a parameter, as a token bucket's is, because the quota lives in
     /// Redis, which keeps real time; a manual clock could not move it.
     using clock_type = steady_clock;
+    /// Reads its own clock, the steady clock (resil/clock.hpp, time_source).
     static constexpr resil::time_source time_source = resil::time_source::own_clock;
+    /// The clock it reads: the steady clock.
     [[nodiscard]] const clock_type& clock() const noexcept { return clock_; }
 
     /// Decides for `limiter` without blocking: its round trips go over one
@@ -99,6 +104,7 @@ public:
     [[nodiscard]] ::asio::awaitable<rate_limit_result> async_try_acquire(std::int64_t n = 1) const {
         return decide(std::nullopt, n, time_point::max(), false, {});
     }
+    /// async_try_acquire(n), bounded by `bound` as well.
     [[nodiscard]] ::asio::awaitable<rate_limit_result> async_try_acquire(const resil::deadline& bound,
                                                                        std::int64_t n = 1) const {
         return decide(std::nullopt, n, bound.when(), false, {});
@@ -130,6 +136,7 @@ public:
 
     /// The limiter it decides for.
     [[nodiscard]] const rate_limiter& limiter() const noexcept { return *limiter_; }
+    /// The options of its rate_limiter.
     [[nodiscard]] const rate_limiter_options& options() const noexcept { return core().options(); }
     /// The limiter's counters: its decisions, blocking and asynchronous.
     [[nodiscard]] rate_limiter_metrics metrics() const noexcept { return core().metrics(); }
@@ -150,6 +157,7 @@ public:
         detail::decision d_;
         std::stop_token stop_;
     };
+    /// What it keeps between its steps for one call (resil/policy_steps.hpp).
     template <class Context, class Outcome>
     using call_state = admission;
 

@@ -36,10 +36,14 @@ enum class failure_policy : std::uint8_t {
     fail_closed,
 };
 
+/// The policy's name: "fail_open" or "fail_closed".
 [[nodiscard]] constexpr std::string_view to_string(failure_policy p) noexcept {
     return p == failure_policy::fail_open ? "fail_open" : "fail_closed";
 }
 
+/// Options of a Redis rate limiter: the quota (rate, burst, key), the server
+/// and its timeouts, connections, the failure policy and the fail-open bucket,
+/// leasing. The defaults are the documented ones; `key` is required.
 struct rate_limiter_options {
     /// Permits added per second to the shared quota, in [0.001, 1e6]. Default 50.
     double rate = 50.0;
@@ -50,6 +54,7 @@ struct rate_limiter_options {
     /// The Redis server. A numeric address avoids a DNS lookup, which no
     /// timeout of hiredis bounds. Default 127.0.0.1:6379.
     std::string host = "127.0.0.1";
+    /// The Redis server's port. Default 6379.
     int port = 6379;
     /// The quota's name: 1 to max_key_length printable ASCII characters
     /// without spaces, '{' or '}'. Every limiter naming the same key (in any
@@ -73,8 +78,12 @@ struct rate_limiter_options {
     /// up to reconnect_backoff_max, with jitter; one thread then probes.
     /// Each in [1 ms, 1 min], min ≤ max. Defaults 50 ms and 2 s.
     std::chrono::milliseconds reconnect_backoff{50};
+    /// The longest backoff before Redis is asked again (see reconnect_backoff).
+    /// Default 2 s.
     std::chrono::milliseconds reconnect_backoff_max{2000};
 
+    /// What a decision Redis cannot make comes to: fail_open (a local bucket of
+    /// rate / expected_pods) or fail_closed (refused). Default fail_open.
     failure_policy on_failure = failure_policy::fail_open;
     /// Pods sharing the quota, for the fail-open bucket (rate / pods, burst /
     /// pods, at least 1); in [1, 100000]. Default 1.
@@ -92,6 +101,11 @@ struct rate_limiter_options {
     /// past the call's deadline), in [0, 24 h]. Default zero.
     std::chrono::milliseconds max_wait{0};
 
+    ///@{
+    /// The bounds validate() checks, each named after the field it bounds
+    /// (min_X and max_X are the smallest and largest `X` accepted);
+    /// max_refill_seconds bounds burst / rate, max_backoff both reconnect
+    /// backoffs.
     static constexpr double min_rate = 1e-3;
     static constexpr double max_rate = 1e6;
     static constexpr std::int64_t min_burst = 1;
@@ -106,11 +120,13 @@ struct rate_limiter_options {
     static constexpr std::int64_t max_lease = 1'000'000;
     static constexpr std::chrono::milliseconds max_lease_ttl{3'600'000};
     static constexpr std::chrono::milliseconds max_max_wait{86'400'000};
+    ///@}
 
     /// The first field outside its range, in the house form
     /// ("`rate` must be in [0.001, 1e6], got 0").
     [[nodiscard]] validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const rate_limiter_options&, const rate_limiter_options&) = default;
 };
 

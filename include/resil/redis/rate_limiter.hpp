@@ -75,13 +75,19 @@ namespace detail {
 struct rate_limiter_access;
 }
 
+/// A rate limiter whose quota lives in Redis, shared by every process naming
+/// the same key: GCRA in one Lua script on Redis's clock, with token_bucket's
+/// interface and a stated answer when Redis is slow or down (on_failure).
+/// Thread-safe: share one per quota. Not copyable.
 class rate_limiter {
 public:
     /// Reads its own clock, the steady clock (resil/clock.hpp, time_source):
     /// not a parameter, as a token bucket's is, because the quota lives in
     /// Redis, which keeps real time; a manual clock could not move it.
     using clock_type = steady_clock;
+    /// Reads its own clock, the steady clock (resil/clock.hpp, time_source).
     static constexpr resil::time_source time_source = resil::time_source::own_clock;
+    /// The clock it reads: the steady clock.
     [[nodiscard]] const clock_type& clock() const noexcept { return clock_; }
 
     /// Connects lazily (the first decision). Throws std::invalid_argument
@@ -101,6 +107,7 @@ public:
     [[nodiscard]] rate_limit_result try_acquire(std::int64_t n = 1) const {
         return try_acquire(resil::deadline{}, n);
     }
+    /// try_acquire(n), bounded by `bound` as well.
     [[nodiscard]] rate_limit_result try_acquire(const resil::deadline& bound, std::int64_t n = 1) const {
         return decide(core_.key(), n, bound.when(), false, {});
     }
@@ -165,6 +172,7 @@ public:
 
     /// The key in Redis: key_prefix + "{" + key + "}".
     [[nodiscard]] const std::string& redis_key() const noexcept { return core_.key(); }
+    /// The options it was built with.
     [[nodiscard]] const rate_limiter_options& options() const noexcept { return core_.options(); }
     /// The bucket that decides while Redis cannot, failing open.
     [[nodiscard]] const token_bucket& fallback_bucket() const noexcept { return core_.fallback_bucket(); }

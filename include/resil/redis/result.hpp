@@ -28,8 +28,11 @@ namespace resil::redis {
 //   remaining, reset: from a lease, its unspent permits plus what Redis
 //     reported when it was taken, the reset counted down since; zero when
 //     the limiter fails closed.
+/// The core's rate_limit_status, under resil::redis too.
 using rate_limit_status = resil::rate_limit_status;
+/// The core's decided_by, under resil::redis too.
 using decided_by = resil::decided_by;
+/// The core's rate_limit_result, under resil::redis too.
 using rate_limit_result = resil::rate_limit_decision;
 // resil::redis::to_string(r.status), as before the names were shared.
 using resil::to_string;
@@ -42,8 +45,11 @@ struct rate_limiter_metrics {
     std::uint64_t round_trips = 0;       ///< EVALSHA calls that got an answer
     std::uint64_t lease_grants = 0;      ///< grants spent from a lease, without a round trip
     std::uint64_t store_failures = 0;    ///< decisions Redis could not make (policy applied)
+    /// Store failures the fail-open bucket granted.
     std::uint64_t fail_open_admitted = 0;
+    /// Store failures the fail-open bucket refused.
     std::uint64_t fail_open_rejected = 0;
+    /// Store failures refused by fail_closed.
     std::uint64_t fail_closed_rejected = 0;
     std::uint64_t connects = 0;          ///< connections opened (the first ones included)
     std::uint64_t script_loads = 0;      ///< SCRIPT LOAD after NOSCRIPT (cache flushed, failover)

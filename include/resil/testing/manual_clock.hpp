@@ -20,14 +20,20 @@
 
 namespace resil::testing {
 
+/// A clock that moves only when told to: sleep_for() and sleep_until() advance
+/// it at once, so retry loops with seconds of backoff run in microseconds.
+/// Copies share one time line: give copies to the code under test, keep one to
+/// drive it. Thread-safe.
 class manual_clock {
 public:
     /// Starts one hour after the epoch, so `now() - 1min` stays a valid instant.
     manual_clock() : manual_clock(time_point{} + std::chrono::hours{1}) {}
+    /// A clock starting at `start`.
     explicit manual_clock(time_point start) : state_(std::make_shared<state>()) {
         state_->now.store(start.time_since_epoch().count(), std::memory_order_relaxed);
     }
 
+    /// The virtual time now.
     [[nodiscard]] time_point now() const noexcept {
         return time_point{duration{state_->now.load(std::memory_order_acquire)}};
     }
@@ -72,6 +78,7 @@ public:
 
     /// How many times sleep_for or sleep_until advanced the clock, and by how much in all.
     [[nodiscard]] std::int64_t sleeps() const noexcept { return state_->sleeps.load(std::memory_order_relaxed); }
+    /// Total time slept through sleep_for() and sleep_until().
     [[nodiscard]] duration slept() const noexcept { return duration{state_->slept.load(std::memory_order_relaxed)}; }
 
     /// Copies of one clock are equal: they share one time line (see
