@@ -9,6 +9,10 @@ if(NOT DOXYGEN)
                       "doxygen; scripts/lib.sh lists it), or configure with -DRESIL_BUILD_API_REFERENCE=OFF")
 endif()
 file(REMOVE "${WARNINGS}")
+# doxygen creates its OUTPUT_DIRECTORY but not the log's directory: on a fresh
+# build tree the log would go to stderr and the run fail.
+cmake_path(GET WARNINGS PARENT_PATH _log_dir)
+file(MAKE_DIRECTORY "${_log_dir}")
 execute_process(COMMAND "${DOXYGEN}" "${DOXYFILE}" RESULT_VARIABLE _rc)
 set(_text "")
 if(EXISTS "${WARNINGS}")
