@@ -51,7 +51,7 @@ struct health_check_settings {
     /// Appended to each endpoint's address ("/healthz"); must start with '/'.
     std::string path = "/healthz";
 
-    [[nodiscard]] validation_result validate() const;
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
     friend bool operator==(const health_check_settings&, const health_check_settings&) = default;
 };
 
@@ -120,3 +120,7 @@ struct dependency_options {
 };
 
 }  // namespace resil::http
+
+#if RESIL_DETAIL_BODIES
+#include "detail/dependency_options_impl.hpp"
+#endif
