@@ -46,21 +46,19 @@
 #include <utility>
 #include <vector>
 
+#include "../balancer/balancer.hpp"
 #include "../balancer/endpoint.hpp"
 #include "../detail/platform.hpp"
+#include "../metrics.hpp"
 #include "dependency_options.hpp"
 #include "response.hpp"
-
-namespace resil {
-class metrics;
-class balancer;
-}  // namespace resil
 
 namespace resil::http {
 
 namespace detail {
 struct dependency_state;
 }  // namespace detail
+class async_dependency;  // resil/http/async_dependency.hpp
 
 /// A request to a dependency: a path appended to the picked endpoint's
 /// address, and what goes with it.
@@ -124,6 +122,14 @@ public:
     [[nodiscard]] RESIL_DECL const resil::balancer& balancer() const;
     /// The options it was built with (endpoints: as given at construction).
     [[nodiscard]] RESIL_DECL const dependency_options& options() const;
+    /// A face for asynchronous calls on `executor` (an io_context, or an
+    /// executor): resil::http::async_dependency, sharing this dependency's
+    /// state. Needs resil/http/async_dependency.hpp (resil::asio).
+    template <class Executor, class Face = async_dependency>
+    [[nodiscard]] Face on(Executor&& executor) const {
+        return Face(*this, std::forward<Executor>(executor));
+    }
+
     /// The shared state, for the Asio face (resil/http/async_dependency.hpp).
     [[nodiscard]] RESIL_DECL detail::dependency_state& state() const;
 
