@@ -41,6 +41,7 @@
 #include <string_view>
 
 #include "detail/platform.hpp"
+#include "http/response.hpp"
 #include "reason.hpp"
 
 namespace resil::json {
@@ -144,50 +145,7 @@ struct client_options {
 
 namespace detail {
 struct client_state;
-struct response_access;
 }  // namespace detail
-
-/// One header line of a request.
-struct header {
-    /// The field name.
-    std::string_view name;
-    /// The field value.
-    std::string_view value;
-};
-
-/// What a call came to: true when it succeeded (a 2xx within the policies);
-/// otherwise reason() says why, and status() and body() hold the last reply
-/// if one arrived (the last 503 after retries ran out).
-class response {
-public:
-    response() = default;
-
-    /// True when the call succeeded (reason() is reason::none).
-    [[nodiscard]] explicit operator bool() const noexcept { return reason_ == resil::reason::none; }
-    /// Why the call failed; reason::none on success.
-    [[nodiscard]] resil::reason reason() const noexcept { return reason_; }
-    /// The last reply's HTTP status; 0 when no reply arrived.
-    [[nodiscard]] int status() const noexcept { return status_; }
-    /// The last reply's body; empty when no reply arrived.
-    [[nodiscard]] const std::string& body() const& noexcept { return body_; }
-    /// The body, moved out.
-    [[nodiscard]] std::string body() && noexcept { return static_cast<std::string&&>(body_); }
-    /// Attempts made; 0 when the call was refused before any (open circuit,
-    /// no time left).
-    [[nodiscard]] std::uint32_t attempts() const noexcept { return attempts_; }
-    /// How the last attempt's transfer ended (resil::curl::transport_status
-    /// by name: "completed", "connect_failed", "read_timeout", ...); empty
-    /// when no attempt was made.
-    [[nodiscard]] std::string_view transport() const noexcept { return transport_; }
-
-private:
-    friend struct detail::response_access;
-    resil::reason reason_ = resil::reason::none;
-    int status_ = 0;
-    std::uint32_t attempts_ = 0;
-    std::string_view transport_{};  // static text
-    std::string body_{};
-};
 
 /// A ready-made HTTP client for one dependency: a deadline, per-attempt
 /// timeouts, retries with a budget and a circuit breaker around the libcurl

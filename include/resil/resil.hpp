@@ -26,6 +26,7 @@
 #include "latency_tracker.hpp"
 #include "load_signal.hpp"
 #include "metrics.hpp"
+#include "optional_policy.hpp"
 #include "outcome.hpp"
 #include "paced_bucket.hpp"
 #include "pipeline.hpp"

@@ -6,6 +6,7 @@
 #include "../separate_compilation.hpp"
 #include "../curl.hpp"
 #include "../http.hpp"  // resil::http::client, the façade over resil::curl
+#include "../http/dependency.hpp"  // resil::http::dependency, one per dependency
 
 // A client's attempts on resil's own clocks. A context on a clock of your own
 // needs the header-only mode (the attempt's definition is compiled only here).

@@ -52,8 +52,8 @@ struct health_check_settings {
     /// Appended to each endpoint's address ("/healthz"); must start with '/'.
     std::string path = "/healthz";
 
-    /// The first invalid field of `probe`, with its path; nothing when valid.
-    [[nodiscard]] validation_result validate() const;
+    /// The first invalid field of `probe` or `path`, with its path; nothing when valid.
+    [[nodiscard]] RESIL_DECL validation_result validate() const;
     /// Field-by-field equality.
     friend bool operator==(const health_check_settings&, const health_check_settings&) = default;
 };
@@ -123,3 +123,7 @@ struct dependency_options {
 };
 
 }  // namespace resil::http
+
+#if RESIL_DETAIL_BODIES
+#include "detail/dependency_options_impl.hpp"
+#endif

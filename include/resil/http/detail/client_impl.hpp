@@ -27,6 +27,7 @@
 #include "../../timeouts.hpp"
 #include "../../validation.hpp"
 #include "../../http.hpp"
+#include "response_access.hpp"
 
 namespace resil::http {
 
@@ -175,21 +176,6 @@ struct client_state {
             idle.push_back(std::move(c));
         } catch (...) {  // no room to keep it: it closes its connections
         }
-    }
-};
-
-struct response_access {
-    /// Takes the last reply's body out of `out`; the rest stays there.
-    static response make(outcome<curl::response>& out, std::uint32_t attempts) {
-        response r;
-        r.reason_ = out.reason();
-        r.attempts_ = attempts;
-        if (out.has_value()) {
-            r.status_ = out->status();
-            r.transport_ = curl::to_string(out->transport());
-            r.body_ = std::move(*out).body();
-        }
-        return r;
     }
 };
 

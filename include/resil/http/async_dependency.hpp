@@ -1,0 +1,147 @@
+// resil/http/async_dependency.hpp — the Asio face of a resil::http::dependency:
+// the same balancer, breakers, budget, limits, pacing, quota and metrics as
+// its blocking calls, with calls in flight on one executor through a
+// resil::curl::async_client of the face's own. Needs resil::curl and
+// resil::asio.
+//
+//   resil::http::dependency pricing{options};           // shared by every thread
+//   asio::io_context io{1};
+//   auto face = pricing.on(io);                         // one per executor (thread)
+//   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+//       resil::http::response r = co_await face.async_get("/v1/prices/42", asio::use_awaitable);
+//       ...
+//   }, asio::detached);
+//   face.async_perform({.method = "POST", .path = "/v1/quotes", .body = b},
+//                      [](std::exception_ptr e, resil::http::response r) { ... });   // any completion token
+//
+// Each call runs the blocking face's layers (resil/http/dependency.hpp) in
+// resil::asio::pipeline: deadline → retry (budget) → breaker → limit →
+// pacing → quota → timeouts → resil::asio::call_endpoint. With
+// dependency_options::hedge, each attempt is a hedged group
+// (resil::asio::hedged): a request that may be repeated (idempotent, or
+// keyed) gets another copy, to another endpoint, after the hedge delay; the
+// hedges draw on the retry budget; a request that may not be repeated runs
+// once. The completion signature is void(std::exception_ptr, response), as
+// asio::co_spawn's: the pointer is set only by an exception (a bad method
+// or header, memory); every failure of the call itself is a response.
+//
+// Lifetime: the face refers to the dependency, which must outlive it. As
+// its async_client, destroy it before its io_context; destroying it
+// completes the transfers in flight as cancelled. Thread-safety: use a face
+// on its executor's thread; make one face per executor (they share the
+// dependency's state, which is thread-safe).
+#pragma once
+
+#include "../asio/config.hpp"  // first: before any Asio header
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <utility>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include "../asio/call_endpoint.hpp"
+#include "../asio/hedge.hpp"
+#include "../asio/pipeline.hpp"
+#include "../curl_asio/async_client.hpp"
+#include "dependency.hpp"
+#include "detail/dependency_state.hpp"
+#include "detail/response_access.hpp"
+
+namespace resil::http {
+
+namespace detail {
+
+/// The asynchronous pipeline of a dependency's calls: the blocking one's
+/// layers (make_layers), its metrics the listener.
+inline auto make_async_pipeline(const dependency_state& s) {
+    return make_layers(s.deadline, s.retry, s.breaker, s.limit, s.adaptive, s.pacing, s.quota, shared_quota_layer{},
+                       s.timeouts, [&](auto... layers) {
+                           return resil::asio::pipeline(std::move(layers)...).with_listener(
+                               std::ref(const_cast<resil::metrics&>(s.metrics)));
+                       });
+}
+
+}  // namespace detail
+
+class async_dependency {
+public:
+    using executor_type = ::asio::any_io_executor;
+
+    /// A face of `d` on `ex`. Throws std::invalid_argument when `d` has a
+    /// shared (Redis) quota, which this face does not take yet.
+    async_dependency(const dependency& d, executor_type ex, curl::async_options limits = {})
+        : state_(&checked(d)), http_(std::move(ex), state_->curl_options, limits),
+          pipeline_(detail::make_async_pipeline(*state_)) {}
+    async_dependency(const dependency& d, ::asio::io_context& io, curl::async_options limits = {})
+        : async_dependency(d, io.get_executor(), limits) {}
+
+    [[nodiscard]] executor_type get_executor() const { return http_.get_executor(); }
+
+    /// Any request, on this face's executor. Completion: void(std::exception_ptr, response).
+    template <class CompletionToken>
+    auto async_perform(request req, CompletionToken&& token) {
+        return ::asio::co_spawn(http_.get_executor(), run(std::move(req)), std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken>
+    auto async_get(std::string path, CompletionToken&& token) {
+        return async_perform(request{.method = "GET", .path = std::move(path)},
+                             std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken>
+    auto async_post(std::string path, std::string body, CompletionToken&& token) {
+        return async_perform(request{.method = "POST", .path = std::move(path), .body = std::move(body)},
+                             std::forward<CompletionToken>(token));
+    }
+
+private:
+    static const detail::dependency_state& checked(const dependency& d) {
+        const auto& s = d.state();
+        if (s.shared) {
+            throw std::invalid_argument(
+                "resil::http::async_dependency: `shared_quota` is taken by the blocking face only, got a "
+                "dependency with one");
+        }
+        return s;
+    }
+
+    ::asio::awaitable<response> run(request req) {
+        {  // checked before any I/O, as the blocking face does
+            curl::request check{req.method, "http://check.invalid"};
+            for (const auto& [n, v] : req.headers) check.add_header(n, v);
+        }
+        auto& s = const_cast<detail::dependency_state&>(*state_);
+        resil::tried_endpoints tried;
+        std::uint32_t attempts = 0;
+        std::string answered;
+        auto one_copy = [&](resil::context& c) {
+            return resil::asio::call_endpoint(
+                s.lb, c, tried, [&](const endpoint& ep) -> ::asio::awaitable<curl::response> {
+                    ++attempts;
+                    answered = ep.address;
+                    const auto r = detail::dependency_state::to_curl(req, ep);  // lives until the answer
+                    auto reply = co_await http_.async_perform(r, c, ::asio::use_awaitable);
+                    s.observe(reply);
+                    co_return reply;
+                });
+        };
+        auto out = co_await pipeline_([&](resil::context& ctx) -> ::asio::awaitable<outcome<curl::response>> {
+            if (s.hedge) co_return co_await resil::asio::hedged(*s.hedge, ctx, one_copy);
+            co_return co_await one_copy(ctx);
+        });
+        auto result = detail::response_access::make(out, attempts, std::move(answered));
+        if (out.has_value() && out->has_value()) http_.recycle(std::move(**out));
+        co_return result;
+    }
+
+    const detail::dependency_state* state_;
+    curl::async_client http_;
+    decltype(detail::make_async_pipeline(std::declval<const detail::dependency_state&>())) pipeline_;
+};
+
+}  // namespace resil::http
