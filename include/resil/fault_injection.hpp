@@ -165,7 +165,9 @@ public:
     fault_injection(const fault_injection&) = delete;
     fault_injection& operator=(const fault_injection&) = delete;
 
+    /// The options it was built with.
     [[nodiscard]] const fault_injection_options& options() const noexcept { return options_; }
+    /// options().enabled: whether it injects anything at all.
     [[nodiscard]] bool enabled() const noexcept { return options_.enabled; }
 
     /// Counts since construction (the stripes added up).
@@ -189,8 +191,8 @@ public:
     /// the call, once delayed, is to fail, and whether the delay was cut to
     /// the deadline.
     struct decision {
-        bool abort = false;
-        bool cut_to_deadline = false;
+        bool abort = false;            ///< the call fails once any delay is over
+        bool cut_to_deadline = false;  ///< the delay ends at the deadline, before its latency
     };
     template <class Context, class Outcome>
     using call_state = decision;
