@@ -56,6 +56,10 @@ struct recorder {
     void operator()(const events::fallback_used& e) const {
         add("fallback_used " + std::string(resil::to_string(e.reason)));
     }
+    void operator()(const events::fault_injected& e) const {
+        add("fault_injected " + std::string(resil::to_string(e.kind)) + " " + ms(e.delay) + " " +
+            std::string(resil::to_string(e.verdict)));
+    }
     void operator()(const events::call_finished& e) const {
         add("call_finished " + std::string(resil::to_string(e.reason)) + " attempts " + std::to_string(e.attempts) +
             (e.from_fallback ? " fallback" : ""));
@@ -284,6 +288,33 @@ std::vector<std::string> deadline_hit() {
     return w.lines;
 }
 
+// Injected delays and failures, drawn from the world's seeded engine (the
+// same draws in both pipelines), under a fallback, a retry and a breaker;
+// then a delay longer than the deadline, which ends at it.
+template <bool Async>
+std::vector<std::string> faults_injected() {
+    world w;
+    w.script = {{200, 10ms}};
+    resil::basic_circuit_breaker<manual_clock> breaker{
+        {.mode = resil::breaker_mode::consecutive_failures, .consecutive_failures = 2, .open_for = 1s,
+         .half_open_probes = 1},
+        w.clock};
+    resil::fault_injection faults{{.enabled = true,
+                                   .delay = {.probability = 0.5, .latency = 30ms},
+                                   .abort = {.probability = 0.6, .retry_after = 20ms}}};
+    auto pipe = w.make<Async>(resil::fallback_policy{[] { return 299; }},
+                              resil::retry_policy{{.max_attempts = 2, .backoff = resil::full_jitter{5ms, 10ms}}},
+                              std::ref(breaker), std::ref(faults));
+    for (int i = 0; i < 12; ++i) w.call<Async>(pipe);
+    resil::fault_injection slow{{.enabled = true, .delay = {.probability = 1.0, .latency = 1h}}};
+    auto bounded = w.make<Async>(resil::deadline_policy{50ms}, std::ref(slow));
+    w.call<Async>(bounded);
+    const auto m = faults.metrics();
+    w.lines.push_back("metrics delays " + std::to_string(m.delays) + " aborts " + std::to_string(m.aborts));
+    w.lines.push_back("slow cut " + std::to_string(slow.metrics().delays_cut));
+    return w.lines;
+}
+
 template <bool Async>
 std::vector<std::string> rate_limited() {
     world w;
@@ -486,7 +517,7 @@ using library_policies =
                resil::basic_circuit_breaker<manual_clock>, resil::basic_token_bucket<manual_clock>,
                resil::basic_paced_bucket<manual_clock>, resil::basic_adaptive_limit<manual_clock>,
                resil::basic_adaptive_throttle<manual_clock>, resil::circuit_breaker, resil::token_bucket,
-               resil::paced_bucket, resil::adaptive_limit, resil::adaptive_throttle>;
+               resil::paced_bucket, resil::adaptive_limit, resil::adaptive_throttle, resil::fault_injection>;
 template <class Ctx>
 constexpr bool both_forms() {
     return []<class... P>(std::tuple<P...>*) {
@@ -556,6 +587,13 @@ TEST_CASE("asio pipeline: an exhausted retry budget emits the blocking pipeline'
 
 TEST_CASE("asio pipeline: a deadline hit emits the blocking pipeline's events") {
     same_events(deadline_hit<false>, deadline_hit<true>, {"deadline_exceeded", "outcome deadline_exceeded"});
+}
+
+TEST_CASE("asio pipeline: injected delays and failures emit the blocking pipeline's events") {
+    same_events(faults_injected<false>, faults_injected<true>,
+                {"fault_injected delay 30ms success", "fault_injected abort 0ms retryable", "retry_scheduled 1 20ms server",
+                 "breaker closed->open", "fallback_used", "fault_injected delay 50ms success", "rejected deadline_exceeded",
+                 "outcome deadline_exceeded", "slow cut 1"});
 }
 
 TEST_CASE("asio pipeline: rate limiting, waiting for a token included, emits the blocking pipeline's events") {

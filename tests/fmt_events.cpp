@@ -63,6 +63,7 @@ constexpr std::tuple listed{
     named<events::hedge_cancelled>{"hedge_cancelled"},
     named<events::limit_changed>{"limit_changed"},
     named<events::pace_changed>{"pace_changed"},
+    named<events::fault_injected>{"fault_injected"},
 };
 
 template <class Tuple>
@@ -154,6 +155,14 @@ TEST_CASE("fmt: hedges and active health checks, as lines") {
           "endpoint 10.0.0.2:8080 unhealthy after 2 failed probes");
     CHECK(fmt::format("{}", events::endpoint_health_changed{"10.0.0.2:8080", true, 1, {}}) ==
           "endpoint 10.0.0.2:8080 healthy after 1 passed probe");
+}
+
+TEST_CASE("fmt: injected faults, as lines") {
+    CHECK(fmt::format("{}", events::fault_injected{resil::fault_kind::delay, 300ms, resil::verdict::success}) ==
+          "fault injected: delay 300ms");
+    CHECK(fmt::format("{}", events::fault_injected{resil::fault_kind::abort, {}, resil::verdict::ambiguous}) ==
+          "fault injected: abort (ambiguous)");
+    CHECK(fmt::format("{:>6}|", resil::fault_kind::abort) == " abort|");
 }
 
 TEST_CASE("fmt: the log listener as a health checker's listener") {

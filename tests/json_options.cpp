@@ -13,6 +13,7 @@
 #include <resil/concurrency_limit.hpp>
 #include <resil/deadline_policy.hpp>
 #include <resil/fallback.hpp>
+#include <resil/fault_injection.hpp>
 #include <resil/hedge.hpp>
 #include <resil/paced_bucket.hpp>
 #include <resil/policy_checklist.hpp>
@@ -59,6 +60,7 @@ static_assert(rj::configurable<resil::adaptive_limit>);
 static_assert(rj::configurable<resil::adaptive_throttle>);
 static_assert(rj::configurable<resil::fallback_policy<plan_b>>);
 static_assert(rj::configurable<resil::hedge_policy>);
+static_assert(rj::configurable<resil::fault_injection>);
 static_assert(rj::configurable<resil::balancer>);
 static_assert(rj::configurable<resil::health_checker>);
 static_assert(rj::detail::options_type<resil::redis::rate_limiter_options>);
@@ -114,6 +116,9 @@ static_assert(every_member_keyed<resil::hedge_options>(1));  // budget
 static_assert(every_member_keyed<resil::outlier_detection_options>());
 static_assert(every_member_keyed<resil::balancer_options>(2));  // on_ejected, on_returned
 static_assert(every_member_keyed<resil::health_check_options>());
+static_assert(every_member_keyed<resil::fault_injection_options>());
+static_assert(every_member_keyed<resil::fault_injection_options::delay_fault>());
+static_assert(every_member_keyed<resil::fault_injection_options::abort_fault>());
 static_assert(every_member_keyed<resil::redis::rate_limiter_options>());
 static_assert(member_count<resil::timeouts>() == 3);  // the count itself
 
@@ -262,6 +267,11 @@ TEST_CASE("json options: every options type round-trips, every field away from i
                                        .endpoint_breaker = resil::circuit_breaker_options{.open_for = 5s}});
     round_trip(resil::health_check_options{.interval = 20s, .timeout = 1s, .unhealthy_threshold = 3,
                                            .healthy_threshold = 4});
+    round_trip(resil::fault_injection_options{
+        .enabled = true,
+        .tag = "chaos",
+        .delay = {.probability = 0.25, .latency = 1500ms},
+        .abort = {.probability = 0.05, .verdict = verdict::permanent, .never_sent = true, .retry_after = 2s}});
     round_trip(resil::redis::rate_limiter_options{.rate = 20,
                                                   .burst = 40,
                                                   .host = "10.0.0.7",
@@ -307,7 +317,32 @@ TEST_CASE("json options: every key of every options type, misspelt, is refused w
     every_key_misspelt(resil::outlier_detection_options{});
     every_key_misspelt(resil::balancer_options{});
     every_key_misspelt(resil::health_check_options{});
+    every_key_misspelt(resil::fault_injection_options{});
     every_key_misspelt(resil::redis::rate_limiter_options{.key = "k"});
+}
+
+TEST_CASE("json options: fault injection, off unless the file enables it, its errors at their path") {
+    const auto read = [](std::string_view text) {
+        return rj::read<resil::fault_injection_options>(nlohmann::json::parse(text), "faults");
+    };
+    const auto error = [&](std::string_view text) { return error_of([&] { (void)read(text); }); };
+    CHECK(read("{}") == resil::fault_injection_options{});
+    CHECK_FALSE(read(R"({"abort": {"probability": 1}})").enabled);
+    const auto on = read(R"({"enabled": true, "delay": {"probability": 0.1, "latency": "300ms"},
+                             "abort": {"probability": 0.05, "verdict": "ambiguous"}})");
+    CHECK(on == resil::fault_injection_options{.enabled = true,
+                                               .delay = {.probability = 0.1, .latency = 300ms},
+                                               .abort = {.probability = 0.05, .verdict = verdict::ambiguous}});
+    CHECK(error(R"({"delay": {"probability": 1.5}})") == "faults.delay.probability: must be in [0, 1], got 1.5");
+    CHECK(error(R"({"delay": {"latency": "2h"}})") == R"(faults.delay.latency: must be in [0s, 1h], got "2h")");
+    CHECK(error(R"({"delay": {"latency": 300}})").rfind("faults.delay.latency: ", 0) == 0);  // no unit
+    CHECK(error(R"({"abort": {"verdict": "success"}})") ==
+          R"(faults.abort.verdict: must be retryable, permanent or ambiguous, got "success")");
+    CHECK(error(R"({"abort": {"verdict": "flaky"}})") ==
+          R"(faults.abort.verdict: must be one of "success", "retryable", "permanent", "ambiguous", got "flaky")");
+    CHECK(error(R"({"abort": {"probabilty": 0.1}})").rfind(
+              R"(faults.abort.probabilty: unknown key; did you mean "probability"?)", 0) == 0);
+    CHECK(error(R"({"enabled": "yes"})") == R"(faults.enabled: must be true or false, got "yes")");
 }
 
 TEST_CASE("json options: nested objects report at their path, shape and ranges alike") {

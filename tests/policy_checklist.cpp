@@ -11,6 +11,7 @@
 #include <resil/concurrency_limit.hpp>
 #include <resil/deadline_policy.hpp>
 #include <resil/fallback.hpp>
+#include <resil/fault_injection.hpp>
 #include <resil/hedge.hpp>
 #include <resil/paced_bucket.hpp>
 #include <resil/policy_checklist.hpp>
@@ -57,6 +58,7 @@ using clockless_policies = std::tuple<row<resil::deadline_policy, time_source::c
                                       row<resil::hedge_policy, time_source::caller_now>,
                                       row<resil::balancer, time_source::caller_now>,
                                       row<resil::concurrency_limit, time_source::none>,
+                                      row<resil::fault_injection, time_source::call_context>,
                                       row<fallback_t, time_source::none>>;
 
 template <class Rows>
@@ -85,6 +87,7 @@ static_assert(resil::policy_checklist<resil::retry_budget>);
 static_assert(resil::policy_checklist<resil::hedge_policy>);
 static_assert(resil::policy_checklist<resil::balancer>);
 static_assert(resil::policy_checklist<resil::concurrency_limit>);
+static_assert(resil::policy_checklist<resil::fault_injection>);
 static_assert(resil::policy_checklist<fallback_t>);
 
 // The metrics each one reports (item 3): the types the docs name.
@@ -93,6 +96,8 @@ static_assert(std::is_same_v<decltype(std::declval<const resil::retry_budget&>()
 static_assert(std::is_same_v<decltype(std::declval<const resil::concurrency_limit&>().metrics()),
                              resil::concurrency_limit_metrics>);
 static_assert(std::is_same_v<decltype(std::declval<const resil::hedge_policy&>().metrics()), resil::hedge_metrics>);
+static_assert(std::is_same_v<decltype(std::declval<const resil::fault_injection&>().metrics()),
+                             resil::fault_injection_metrics>);
 static_assert(std::is_same_v<decltype(std::declval<const fallback_t&>().metrics()), resil::fallback_metrics>);
 static_assert(std::is_same_v<decltype(std::declval<const resil::health_checker&>().metrics()),
                              resil::health_check_metrics>);

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <stop_token>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -68,6 +69,11 @@ struct basic_call_options {
     key_version new_key_version = key_version::v4;
     /// Draws for jitter; null: a per-thread engine seeded from the OS.
     jitter_engine* jitter = nullptr;
+    /// Marks the call for the fault-injection policies configured with this
+    /// tag (resil/fault_injection.hpp): in staging, e.g. the value of a
+    /// request header that asks for faults. Empty: only untagged policies
+    /// apply. The text must outlive the call.
+    std::string_view fault_tag{};
 };
 /// A call's options on resil::steady_clock.
 using call_options = basic_call_options<>;
@@ -89,6 +95,7 @@ public:
           deadline_(options.deadline.when()),
           stop_(std::move(options.stop)),
           jitter_(options.jitter),
+          fault_tag_(options.fault_tag),
           key_(options.idempotency_key.value_or(resil::idempotency_key{})),
           has_key_(options.idempotency_key.has_value()),
           idempotent_(options.idempotent),
@@ -245,6 +252,12 @@ public:
     /// that draws here includes it too).
     [[nodiscard]] jitter_engine& jitter() { return jitter_ ? *jitter_ : detail::thread_jitter(); }
 
+    /// The call's fault tag (call_options::fault_tag): which tagged
+    /// fault-injection policies apply to it. Empty by default.
+    [[nodiscard]] std::string_view fault_tag() const noexcept { return fault_tag_; }
+    /// Tags the call for fault injection; `tag` must outlive the call.
+    void set_fault_tag(std::string_view tag) noexcept { fault_tag_ = tag; }
+
     /// Events from policies; a plain context has no listener. (A pipeline's
     /// context type carries its listener and hides this.)
     template <class Event>
@@ -258,6 +271,7 @@ private:
     resil::timeouts timeouts_{};
     server_hint last_hint_{};
     jitter_engine* jitter_ = nullptr;
+    std::string_view fault_tag_{};
     resil::idempotency_key key_{};
     std::uint32_t attempt_ = 0;
     bool has_key_ = false;

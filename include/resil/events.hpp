@@ -38,6 +38,20 @@ enum class circuit_state : std::uint8_t { closed, open, half_open };
     return "unknown";
 }
 
+/// What a fault-injection policy injected (resil/fault_injection.hpp).
+enum class fault_kind : std::uint8_t {
+    delay,  ///< added latency before the call
+    abort,  ///< a failed attempt in place of the call
+};
+
+[[nodiscard]] constexpr std::string_view to_string(fault_kind k) noexcept {
+    switch (k) {
+        case fault_kind::delay: return "delay";
+        case fault_kind::abort: return "abort";
+    }
+    return "unknown";
+}
+
 /// Names the policy that emitted an event, for labels (e.g. "retry").
 using policy_name = std::string_view;
 
@@ -193,6 +207,16 @@ struct hedge_cancelled {
     std::uint32_t copy = 0;  ///< 0 for the first attempt
 };
 
+/// A fault-injection policy injected a fault into a call, on purpose
+/// (resil/fault_injection.hpp): emitted when it decides, before the delay.
+struct fault_injected {
+    resil::fault_kind kind = fault_kind::delay;
+    /// For a delay: how long the call is held (already cut to the deadline).
+    duration delay{};
+    /// For an abort: how the failed attempt is judged (success for a delay).
+    resil::verdict verdict = verdict::success;
+};
+
 }  // namespace events
 
 /// A list of event types (events::all).
@@ -207,7 +231,8 @@ namespace events {
 using all = event_list<attempt_started, attempt_finished, retry_scheduled, retries_exhausted, budget_refused,
                        breaker_state_changed, rejected, quota_store_failed, fallback_used, call_finished,
                        deadline_exceeded, endpoint_ejected, endpoint_returned, endpoint_health_changed,
-                       hedge_started, hedge_refused, hedge_cancelled, limit_changed, pace_changed>;
+                       hedge_started, hedge_refused, hedge_cancelled, limit_changed, pace_changed,
+                       fault_injected>;
 
 }  // namespace events
 

@@ -363,6 +363,25 @@ struct fmt::formatter<resil::events::pace_changed> : resil::detail::spec_free_fo
     }
 };
 
+template <>
+struct fmt::formatter<resil::fault_kind> : fmt::formatter<std::string_view> {
+    template <class FormatContext>
+    auto format(resil::fault_kind k, FormatContext& ctx) const {
+        return fmt::formatter<std::string_view>::format(resil::to_string(k), ctx);
+    }
+};
+
+// "fault injected: delay 300ms" and "fault injected: abort (retryable)".
+template <>
+struct fmt::formatter<resil::events::fault_injected> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::fault_injected& e, FormatContext& ctx) const {
+        if (e.kind == resil::fault_kind::delay)
+            return fmt::format_to(ctx.out(), "fault injected: delay {}", resil::detail::readable_duration{e.delay});
+        return fmt::format_to(ctx.out(), "fault injected: {} ({})", e.kind, e.verdict);
+    }
+};
+
 // ---------------------------------------------------------------------------
 // A metrics snapshot: one line, counts by reason listed only when non-zero.
 //   calls 7: 2 ok, 5 failed (retries_exhausted 1, circuit_open 1, ...); attempts 12; ...

@@ -33,6 +33,7 @@
 //   json/adaptive.hpp         the keys of paced_bucket, adaptive_limit and adaptive_throttle options
 //   json/hedge.hpp            the keys of hedge_options
 //   json/fallback.hpp         the keys of fallback_options
+//   json/fault_injection.hpp  the keys of fault_injection_options (and verdicts by name)
 //   json/balancing.hpp        the keys of balancer, outlier detection and health check options
 //   json/redis.hpp            the keys of the Redis limiter's options (its header only, not hiredis)
 //
@@ -56,6 +57,7 @@
 #include "json/duration.hpp"
 #include "json/error.hpp"
 #include "json/fallback.hpp"
+#include "json/fault_injection.hpp"
 #include "json/fields.hpp"
 #include "json/hedge.hpp"
 #include "json/load_config.hpp"

@@ -211,6 +211,17 @@ public:
         o.classify_as(c, 0);
         return o;
     }
+    /// A failed attempt that left nothing to hold (no value, no exception):
+    /// what a fault-injection policy returns in place of the call
+    /// (resil/fault_injection.hpp). Unlike a rejection it counts as
+    /// attempted(), so retries, breakers and fallbacks judge it by `c` as
+    /// they judge any failed attempt; its reason is `r`.
+    static outcome failed_attempt(classification c, resil::reason r) noexcept {
+        outcome o;
+        o.classify_as(c, attempted_bit);
+        o.set_field(reason_shift, static_cast<std::uint32_t>(r));
+        return o;
+    }
     /// A rejection before (or instead of) any attempt.
     static outcome rejected(resil::reason r, std::optional<duration> retry_after = std::nullopt) noexcept {
         outcome o;
@@ -306,7 +317,9 @@ public:
     void mark_may_have_been_sent() noexcept { state_ &= ~never_sent_bit; }
     /// True when the reason comes from judging an attempt's result (it holds a
     /// value or a classified exception), false for a rejection before any attempt.
-    [[nodiscard]] bool attempted() const noexcept { return has_value() || exception_ != nullptr; }
+    [[nodiscard]] bool attempted() const noexcept {
+        return (state_ & (has_value_bit | attempted_bit)) != 0 || exception_ != nullptr;
+    }
     /// Replaces whatever this holds with a fallback value for the failure it had.
     template <class... Args>
     void replace_with_fallback(Args&&... args) {
@@ -334,6 +347,7 @@ private:
     static constexpr std::uint32_t has_retry_after_bit = 1u << 25;
     static constexpr std::uint32_t dont_retry_bit = 1u << 26;
     static constexpr std::uint32_t never_sent_bit = 1u << 27;
+    static constexpr std::uint32_t attempted_bit = 1u << 28;  // failed_attempt(): attempted, nothing held
 
     static constexpr std::uint32_t pack(resil::verdict v, resil::reason r, resil::reason fallback,
                                         std::uint32_t flags) noexcept {

@@ -33,11 +33,15 @@
 //   layer_in enter(Context& ctx, State& s) const;
 //       On the way in: proceed(), refuse(reason[, retry_after]) (the rest of
 //       the pipeline does not run; the call's outcome is
-//       Outcome::rejected(reason, retry_after)), or wait_until(t).
+//       Outcome::rejected(reason, retry_after)), fail(reason, classification)
+//       (the rest does not run either, but the outcome is a failed attempt,
+//       Outcome::failed_attempt: what a fault-injection policy answers, so
+//       that outer retries and breakers judge it as a real failure), or
+//       wait_until(t).
 //   layer_in waited(Context& ctx, State& s, bool reached) const;   // if enter() may wait
 //       After the wait enter() asked for: `reached` is false when the stop
 //       token (or, on Asio, the caller's cancellation) cut it short.
-//       proceed() or refuse(...).
+//       proceed(), refuse(...) or fail(...).
 //   layer_out leave(Context& ctx, State& s, Outcome& out) const;
 //       On the way out, with the rest of the pipeline's outcome, which it may
 //       change: proceed(), or wait_for(d) and then retried().
@@ -73,13 +77,15 @@
 #include <utility>
 
 #include "clock.hpp"
+#include "outcome.hpp"
 #include "reason.hpp"
 
 namespace resil {
 
 /// What a policy's way in says (policy_steps.hpp): go on inward, refuse the
-/// call with a reason (and how long to wait before trying again), or wait
-/// until an instant and then ask the policy's waited().
+/// call with a reason (and how long to wait before trying again), answer
+/// for the rest with a failed attempt, or wait until an instant and then
+/// ask the policy's waited().
 class layer_in {
 public:
     /// Go on inward.
@@ -96,6 +102,18 @@ public:
         in.value_ = retry_after ? retry_after->count() : 0;
         return in;
     }
+    /// Answer for the rest of the pipeline with a failed attempt judged `c`,
+    /// for reason `why`: Outcome::failed_attempt(c, why). Outer policies see
+    /// an attempt that failed (a retry may retry it, a breaker counts it).
+    /// refuses() is true of it too: the rest does not run.
+    [[nodiscard]] static constexpr layer_in fail(resil::reason why, const classification& c) noexcept {
+        layer_in in = refuse(why, c.hint.retry_after);
+        in.kind_ = kind::fail;
+        in.verdict_ = c.verdict;
+        in.never_sent_ = c.never_sent;
+        in.dont_retry_ = c.hint.dont_retry;
+        return in;
+    }
     /// Wait until `t` (on the policy's clock), then ask waited().
     [[nodiscard]] static constexpr layer_in wait_until(time_point t) noexcept {
         layer_in in;
@@ -106,8 +124,10 @@ public:
 
     /// True for proceed().
     [[nodiscard]] constexpr bool proceeds() const noexcept { return kind_ == kind::proceed; }
-    /// True for refuse().
-    [[nodiscard]] constexpr bool refuses() const noexcept { return kind_ == kind::refuse; }
+    /// True for refuse() and fail(): the rest of the pipeline does not run.
+    [[nodiscard]] constexpr bool refuses() const noexcept { return kind_ == kind::refuse || kind_ == kind::fail; }
+    /// True for fail(): the outcome is a failed attempt, not a rejection.
+    [[nodiscard]] constexpr bool fails() const noexcept { return kind_ == kind::fail; }
     /// True for wait_until().
     [[nodiscard]] constexpr bool waits() const noexcept { return kind_ == kind::wait; }
     /// For a refusal: why.
@@ -119,14 +139,33 @@ public:
     }
     /// For a wait: the instant to wait until.
     [[nodiscard]] constexpr time_point until() const noexcept { return time_point{duration{value_}}; }
+    /// For fail(): how the failed attempt is judged.
+    [[nodiscard]] constexpr classification failure() const noexcept {
+        classification c{verdict_, server_hint{retry_after(), dont_retry_}};
+        c.never_sent = never_sent_;
+        return c;
+    }
+
+    /// The outcome of a call this refuses or fails, of type Outcome (resil::outcome<T>).
+    template <class Outcome>
+    [[nodiscard]] Outcome outcome_instead() const noexcept {
+        if (kind_ == kind::fail) [[unlikely]]
+            return Outcome::failed_attempt(failure(), reason_);
+        return Outcome::rejected(reason_, retry_after());
+    }
 
 private:
-    enum class kind : std::uint8_t { proceed, refuse, wait };
+    enum class kind : std::uint8_t { proceed, refuse, wait, fail };
     duration::rep value_ = 0;  // the refusal's retry_after, or the wait's instant
     kind kind_ = kind::proceed;
     resil::reason reason_ = reason::none;
     bool has_retry_after_ = false;
+    // fail() only: how the failed attempt is judged.
+    resil::verdict verdict_ = verdict::permanent;
+    bool never_sent_ = false;
+    bool dont_retry_ = false;
 };
+static_assert(sizeof(layer_in) <= 16, "layer_in stays a small value");
 
 /// What a policy's way out says (policy_steps.hpp): go on outward, or wait
 /// (a retry's backoff) and then ask the policy's retried().
@@ -248,7 +287,7 @@ template <class P, class Context, class Next>
             in = wait_on_entry(p, ctx, s, in);
     }
     if (!in.proceeds()) [[unlikely]]
-        return outcome_type::rejected(in.reason(), in.retry_after());
+        return in.template outcome_instead<outcome_type>();
     if constexpr (unwinds<P, Context, state_type>) {
         try {
             return run_inner_then_leave(p, ctx, s, next);

@@ -34,11 +34,13 @@ enum class reason : std::uint8_t {
     no_endpoint_in_scope,          ///< an earlier attempt may have reached a server, and no endpoint of that
                                    ///< server's idempotency scope can take the call: another scope would not
                                    ///< know its key (resil/balancer.hpp)
+    injected_fault,                ///< a fault-injection policy failed the attempt on purpose
+                                   ///< (resil/fault_injection.hpp): a test of the service's resilience
 };
 
 /// The number of reasons, `none` included.
-inline constexpr std::size_t reason_count = 17;
-static_assert(static_cast<std::size_t>(reason::no_endpoint_in_scope) + 1 == reason_count, "reason_count counts every reason");
+inline constexpr std::size_t reason_count = 18;
+static_assert(static_cast<std::size_t>(reason::injected_fault) + 1 == reason_count, "reason_count counts every reason");
 
 /// The reason's name in snake_case, as used in logs and metric labels.
 [[nodiscard]] constexpr std::string_view to_string(reason r) noexcept {
@@ -60,6 +62,7 @@ static_assert(static_cast<std::size_t>(reason::no_endpoint_in_scope) + 1 == reas
         case reason::throttled: return "throttled";
         case reason::no_endpoint: return "no_endpoint";
         case reason::no_endpoint_in_scope: return "no_endpoint_in_scope";
+        case reason::injected_fault: return "injected_fault";
     }
     return "unknown";
 }

@@ -19,6 +19,7 @@
 #include "duration_text.hpp"
 #include "events.hpp"
 #include "fallback.hpp"
+#include "fault_injection.hpp"
 #include "hedge.hpp"
 #include "idempotency_key.hpp"
 #include "idempotency_key_type.hpp"

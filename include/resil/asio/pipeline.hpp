@@ -542,7 +542,7 @@ private:
                         break;  // the user's policy has run its whole course
                     }
                     if (!in.proceeds()) {
-                        out.emplace(Out::rejected(in.reason(), in.retry_after()));
+                        out.emplace(in.template outcome_instead<Out>());
                         break;
                     }
                     ++i;
