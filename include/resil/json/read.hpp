@@ -195,8 +195,8 @@ Duration read_duration(const Json& v, const std::string& path) {
         fail(path, concat({"must be ", form, ", got ", text}));
     }
     const auto parsed = parse_duration<Duration>(v.template get<std::string>());
-    switch (parsed.error) {
-        case duration_text_error::none: return *parsed.value;
+    switch (parsed.error()) {
+        case duration_text_error::none: return *parsed;
         case duration_text_error::syntax: break;
         case duration_text_error::too_precise:
             fail(path, concat({"must be a whole number of ", tick_name<Duration>(), ", got ", shown(v)}));
