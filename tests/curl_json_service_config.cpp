@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <unistd.h>
@@ -242,4 +243,12 @@ TEST_CASE("service file: the example service's file loads") {
     REQUIRE(pricing.shared_quota);
     CHECK(pricing.shared_quota->key == "pricing-api");
     CHECK(pricing.shared_quota->key_prefix == "checkout:");  // from the shared "redis" section
+
+    // docs/configuration.md shows the file as it is.
+    const auto text_of = [](const std::filesystem::path& p) {
+        std::ifstream in(p, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const auto doc = text_of(file.parent_path().parent_path() / "docs" / "configuration.md");
+    CHECK(doc.find(text_of(file)) != std::string::npos);
 }
