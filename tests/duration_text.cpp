@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <initializer_list>
+#include <stdexcept>
 
 #include "catch.hpp"
 
@@ -27,18 +28,34 @@ TEST_CASE("duration text: the shortest exact text, read back to the same count")
     for (const std::chrono::nanoseconds d : std::initializer_list<std::chrono::nanoseconds>{1ns, 999ns, 1us, 1500us, 10ms, 1s, 61s, 59min, 24h}) {
         const auto text = format_duration(d);
         CAPTURE(text);
-        CHECK(parse_duration(text).value == d);
+        CHECK(parse_duration(text) == d);
     }
 }
 
 TEST_CASE("duration text: a unit is required, and what a type cannot hold is refused with its reason") {
-    CHECK(parse_duration("1.5s").value == 1500ms);
-    CHECK(parse_duration<std::chrono::milliseconds>("250ms").value == 250ms);
-    CHECK(parse_duration("250").error == duration_text_error::syntax);
-    CHECK(parse_duration("-1s").error == duration_text_error::syntax);
-    CHECK(parse_duration(" 1s").error == duration_text_error::syntax);
-    CHECK(parse_duration<std::chrono::milliseconds>("1.5ms").error == duration_text_error::too_precise);
-    CHECK(parse_duration("300y").error == duration_text_error::syntax);
-    CHECK(parse_duration("99999999999h").error == duration_text_error::out_of_range);
+    CHECK(parse_duration("1.5s") == 1500ms);
+    CHECK(parse_duration<std::chrono::milliseconds>("250ms") == 250ms);
+    CHECK(parse_duration("250").error() == duration_text_error::syntax);
+    CHECK(parse_duration("-1s").error() == duration_text_error::syntax);
+    CHECK(parse_duration(" 1s").error() == duration_text_error::syntax);
+    CHECK(parse_duration<std::chrono::milliseconds>("1.5ms").error() == duration_text_error::too_precise);
+    CHECK(parse_duration("300y").error() == duration_text_error::syntax);
+    CHECK(parse_duration("99999999999h").error() == duration_text_error::out_of_range);
     CHECK_FALSE(parse_duration("1x"));
+}
+
+TEST_CASE("duration text: the result is the duration itself, as std::expected holds one") {
+    const std::chrono::nanoseconds d = parse_duration("250ms").value();
+    CHECK(d == 250ms);
+    CHECK(*parse_duration<std::chrono::milliseconds>("2s") == 2000ms);
+    CHECK(parse_duration("1.5s").has_value());
+    CHECK(parse_duration("bad").value_or(1s) == 1s);
+    CHECK(parse_duration("3m").value_or(1s) == 3min);
+    CHECK(parse_duration("1s").error() == duration_text_error::none);
+    CHECK_FALSE(parse_duration("250") == std::chrono::nanoseconds{250});  // refused: equal to no duration
+    CHECK_THROWS_WITH(parse_duration("250").value(),
+                      R"(resil::parse_duration: the text must be digits, optionally a fraction, and a unit )"
+                      R"((ns, us, ms, s, m, h), such as "250ms")");
+    CHECK_THROWS_AS(parse_duration<std::chrono::milliseconds>("1.5ms").value(), std::invalid_argument);
+    static_assert(*resil::duration_text_result<std::chrono::seconds>(std::chrono::seconds{3}) == 3s);
 }

@@ -22,10 +22,18 @@
 #include <resil/timeout_policy.hpp>
 #include <resil/token_bucket.hpp>
 
+#if RESIL_TEST_WITH_CURL
+#include <resil/json/curl.hpp>
+#include <resil/json/dependency.hpp>
+#endif
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -120,20 +128,39 @@ static_assert(every_member_keyed<resil::fault_injection_options>());
 static_assert(every_member_keyed<resil::fault_injection_options::delay_fault>());
 static_assert(every_member_keyed<resil::fault_injection_options::abort_fault>());
 static_assert(every_member_keyed<resil::redis::rate_limiter_options>());
+static_assert(every_member_keyed<resil::endpoint>());
+static_assert(every_member_keyed<resil::pushback_options>());
+static_assert(every_member_keyed<resil::sse::reader_options>());
+#if RESIL_TEST_WITH_CURL
+static_assert(every_member_keyed<resil::curl::tls_options>());
+static_assert(every_member_keyed<resil::curl::proxy_options>());
+static_assert(every_member_keyed<resil::curl::redirect_options>());
+static_assert(every_member_keyed<resil::curl::connection_options>());
+static_assert(every_member_keyed<resil::curl::client_options>(2));  // shared, configure_handle
+static_assert(every_member_keyed<resil::curl::shared_cache_options>());
+static_assert(every_member_keyed<resil::curl::stream_options>());
+static_assert(every_member_keyed<resil::curl::sse_stream_options>());
+static_assert(every_member_keyed<resil::http::health_check_settings>());
+static_assert(every_member_keyed<resil::http::dependency_options>());
+#endif
 static_assert(member_count<resil::timeouts>() == 3);  // the count itself
 
-template <class T>
+// How a value read back from write() compares with the one written: equal,
+// but for secrets, which write() leaves out and so read back empty.
+enum class compare { as_is, read_back };
+
+template <compare Mode = compare::as_is, class T>
 bool same_fields(const T& a, const T& b);
 
 // Two values of one member equal: nested options types and optional ones
 // field by field (some options types hold callbacks, and have no ==).
-template <class M>
+template <compare Mode, class M>
 bool same_member(const M& x, const M& y) {
     if constexpr (rj::detail::options_type<M>) {
-        return same_fields(x, y);
+        return same_fields<Mode>(x, y);
     } else if constexpr (rj::detail::is_optional<M>) {
         if constexpr (rj::detail::options_type<typename M::value_type>)
-            return x.has_value() == y.has_value() && (!x || same_fields(*x, *y));
+            return x.has_value() == y.has_value() && (!x || same_fields<Mode>(*x, *y));
         else
             return x == y;
     } else {
@@ -141,37 +168,74 @@ bool same_member(const M& x, const M& y) {
     }
 }
 
-// Every field of T's table equal (all_of) or different (none_of).
-template <class T, class Combine>
+// Each field of T's table, compared: `same` for each, in the table's order.
+template <compare Mode, class T, class Combine>
 bool compare_fields(const T& a, const T& b, Combine combine) {
-    return std::apply([&](const auto&... f) { return combine(same_member(a.*f.member, b.*f.member)...); },
-                      rj::detail::fields<T>::list);
+    return std::apply(
+        [&](const auto&... f) {
+            const auto one = [&](const auto& field) {
+                using entry = std::remove_cvref_t<decltype(field)>;
+                if constexpr (Mode == compare::read_back && std::is_same_v<typename entry::codec, rj::detail::as_secret>)
+                    return std::pair{field.name, (a.*field.member).empty()};
+                else
+                    return std::pair{field.name, same_member<Mode>(a.*field.member, b.*field.member)};
+            };
+            return combine(one(f)...);
+        },
+        rj::detail::fields<T>::list);
 }
-template <class T>
+template <compare Mode, class T>
 bool same_fields(const T& a, const T& b) {
-    return compare_fields(a, b, [](auto... same) { return (same && ...); });
+    return compare_fields<Mode>(a, b, [](auto... same) { return (same.second && ...); });
 }
+// Every field differs, but those named in `left`.
 template <class T>
-bool every_field_differs(const T& a, const T& b) {
-    return compare_fields(a, b, [](auto... same) { return (!same && ...); });
+bool every_field_differs(const T& a, const T& b, std::initializer_list<std::string_view> left = {}) {
+    return compare_fields<compare::as_is>(a, b, [&](auto... same) {
+        const auto differs = [&](const auto& s) {
+            for (auto name : left)
+                if (name == s.first) return true;
+            if (s.second) UNSCOPED_INFO("field left at its default: " << s.first);
+            return !s.second;
+        };
+        return (differs(same) && ...);
+    });
+}
+
+// What read<T> checks T with: its checker, else its validate().
+template <class T>
+resil::validation_result check_of(const T& options) {
+    if constexpr (rj::detail::has_checker<T>) return rj::detail::checker<T>::check(options);
+    else if constexpr (requires { options.validate(); }) return options.validate();
+    else return std::nullopt;
 }
 
 // Written, then read back (through resil::json and through nlohmann's own
-// conversions): the same options; and written again, the same text.
+// conversions): the same options (secrets aside: never written); and
+// written again, the same text. `left` names fields that may keep their
+// default (one of two that exclude each other).
 template <class T>
-void round_trip(const T& options) {
+void round_trip(const T& options, std::initializer_list<std::string_view> left = {}) {
     static_assert(rj::detail::options_type<T>);
-    REQUIRE(options.validate() == std::nullopt);
+    REQUIRE(check_of(options) == std::nullopt);
     const auto j = rj::write(options);
     INFO(j.dump());
     const auto back = rj::read<T>(j, "x");
-    CHECK(same_fields(back, options));
-    if constexpr (std::equality_comparable<T>) CHECK(back == options);
+    CHECK(same_fields<compare::read_back>(back, options));
     CHECK(rj::write(back) == j);
     // Every field differs from its default, so a key the reader skipped would show.
-    CHECK(every_field_differs(T{}, options));
+    CHECK(every_field_differs(T{}, options, left));
     const nlohmann::json converted = options;
-    CHECK(same_fields(converted.get<T>(), options));
+    CHECK(same_fields<compare::read_back>(converted.get<T>(), options));
+}
+
+// A backoff, written and read back: the same kind and values; the same text.
+void round_trip(const resil::backoff& b) {
+    const auto j = rj::write(b);
+    INFO(j.dump());
+    const auto back = rj::read<resil::backoff>(j, "backoff");
+    CHECK(back == b);
+    CHECK(rj::write(back) == j);
 }
 
 std::string error_of(auto read) {
@@ -199,6 +263,90 @@ void every_key_misspelt(const T& options) {
               0);
     }
 }
+
+// The same for a backoff object's keys (its kind and its strategy's).
+void every_backoff_key_misspelt(const resil::backoff& b) {
+    const auto written = rj::write<nlohmann::json>(b);
+    for (const auto& [name, value] : written.items()) {
+        const std::string typo = name + "x";
+        auto j = written;
+        j[typo] = value;
+        j.erase(name);
+        INFO(typo);
+        const auto error = error_of([&] { (void)rj::read<resil::backoff>(j, "cfg"); });
+        CHECK(error.rfind("cfg." + typo + ": unknown key; did you mean \"" + name + "\"?", 0) == 0);
+    }
+}
+
+#if RESIL_TEST_WITH_CURL
+// Files the TLS options name: validate() wants them readable, not valid PEM.
+struct tls_files {
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / "resil_json_options_tls";
+    tls_files() {
+        std::filesystem::create_directories(dir);
+        for (const char* name : {"ca.pem", "client.pem", "client.key", "pin.pem"}) std::ofstream(dir / name) << "x\n";
+    }
+    [[nodiscard]] std::string file(const char* name) const { return (dir / name).string(); }
+};
+
+resil::curl::client_options every_transport_option(const tls_files& files) {
+    return {.limits = {.connect = 2s, .read = 5s, .total = 20s},
+            .idempotency_key = resil::curl::key_header_format::unquoted,
+            .idempotency_key_header = "X-Idempotency-Key",
+            .propagate_deadline = true,
+            .max_body_bytes = 1 << 20,
+            .max_header_bytes = 8192,
+            .pushback_header = "x-pushback-ms",
+            .user_agent = "checkout/1.0",
+            .tls = {.ca_file = files.file("ca.pem"),
+                    .ca_directory = files.dir.string(),
+                    .client_certificate = files.file("client.pem"),
+                    .private_key = files.file("client.key"),
+                    .private_key_password = "s3cret",
+                    .pinned_public_key = files.file("pin.pem"),
+                    .minimum_version = resil::curl::tls_version::tls1_3,
+                    .accept_invalid_certificates = true},
+            .proxy = {.url = "http://proxy.internal:3128",
+                      .no_proxy = "localhost,.internal",
+                      .username = "svc",
+                      .password = "hunter2"},
+            .http_version = resil::curl::http_version::http1_1,
+            .redirects = {.max = 3, .allow_https_to_http = true},
+            .connections = {.resolve = {"api.internal:443:10.0.0.7"},
+                            .connect_to = {"api.internal:443:10.0.0.9:8443"},
+                            .dns_cache_lifetime = 30s,
+                            .max_connection_age = 5min,
+                            .max_connection_idle = 50s,
+                            .max_idle_for_unrepeatable = 500ms,
+                            .tcp_keepalive = true,
+                            .tcp_keepalive_idle = 30s,
+                            .tcp_keepalive_interval = 10s}};
+}
+
+resil::http::dependency_options every_dependency_option(const tls_files& files) {
+    resil::http::dependency_options d{
+        .name = "payments",
+        .endpoints = {{.address = "https://pay-a.internal", .weight = 3, .zone = "eu-1a", .idempotency_scope = "a"},
+                      {.address = "https://pay-b.internal", .priority = 1, .idempotency_scope = "b"}},
+        .balancing = {.policy = resil::balancing_policy::least_outstanding,
+                      .endpoint_breaker = resil::circuit_breaker_options{.open_for = 20s}},
+        .health_check = resil::http::health_check_settings{.probe = {.interval = 5s, .timeout = 1s}, .path = "/ready"},
+        .transport = every_transport_option(files),
+        .deadline = {.budget = 2s},
+        .timeouts = {.connect = 100ms, .total = 800ms},
+        .retry = {.max_attempts = 2},
+        .retry_budget = resil::retry_budget_options{.ratio = 0.2},
+        .circuit_breaker = resil::circuit_breaker_options{.failure_ratio = 0.3},
+        .concurrency_limit = resil::concurrency_limit_options{.max_in_flight = 32},
+        .adaptive_limit = std::nullopt,
+        .pacing = resil::paced_bucket_options{.rate = 20, .burst = 5},
+        .quota = resil::token_bucket_options{.rate = 100, .burst = 50},
+        .shared_quota = resil::redis::rate_limiter_options{.rate = 50, .burst = 100, .key = "payments"},
+        .hedge = resil::hedge_options{.delay = 50ms},
+    };
+    return d;
+}
+#endif
 
 }  // namespace
 
@@ -288,6 +436,54 @@ TEST_CASE("json options: every options type round-trips, every field away from i
                                                   .lease = 5,
                                                   .lease_ttl = 500ms,
                                                   .max_wait = 2s});
+    round_trip(rj::pipeline_config{.deadline = 300ms,
+                                   .timeouts = resil::timeouts{.connect = 20ms},
+                                   .retry = resil::retry_options{.max_attempts = 2},
+                                   .retry_budget = resil::retry_budget_options{.ratio = 0.2},
+                                   .circuit_breaker = resil::circuit_breaker_options{.open_for = 5s},
+                                   .token_bucket = resil::token_bucket_options{.rate = 5},
+                                   .concurrency_limit = resil::concurrency_limit_options{.max_in_flight = 8}});
+    round_trip(resil::backoff{resil::exponential_backoff{10ms, 5s, 3.0}});
+    round_trip(resil::backoff{resil::full_jitter{20ms, 2s}});
+    round_trip(resil::backoff{resil::equal_jitter{30ms, 3s, 1.5}});
+    round_trip(resil::backoff{resil::decorrelated_jitter{40ms, 4s}});
+    round_trip(resil::endpoint{.address = "https://inv-1.internal:8443/v2",
+                               .weight = 4,
+                               .zone = "eu-west-1a",
+                               .priority = 2,
+                               .idempotency_scope = "inventory"});
+    round_trip(resil::pushback_options{.floor = 200ms});
+    round_trip(resil::sse::reader_options{.max_line_bytes = 1024,
+                                          .max_event_bytes = 4096,
+                                          .max_body_bytes = 1 << 20,
+                                          .validate_utf8 = false});
+#if RESIL_TEST_WITH_CURL
+    const tls_files files;
+    const auto transport = every_transport_option(files);
+    round_trip(transport.tls);
+    round_trip(resil::curl::proxy_options{transport.proxy});
+    round_trip(resil::curl::redirect_options{transport.redirects});
+    round_trip(resil::curl::connection_options{transport.connections});
+    round_trip(transport);
+    round_trip(resil::curl::client_options{transport});
+    round_trip(resil::curl::tls_options{.minimum_version = resil::curl::tls_version::tls1_2},
+               {"ca_file", "ca_directory", "client_certificate", "private_key", "private_key_password",
+                "pinned_public_key", "accept_invalid_certificates"});
+    round_trip(resil::curl::shared_cache_options{.dns = false, .tls_sessions = false});
+    round_trip(resil::curl::stream_options{.first_byte = 2s, .idle = 30s});
+    round_trip(resil::curl::sse_stream_options{
+        .reader = {.max_line_bytes = 100}, .require_event_stream = false, .resume = true});
+    round_trip(resil::http::health_check_settings{.probe = {.interval = 3s}, .path = "/live"});
+    // concurrency_limit and adaptive_limit exclude each other: each in its own round trip.
+    auto payments = every_dependency_option(files);
+    round_trip(payments, {"adaptive_limit"});
+    payments.concurrency_limit.reset();
+    payments.adaptive_limit = resil::adaptive_limit_options{.initial_limit = 10};
+    round_trip(payments, {"concurrency_limit"});
+    round_trip(resil::http::dependency_options{.name = "one", .endpoints = {{.address = "http://one:80"}}},
+               {"balancing", "health_check", "transport", "deadline", "timeouts", "retry", "retry_budget",
+                "circuit_breaker", "concurrency_limit", "adaptive_limit", "pacing", "quota", "shared_quota", "hedge"});
+#endif
 }
 
 TEST_CASE("json options: a balancer without a per-endpoint breaker writes null, and reads it back") {
@@ -319,6 +515,30 @@ TEST_CASE("json options: every key of every options type, misspelt, is refused w
     every_key_misspelt(resil::health_check_options{});
     every_key_misspelt(resil::fault_injection_options{});
     every_key_misspelt(resil::redis::rate_limiter_options{.key = "k"});
+    every_key_misspelt(rj::pipeline_config{.deadline = 1s,
+                                           .timeouts = resil::timeouts{},
+                                           .retry = resil::retry_options{},
+                                           .retry_budget = resil::retry_budget_options{},
+                                           .circuit_breaker = resil::circuit_breaker_options{},
+                                           .token_bucket = resil::token_bucket_options{},
+                                           .concurrency_limit = resil::concurrency_limit_options{}});
+    every_backoff_key_misspelt(resil::full_jitter{});
+    every_backoff_key_misspelt(resil::decorrelated_jitter{});
+    every_key_misspelt(resil::endpoint{.address = "http://a:80"});
+    every_key_misspelt(resil::pushback_options{});
+    every_key_misspelt(resil::sse::reader_options{});
+#if RESIL_TEST_WITH_CURL
+    every_key_misspelt(resil::curl::tls_options{});
+    every_key_misspelt(resil::curl::proxy_options{});
+    every_key_misspelt(resil::curl::redirect_options{});
+    every_key_misspelt(resil::curl::connection_options{});
+    every_key_misspelt(resil::curl::client_options{});
+    every_key_misspelt(resil::curl::shared_cache_options{});
+    every_key_misspelt(resil::curl::stream_options{});
+    every_key_misspelt(resil::curl::sse_stream_options{});
+    every_key_misspelt(resil::http::health_check_settings{});
+    every_key_misspelt(resil::http::dependency_options{});
+#endif
 }
 
 TEST_CASE("json options: fault injection, off unless the file enables it, its errors at their path") {

@@ -38,7 +38,9 @@ check_umbrella(asio.hpp asio)
 # resil/curl_asio.hpp (their old paths under curl/ forward there).
 check_umbrella(curl.hpp curl async_client.hpp async_hedged_client.hpp)
 check_umbrella(curl_asio.hpp curl_asio)
-check_umbrella(json.hpp json)
+# resil/json.hpp needs nlohmann alone: the tables of the libcurl client's and
+# a dependency's options, and the service file, need libcurl's headers too.
+check_umbrella(json.hpp json curl.hpp dependency.hpp service_config.hpp)
 # resil/redis.hpp needs hiredis alone: the limiter on Asio is included as
 # resil/redis/asio_rate_limiter.hpp (resil::redis and resil::asio).
 check_umbrella(redis.hpp redis asio_rate_limiter.hpp)

@@ -20,8 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <ratio>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -47,16 +47,56 @@ enum class duration_text_error : std::uint8_t {
     out_of_range,  ///< more than the target type can hold (about 292 years in nanoseconds)
 };
 
-/// The result of parsing a duration text: a value, or why not.
+/// The result of parsing a duration text: the duration, or why not. Used
+/// as std::expected is: `*r` or `r.value()` is the duration, `r.error()` why
+/// there is none.
+///
+///   auto d = resil::parse_duration("250ms").value();            // throws on bad text
+///   auto t = resil::parse_duration(text).value_or(std::chrono::seconds{1});
+///   if (auto r = resil::parse_duration(text)) use(*r); else log(to_string(r.error()));
+///
+/// (Before resil 0.2 the duration was an optional data member, `.value`,
+/// and the error one `.error`; a data member and a function cannot share a
+/// name, so `r.value == d` and `*r.value` are now `r == d` and `*r`, and
+/// `r.error` is `r.error()`: the old spellings fail to compile, at the call.)
 template <class Duration>
-struct duration_text_result {
-    /// The duration read, when the text is valid.
-    std::optional<Duration> value{};
-    /// Why the text was refused (none on success).
-    duration_text_error error = duration_text_error::none;
+class duration_text_result {
+public:
+    /// A duration read.
+    constexpr duration_text_result(Duration d) noexcept : value_(d) {}  // NOLINT(google-explicit-constructor)
+    /// A text refused, and why (not duration_text_error::none).
+    constexpr duration_text_result(duration_text_error why) noexcept : error_(why) {}  // NOLINT
 
-    /// True when a value was read.
-    explicit operator bool() const noexcept { return value.has_value(); }
+    /// True when a duration was read.
+    [[nodiscard]] constexpr bool has_value() const noexcept { return error_ == duration_text_error::none; }
+    /// has_value().
+    constexpr explicit operator bool() const noexcept { return has_value(); }
+    /// The duration; only when has_value().
+    [[nodiscard]] constexpr Duration operator*() const noexcept { return value_; }
+    /// The duration; throws std::invalid_argument saying why there is none.
+    [[nodiscard]] Duration value() const {
+        if (!has_value()) throw_refused();
+        return value_;
+    }
+    /// The duration, or `fallback` when the text was refused.
+    [[nodiscard]] constexpr Duration value_or(Duration fallback) const noexcept {
+        return has_value() ? value_ : fallback;
+    }
+    /// Why the text was refused; duration_text_error::none when it was read.
+    [[nodiscard]] constexpr duration_text_error error() const noexcept { return error_; }
+
+    /// A result equals a duration when it holds that duration.
+    [[nodiscard]] friend constexpr bool operator==(const duration_text_result& r, Duration d) noexcept {
+        return r.has_value() && r.value_ == d;
+    }
+    /// Same duration, or same refusal.
+    friend constexpr bool operator==(const duration_text_result&, const duration_text_result&) = default;
+
+private:
+    [[noreturn]] void throw_refused() const;
+
+    Duration value_{};
+    duration_text_error error_ = duration_text_error::none;
 };
 
 namespace detail {
@@ -104,7 +144,7 @@ template <class Duration = std::chrono::nanoseconds>
     using rep = typename Duration::rep;
     static_assert(std::is_signed_v<rep> && sizeof(rep) == 8, "resil::json: durations must count in int64");
     constexpr int target = detail::tick_exponent<Duration>();
-    const auto syntax = duration_text_result<Duration>{std::nullopt, duration_text_error::syntax};
+    const duration_text_result<Duration> syntax{duration_text_error::syntax};
 
     // The grammar of detail/decimal_duration.hpp, one component and nothing
     // after it; the value is worked out exactly below, on digit strings.
@@ -121,8 +161,8 @@ template <class Duration = std::chrono::nanoseconds>
     detail::strip_leading_zeros(whole);
     // Bounds that keep the digit strings short; anything past them is out of
     // range (whole part) or finer than a nanosecond (fraction) anyway.
-    if (whole.size() > 24) return {std::nullopt, duration_text_error::out_of_range};
-    if (fraction.size() > 24) return {std::nullopt, duration_text_error::too_precise};
+    if (whole.size() > 24) return duration_text_error::out_of_range;
+    if (fraction.size() > 24) return duration_text_error::too_precise;
     std::string digits = whole + fraction;
     detail::strip_leading_zeros(digits);
     digits = detail::multiply_digits(digits, chosen->factor);
@@ -133,21 +173,21 @@ template <class Duration = std::chrono::nanoseconds>
         const auto drop = static_cast<std::size_t>(-shift);
         if (digits.size() <= drop) {
             if (digits.find_first_not_of('0') != std::string::npos)
-                return {std::nullopt, duration_text_error::too_precise};
+                return duration_text_error::too_precise;
             digits = "0";
         } else {
             if (digits.find_first_not_of('0', digits.size() - drop) != std::string::npos)
-                return {std::nullopt, duration_text_error::too_precise};
+                return duration_text_error::too_precise;
             digits.resize(digits.size() - drop);
         }
     }
     detail::strip_leading_zeros(digits);
     const std::string max = std::to_string(std::numeric_limits<rep>::max());
     if (digits.size() > max.size() || (digits.size() == max.size() && digits > max))
-        return {std::nullopt, duration_text_error::out_of_range};
+        return duration_text_error::out_of_range;
     rep count = 0;
     for (char c : digits) count = count * 10 + (c - '0');
-    return {Duration{count}, duration_text_error::none};
+    return Duration{count};
 }
 
 namespace detail {
@@ -270,6 +310,22 @@ template <class Rep, class Period>
         case duration_text_error::out_of_range: return "out_of_range";
     }
     return "unknown";
+}
+
+template <class Duration>
+void duration_text_result<Duration>::throw_refused() const {
+    std::string message = "resil::parse_duration: the text ";
+    std::string_view why;
+    switch (error_) {
+        case duration_text_error::none:
+        case duration_text_error::syntax:
+            why = "must be digits, optionally a fraction, and a unit (ns, us, ms, s, m, h), such as \"250ms\"";
+            break;
+        case duration_text_error::too_precise: why = "is finer than the duration type holds"; break;
+        case duration_text_error::out_of_range: why = "is longer than the duration type holds"; break;
+    }
+    message += why;
+    throw std::invalid_argument(message);
 }
 
 }  // namespace resil

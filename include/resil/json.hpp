@@ -36,8 +36,14 @@
 //   json/fault_injection.hpp  the keys of fault_injection_options (and verdicts by name)
 //   json/balancing.hpp        the keys of balancer, outlier detection and health check options
 //   json/redis.hpp            the keys of the Redis limiter's options (its header only, not hiredis)
+//   json/pushback.hpp         the keys of pushback_options (the floor under Retry-After)
+//   json/sse.hpp              the keys of an event stream reader's options
 //
-// Needs the resil::json CMake target (nlohmann_json 3.9 or later).
+// Needs the resil::json CMake target (nlohmann_json 3.9 or later). Three
+// more need libcurl's headers too (and the resil::curl target), so are not
+// included here: json/curl.hpp (the libcurl client's options),
+// json/dependency.hpp (a dependency's options) and json/service_config.hpp
+// (a service file of named dependencies; docs/configuration.md).
 #pragma once
 
 #include "backoff.hpp"
@@ -64,6 +70,8 @@
 #include "json/metrics.hpp"
 #include "json/parse.hpp"
 #include "json/pipeline_config.hpp"
+#include "json/pushback.hpp"
 #include "json/read.hpp"
 #include "json/redis.hpp"
+#include "json/sse.hpp"
 #include "json/write.hpp"

@@ -9,6 +9,7 @@
 //   gives the same JSON text: options → JSON → options is lossless;
 // - the same for the document read as each options type on its own
 //   (resil::json::read<T>), so every reader sees the fuzzer's values.
+#include <resil/balancer.hpp>
 #include <resil/json.hpp>
 
 #include <cstddef>
@@ -85,5 +86,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_reader<resil::circuit_breaker_options>(j);
     check_reader<resil::token_bucket_options>(j);
     check_reader<resil::concurrency_limit_options>(j);
+    check_reader<resil::deadline_policy_options>(j);
+    check_reader<resil::paced_bucket_options>(j);
+    check_reader<resil::adaptive_limit_options>(j);
+    check_reader<resil::adaptive_throttle_options>(j);
+    check_reader<resil::fallback_options>(j);
+    check_reader<resil::hedge_options>(j);
+    check_reader<resil::balancer_options>(j);
+    check_reader<resil::endpoint>(j);
+    check_reader<resil::health_check_options>(j);
+    check_reader<resil::redis::rate_limiter_options>(j);
+    check_reader<resil::pushback_options>(j);
+    check_reader<resil::sse::reader_options>(j);
     return 0;
 }

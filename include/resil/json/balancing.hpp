@@ -1,6 +1,7 @@
 // resil/json/balancing.hpp — the JSON keys of the balancing options
 // (resil/balancer.hpp): balancer_options with its outlier detection and
-// per-endpoint breaker as nested objects, and health_check_options; read
+// per-endpoint breaker as nested objects, an endpoint, and
+// health_check_options; read
 // and written by resil::json::read and write as every options type is. The
 // hooks (on_ejected, on_returned, a breaker's on_state_change) are code,
 // not configuration: neither read nor written.
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <span>
 #include <string_view>
 #include <tuple>
 
@@ -57,6 +59,27 @@ struct fields<balancer_options> {
         key("failover_threshold", &T::failover_threshold),
         key("endpoint_breaker", &T::endpoint_breaker),
     };
+};
+
+/// One endpoint of a set (resil/balancer/endpoint.hpp). In a list (a
+/// dependency's "endpoints") the owner checks the whole list, uniqueness
+/// included; read alone, it is checked as a list of one.
+template <>
+struct fields<endpoint> {
+    using T = endpoint;
+    static constexpr auto list = std::tuple{key("address", &T::address), key("weight", &T::weight),
+                                            key("zone", &T::zone), key("priority", &T::priority),
+                                            key("idempotency_scope", &T::idempotency_scope)};
+};
+
+template <>
+struct checker<endpoint> {
+    static validation_result check(const endpoint& e) {
+        auto bad = validate_endpoints(std::span<const endpoint>(&e, 1));
+        constexpr std::string_view item = "endpoints[0].";
+        if (bad && std::string_view(bad->field).starts_with(item)) bad->field.erase(0, item.size());
+        return bad;
+    }
 };
 
 template <>

@@ -22,11 +22,13 @@
 
 #include <array>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <optional>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "../backoff.hpp"
 #include "../circuit_breaker/options.hpp"
@@ -37,6 +39,7 @@
 #include "../retry_budget.hpp"
 #include "../timeouts.hpp"
 #include "../token_bucket.hpp"
+#include "../validation.hpp"
 #include "pipeline_config.hpp"
 
 namespace resil::json::detail {
@@ -48,6 +51,10 @@ struct as_limit {};
 /// A pipeline_config section: absent leaves it empty; present is read and
 /// validated as its own type.
 struct as_section {};
+/// A secret (a key's passphrase, a proxy's password): read as a string,
+/// never written (write() leaves the key out), so configuration shown in a
+/// log or a status page cannot leak it.
+struct as_secret {};
 
 /// One JSON key and the member it holds.
 template <class Owner, class Member, class Codec>
@@ -72,8 +79,11 @@ struct fields;
 template <class T>
 concept has_fields = requires { fields<T>::list; };
 
-/// The values of an enumeration read and written by name (to_string), and
-/// what the message calls one ("a breaker mode"); no primary definition.
+/// The values of an enumeration read and written by name, and what the
+/// message calls one ("a breaker mode"); no primary definition. The names
+/// are to_string's, unless the table lists its own in `names` (one per
+/// value, in order: where to_string is prose, "TLS 1.2", the file says
+/// "tls1_2").
 template <class E>
 struct enumerators;
 
@@ -81,6 +91,31 @@ template <class E>
 concept named_enum = std::is_enum_v<E> && requires {
     enumerators<E>::values;
     enumerators<E>::what;
+};
+
+/// E's name in a JSON file.
+template <named_enum E>
+constexpr std::string_view enum_name(E e) noexcept {
+    if constexpr (requires { enumerators<E>::names; }) {
+        static_assert(enumerators<E>::names.size() == enumerators<E>::values.size(), "one name per value");
+        for (std::size_t i = 0; i < enumerators<E>::values.size(); ++i)
+            if (enumerators<E>::values[i] == e) return enumerators<E>::names[i];
+        return "unknown";
+    } else {
+        return to_string(e);
+    }
+}
+
+/// How read<T> checks a T it has read, when not by T's own validate(): a
+/// specialization has `static validation_result check(const T&)`, naming
+/// the field from T as validate() does (resil::endpoint, which is checked as
+/// a list, has one). No primary definition.
+template <class T>
+struct checker;
+
+template <class T>
+concept has_checker = requires(const T& t) {
+    { checker<T>::check(t) } -> std::same_as<validation_result>;
 };
 
 template <>
@@ -197,6 +232,16 @@ template <class T>
 inline constexpr bool is_chrono_duration = false;
 template <class Rep, class Period>
 inline constexpr bool is_chrono_duration<std::chrono::duration<Rep, Period>> = true;
+
+template <class T>
+inline constexpr bool is_optional_duration = false;
+template <class Rep, class Period>
+inline constexpr bool is_optional_duration<std::optional<std::chrono::duration<Rep, Period>>> = true;
+
+template <class T>
+inline constexpr bool is_vector = false;
+template <class T, class A>
+inline constexpr bool is_vector<std::vector<T, A>> = true;
 
 /// T's keys in order, optionally after `before` (a backoff's "kind").
 template <class T, std::size_t N = 0>

@@ -195,8 +195,8 @@ Duration read_duration(const Json& v, const std::string& path) {
         fail(path, concat({"must be ", form, ", got ", text}));
     }
     const auto parsed = parse_duration<Duration>(v.template get<std::string>());
-    switch (parsed.error) {
-        case duration_text_error::none: return *parsed.value;
+    switch (parsed.error()) {
+        case duration_text_error::none: return *parsed;
         case duration_text_error::syntax: break;
         case duration_text_error::too_precise:
             fail(path, concat({"must be a whole number of ", tick_name<Duration>(), ", got ", shown(v)}));
@@ -253,11 +253,11 @@ template <named_enum E, class Json>
 E read_enum(const Json& v, const std::string& path) {
     const auto name = read_string(v, path, enumerators<E>::what);
     for (auto e : enumerators<E>::values)
-        if (to_string(e) == name) return e;
+        if (enum_name(e) == name) return e;
     std::string names;
     for (auto e : enumerators<E>::values) {
         if (!names.empty()) names += ", ";
-        names += concat({"\"", to_string(e), "\""});
+        names += concat({"\"", enum_name(e), "\""});
     }
     fail(path, concat({"must be one of ", names, ", got ", shown(v)}));
 }
@@ -295,7 +295,7 @@ reason_set read_reasons(const Json& v, const std::string& path) {
 // ---- the key table, walked ----
 
 template <class T, class Json>
-T read_checked(const Json& j, const std::string& path);
+T read_checked(const Json& j, const std::string& path, T out = T{});
 
 template <class Json>
 resil::backoff read_backoff(const Json& j, const std::string& path, read_state& state);
@@ -310,6 +310,9 @@ void read_as(const Json& v, const std::string& path, Member& out, read_state& st
         out = read_checked<typename Member::value_type>(v, path);
     } else if constexpr (std::is_same_v<Codec, as_limit>) {
         out = v.is_null() ? resil::timeouts::no_limit : read_duration<Member>(v, path);
+    } else if constexpr (std::is_same_v<Codec, as_secret>) {
+        static_assert(std::is_same_v<Member, std::string>, "resil::json: a secret is a string");
+        out = read_string(v, path, "a string");
     } else if constexpr (std::is_same_v<Member, bool>) {
         out = read_bool(v, path);
     } else if constexpr (std::is_integral_v<Member>) {
@@ -318,8 +321,9 @@ void read_as(const Json& v, const std::string& path, Member& out, read_state& st
         out = read_number(v, path);
     } else if constexpr (std::is_same_v<Member, duration>) {
         out = read_duration<duration>(v, path);
-    } else if constexpr (std::is_same_v<Member, std::optional<duration>>) {
-        out = v.is_null() ? std::nullopt : std::optional<duration>(read_duration<duration>(v, path));
+    } else if constexpr (is_optional_duration<Member>) {
+        using D = typename Member::value_type;
+        out = v.is_null() ? std::nullopt : std::optional<D>(read_duration<D>(v, path));
     } else if constexpr (is_chrono_duration<Member>) {
         out = read_duration<Member>(v, path);  // another tick than resil::duration's (whole milliseconds)
     } else if constexpr (std::is_same_v<Member, std::string>) {
@@ -332,6 +336,31 @@ void read_as(const Json& v, const std::string& path, Member& out, read_state& st
         out = read_enum<Member>(v, path);
     } else if constexpr (std::is_same_v<Member, resil::backoff>) {
         out = read_backoff(v, path, state);
+    } else if constexpr (is_vector<Member>) {
+        // A list: of strings, or of objects of an options type (checked by
+        // the owner's validate(), which names them "list[i].field").
+        using E = typename Member::value_type;
+        static_assert(std::is_same_v<E, std::string> || options_type<E>, "resil::json: no JSON form for this list");
+        if (!v.is_array()) {
+            if constexpr (std::is_same_v<E, std::string>)
+                fail(path, concat({"must be an array of strings, got ", shown(v)}));
+            else
+                fail(path, concat({"must be an array of objects, got ", shown(v)}));
+        }
+        Member list;
+        list.reserve(v.size());
+        std::size_t index = 0;
+        for (const auto& item : v) {
+            const auto at = join(path, index++);
+            if constexpr (std::is_same_v<E, std::string>) {
+                list.push_back(read_string(item, at, "a string"));
+            } else {
+                E each{};
+                read_fields(object_reader<Json>(item, at, key_names<E>()), each, state);
+                list.push_back(std::move(each));
+            }
+        }
+        out = std::move(list);
     } else if constexpr (options_type<Member>) {
         // A nested options type: its keys, checked as its owner's are; its
         // ranges by the owner's validate(), which names them "outer.field".
@@ -341,7 +370,9 @@ void read_as(const Json& v, const std::string& path, Member& out, read_state& st
         if (v.is_null()) {
             out.reset();
         } else {
-            typename Member::value_type nested{};
+            // From the member's own value when it has one (an optional
+            // engaged by default, or seeded by a service file's shared section).
+            auto nested = out ? *out : typename Member::value_type{};
             read_fields(object_reader<Json>(v, path, key_names<typename Member::value_type>()), nested, state);
             out = std::move(nested);
         }
@@ -402,15 +433,39 @@ template <class Json>
     const Json* at = &j;
     std::string_view rest = bad.field;
     while (!rest.empty()) {
-        const auto dot = rest.find('.');
-        const auto name = rest.substr(0, dot);
-        rest = dot == std::string_view::npos ? std::string_view{} : rest.substr(dot + 1);
-        path = join(path, name);
-        if (at != nullptr && at->is_object()) {
-            const auto it = at->find(name);
-            at = it == at->end() ? nullptr : &*it;
-        } else {
+        // "name", "name[2]" or "[2]" (a list's item: "endpoints[1].weight").
+        const auto end = rest.find_first_of(".[");
+        const auto name = rest.substr(0, end);
+        rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end);
+        if (!name.empty()) {
+            path = join(path, name);
+            if (at != nullptr && at->is_object()) {
+                const auto it = at->find(name);
+                at = it == at->end() ? nullptr : &*it;
+            } else {
+                at = nullptr;
+            }
+        }
+        while (rest.starts_with('[')) {
+            const auto close = rest.find(']');
+            std::size_t index = 0;
+            bool digits = close != std::string_view::npos && close > 1;
+            for (std::size_t i = 1; digits && i < close; ++i) {
+                digits = rest[i] >= '0' && rest[i] <= '9' && index < std::size_t{1} << 40;
+                index = index * 10 + static_cast<std::size_t>(rest[i] - '0');
+            }
+            if (!digits) break;  // not an index: left as it is, below
+            path = join(path, index);
+            at = at != nullptr && at->is_array() && index < at->size() ? &(*at)[index] : nullptr;
+            rest.remove_prefix(close + 1);
+        }
+        if (rest.starts_with('.')) {
+            rest.remove_prefix(1);
+        } else if (!rest.empty()) {
+            // Text the walk does not know: named as it is, with no value to show.
+            path = concat({path, rest.starts_with('[') ? "" : ".", rest});
             at = nullptr;
+            break;
         }
     }
     std::string reason = bad.requirement;
@@ -423,25 +478,28 @@ template <class Json>
     fail(path, std::move(reason));
 }
 
-/// T read from `j` and validated (see the banner).
+/// T read from `j` over `out` (the keys `j` lacks keep its values) and
+/// checked (see the banner).
 template <class T, class Json>
-T read_checked(const Json& j, const std::string& path) {
+T read_checked(const Json& j, const std::string& path, T out) {
     if constexpr (std::is_same_v<T, duration>) {
         // A deadline: deadline_policy_options' budget.
+        (void)out;
         const auto budget = read_duration<duration>(j, path);
         if (auto bad = deadline_policy_options{.budget = budget}.validate())
             throw_invalid(j, path, invalid_option{{}, bad->requirement});
         return budget;
     } else {
         read_state state;
-        T out{};
         if constexpr (std::is_same_v<T, resil::backoff>) {
             out = read_backoff(j, path, state);
         } else {
             const object_reader<Json> r(j, path, key_names<T>());
             read_fields(r, out, state);
         }
-        if constexpr (requires { out.validate(); }) {
+        if constexpr (has_checker<T>) {
+            if (auto bad = checker<T>::check(out)) throw_invalid(j, path, *bad);
+        } else if constexpr (requires { out.validate(); }) {
             if (auto bad = out.validate()) throw_invalid(j, path, *bad);
         }
         if (state.unrepresentable) throw *state.unrepresentable;
@@ -463,8 +521,12 @@ inline constexpr bool readable = std::is_same_v<T, duration> || std::is_same_v<T
 /// paced_bucket_options, adaptive_limit_options, adaptive_throttle_options
 /// (json/adaptive.hpp); hedge_options (json/hedge.hpp); fallback_options
 /// (json/fallback.hpp); balancer_options, outlier_detection_options,
-/// health_check_options (json/balancing.hpp); redis::rate_limiter_options
-/// (json/redis.hpp). Throws config_error.
+/// endpoint, health_check_options (json/balancing.hpp);
+/// redis::rate_limiter_options (json/redis.hpp); pushback_options
+/// (json/pushback.hpp); sse::reader_options (json/sse.hpp); and, with
+/// libcurl's headers, curl::client_options and the types it holds
+/// (json/curl.hpp), http::dependency_options and http::health_check_settings
+/// (json/dependency.hpp). Throws config_error.
 template <class T, class Json>
 [[nodiscard]] T read(const Json& j, std::string_view path = {}) {
     static_assert(detail::readable<T>, "resil::json::read: no reader for this type");

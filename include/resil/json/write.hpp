@@ -63,11 +63,14 @@ void write_as(Json& j, std::string_view key, const Member& value) {
         if (value) at() = write<Json>(*value);  // an empty section is left out
     } else if constexpr (std::is_same_v<Codec, as_limit>) {
         at() = value == resil::timeouts::no_limit ? Json(nullptr) : Json(format_duration(value));
+    } else if constexpr (std::is_same_v<Codec, as_secret>) {
+        (void)at;  // never written (json/fields.hpp, as_secret)
+        (void)value;
     } else if constexpr (std::is_arithmetic_v<Member>) {
         at() = value;
     } else if constexpr (is_chrono_duration<Member>) {
         at() = format_duration(value);
-    } else if constexpr (std::is_same_v<Member, std::optional<duration>>) {
+    } else if constexpr (is_optional_duration<Member>) {
         at() = value ? Json(format_duration(*value)) : Json(nullptr);
     } else if constexpr (std::is_same_v<Member, std::string>) {
         at() = value;
@@ -76,9 +79,21 @@ void write_as(Json& j, std::string_view key, const Member& value) {
     } else if constexpr (std::is_same_v<Member, reason_set>) {
         at() = write_reasons<Json>(value);
     } else if constexpr (named_enum<Member>) {
-        at() = std::string(to_string(value));
+        at() = std::string(enum_name(value));
     } else if constexpr (std::is_same_v<Member, resil::backoff>) {
         at() = write<Json>(value);
+    } else if constexpr (is_vector<Member>) {
+        Json list = Json::array();
+        for (const auto& item : value) {
+            if constexpr (std::is_same_v<typename Member::value_type, std::string>) {
+                list.push_back(item);
+            } else {
+                Json nested = Json::object();
+                write_fields(nested, item);
+                list.push_back(std::move(nested));
+            }
+        }
+        at() = std::move(list);
     } else if constexpr (options_type<Member>) {
         Json nested = Json::object();
         write_fields(nested, value);
