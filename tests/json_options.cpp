@@ -420,6 +420,9 @@ TEST_CASE("json options: every options type round-trips, every field away from i
         .tag = "chaos",
         .delay = {.probability = 0.25, .latency = 1500ms},
         .abort = {.probability = 0.05, .verdict = verdict::permanent, .never_sent = true, .retry_after = 2s}});
+    using faults = resil::fault_injection_options;
+    round_trip(faults::delay_fault{.probability = 0.5, .latency = 20ms});
+    round_trip(faults::abort_fault{.probability = 1, .verdict = verdict::permanent, .never_sent = true, .retry_after = 250ms});
     round_trip(resil::redis::rate_limiter_options{.rate = 20,
                                                   .burst = 40,
                                                   .host = "10.0.0.7",
@@ -514,6 +517,8 @@ TEST_CASE("json options: every key of every options type, misspelt, is refused w
     every_key_misspelt(resil::balancer_options{});
     every_key_misspelt(resil::health_check_options{});
     every_key_misspelt(resil::fault_injection_options{});
+    every_key_misspelt(resil::fault_injection_options::delay_fault{});
+    every_key_misspelt(resil::fault_injection_options::abort_fault{});
     every_key_misspelt(resil::redis::rate_limiter_options{.key = "k"});
     every_key_misspelt(rj::pipeline_config{.deadline = 1s,
                                            .timeouts = resil::timeouts{},
