@@ -74,68 +74,8 @@ struct fields<http::dependency_options> {
     };
 };
 
-/// A health check's path: "/" then printable ASCII without a space.
-[[nodiscard]] inline validation_result check_health_path(std::string_view path) {
-    bool ok = path.starts_with('/');
-    for (const char c : path) ok = ok && c > ' ' && c < 0x7f;
-    if (ok) return std::nullopt;
-    return invalid_option{"path", resil::detail::concat({"must start with '/' and hold no space or control "
-                                                         "character, got \"",
-                                                         path.substr(0, 64), "\""})};
-}
-
-template <>
-struct checker<http::health_check_settings> {
-    static validation_result check(const http::health_check_settings& s) {
-        if (auto bad = s.probe.validate()) return bad->within("probe");
-        return check_health_path(s.path);
-    }
-};
-
-/// A dependency's name: 1 to 64 characters of [a-z0-9_-].
-[[nodiscard]] inline validation_result check_dependency_name(std::string_view name) {
-    bool ok = !name.empty() && name.size() <= 64;
-    for (const char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
-    if (ok) return std::nullopt;
-    return invalid_option{"name", resil::detail::concat({"must be 1 to 64 characters of [a-z0-9_-], got \"",
-                                                         name.substr(0, 64), "\""})};
-}
-
-/// Each part of a dependency at its name, in the order of the table.
-template <>
-struct checker<http::dependency_options> {
-    static validation_result check(const http::dependency_options& d) {
-        if (auto bad = check_dependency_name(d.name)) return bad;
-        if (d.endpoints.empty()) return invalid_option{"endpoints", "must name at least one endpoint, got none"};
-        if (auto bad = validate_endpoints(std::span<const endpoint>(d.endpoints))) return bad;
-        if (auto bad = d.balancing.validate()) return bad->within("balancing");
-        if (d.health_check)
-            if (auto bad = checker<http::health_check_settings>::check(*d.health_check))
-                return bad->within("health_check");
-        if (auto bad = d.transport.validate()) return bad->within("transport");
-        if (auto bad = d.deadline.validate()) return bad->within("deadline");
-        if (auto bad = d.timeouts.validate()) return bad->within("timeouts");
-        if (auto bad = d.retry.validate()) return bad->within("retry");
-        if (auto bad = optional_part("retry_budget", d.retry_budget)) return bad;
-        if (auto bad = optional_part("circuit_breaker", d.circuit_breaker)) return bad;
-        if (auto bad = optional_part("concurrency_limit", d.concurrency_limit)) return bad;
-        if (auto bad = optional_part("adaptive_limit", d.adaptive_limit)) return bad;
-        if (d.concurrency_limit && d.adaptive_limit)
-            return invalid_option{"adaptive_limit", "must be absent while concurrency_limit is given (one limit on "
-                                                    "calls in flight), got both"};
-        if (auto bad = optional_part("pacing", d.pacing)) return bad;
-        if (auto bad = optional_part("quota", d.quota)) return bad;
-        if (auto bad = optional_part("shared_quota", d.shared_quota)) return bad;
-        return optional_part("hedge", d.hedge);
-    }
-
-private:
-    template <class Options>
-    static validation_result optional_part(std::string_view name, const std::optional<Options>& part) {
-        if (!part) return std::nullopt;
-        if (auto bad = part->validate()) return bad->within(name);
-        return std::nullopt;
-    }
-};
+// No checker: dependency_options::validate() and health_check_settings::
+// validate() are the one place these options are checked, and the reader
+// calls them (names at the path of the section read).
 
 }  // namespace resil::json::detail

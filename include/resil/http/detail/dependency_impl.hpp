@@ -139,9 +139,9 @@ RESIL_DECL const dependency_options& dependency::options() const { return state(
 
 RESIL_DECL void dependency::replace_endpoints(std::vector<endpoint> endpoints) {
     auto& s = state();
-    if (auto bad = resil::detail::check_in_range("endpoints.size", endpoints.size(), std::size_t{1},
-                                                 endpoint::max_endpoints))
-        resil::detail::throw_invalid("resil::http::dependency", *bad);
+    if (endpoints.empty())
+        resil::detail::throw_invalid("resil::http::dependency",
+                                     invalid_option{"endpoints", "must name at least one endpoint, got none"});
     throw_if_invalid("resil::http::dependency", validate_endpoints(endpoints));
     s.lb.replace(endpoints);
 }

@@ -24,17 +24,20 @@ namespace detail {
 
 RESIL_DECL validation_result health_check_settings::validate() const {
     if (auto bad = probe.validate()) return bad->within("probe");
-    if (path.starts_with('/')) return std::nullopt;
-    return invalid_option{"path", resil::detail::concat({"must be a path starting with '/', got \"", path, "\""})};
+    // Printable ASCII without a space: it goes into a request line as it is.
+    bool ok = path.starts_with('/');
+    for (const char c : path) ok = ok && c > ' ' && c < 0x7f;
+    if (ok) return std::nullopt;
+    return invalid_option{"path", resil::detail::concat({"must start with '/' and hold no space or control "
+                                                         "character, got \"",
+                                                         std::string_view(path).substr(0, 64), "\""})};
 }
 
 RESIL_DECL validation_result dependency_options::validate() const {
     if (!detail::is_dependency_name(name))
         return invalid_option{"name", resil::detail::concat({"must be 1 to 64 characters of [a-z0-9_-], got \"",
                                                               std::string_view(name).substr(0, 80), "\""})};
-    if (auto bad = resil::detail::check_in_range("endpoints.size", endpoints.size(), std::size_t{1},
-                                                 endpoint::max_endpoints))
-        return bad;
+    if (endpoints.empty()) return invalid_option{"endpoints", "must name at least one endpoint, got none"};
     if (auto bad = validate_endpoints(endpoints)) return bad;
     if (auto bad = balancing.validate()) return bad->within("balancing");
     if (health_check)
@@ -53,7 +56,7 @@ RESIL_DECL validation_result dependency_options::validate() const {
     if (adaptive_limit) {
         if (concurrency_limit)
             return invalid_option{"adaptive_limit",
-                                  "must be empty when concurrency_limit is set (one limit on calls in flight), got both"};
+                                  "must be absent while concurrency_limit is given (one limit on calls in flight), got both"};
         if (auto bad = adaptive_limit->validate()) return bad->within("adaptive_limit");
     }
     if (pacing)
