@@ -49,9 +49,10 @@ std::string serialize(const std::vector<prometheus::MetricFamily>& families) {
 
 }  // namespace
 
-TEST_CASE("prometheus: a collectable reports every family, per dependency, from resil's counters") {
+TEST_CASE("prometheus: a collectable reports every family of the parts each dependency has, from resil's counters") {
     resil::metrics inventory{"inventory"};
     resil::metrics payments{"payments"};
+    payments.declare(resil::metrics::part::breaker);
     inventory(events::attempt_started{1});
     inventory(events::attempt_finished{1, verdict::retryable, 30ms});
     inventory(events::attempt_started{2});
@@ -67,7 +68,10 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
 
     const auto resil_metrics = resil::prometheus::make_collectable({inventory, payments});
     const auto families = resil_metrics->Collect();
-    CHECK(families.size() == 21);
+    // The pipeline's 7, the retry's 4 (inventory), the adaptive limit's 2,
+    // the pace's 1, the breaker's 3, ejections, returns and ejected (payments),
+    // the histograms 2.
+    CHECK(families.size() == 22);
 
     const auto* calls = find(families, "resil_calls_total");
     REQUIRE(calls);
@@ -80,9 +84,12 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
 
     const auto* rejections = find(families, "resil_rejections_total");
     REQUIRE(rejections);
-    CHECK(rejections->metric.size() == 2 * (resil::reason_count - 1));
+    // inventory: failed, deadline_exceeded, cancelled and the retry's six;
+    // payments: those three, circuit_open, shed (an adaptive limit),
+    // rate_limited (a paced bucket), and the balancer's two.
+    CHECK(rejections->metric.size() == 9 + 8);
     CHECK(find(*rejections, {{"dependency", "payments"}, {"reason", "circuit_open"}})->counter.value == 1.0);
-    CHECK(find(*rejections, {{"dependency", "inventory"}, {"reason", "circuit_open"}})->counter.value == 0.0);
+    CHECK(find(*rejections, {{"dependency", "inventory"}, {"reason", "circuit_open"}}) == nullptr);  // no breaker
     CHECK(find(*rejections, {{"dependency", "payments"}, {"reason", "none"}}) == nullptr);
     const auto* transitions = find(families, "resil_breaker_transitions_total");
     REQUIRE(transitions);
@@ -90,9 +97,14 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
     CHECK(find(*find(families, "resil_limit_decreases_total"), {{"dependency", "payments"}})->counter.value == 1.0);
     CHECK(find(*find(families, "resil_limit_increases_total"), {{"dependency", "payments"}})->counter.value == 0.0);
     CHECK(find(*find(families, "resil_pace_changes_total"), {{"dependency", "payments"}})->counter.value == 1.0);
-    CHECK(find(*find(families, "resil_pace_changes_total"), {{"dependency", "inventory"}})->counter.value == 0.0);
-    CHECK(find(*find(families, "resil_endpoint_ejections_total"), {{"dependency", "payments"}})->counter.value == 1.0);
-    CHECK(find(*find(families, "resil_endpoint_returns_total"), {{"dependency", "payments"}})->counter.value == 0.0);
+    CHECK(find(*find(families, "resil_pace_changes_total"), {{"dependency", "inventory"}}) == nullptr);
+    CHECK(find(*find(families, "resil_endpoint_ejections_total"), {{"dependency", "payments"}, {"endpoint", "a:80"}})
+              ->counter.value == 1.0);
+    CHECK(find(*find(families, "resil_endpoint_returns_total"), {{"dependency", "payments"}, {"endpoint", "a:80"}})
+              ->counter.value == 0.0);
+    CHECK(find(*find(families, "resil_endpoint_ejected"), {{"dependency", "payments"}, {"endpoint", "a:80"}})
+              ->gauge.value == 1.0);
+    CHECK(find(families, "resil_hedges_total") == nullptr);  // nobody hedges
 
     const auto* whole_calls = find(families, "resil_call_duration_seconds");
     REQUIRE(whole_calls);

@@ -88,6 +88,11 @@ struct breaker_state_changed {
     /// metrics().transitions). Listeners called from different threads may
     /// receive changes out of order; this number restores the order.
     std::uint64_t generation = 0;
+    /// The endpoint whose breaker changed, for a breaker per endpoint
+    /// (balancer_options::endpoint_breaker: the balancer fills it in before
+    /// calling the options' hook); empty for a breaker of the whole
+    /// dependency. Valid during the call only.
+    std::string_view endpoint{};
 };
 
 /// A policy rejected the call before (or instead of) an attempt.
@@ -172,6 +177,17 @@ struct hedge_cancelled {
     std::uint32_t copy = 0;  ///< 0 for the first attempt
 };
 
+/// A hedge answered first: copy `copy` (1 for the first extra copy) gave the
+/// call's answer, and the earlier copies still running were cancelled (each
+/// a hedge_cancelled). Not emitted when the first attempt won.
+struct hedge_won {
+    std::uint32_t copy = 0;
+    duration delay{};  ///< the wait before each copy, as in hedge_started
+};
+
+// Events of policies added later go above, each a struct of its own, and
+// into events::all below (tests/fmt_events.cpp then asks for its formatter).
+
 }  // namespace events
 
 /// A list of event types (events::all).
@@ -186,7 +202,7 @@ namespace events {
 using all = event_list<attempt_started, attempt_finished, retry_scheduled, retries_exhausted, budget_refused,
                        breaker_state_changed, rejected, quota_store_failed, fallback_used, call_finished,
                        deadline_exceeded, endpoint_ejected, endpoint_returned, endpoint_health_changed,
-                       hedge_started, hedge_refused, hedge_cancelled, limit_changed, pace_changed>;
+                       hedge_started, hedge_refused, hedge_cancelled, hedge_won, limit_changed, pace_changed>;
 
 }  // namespace events
 
