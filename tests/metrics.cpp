@@ -646,11 +646,13 @@ TEST_CASE("metrics: the Prometheus export is valid text format, with every count
     CHECK(parsed.value("resil_breaker_open_seconds_total", triton) == 30.0);
     // "none" is not a reason for a failure: no such series.
     CHECK_FALSE(parsed.value("resil_failures_total", with("reason", "none")).has_value());
-    // Every reason of the parts the dependency has (a retry, seen; a
-    // breaker, hooked) has its series, so a rate() over a reason that never
-    // happened yet reads 0 rather than nothing; the others have none.
+    // Every reason of the parts the dependency has (a retry and a fallback,
+    // seen; a breaker, hooked) has its series, so a rate() over a reason that
+    // never happened yet reads 0 rather than nothing; the others have none,
+    // and rejections have none for the reasons that end calls but never
+    // refuse one (failed, the retry's).
     using part = resil::metrics::part;
-    CHECK(r.metrics.parts() == (part::retry | part::breaker));
+    CHECK(r.metrics.parts() == (part::retry | part::breaker | part::fallback));
     std::size_t reasons = 0;
     for (std::size_t i = 1; i < resil::reason_count; ++i) {
         const auto why = static_cast<reason>(i);
@@ -658,7 +660,8 @@ TEST_CASE("metrics: the Prometheus export is valid text format, with every count
         INFO(name);
         const bool expected = resil::metrics::reason_belongs(why, r.metrics.parts());
         reasons += expected ? 1 : 0;
-        CHECK(parsed.value("resil_rejections_total", with("reason", name)).has_value() == expected);
+        CHECK(parsed.value("resil_rejections_total", with("reason", name)).has_value() ==
+              (expected && resil::metrics::reason_rejects(why)));
         CHECK(parsed.value("resil_fallbacks_total", with("reason", name)).has_value() == expected);
         CHECK(parsed.value("resil_failures_total", with("reason", name)).has_value() == expected);
     }

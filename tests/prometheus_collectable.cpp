@@ -14,12 +14,15 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "catch.hpp"
+#include "support/checkout_metrics.hpp"
+#include "support/prometheus_series.hpp"
 
 using namespace std::chrono_literals;
 using resil::reason;
@@ -84,10 +87,11 @@ TEST_CASE("prometheus: a collectable reports every family of the parts each depe
 
     const auto* rejections = find(families, "resil_rejections_total");
     REQUIRE(rejections);
-    // inventory: failed, deadline_exceeded, cancelled and the retry's six;
-    // payments: those three, circuit_open, shed (an adaptive limit),
-    // rate_limited (a paced bucket), and the balancer's two.
-    CHECK(rejections->metric.size() == 9 + 8);
+    // The reasons a policy refuses with, of the parts each has: inventory
+    // (a retry) deadline_exceeded and cancelled; payments those two,
+    // circuit_open, shed (an adaptive limit), rate_limited (a paced bucket)
+    // and the balancer's two.
+    CHECK(rejections->metric.size() == 2 + 7);
     CHECK(find(*rejections, {{"dependency", "payments"}, {"reason", "circuit_open"}})->counter.value == 1.0);
     CHECK(find(*rejections, {{"dependency", "inventory"}, {"reason", "circuit_open"}}) == nullptr);  // no breaker
     CHECK(find(*rejections, {{"dependency", "payments"}, {"reason", "none"}}) == nullptr);
@@ -161,4 +165,26 @@ TEST_CASE("prometheus: two metrics objects with one name are refused") {
     resil::metrics a{"same"};
     resil::metrics b{"same"};
     CHECK_THROWS_AS(resil::prometheus::make_collectable({a, b}), std::invalid_argument);
+}
+
+TEST_CASE("prometheus: the collectable has the text's families and label sets, for every part") {
+    const resil_test::checkout_metrics c;
+    const auto from_text = resil_test::shapes_of_text(c.text());
+    const auto families = resil::prometheus::make_collectable({c.inventory, c.payments, c.pricing})->Collect();
+    resil_test::series_shapes from_collectable;
+    for (const auto& f : families) {
+        auto& shapes = from_collectable[f.name];
+        for (const auto& m : f.metric) {
+            std::set<std::string> labels;
+            for (const auto& l : m.label) labels.insert(l.name);
+            shapes.insert(labels);
+        }
+    }
+    CHECK(from_collectable == from_text);
+    // The scenario reaches the endpoint, hedge and quota families.
+    CHECK(from_text.count("resil_endpoint_picks_total") == 1);
+    CHECK(from_text.count("resil_hedges_total") == 1);
+    CHECK(from_text.count("resil_quota_store_connected") == 1);
+    CHECK(from_text.at("resil_breaker_open") ==
+          std::set<std::set<std::string>>{{"dependency"}, {"dependency", "endpoint"}});
 }

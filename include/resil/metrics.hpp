@@ -238,6 +238,7 @@ public:
         quota = 1U << 8,              ///< a shared quota (Redis); rate_limited, quota_unavailable
         balancing = 1U << 9,          ///< endpoints: ejections, returns, picks; no_endpoint
         hedging = 1U << 10,           ///< hedges
+        fallback = 1U << 11,          ///< a plan B: fallbacks by reason
     };
     friend constexpr part operator|(part a, part b) noexcept {
         return static_cast<part>(static_cast<std::uint32_t>(a) | static_cast<std::uint32_t>(b));
@@ -278,6 +279,23 @@ public:
         }
         return true;
     }
+    /// Whether a policy may refuse a call for `r` before an attempt
+    /// (events::rejected): the retry's reasons and `failed` end calls, never
+    /// refuse them, so resil_rejections_total has no series for them.
+    [[nodiscard]] static constexpr bool reason_rejects(reason r) noexcept {
+        switch (r) {
+            case reason::deadline_exceeded:
+            case reason::cancelled:
+            case reason::circuit_open:
+            case reason::rate_limited:
+            case reason::shed:
+            case reason::quota_unavailable:
+            case reason::throttled:
+            case reason::no_endpoint:
+            case reason::no_endpoint_in_scope: return true;
+            default: return false;
+        }
+    }
 
     /// Asks pipelines for attempt durations (events::attempt_finished::elapsed),
     /// which feed latencies().attempt. A listener forwarding events to a
@@ -304,7 +322,10 @@ public:
     }
     void operator()(const events::deadline_exceeded&) noexcept { add(local().deadlines_exceeded); }
     void operator()(const events::rejected& e) noexcept { add(local().rejections[index(e.reason)]); }
-    void operator()(const events::fallback_used& e) noexcept { add(local().fallbacks[index(e.reason)]); }
+    void operator()(const events::fallback_used& e) noexcept {
+        note(part::fallback);
+        add(local().fallbacks[index(e.reason)]);
+    }
     void operator()(const events::limit_changed& e) noexcept {
         note(part::adaptive_limiting);
         if (e.to != e.from) add(e.to > e.from ? local().limit_increases : local().limit_decreases);

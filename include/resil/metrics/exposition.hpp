@@ -133,15 +133,15 @@ public:
         counter("resil_successes_total", "Calls that succeeded without a fallback.", {},
                 [](const figures& f) { return f.counts.successes; });
         by_reason("resil_failures_total", "Calls that failed, before any fallback, by reason.",
-                  &metrics_snapshot::failures);
+                  &metrics_snapshot::failures, part::none, false);
         counter("resil_attempts_total", "Attempts that ran the callable.", {},
                 [](const figures& f) { return f.counts.attempts; });
         counter("resil_deadlines_exceeded_total", "Calls that ran out of time.", {},
                 [](const figures& f) { return f.counts.deadlines_exceeded; });
         by_reason("resil_rejections_total", "Calls refused by a policy before an attempt, by reason.",
-                  &metrics_snapshot::rejections);
+                  &metrics_snapshot::rejections, part::none, true);
         by_reason("resil_fallbacks_total", "Fallbacks used, by the reason of the failure.",
-                  &metrics_snapshot::fallbacks);
+                  &metrics_snapshot::fallbacks, part::fallback, false);
         counter("resil_retries_total", "Retries scheduled.", part::retry,
                 [](const figures& f) { return f.counts.retries; });
         counter("resil_retries_after_server_hint_total", "Retries whose delay the server's Retry-After set.",
@@ -201,14 +201,20 @@ private:
             if (needs == metrics::part::none || has(figures_[i].parts, needs)) add(f, dep(i), get(figures_[i]));
         drop_if_empty();
     }
-    void by_reason(std::string_view name, std::string_view help, reason_counts metrics_snapshot::*member) {
+    // By reason, for a dependency that has `needs` (none: every one): the
+    // reasons of its parts (those a policy refuses with, for rejections), and
+    // any reason counted, so nothing is hidden.
+    void by_reason(std::string_view name, std::string_view help, reason_counts metrics_snapshot::*member,
+                   metrics::part needs, bool rejections) {
         auto& f = family(name, help, metric_type::counter);
         for (std::size_t i = 0; i < figures_.size(); ++i) {
             const auto& counts = figures_[i].counts.*member;
+            const bool has_part = needs == metrics::part::none || has(figures_[i].parts, needs);
             for (std::size_t r = 1; r < reason_count; ++r) {
                 const auto why = static_cast<reason>(r);
-                // Reasons of the dependency's parts, and any reason counted: nothing hidden.
-                if (!metrics::reason_belongs(why, figures_[i].parts) && counts.by_reason[r] == 0) continue;
+                const bool expected = has_part && metrics::reason_belongs(why, figures_[i].parts) &&
+                                      (!rejections || metrics::reason_rejects(why));
+                if (!expected && counts.by_reason[r] == 0) continue;
                 add(f, with(dep(i), "reason", std::string(to_string(why))), counts.by_reason[r]);
             }
         }

@@ -178,7 +178,7 @@ inline void write_prometheus(std::string& out, std::initializer_list<std::refere
 inline std::string metrics::to_prometheus(const metrics_snapshot& s, std::string_view name) {
     detail::dependency_figures f;
     f.name = std::string(name);
-    f.parts = part::retry | part::breaker | part::adaptive_limiting | part::pacing | part::quota;
+    f.parts = part::retry | part::breaker | part::adaptive_limiting | part::pacing | part::quota | part::fallback;
     f.counts = s;
     std::vector<detail::dependency_figures> one;
     one.push_back(std::move(f));
