@@ -1,7 +1,7 @@
 // A checkout service's three dependencies, as resil::metrics sees them after
 // a short incident: inventory (3 replicas behind a balancer, one ejected;
 // retry; one breaker), payments (a primary and a backup, a breaker each, the
-// backup's open; retry; hedging) and pricing (a paced bucket and a Redis
+// primary's open; retry; hedging; an adaptive limit) and pricing (a paced bucket and a Redis
 // quota on its local fallback; retry). The tests of the exports and of the
 // operator files (ops/) read their text from here, so the series the rules
 // are tested with are the ones resil writes.
@@ -83,6 +83,7 @@ struct checkout_metrics {
             if (lease.address() == "https://payments-primary.example" && i == 3) lease.breaker()->isolate();
             lease.finish(t0, resil::endpoint_result::success);
         }
+        payments(events::limit_changed{20, 18, resil::load_signal::overload, 1});  // an adaptive limit
         payments(events::hedge_started{1, 80ms});
         payments(events::hedge_won{1, 80ms});
         payments(events::hedge_cancelled{0});
