@@ -4,11 +4,13 @@
 // resil writes. The text is a checkout service's (tests/support/
 // checkout_metrics.hpp), which reaches every family, so a renamed family or
 // label fails here. (promtool checks and tests the rules: ctest's ops.*.)
+#include <resil/json/metrics.hpp>
 #include <resil/metrics.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -139,4 +141,31 @@ TEST_CASE("ops: the rules' test series have the names and labels resil writes") 
         CHECK(shapes.at(name).count(names) == 1);
     }
     CHECK(seen >= 15);
+}
+
+TEST_CASE("json: a metrics object's JSON covers the parts its Prometheus families have") {
+    const resil_test::checkout_metrics c;
+    const nlohmann::json inventory = resil::json::to_json(c.inventory);
+    const nlohmann::json payments = resil::json::to_json(c.payments);
+    const nlohmann::json pricing = resil::json::to_json(c.pricing);
+    CHECK(inventory.at("breaker_state") == "closed");
+    CHECK_FALSE(payments.contains("breaker_state"));  // a breaker per endpoint, none for the whole
+    CHECK_FALSE(pricing.contains("breaker_state"));
+    CHECK(payments.at("hedges") == nlohmann::json{{"started", 1}, {"won", 1}, {"cancelled", 1}, {"refused", 1}});
+    CHECK_FALSE(inventory.contains("hedges"));
+    CHECK(pricing.at("quota").at("decisions").at("local_fallback") == 10);
+    CHECK(pricing.at("quota").at("connected") == false);
+    CHECK_FALSE(payments.contains("quota"));
+    CHECK_FALSE(pricing.contains("endpoints"));
+    REQUIRE(inventory.at("endpoints").size() == 3);
+    std::uint64_t picks = 0;
+    for (const auto& e : inventory.at("endpoints")) {
+        picks += e.at("picks").get<std::uint64_t>();
+        CHECK(e.at("ejected") == (e.at("endpoint") == "http://inventory-2:8080"));
+    }
+    CHECK(picks == 9);
+    const auto& primary = payments.at("endpoints").at(0);
+    CHECK(primary.at("endpoint") == "https://payments-primary.example");
+    CHECK(primary.at("breaker_state") == "open");
+    CHECK(primary.at("breaker_opened") == 1);
 }
