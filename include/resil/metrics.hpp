@@ -32,6 +32,35 @@
 // transitions its calls cause, so counting both would count them twice.
 // A balancer's ejections and returns come through its hooks too
 // (`on_ejected = std::ref(m)`, `on_returned = std::ref(m)`).
+//
+// Wiring one dependency (what an object owning a dependency does, once):
+//
+//   resil::metrics m{"payments"};                          // labels dependency="payments"
+//   m.declare(resil::metrics::part::retry | resil::metrics::part::fallback);  // no hook: declared,
+//                                                           // so their series exist from the first scrape
+//   breaker_options.on_state_change = m.breaker_hook();    // a breaker for the whole dependency
+//   lb_options.endpoint_breaker->on_state_change = m.endpoint_breaker_hook();  // or one per endpoint
+//   lb_options.on_ejected = std::ref(m);  lb_options.on_returned = std::ref(m);
+//   resil::balancer lb{endpoints, lb_options};
+//   m.watch_balancer(lb);          // picks per endpoint, read at export; series of removed endpoints dropped
+//   m.watch_quota(redis_limiter);  // Redis limiter: decisions by source, connection state
+//   auto pipe = resil::pipeline(...).with_listener(std::ref(m));  // calls, attempts, rejections, ...
+//   resil::asio::hedged(..., std::ref(m));  // hedges: started, won, cancelled, refused
+//   http_respond(resil::prometheus_text({m, inventory, pricing}));  // the same families as
+//   // resil::prometheus::make_collectable({...}) and resil::json::to_json(m) (metrics/exposition.hpp)
+//
+// Only the parts a dependency has are exported (metrics::part): a part is
+// known once declared (declare()), hooked (breaker_hook(),
+// endpoint_breaker_hook(), watch_balancer(), watch_quota()) or seen (its
+// first event: a retry, a hedge, a limit or pace change, a store failure,
+// an ejection, a fallback). By-reason series follow the parts (circuit_open
+// with a breaker, no_endpoint with a balancer, ...) plus any reason counted.
+// Endpoint series (labelled endpoint="<address>") are kept under a lock
+// taken on rare events only (ejection, return, an endpoint breaker's
+// transition) and at export; at most max_endpoint_series of them (a
+// balancer's largest set), the events of further addresses counted under
+// endpoint="other"; with a watched balancer, those of endpoints that left
+// its set are dropped at the next export.
 #pragma once
 
 #include <array>
