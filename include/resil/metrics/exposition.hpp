@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "../clock.hpp"
-#include "../metrics.hpp"
+#include "../metrics.hpp"  // (which includes prometheus_text.hpp: written once this file is done, below)
 #include "../outcome.hpp"
 
 namespace resil {
@@ -350,3 +350,7 @@ private:
 }
 
 }  // namespace resil
+
+// The text writer, which walks these families.
+#define RESIL_DETAIL_EXPOSITION_READY
+#include "prometheus_text.hpp"

@@ -12,7 +12,9 @@
 // the family's part (resil/metrics/exposition.hpp builds the list, which the
 // prometheus-cpp collectable writes too). Writing reads the metrics' atomics
 // and allocates the text; nothing on the recording path.
-#pragma once
+// (No #pragma once: resil/metrics.hpp and metrics/exposition.hpp include
+// each other's parts; the body is written once, after exposition.hpp's, by
+// the guard below, whichever of the three headers a file includes first.)
 
 #include <array>
 #include <cstddef>
@@ -31,6 +33,9 @@
 #include "../metrics.hpp"
 #include "../outcome.hpp"
 #include "exposition.hpp"
+
+#if defined(RESIL_DETAIL_EXPOSITION_READY) && !defined(RESIL_METRICS_PROMETHEUS_TEXT_BODY)
+#define RESIL_METRICS_PROMETHEUS_TEXT_BODY
 
 namespace resil {
 
@@ -198,3 +203,5 @@ inline std::string metrics::prometheus(time_point now) const {
 }
 
 }  // namespace resil
+
+#endif  // RESIL_METRICS_PROMETHEUS_TEXT_BODY
