@@ -54,6 +54,7 @@ struct hedge_log {
     }
     void operator()(const events::hedge_refused& e) const { add("hedge_refused " + std::to_string(e.copy)); }
     void operator()(const events::hedge_cancelled& e) const { add("hedge_cancelled " + std::to_string(e.copy)); }
+    void operator()(const events::hedge_won& e) const { add("hedge_won " + std::to_string(e.copy)); }
 };
 
 // What a scripted copy does: answer at once, or park until released (then
@@ -188,7 +189,8 @@ TEST_CASE("asio hedge: copy 1 starts after the delay; its answer wins and copy 0
     run_until(io, [&] { return completions == 1 && *c.alive == 0; });
     CHECK(result == "ok");
     CHECK(c.log == std::vector<std::string>{"0:begin", "1:begin", "1:ok", "0:cancelled"});
-    CHECK(events == std::vector<std::string>{"30ms hedge_started 1 after 30ms", "30ms hedge_cancelled 0"});
+    CHECK(events == std::vector<std::string>{"30ms hedge_started 1 after 30ms", "30ms hedge_won 1",
+                                             "30ms hedge_cancelled 0"});
     CHECK(clock.now().time_since_epoch() == 1h + 30ms);
     // The call was counted (no retry policy outside), and the copy withdrew one.
     CHECK(budget.balance(clock.now()) == 0);  // 1 deposit × 1.0, less the copy
@@ -215,7 +217,7 @@ TEST_CASE("asio hedge: copy k starts k × delay after the first; the first final
     CHECK(result == "not found");  // a permanent failure is a final answer too
     CHECK(c.begun == 3);           // copy 3 never started: the call was over
     CHECK(events == std::vector<std::string>{"20ms hedge_started 1 after 20ms", "40ms hedge_started 2 after 20ms",
-                                             "40ms hedge_cancelled 0", "40ms hedge_cancelled 1"});
+                                             "40ms hedge_won 2", "40ms hedge_cancelled 0", "40ms hedge_cancelled 1"});
 }
 
 TEST_CASE("asio hedge: a retryable failure does not end the call while another copy runs") {
@@ -409,7 +411,8 @@ TEST_CASE("asio hedge: inside a retry policy each attempt is a hedged group; los
     REQUIRE(out->ok());
     CHECK(out->value() == "ok");
     CHECK(c.begun == 3);
-    CHECK(events == std::vector<std::string>{"110ms hedge_started 1 after 10ms", "110ms hedge_cancelled 0"});
+    CHECK(events == std::vector<std::string>{"110ms hedge_started 1 after 10ms", "110ms hedge_won 1",
+                                             "110ms hedge_cancelled 0"});
     const auto m = breaker.metrics();
     CHECK(m.calls == 2);  // one per attempt: the failure, then the winner; the loser is not counted
     CHECK(m.failures == 1);

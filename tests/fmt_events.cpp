@@ -61,6 +61,7 @@ constexpr std::tuple listed{
     named<events::hedge_started>{"hedge_started"},
     named<events::hedge_refused>{"hedge_refused"},
     named<events::hedge_cancelled>{"hedge_cancelled"},
+    named<events::hedge_won>{"hedge_won"},
     named<events::limit_changed>{"limit_changed"},
     named<events::pace_changed>{"pace_changed"},
     named<events::fault_injected>{"fault_injected"},
@@ -151,6 +152,12 @@ TEST_CASE("fmt: hedges and active health checks, as lines") {
     CHECK(fmt::format("{}", events::hedge_refused{1}) == "hedge 1 refused by the retry budget");
     CHECK(fmt::format("{}", events::hedge_cancelled{0}) == "first attempt cancelled: a hedge answered first");
     CHECK(fmt::format("{}", events::hedge_cancelled{2}) == "hedge 2 cancelled: another copy answered first");
+    CHECK(fmt::format("{}", events::hedge_won{1, 50ms}) == "hedge 1 answered first");
+    events::breaker_state_changed change{resil::circuit_state::closed, resil::circuit_state::open, 0.8, 5};
+    CHECK(fmt::format("{}", change) == "circuit breaker closed -> open (failure ratio 0.8 over 5 calls)");
+    change.endpoint = "http://payments-backup:8080";
+    CHECK(fmt::format("{}", change) ==
+          "circuit breaker of http://payments-backup:8080 closed -> open (failure ratio 0.8 over 5 calls)");
     CHECK(fmt::format("{}", events::endpoint_health_changed{"10.0.0.2:8080", false, 2, {}}) ==
           "endpoint 10.0.0.2:8080 unhealthy after 2 failed probes");
     CHECK(fmt::format("{}", events::endpoint_health_changed{"10.0.0.2:8080", true, 1, {}}) ==

@@ -73,11 +73,13 @@ void check_matches(const nlohmann::json& j, const resil::metrics_snapshot& s, co
 }
 
 // What to_json(m) writes, read back from its text, without the two
-// histograms: the object to_json(m.snapshot(), m.name()) gives.
+// histograms and the parts (breaker_state, endpoints, ...): the object
+// to_json(m.snapshot(), m.name()) gives.
 nlohmann::json counters_as_written(const resil::metrics& m) {
     auto j = nlohmann::json::parse(resil::json::to_json(m).dump());
-    j.erase("attempt_duration_seconds");
-    j.erase("call_duration_seconds");
+    for (const char* key : {"attempt_duration_seconds", "call_duration_seconds", "breaker_state", "hedges", "quota",
+                            "endpoints"})
+        j.erase(key);
     return j;
 }
 
@@ -122,6 +124,11 @@ TEST_CASE("metrics json: the export parses and holds every counter of the snapsh
     CHECK(j["pace_changes"] == 1);
     CHECK(j["endpoint_ejections"] == 2);
     CHECK(j["endpoint_returns"] == 1);
+    // The parts: the breaker (closed again) and the endpoints, each by address.
+    const auto whole = resil::json::to_json(m);
+    CHECK(whole["breaker_state"] == "closed");
+    CHECK(whole["endpoints"] == nlohmann::json::parse(R"([{"endpoint":"a:80","ejections":1,"returns":1,"ejected":false},
+                                                         {"endpoint":"b:80","ejections":1,"returns":0,"ejected":true}])"));
 }
 
 TEST_CASE("metrics json: the name is escaped, whatever it holds") {
@@ -158,7 +165,8 @@ TEST_CASE("metrics json: a metrics object with its attempt latency histogram; nl
     const auto j = resil::json::to_json(m);
     CHECK(j["policy"] == "inventory");
     check_counters(j, m.snapshot());
-    CHECK(j.size() == 24);  // the 21 keys of the counters, and the two histograms
+    CHECK(j.size() == 25);  // the 22 keys of the counters, the two histograms, and the breaker's state
+    CHECK(j["breaker_state"] == "open");
     CHECK(j["call_duration_seconds"]["buckets"].size() == resil::latency_bucket_bounds.size() + 1);
     const auto& h = j["attempt_duration_seconds"];
     CHECK(h["count"] == 2);

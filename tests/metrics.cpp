@@ -612,7 +612,7 @@ TEST_CASE("metrics: counters are exact under concurrent calls") {
     CHECK(s.retries == threads * calls);
 }
 
-TEST_CASE("metrics: the Prometheus export is valid text format, with every counter") {
+TEST_CASE("metrics: the Prometheus export is valid text format, with every counter of the parts it has") {
     rig r;
     const auto pipe = r.pipeline(std::ref(r.metrics));
     run_script(r, pipe);
@@ -636,7 +636,8 @@ TEST_CASE("metrics: the Prometheus export is valid text format, with every count
     CHECK(parsed.value("resil_budget_refusals_total", triton) == 1.0);
     CHECK(parsed.value("resil_deadlines_exceeded_total", triton) == 1.0);
     CHECK(parsed.value("resil_rejections_total", with("reason", "circuit_open")) == 1.0);
-    CHECK(parsed.value("resil_rejections_total", with("reason", "rate_limited")) == 0.0);
+    // No rate limiter: no series for its reason (until one is declared or counted).
+    CHECK_FALSE(parsed.value("resil_rejections_total", with("reason", "rate_limited")).has_value());
     CHECK(parsed.value("resil_failures_total", with("reason", "retries_exhausted")) == 1.0);
     CHECK(parsed.value("resil_fallbacks_total", with("reason", "budget_exhausted")) == 1.0);
     CHECK(parsed.value("resil_breaker_transitions_total", with("to", "open")) == 2.0);
@@ -645,15 +646,28 @@ TEST_CASE("metrics: the Prometheus export is valid text format, with every count
     CHECK(parsed.value("resil_breaker_open_seconds_total", triton) == 30.0);
     // "none" is not a reason for a failure: no such series.
     CHECK_FALSE(parsed.value("resil_failures_total", with("reason", "none")).has_value());
-    // Every reason has its series, so a rate() over a reason that never
-    // happened yet reads 0 rather than nothing.
+    // Every reason of the parts the dependency has (a retry and a fallback,
+    // seen; a breaker, hooked) has its series, so a rate() over a reason that
+    // never happened yet reads 0 rather than nothing; the others have none,
+    // and rejections have none for the reasons that end calls but never
+    // refuse one (failed, the retry's).
+    using part = resil::metrics::part;
+    CHECK(r.metrics.parts() == (part::retry | part::breaker | part::fallback));
+    std::size_t reasons = 0;
     for (std::size_t i = 1; i < resil::reason_count; ++i) {
-        const auto why = std::string(to_string(static_cast<reason>(i)));
-        CHECK(parsed.value("resil_rejections_total", with("reason", why)).has_value());
-        CHECK(parsed.value("resil_fallbacks_total", with("reason", why)).has_value());
-        CHECK(parsed.value("resil_failures_total", with("reason", why)).has_value());
+        const auto why = static_cast<reason>(i);
+        const auto name = std::string(to_string(why));
+        INFO(name);
+        const bool expected = resil::metrics::reason_belongs(why, r.metrics.parts());
+        reasons += expected ? 1 : 0;
+        CHECK(parsed.value("resil_rejections_total", with("reason", name)).has_value() ==
+              (expected && resil::metrics::reason_rejects(why)));
+        CHECK(parsed.value("resil_fallbacks_total", with("reason", name)).has_value() == expected);
+        CHECK(parsed.value("resil_failures_total", with("reason", name)).has_value() == expected);
     }
-    for (const auto& [name, type] : parsed.types) CHECK(type == "counter");
+    CHECK(reasons == 10);  // failed, deadline_exceeded, cancelled; six of the retry; circuit_open
+    for (const auto& [name, type] : parsed.types) CHECK(type == (name == "resil_breaker_open" ? "gauge" : "counter"));
+    CHECK(parsed.value("resil_breaker_open", triton) == 1.0);  // opened again by the script's end
     // snapshot(now) counts the open period still running.
     const auto later = parse_prometheus(r.metrics.prometheus(r.clock.now() + 1500ms));
     CHECK(later.value("resil_breaker_open_seconds_total", triton) == 31.5);
@@ -755,11 +769,17 @@ TEST_CASE("metrics: prometheus_text writes several dependencies, each family's H
     const std::map<std::string, std::string> pay{{"dependency", "payments"}};
     CHECK(parsed.value("resil_calls_total", triton) == 7.0);
     CHECK(parsed.value("resil_calls_total", pay) == 1.0);
-    CHECK(parsed.value("resil_breaker_open_seconds_total", pay) == 0.0);
+    // payments has no breaker: no breaker series for it.
+    CHECK_FALSE(parsed.value("resil_breaker_open_seconds_total", pay).has_value());
+    CHECK_FALSE(parsed.value("resil_breaker_transitions_total", {{"dependency", "payments"}, {"to", "open"}}).has_value());
+    CHECK_FALSE(parsed.value("resil_retries_total", pay).has_value());
+    CHECK(parsed.value("resil_retries_total", triton) == 6.0);
     for (const auto& [name, type] : parsed.types)
         CHECK(type == (name == "resil_attempt_duration_seconds" || name == "resil_call_duration_seconds" ? "histogram"
+                       : name == "resil_breaker_open"                                                   ? "gauge"
                                                                                                          : "counter"));
-    CHECK(parsed.types.size() == 21);
+    // Pipeline families (7), the retry's (4), the breaker's (3), the histograms (2).
+    CHECK(parsed.types.size() == 16);
     CHECK(parsed.value("resil_call_duration_seconds_count", triton) == 7.0);
     CHECK(parsed.value("resil_call_duration_seconds_count", pay) == 1.0);
 
@@ -797,9 +817,8 @@ TEST_CASE("metrics: prometheus_text writes several dependencies, each family's H
     std::string appended = "# HELP other_total Mine.\n# TYPE other_total counter\nother_total 1\n";
     resil::write_prometheus(appended, {r.metrics, payments});
     CHECK(parse_prometheus(appended).errors.empty());
-    // No dependency: the families, no samples.
-    CHECK(parse_prometheus(resil::prometheus_text(std::span<const std::reference_wrapper<const resil::metrics>>{}))
-              .errors.empty());
+    // No dependency: no families, no text.
+    CHECK(resil::prometheus_text(std::span<const std::reference_wrapper<const resil::metrics>>{}).empty());
 }
 
 TEST_CASE("metrics: prometheus_text escapes the dependency label and refuses a repeated name") {

@@ -14,12 +14,15 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "catch.hpp"
+#include "support/checkout_metrics.hpp"
+#include "support/prometheus_series.hpp"
 
 using namespace std::chrono_literals;
 using resil::reason;
@@ -49,9 +52,10 @@ std::string serialize(const std::vector<prometheus::MetricFamily>& families) {
 
 }  // namespace
 
-TEST_CASE("prometheus: a collectable reports every family, per dependency, from resil's counters") {
+TEST_CASE("prometheus: a collectable reports every family of the parts each dependency has, from resil's counters") {
     resil::metrics inventory{"inventory"};
     resil::metrics payments{"payments"};
+    payments.declare(resil::metrics::part::breaker);
     inventory(events::attempt_started{1});
     inventory(events::attempt_finished{1, verdict::retryable, 30ms});
     inventory(events::attempt_started{2});
@@ -67,7 +71,10 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
 
     const auto resil_metrics = resil::prometheus::make_collectable({inventory, payments});
     const auto families = resil_metrics->Collect();
-    CHECK(families.size() == 21);
+    // The pipeline's 7, the retry's 4 (inventory), the adaptive limit's 2,
+    // the pace's 1, the breaker's 3, ejections, returns and ejected (payments),
+    // the histograms 2.
+    CHECK(families.size() == 22);
 
     const auto* calls = find(families, "resil_calls_total");
     REQUIRE(calls);
@@ -80,9 +87,13 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
 
     const auto* rejections = find(families, "resil_rejections_total");
     REQUIRE(rejections);
-    CHECK(rejections->metric.size() == 2 * (resil::reason_count - 1));
+    // The reasons a policy refuses with, of the parts each has: inventory
+    // (a retry) deadline_exceeded and cancelled; payments those two,
+    // circuit_open, shed (an adaptive limit), rate_limited (a paced bucket)
+    // and the balancer's two.
+    CHECK(rejections->metric.size() == 2 + 7);
     CHECK(find(*rejections, {{"dependency", "payments"}, {"reason", "circuit_open"}})->counter.value == 1.0);
-    CHECK(find(*rejections, {{"dependency", "inventory"}, {"reason", "circuit_open"}})->counter.value == 0.0);
+    CHECK(find(*rejections, {{"dependency", "inventory"}, {"reason", "circuit_open"}}) == nullptr);  // no breaker
     CHECK(find(*rejections, {{"dependency", "payments"}, {"reason", "none"}}) == nullptr);
     const auto* transitions = find(families, "resil_breaker_transitions_total");
     REQUIRE(transitions);
@@ -90,9 +101,14 @@ TEST_CASE("prometheus: a collectable reports every family, per dependency, from 
     CHECK(find(*find(families, "resil_limit_decreases_total"), {{"dependency", "payments"}})->counter.value == 1.0);
     CHECK(find(*find(families, "resil_limit_increases_total"), {{"dependency", "payments"}})->counter.value == 0.0);
     CHECK(find(*find(families, "resil_pace_changes_total"), {{"dependency", "payments"}})->counter.value == 1.0);
-    CHECK(find(*find(families, "resil_pace_changes_total"), {{"dependency", "inventory"}})->counter.value == 0.0);
-    CHECK(find(*find(families, "resil_endpoint_ejections_total"), {{"dependency", "payments"}})->counter.value == 1.0);
-    CHECK(find(*find(families, "resil_endpoint_returns_total"), {{"dependency", "payments"}})->counter.value == 0.0);
+    CHECK(find(*find(families, "resil_pace_changes_total"), {{"dependency", "inventory"}}) == nullptr);
+    CHECK(find(*find(families, "resil_endpoint_ejections_total"), {{"dependency", "payments"}, {"endpoint", "a:80"}})
+              ->counter.value == 1.0);
+    CHECK(find(*find(families, "resil_endpoint_returns_total"), {{"dependency", "payments"}, {"endpoint", "a:80"}})
+              ->counter.value == 0.0);
+    CHECK(find(*find(families, "resil_endpoint_ejected"), {{"dependency", "payments"}, {"endpoint", "a:80"}})
+              ->gauge.value == 1.0);
+    CHECK(find(families, "resil_hedges_total") == nullptr);  // nobody hedges
 
     const auto* whole_calls = find(families, "resil_call_duration_seconds");
     REQUIRE(whole_calls);
@@ -149,4 +165,26 @@ TEST_CASE("prometheus: two metrics objects with one name are refused") {
     resil::metrics a{"same"};
     resil::metrics b{"same"};
     CHECK_THROWS_AS(resil::prometheus::make_collectable({a, b}), std::invalid_argument);
+}
+
+TEST_CASE("prometheus: the collectable has the text's families and label sets, for every part") {
+    const resil_test::checkout_metrics c;
+    const auto from_text = resil_test::shapes_of_text(c.text());
+    const auto families = resil::prometheus::make_collectable({c.inventory, c.payments, c.pricing})->Collect();
+    resil_test::series_shapes from_collectable;
+    for (const auto& f : families) {
+        auto& shapes = from_collectable[f.name];
+        for (const auto& m : f.metric) {
+            std::set<std::string> labels;
+            for (const auto& l : m.label) labels.insert(l.name);
+            shapes.insert(labels);
+        }
+    }
+    CHECK(from_collectable == from_text);
+    // The scenario reaches the endpoint, hedge and quota families.
+    CHECK(from_text.count("resil_endpoint_picks_total") == 1);
+    CHECK(from_text.count("resil_hedges_total") == 1);
+    CHECK(from_text.count("resil_quota_store_connected") == 1);
+    CHECK(from_text.at("resil_breaker_open") ==
+          std::set<std::set<std::string>>{{"dependency"}, {"dependency", "endpoint"}});
 }

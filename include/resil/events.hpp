@@ -111,6 +111,11 @@ struct breaker_state_changed {
     /// metrics().transitions). Listeners called from different threads may
     /// receive changes out of order; this number restores the order.
     std::uint64_t generation = 0;
+    /// The endpoint whose breaker changed, for a breaker per endpoint
+    /// (balancer_options::endpoint_breaker: the balancer fills it in before
+    /// calling the options' hook); empty for a breaker of the whole
+    /// dependency. Valid during the call only.
+    std::string_view endpoint{};
 };
 
 /// A policy rejected the call before (or instead of) an attempt.
@@ -208,6 +213,15 @@ struct hedge_cancelled {
     std::uint32_t copy = 0;  ///< 0 for the first attempt
 };
 
+/// A hedge answered first: copy `copy` (1 for the first extra copy) gave the
+/// call's answer, and the earlier copies still running were cancelled (each
+/// a hedge_cancelled). Not emitted when the first attempt won.
+struct hedge_won {
+    /// The copy that answered (1 for the first extra copy).
+    std::uint32_t copy = 0;
+    duration delay{};  ///< the wait before each copy, as in hedge_started
+};
+
 /// A fault-injection policy injected a fault into a call, on purpose
 /// (resil/fault_injection.hpp): emitted when it decides, before the delay.
 struct fault_injected {
@@ -218,6 +232,9 @@ struct fault_injected {
     /// For an abort: how the failed attempt is judged (success for a delay).
     resil::verdict verdict = verdict::success;
 };
+
+// Events of policies added later go above, each a struct of its own, and
+// into events::all below (tests/fmt_events.cpp then asks for its formatter).
 
 }  // namespace events
 
@@ -233,7 +250,7 @@ namespace events {
 using all = event_list<attempt_started, attempt_finished, retry_scheduled, retries_exhausted, budget_refused,
                        breaker_state_changed, rejected, quota_store_failed, fallback_used, call_finished,
                        deadline_exceeded, endpoint_ejected, endpoint_returned, endpoint_health_changed,
-                       hedge_started, hedge_refused, hedge_cancelled, limit_changed, pace_changed,
+                       hedge_started, hedge_refused, hedge_cancelled, hedge_won, limit_changed, pace_changed,
                        fault_injected>;
 
 }  // namespace events

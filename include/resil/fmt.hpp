@@ -235,7 +235,9 @@ template <>
 struct fmt::formatter<resil::events::breaker_state_changed> : resil::detail::spec_free_formatter {
     template <class FormatContext>
     auto format(const resil::events::breaker_state_changed& e, FormatContext& ctx) const {
-        auto out = fmt::format_to(ctx.out(), "circuit breaker {} -> {}", e.from, e.to);
+        auto out = e.endpoint.empty() ? fmt::format_to(ctx.out(), "circuit breaker {} -> {}", e.from, e.to)
+                                      : fmt::format_to(ctx.out(), "circuit breaker of {} {} -> {}", e.endpoint, e.from,
+                                                       e.to);
         if (e.calls_in_window == 0) return out;
         return fmt::format_to(out, " (failure ratio {:.3g} over {} call{})", e.failure_ratio, e.calls_in_window,
                               e.calls_in_window == 1 ? "" : "s");
@@ -349,6 +351,14 @@ struct fmt::formatter<resil::events::hedge_cancelled> : resil::detail::spec_free
     auto format(const resil::events::hedge_cancelled& e, FormatContext& ctx) const {
         if (e.copy == 0) return fmt::format_to(ctx.out(), "first attempt cancelled: a hedge answered first");
         return fmt::format_to(ctx.out(), "hedge {} cancelled: another copy answered first", e.copy);
+    }
+};
+
+template <>
+struct fmt::formatter<resil::events::hedge_won> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::hedge_won& e, FormatContext& ctx) const {
+        return fmt::format_to(ctx.out(), "hedge {} answered first", e.copy);
     }
 };
 

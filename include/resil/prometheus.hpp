@@ -9,9 +9,9 @@
 //   exposer.RegisterCollectable(resil_metrics);                 // keep resil_metrics alive
 //
 // A collectable, not prometheus-cpp counters kept in step: on each scrape it
-// reads resil's own atomics (the same families and labels as
-// resil::prometheus_text: dependency="<name>", the counters and the attempt
-// latency histogram), so nothing is counted twice and the recording path
+// reads resil's own atomics (the families and labels of
+// resil::prometheus_text, from the one list both write:
+// resil/metrics/exposition.hpp), so nothing is counted twice and the recording path
 // stays resil's (relaxed atomics, no lock). prometheus-cpp's Registry takes
 // only families it builds itself; register this next to it, with the Exposer
 // (or Gateway), or serialize both: `TextSerializer{}.Serialize(out, families)`.
@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "metrics.hpp"
-#include "metrics/prometheus_text.hpp"  // detail::counter_families: the same families as the text
+#include "metrics/exposition.hpp"  // metric_families: the families the text writes too
 
 namespace resil::prometheus {
 
@@ -56,74 +56,37 @@ public:
     collectable(std::initializer_list<std::reference_wrapper<const metrics>> deps)
         : collectable(std::vector<std::reference_wrapper<const metrics>>(deps)) {}
 
-    /// One MetricFamily per resil family, one metric per dependency (and
-    /// reason or state where a family has them).
+    /// One MetricFamily per resil family (metric_families: those of the
+    /// text, with the same labels), one metric per series.
     [[nodiscard]] std::vector<::prometheus::MetricFamily> Collect() const override {
-        std::vector<metrics_snapshot> counts;
-        std::vector<latency_snapshot> latencies;
-        counts.reserve(deps_.size());
-        latencies.reserve(deps_.size());
-        for (const metrics& m : deps_) {
-            counts.push_back(m.snapshot());
-            latencies.push_back(m.latencies());
-        }
         std::vector<::prometheus::MetricFamily> out;
-        out.reserve(detail::counter_families.size() + 3);
-        for (const auto& family : detail::counter_families) {
-            auto& f = add(out, family.name, family.help, ::prometheus::MetricType::Counter);
-            for (std::size_t i = 0; i < deps_.size(); ++i) {
-                if (family.count) {
-                    counter(f, deps_[i], {}, static_cast<double>(counts[i].*family.count));
-                    continue;
+        for (const auto& family : metric_families(deps_)) {
+            ::prometheus::MetricFamily f;
+            f.name = std::string(family.name);
+            f.help = std::string(family.help);
+            f.type = family.type == metric_type::counter ? ::prometheus::MetricType::Counter
+                     : family.type == metric_type::gauge ? ::prometheus::MetricType::Gauge
+                                                         : ::prometheus::MetricType::Histogram;
+            for (const auto& series : family.series) {
+                ::prometheus::ClientMetric c;
+                for (const auto& [name, value] : series.labels) c.label.push_back({name, value});
+                const double v = series.real ? *series.real : static_cast<double>(series.count);
+                if (series.histogram) {
+                    histogram(c.histogram, *series.histogram);
+                } else if (family.type == metric_type::gauge) {
+                    c.gauge.value = v;
+                } else {
+                    c.counter.value = v;
                 }
-                for (std::size_t r = 1; r < reason_count; ++r)
-                    counter(f, deps_[i], {"reason", std::string(to_string(static_cast<reason>(r)))},
-                            static_cast<double>((counts[i].*family.by_reason).by_reason[r]));
+                f.metric.push_back(std::move(c));
             }
+            out.push_back(std::move(f));
         }
-        auto& transitions = add(out, detail::transitions_family, detail::transitions_help,
-                                ::prometheus::MetricType::Counter);
-        for (std::size_t i = 0; i < deps_.size(); ++i) {
-            counter(transitions, deps_[i], {"to", "open"}, static_cast<double>(counts[i].breaker_opened));
-            counter(transitions, deps_[i], {"to", "half_open"}, static_cast<double>(counts[i].breaker_half_opened));
-            counter(transitions, deps_[i], {"to", "closed"}, static_cast<double>(counts[i].breaker_closed));
-        }
-        auto& open = add(out, detail::open_seconds_family, detail::open_seconds_help, ::prometheus::MetricType::Counter);
-        for (std::size_t i = 0; i < deps_.size(); ++i)
-            counter(open, deps_[i], {}, std::chrono::duration<double>(counts[i].time_open).count());
-        auto& attempts = add(out, detail::attempt_duration_family, detail::attempt_duration_help,
-                             ::prometheus::MetricType::Histogram);
-        for (std::size_t i = 0; i < deps_.size(); ++i) histogram(attempts, deps_[i], latencies[i].attempt);
-        auto& calls = add(out, detail::call_duration_family, detail::call_duration_help,
-                          ::prometheus::MetricType::Histogram);
-        for (std::size_t i = 0; i < deps_.size(); ++i) histogram(calls, deps_[i], latencies[i].call);
         return out;
     }
 
 private:
-    static ::prometheus::MetricFamily& add(std::vector<::prometheus::MetricFamily>& out, std::string_view name,
-                                           std::string_view help, ::prometheus::MetricType type) {
-        ::prometheus::MetricFamily f;
-        f.name = std::string(name);
-        f.help = std::string(help);
-        f.type = type;
-        out.push_back(std::move(f));
-        return out.back();
-    }
-    static ::prometheus::ClientMetric& metric(::prometheus::MetricFamily& f, const metrics& m,
-                                              ::prometheus::ClientMetric::Label extra) {
-        ::prometheus::ClientMetric c;
-        c.label.push_back({"dependency", m.name()});
-        if (!extra.name.empty()) c.label.push_back(std::move(extra));
-        f.metric.push_back(std::move(c));
-        return f.metric.back();
-    }
-    static void counter(::prometheus::MetricFamily& f, const metrics& m, ::prometheus::ClientMetric::Label extra,
-                        double value) {
-        metric(f, m, std::move(extra)).counter.value = value;
-    }
-    static void histogram(::prometheus::MetricFamily& f, const metrics& m, const histogram_snapshot& h) {
-        auto& c = metric(f, m, {}).histogram;
+    static void histogram(::prometheus::ClientMetric::Histogram& c, const histogram_snapshot& h) {
         c.sample_count = h.count();
         c.sample_sum = std::chrono::duration<double>(h.sum).count();
         for (std::size_t i = 0; i < histogram_snapshot::bucket_count; ++i) {

@@ -53,7 +53,7 @@
 // with the call's.
 //
 // Events go to `listener` (any resil listener; std::ref to share one):
-// hedge_started, hedge_refused, hedge_cancelled. The copies run on the
+// hedge_started, hedge_refused, hedge_cancelled, hedge_won. The copies run on the
 // awaiting coroutine's executor when its handlers never run at once (a
 // strand, or an io_context built with concurrency hint 1: asio::io_context
 // io{1}); otherwise on a strand made for the call (one allocation).
@@ -281,6 +281,7 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
                         if (ran >= wait) policy.record(now, ran);
                         signals[j].emit(::asio::cancellation_type::terminal);
                     }
+                if (k != 0) notify(events::hedge_won{k, wait});
             } else if (running_count == 0) {
                 decide();
             }

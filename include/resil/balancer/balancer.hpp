@@ -298,8 +298,22 @@ public:
                            duration{static_cast<std::int64_t>(detail::decayed_latency(st, detail::ns_of(now), options_.decay_time))},
                            st.ejected_at(detail::ns_of(now)), st.times_ejected.load(std::memory_order_relaxed),
                            st.failing_checks.load(std::memory_order_relaxed),
-                           st.breaker ? std::optional{st.breaker->state()} : std::nullopt});
+                           st.breaker ? std::optional{st.breaker->state()} : std::nullopt,
+                           st.picks.load(std::memory_order_relaxed)});
         }
+        return out;
+    }
+
+    /// Picks of each endpoint of the current set, counted since it joined
+    /// the set (kept by a replace() that keeps it), in the set's order
+    /// (allocates; for exporters such as resil::metrics::watch_balancer).
+    [[nodiscard]] std::vector<endpoint_picks> picks() const {
+        std::vector<endpoint_picks> out;
+        const scoped_reader scope{this, enter()};
+        const auto* s = scope.guard.snapshot;
+        out.reserve(s->endpoints.size());
+        for (std::size_t i = 0; i < s->endpoints.size(); ++i)
+            out.push_back({s->endpoints[i].address, s->state_of[i]->picks.load(std::memory_order_relaxed)});
         return out;
     }
 
@@ -560,10 +574,14 @@ inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<cons
                 // A change of the breaker's state changes which endpoints are
                 // usable: the group counts are taken again at the next pick.
                 auto breaker_options = *options_.endpoint_breaker;
-                breaker_options.on_state_change = [this, told = std::move(breaker_options.on_state_change)](
-                                                      const events::breaker_state_changed& change) {
+                // The hook hears which endpoint's breaker changed.
+                breaker_options.on_state_change = [this, told = std::move(breaker_options.on_state_change),
+                                                   address = e.address](const events::breaker_state_changed& change) {
                     health_changes_.fetch_add(1, std::memory_order_acq_rel);
-                    if (told) told(change);
+                    if (!told) return;
+                    auto named = change;
+                    named.endpoint = address;
+                    told(named);
                 };
                 kept->breaker = std::make_unique<circuit_breaker>(std::move(breaker_options));
             }
@@ -748,6 +766,7 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
         if (panic) panic_picks_.add();
     }
     s.state_of[chosen]->outstanding.fetch_add(1, std::memory_order_relaxed);
+    s.state_of[chosen]->picks.fetch_add(1, std::memory_order_relaxed);  // (the line the count above owns)
     // Pinned inside the epoch guard (a writer sees it before freeing), then the guard ends.
     const auto stripe = static_cast<std::uint32_t>(detail::this_thread_stripe() & (s.leases.size() - 1));
     s.leases[stripe].fetch_add(1, std::memory_order_relaxed);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "../circuit_breaker/options.hpp"
@@ -109,7 +110,8 @@ struct balancer_options {
     /// factor 1.4 (about ÷ 0.71).
     double failover_threshold = 0.7;
     /// A circuit breaker per endpoint, with these options (none by default;
-    /// its on_state_change hears every endpoint's). An endpoint whose breaker
+    /// its on_state_change hears every endpoint's, each event naming its
+    /// endpoint in breaker_state_changed::endpoint). An endpoint whose breaker
     /// is open is not usable until its open_for ends: it does not count when
     /// a group is chosen, and is picked in its group only when no other is
     /// left; resil::call_endpoint asks the breaker before each call.
@@ -183,6 +185,13 @@ struct endpoint_status {
     bool failing_checks = false;  ///< active health checks took it out
     /// Its circuit breaker's state (balancer_options::endpoint_breaker); none without one.
     std::optional<circuit_state> breaker{};
+    std::uint64_t picks = 0;  ///< picks since it joined the set
+};
+
+/// How often a balancer picked one endpoint (balancer::picks()).
+struct endpoint_picks {
+    std::string address;
+    std::uint64_t picks = 0;  ///< since the endpoint joined the set
 };
 
 }  // namespace resil

@@ -94,24 +94,73 @@ template <class Json = nlohmann::json>
     return {{"buckets", std::move(buckets)}, {"sum", detail::seconds(h.sum)}, {"count", h.count()}};
 }
 
+namespace detail {
+
+/// The parts of a metrics object its exports follow: the breaker's state,
+/// hedges, the endpoints and the quota, each only when the dependency has
+/// that part (as the Prometheus families).
+template <class Json>
+void add_parts(Json& out, const metrics& m, std::optional<time_point> now) {
+    using part = metrics::part;
+    const auto parts = m.parts();
+    if (has(parts, part::breaker)) out["breaker_state"] = std::string(to_string(m.breaker_state()));
+    if (has(parts, part::hedging)) {
+        const auto h = m.hedges();
+        out["hedges"] = Json{{"started", h.started}, {"won", h.won}, {"cancelled", h.cancelled}, {"refused", h.refused}};
+    }
+    if (const auto q = m.quota())
+        out["quota"] = Json{{"decisions", Json{{"redis", q->redis},
+                                                {"lease", q->lease},
+                                                {"local_fallback", q->local_fallback},
+                                                {"refused", q->refused}}},
+                            {"connected", q->connected}};
+    if (has(parts, part::balancing) || has(parts, part::endpoint_breakers)) {
+        Json list = Json::array();
+        for (const auto& e : m.endpoints(now)) {
+            Json one{{"endpoint", e.address}, {"ejections", e.ejections}, {"returns", e.returns},
+                     {"ejected", e.ejected}};
+            if (e.picks) one["picks"] = *e.picks;
+            if (e.breaker) {
+                one["breaker_state"] = std::string(to_string(*e.breaker));
+                one["breaker_opened"] = e.breaker_opened;
+                one["breaker_half_opened"] = e.breaker_half_opened;
+                one["breaker_closed"] = e.breaker_closed;
+                one["breaker_open_seconds"] = seconds(e.time_open);
+            }
+            list.push_back(std::move(one));
+        }
+        out["endpoints"] = std::move(list);
+    }
+}
+
+}  // namespace detail
+
 /// A metrics object now: to_json(m.snapshot(), m.name()) plus its latency
-/// histograms, "attempt_duration_seconds" and "call_duration_seconds".
+/// histograms, "attempt_duration_seconds" and "call_duration_seconds", and
+/// the parts the dependency has (metrics::part), as the Prometheus
+/// families have them: "breaker_state" (with a breaker), "hedges"
+/// (started, won, cancelled, refused), "quota" (decisions by source:
+/// redis, lease, local_fallback, refused; connected) and "endpoints" (an
+/// array: endpoint, picks from a watched balancer, ejections, returns,
+/// ejected, and its breaker's state, transitions and open seconds).
 template <class Json = nlohmann::json>
 [[nodiscard]] Json to_json(const metrics& m) {
     auto out = to_json<Json>(m.snapshot(), m.name());
     const auto latencies = m.latencies();
     out["attempt_duration_seconds"] = to_json<Json>(latencies.attempt);
     out["call_duration_seconds"] = to_json<Json>(latencies.call);
+    detail::add_parts(out, m, std::nullopt);
     return out;
 }
 
-/// The same, counting the breaker's current open period up to `now`.
+/// The same, counting the breakers' current open periods up to `now`.
 template <class Json = nlohmann::json>
 [[nodiscard]] Json to_json(const metrics& m, time_point now) {
     auto out = to_json<Json>(m.snapshot(now), m.name());
     const auto latencies = m.latencies();
     out["attempt_duration_seconds"] = to_json<Json>(latencies.attempt);
     out["call_duration_seconds"] = to_json<Json>(latencies.call);
+    detail::add_parts(out, m, now);
     return out;
 }
 

@@ -27,6 +27,7 @@ namespace detail {
 /// endpoint. Its own cache lines: picks of other endpoints never touch it.
 struct alignas(stripe_alignment) endpoint_state {
     std::atomic<std::uint32_t> outstanding{0};
+    std::atomic<std::uint64_t> picks{0};  ///< picks since the endpoint joined the set
     std::atomic<std::uint32_t> consecutive_failures{0};
     std::atomic<std::uint32_t> times_ejected{0};  ///< the ejection multiplier
     /// When the last ejection ended or will end (ns); the multiplier decays from there.
