@@ -213,6 +213,7 @@ struct hedge_counts {
     std::uint64_t cancelled = 0;  ///< copies cancelled because another answered first (first attempts too)
     std::uint64_t refused = 0;    ///< extra copies the retry budget refused
 
+    /// Field-by-field equality.
     friend bool operator==(const hedge_counts&, const hedge_counts&) = default;
 };
 
@@ -225,11 +226,13 @@ struct quota_reading {
     std::uint64_t refused = 0;         ///< calls refused because Redis could not decide (fail closed)
     bool connected = true;             ///< false while the last round trip failed and Redis is left alone
 
+    /// Field-by-field equality.
     friend bool operator==(const quota_reading&, const quota_reading&) = default;
 };
 
 /// One endpoint's figures in a metrics object (metrics::endpoints()).
 struct endpoint_metrics {
+    /// The endpoint's address (endpoint::address), its `endpoint` label.
     std::string address;
     std::optional<std::uint64_t> picks{};  ///< from a watched balancer (metrics::watch_balancer) only
     std::uint64_t ejections = 0;           ///< events::endpoint_ejected
@@ -237,9 +240,12 @@ struct endpoint_metrics {
     bool ejected = false;                  ///< ejected and not returned yet
     /// Its circuit breaker's state, once its hook (metrics::endpoint_breaker_hook()) told one.
     std::optional<circuit_state> breaker{};
-    std::uint64_t breaker_opened = 0, breaker_half_opened = 0, breaker_closed = 0;
+    std::uint64_t breaker_opened = 0;       ///< its breaker's transitions into open
+    std::uint64_t breaker_half_opened = 0;  ///< into half-open
+    std::uint64_t breaker_closed = 0;       ///< into closed
     duration time_open{};  ///< as metrics_snapshot::time_open, for this endpoint's breaker
 
+    /// Field-by-field equality.
     friend bool operator==(const endpoint_metrics&, const endpoint_metrics&) = default;
 };
 
@@ -277,9 +283,11 @@ public:
         hedging = 1U << 10,           ///< hedges
         fallback = 1U << 11,          ///< a plan B: fallbacks by reason
     };
+    /// Both sets of parts.
     friend constexpr part operator|(part a, part b) noexcept {
         return static_cast<part>(static_cast<std::uint32_t>(a) | static_cast<std::uint32_t>(b));
     }
+    /// Whether `set` holds any of `p`.
     friend constexpr bool has(part set, part p) noexcept {
         return (static_cast<std::uint32_t>(set) & static_cast<std::uint32_t>(p)) != 0;
     }
@@ -400,7 +408,6 @@ public:
     /// (a reference: `m` must outlive the balancer).
     /// Counted per endpoint (by address) too, under a lock: ejections are
     /// rare. The first event of an address not seen before allocates its entry.
-    /// An endpoint was ejected: counted in endpoint_ejections, and per endpoint.
     void operator()(const events::endpoint_ejected& e) noexcept {
         note(part::balancing);
         add(endpoint_ejections_);
@@ -695,6 +702,7 @@ private:
         }
     };
     struct endpoint_entry {
+        /// The endpoint's address (endpoint::address), its `endpoint` label.
         std::string address;
         std::uint64_t ejections = 0, returns = 0;
         bool ejected = false;

@@ -190,6 +190,7 @@ struct endpoint_status {
 
 /// How often a balancer picked one endpoint (balancer::picks()).
 struct endpoint_picks {
+    /// The endpoint's address (endpoint::address).
     std::string address;
     std::uint64_t picks = 0;  ///< since the endpoint joined the set
 };

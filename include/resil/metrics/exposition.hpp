@@ -32,10 +32,12 @@
 
 namespace resil {
 
+/// A family's Prometheus type.
 enum class metric_type : std::uint8_t { counter, gauge, histogram };
 
 /// One series of a family: its labels (the dependency's first) and its value.
 struct metric_series {
+    /// Label names and values, the dependency's first.
     std::vector<std::pair<std::string, std::string>> labels;
     std::uint64_t count = 0;  ///< a counter or gauge of whole numbers
     std::optional<double> real{};  ///< instead of count: a value in seconds
@@ -44,9 +46,13 @@ struct metric_series {
 
 /// One family: HELP and TYPE once, then its series.
 struct metric_family {
+    /// The family's name (resil_...).
     std::string_view name;
+    /// Its HELP text.
     std::string_view help;
+    /// Its TYPE.
     metric_type type = metric_type::counter;
+    /// Its series, one per label set.
     std::vector<metric_series> series;
 };
 
@@ -344,6 +350,7 @@ private:
     for (const metrics& m : deps) figures.push_back(detail::dependency_figures::of(m, options));
     return detail::family_builder{std::move(figures), options}.build();
 }
+/// The same, for a braced list of metrics objects: metric_families({inventory, payments}).
 [[nodiscard]] inline std::vector<metric_family> metric_families(
     std::initializer_list<std::reference_wrapper<const metrics>> deps, const metric_families_options& options = {}) {
     return metric_families(std::span<const std::reference_wrapper<const metrics>>(deps.begin(), deps.size()), options);
