@@ -138,6 +138,11 @@ TEST_CASE("async dependency: a slow replica is hedged to another for a GET; a PO
     CHECK(r[0].attempts() == 2);
     CHECK(slow.requests("/v1/prices").size() == 1);
     CHECK(fast.requests("/v1/prices").size() == 1);
+    // The hedge is counted in the dependency's metrics (the Asio face hands
+    // the hedged driver its listener).
+    const auto hedges = d.metrics().hedges();
+    CHECK(hedges.started == 1);
+    CHECK(hedges.won == 1);
 
     // A keyed POST is repeatable, but the pick goes on: make the next POST
     // start at the slow one and check the copies carry the same key.

@@ -4,6 +4,7 @@
 // and timeouts, against real servers on 127.0.0.1.
 #include <resil/http/dependency.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -134,8 +135,19 @@ TEST_CASE("dependency: primary and backup providers, keyed POSTs charged at most
     CHECK(primary.total_charges() == 2);
     // The primary's breaker opened (counted in the dependency's metrics);
     // the calls after it went straight to the backup.
-    const auto m = payments.metrics().snapshot();
-    CHECK(m.breaker_opened == 1);
+    // Its transitions are the primary's, not the dependency's (which has no
+    // breaker of its own): labelled with its address.
+    CHECK(payments.metrics().snapshot().breaker_opened == 0);
+    const auto per_endpoint = payments.metrics().endpoints();
+    const auto primary_figures = std::find_if(per_endpoint.begin(), per_endpoint.end(),
+                                              [&](const auto& e) { return e.address == primary.url(""); });
+    REQUIRE(primary_figures != per_endpoint.end());
+    CHECK(primary_figures->breaker_opened == 1);
+    CHECK(primary_figures->breaker == resil::circuit_state::open);
+    CHECK(primary_figures->picks.value_or(0) >= 2);
+    const auto text = resil::prometheus_text({payments.metrics()});
+    CHECK(text.find("resil_hedges_total") == std::string::npos);  // no hedging: no hedge series
+    CHECK(text.find("endpoint=\"" + primary.url("") + "\"") != std::string::npos);
     const auto status = payments.balancer().status(resil::steady_clock{}.now());
     REQUIRE(status.size() == 2);
     CHECK(status[0].breaker == resil::circuit_state::open);

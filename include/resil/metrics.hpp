@@ -282,6 +282,7 @@ public:
         balancing = 1U << 9,          ///< endpoints: ejections, returns, picks; no_endpoint
         hedging = 1U << 10,           ///< hedges
         fallback = 1U << 11,          ///< a plan B: fallbacks by reason
+        fault_injection = 1U << 12,   ///< faults injected on purpose (resil/fault_injection.hpp); injected_fault
     };
     /// Both sets of parts.
     friend constexpr part operator|(part a, part b) noexcept {
@@ -321,6 +322,7 @@ public:
             case reason::throttled: return has(parts, part::adaptive_throttling);
             case reason::no_endpoint:
             case reason::no_endpoint_in_scope: return has(parts, part::balancing);
+            case reason::injected_fault: return has(parts, part::fault_injection);
         }
         return true;
     }
@@ -392,6 +394,9 @@ public:
     void operator()(const events::hedge_won&) noexcept { hedge_event(hedges_won_); }
     void operator()(const events::hedge_cancelled&) noexcept { hedge_event(hedges_cancelled_); }
     void operator()(const events::hedge_refused&) noexcept { hedge_event(hedges_refused_); }
+    /// A fault injected on purpose: its calls' injected_fault series appear
+    /// (the failed attempts themselves are counted as any attempt is).
+    void operator()(const events::fault_injected&) noexcept { note(part::fault_injection); }
     void operator()(const events::call_finished& e) noexcept {
         auto& c = local();
         c.call_latency.record(e.elapsed);

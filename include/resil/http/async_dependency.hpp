@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -131,7 +132,9 @@ private:
                 });
         };
         auto out = co_await pipeline_([&](resil::context& ctx) -> ::asio::awaitable<outcome<curl::response>> {
-            if (s.hedge) co_return co_await resil::asio::hedged(*s.hedge, ctx, one_copy);
+            if (s.hedge)
+                co_return co_await resil::asio::hedged(*s.hedge, ctx, one_copy, resil::detail::default_classifier{},
+                                                        std::ref(s.metrics));
             co_return co_await one_copy(ctx);
         });
         auto result = detail::response_access::make(out, attempts, std::move(answered));

@@ -25,15 +25,27 @@ namespace detail {
 /// transitions (the whole dependency's and each endpoint's) and the
 /// balancer's ejections and returns. A hook the user set is called too.
 inline void wire_metrics(dependency_options& o, resil::metrics& m) {
-    auto chain_breaker = [&m](circuit_breaker_options& b) {
-        b.on_state_change = [user = std::move(b.on_state_change), hook = m.breaker_hook()](
-                                const events::breaker_state_changed& e) {
+    auto chain_breaker = [](circuit_breaker_options& b, resil::metrics::breaker_hook_type hook) {
+        b.on_state_change = [user = std::move(b.on_state_change), hook](const events::breaker_state_changed& e) {
             hook(e);
             if (user) user(e);
         };
     };
-    if (o.circuit_breaker) chain_breaker(*o.circuit_breaker);
-    if (o.balancing.endpoint_breaker) chain_breaker(*o.balancing.endpoint_breaker);
+    // The parts the dependency has, so their series exist from the first
+    // scrape and no other part's do (the breakers' and the balancer's are
+    // known from their hooks; the quota's from watch_quota()).
+    using part = resil::metrics::part;
+    part parts = part::balancing;
+    if (o.retry.max_attempts > 1) parts = parts | part::retry;
+    if (o.concurrency_limit) parts = parts | part::load_shedding;
+    if (o.adaptive_limit) parts = parts | part::adaptive_limiting;
+    if (o.pacing) parts = parts | part::pacing;
+    if (o.quota) parts = parts | part::rate_limiting;
+    if (o.shared_quota) parts = parts | part::quota;
+    if (o.hedge) parts = parts | part::hedging;
+    m.declare(parts);
+    if (o.circuit_breaker) chain_breaker(*o.circuit_breaker, m.breaker_hook());
+    if (o.balancing.endpoint_breaker) chain_breaker(*o.balancing.endpoint_breaker, m.endpoint_breaker_hook());
     o.balancing.on_ejected = [user = std::move(o.balancing.on_ejected), &m](const events::endpoint_ejected& e) {
         m(e);
         if (user) user(e);
@@ -89,6 +101,7 @@ RESIL_DECL dependency_state::dependency_state(dependency_options o)
         h.budget = budget ? &*budget : nullptr;  // hedges and retries share one throttle
         hedge.emplace(h);
     }
+    metrics.watch_balancer(lb);  // picks per endpoint, read at export
     curl_options = options.transport;
     blocking.emplace(blocking_pipeline(*this));
     idle.push_back(std::make_unique<curl::client>(curl_options));  // libcurl's errors surface here
