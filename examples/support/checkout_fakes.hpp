@@ -28,8 +28,8 @@ public:
         }
         pricing_.on("/prices", {resil_test::action::respond(
                                    200, R"({"price":1999})",
-                                   {{"RateLimit-Policy", R"("hourly";q=5000;w=3600)"},
-                                    {"RateLimit", R"("hourly";r=4200;t=1800)"}})});
+                                   {{"RateLimit-Policy", R"("default";q=1000;w=1)"},
+                                    {"RateLimit", R"("default";r=900;t=1)"}})});
         if (resil_test::redis_server::binary()) redis_.emplace();
     }
 
@@ -65,6 +65,14 @@ public:
     [[nodiscard]] int charges(const std::string& key) const { return primary_.charges(key) + backup_.charges(key); }
     [[nodiscard]] int charges_by_primary() const { return primary_.total_charges(); }
     [[nodiscard]] int charges_by_backup() const { return backup_.total_charges(); }
+    /// Operations (idempotency keys) charged by both providers: the failure
+    /// idempotency scopes exist to prevent.
+    [[nodiscard]] int double_charges() const {
+        int n = 0;
+        const auto at_backup = backup_.charged_keys();
+        for (const auto& key : primary_.charged_keys()) n += static_cast<int>(at_backup.count(key));
+        return n;
+    }
 
 private:
     std::array<std::unique_ptr<resil_test::fault_server>, 3> inventory_;

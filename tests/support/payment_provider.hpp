@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -100,6 +101,13 @@ public:
         std::lock_guard lock(mutex_);
         const auto it = seen_.find(key);
         return it == seen_.end() ? 0 : it->second;
+    }
+    /// The keys charged so far (each once).
+    [[nodiscard]] std::set<std::string> charged_keys() const {
+        std::lock_guard lock(mutex_);
+        std::set<std::string> out;
+        for (const auto& [key, n] : charged_) out.insert(key);
+        return out;
     }
     [[nodiscard]] int total_charges() const {
         std::lock_guard lock(mutex_);
