@@ -142,14 +142,14 @@ struct world {
     void call_sync(const Pipe& pipe) {
         auto ctx = context();
         auto out = pipe.execute(ctx, [this](resil::basic_context<manual_clock>&) { return respond(); }, classify_status);
-        lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+        lines.push_back("outcome " + std::string(resil::to_string(out.reason())) + " attempts " + std::to_string(out.attempts()));
     }
     template <class Pipe>
     void call_sync_fields(const Pipe& pipe) {
         auto ctx = context();
         auto out = pipe.execute(
             ctx, [this](resil::basic_context<manual_clock>&) { return respond_with_fields(); }, classify_reply);
-        lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+        lines.push_back("outcome " + std::string(resil::to_string(out.reason())) + " attempts " + std::to_string(out.attempts()));
     }
 
     template <class Pipe>
@@ -159,7 +159,7 @@ struct world {
             auto out = co_await pipe.execute(
                 ctx, [this](resil::basic_context<manual_clock>&) -> ::asio::awaitable<int> { co_return respond(); },
                 classify_status);
-            lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+            lines.push_back("outcome " + std::string(resil::to_string(out.reason())) + " attempts " + std::to_string(out.attempts()));
         });
     }
     template <class Pipe>
@@ -172,7 +172,7 @@ struct world {
                     co_return respond_with_fields();
                 },
                 classify_reply);
-            lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+            lines.push_back("outcome " + std::string(resil::to_string(out.reason())) + " attempts " + std::to_string(out.attempts()));
         });
     }
 
@@ -534,13 +534,15 @@ void same_events(Scenario blocking, Scenario async, std::initializer_list<const 
 TEST_CASE("asio pipeline: retries then success emit the blocking pipeline's events") {
     same_events(retries_then_success<false>, retries_then_success<true>,
                 {"retry_scheduled 1", "retry_scheduled 2 2000ms server", "attempt_finished 3 success",
-                 "outcome none"});
+                 "outcome none attempts 3"});
 }
 
 TEST_CASE("asio pipeline: a breaker opening, rejecting and closing emits the blocking pipeline's events") {
     same_events(breaker_opening<false>, breaker_opening<true>,
                 {"breaker closed->open #1", "rejected circuit_open", "breaker open->half_open", "breaker half_open->closed",
-                 "outcome circuit_open"});
+                 "outcome circuit_open attempts 1",    // the second attempt refused: one ran
+                 "outcome circuit_open attempts 0",    // refused before any attempt
+                 "outcome none attempts 1"});
 }
 
 TEST_CASE("asio pipeline: a time-window breaker (its fast path) opening and closing emits the blocking pipeline's events") {

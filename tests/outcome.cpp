@@ -72,3 +72,31 @@ TEST_CASE("outcome: a value keeps its verdict; an exception is kept for the call
     REQUIRE(thrown.exception());
     CHECK_THROWS_AS(std::rethrow_exception(thrown.exception()), std::runtime_error);
 }
+
+TEST_CASE("outcome: attempts() is 0 until a pipeline sets it, survives copies, moves and a fallback, and saturates") {
+    auto out = outcome<std::string>::from_value(verdict::retryable, "503");
+    CHECK(out.attempts() == 0);
+    CHECK(outcome<int>::rejected(reason::shed).attempts() == 0);
+    out.set_attempts(3);
+    out.fail(reason::retries_exhausted);
+    CHECK(out.attempts() == 3);
+    // The other fields are untouched by the count, and it by them.
+    CHECK(out.reason() == reason::retries_exhausted);
+    CHECK(out.verdict() == verdict::retryable);
+    CHECK(out.has_value());
+    const auto copy = out;
+    CHECK(copy.attempts() == 3);
+    auto moved = std::move(out);
+    CHECK(moved.attempts() == 3);
+    auto assigned = outcome<std::string>::rejected(reason::shed);
+    assigned = copy;
+    CHECK(assigned.attempts() == 3);
+    moved.replace_with_fallback("cached");
+    CHECK(moved.from_fallback());
+    CHECK(moved.attempts() == 3);
+    moved.set_attempts(outcome<std::string>::max_attempts_counted + 10);
+    CHECK(moved.attempts() == outcome<std::string>::max_attempts_counted);
+    CHECK(moved.fallback_reason() == reason::retries_exhausted);
+    moved.set_attempts(1);
+    CHECK(moved.attempts() == 1);
+}

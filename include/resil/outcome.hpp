@@ -236,7 +236,9 @@ public:
     [[nodiscard]] T* operator->() noexcept { return std::addressof(value_); }
     [[nodiscard]] const T* operator->() const noexcept { return std::addressof(value_); }
 
-    [[nodiscard]] resil::verdict verdict() const noexcept { return static_cast<resil::verdict>(field(verdict_shift)); }
+    [[nodiscard]] resil::verdict verdict() const noexcept {
+        return static_cast<resil::verdict>((state_ >> verdict_shift) & verdict_mask);
+    }
     [[nodiscard]] resil::reason reason() const noexcept { return static_cast<resil::reason>(field(reason_shift)); }
     [[nodiscard]] resil::rejection rejection() const noexcept { return {reason(), retry_after()}; }
     /// How long to wait before trying again, when a layer or the server said.
@@ -254,6 +256,22 @@ public:
         return static_cast<resil::reason>(field(fallback_reason_shift));
     }
     [[nodiscard]] bool from_fallback() const noexcept { return fallback_reason() != reason::none; }
+    /// How many times the pipeline ran its callable for this call: 1 for a
+    /// call answered at once, more after retries (or a nested pipeline's
+    /// own attempts, which count once here), 0 when a policy refused the call
+    /// before any attempt (open circuit, shed, no token, cancelled). Set by
+    /// resil::pipeline and resil::asio::pipeline when the call ends; an
+    /// outcome made by hand says 0. A fallback's value keeps the count of
+    /// the attempts that failed before it. At most max_attempts_counted.
+    [[nodiscard]] std::uint32_t attempts() const noexcept { return state_ >> attempts_shift; }
+    /// Sets what attempts() says (a pipeline, when the call ends); a larger
+    /// `n` counts as max_attempts_counted.
+    void set_attempts(std::uint32_t n) noexcept {
+        state_ = (state_ & ~attempts_bits) |
+                 (n < max_attempts_counted ? n : max_attempts_counted) << attempts_shift;
+    }
+    /// The most attempts() says (a retry policy allows 100 per call).
+    static constexpr std::uint32_t max_attempts_counted = 0xFFu;
 
     /// Marks the call as failed for `r`, keeping any value (policies use this).
     void fail(resil::reason r) noexcept { set_field(reason_shift, static_cast<std::uint32_t>(r)); }
@@ -275,31 +293,41 @@ public:
         exception_ = nullptr;
         destroy_value();
         ::new (static_cast<void*>(std::addressof(value_))) T(std::move(replacement));
-        state_ = pack(verdict::success, reason::none, why, has_value_bit | (state_ & (has_retry_after_bit | dont_retry_bit)));
+        state_ = pack(verdict::success, reason::none, why, has_value_bit | (state_ & (has_retry_after_bit | dont_retry_bit | attempts_bits)));
     }
 
 private:
     outcome() noexcept {}
 
-    // verdict, reason, fallback reason and the flags share one word, written
-    // and copied whole: an outcome passes through every layer of a pipeline,
-    // and small fields stored one by one, then copied as a wider word, stall
-    // the CPU's store forwarding at each of those copies.
-    static constexpr int verdict_shift = 0;
-    static constexpr int reason_shift = 8;
-    static constexpr int fallback_reason_shift = 16;
-    static constexpr std::uint32_t has_value_bit = 1u << 24;
-    static constexpr std::uint32_t has_retry_after_bit = 1u << 25;
-    static constexpr std::uint32_t dont_retry_bit = 1u << 26;
-    static constexpr std::uint32_t never_sent_bit = 1u << 27;
+    // verdict, reason, fallback reason, the flags and the attempt count
+    // share one word, written and copied whole: an outcome passes through
+    // every layer of a pipeline, and small fields stored one by one, then
+    // copied as a wider word, stall the CPU's store forwarding at each of
+    // those copies; a separate count would also widen outcome<int> by 8 bytes
+    // for every copy between the layers.
+    // Byte-aligned where read on every layer (a byte load), the flags beside
+    // the verdict.
+    static constexpr int verdict_shift = 0;  // bits 0-1
+    static constexpr std::uint32_t has_value_bit = 1u << 2;
+    static constexpr std::uint32_t has_retry_after_bit = 1u << 3;
+    static constexpr std::uint32_t dont_retry_bit = 1u << 4;
+    static constexpr std::uint32_t never_sent_bit = 1u << 5;
+    static constexpr int reason_shift = 8;            // byte 1
+    static constexpr int fallback_reason_shift = 16;  // byte 2
+    static constexpr int attempts_shift = 24;         // byte 3
+    static constexpr std::uint32_t attempts_bits = max_attempts_counted << attempts_shift;
+    static constexpr std::uint32_t verdict_mask = 0x3u;
+    static constexpr std::uint32_t reason_mask = 0xFFu;
+    static_assert(static_cast<std::uint32_t>(verdict::ambiguous) <= verdict_mask, "every verdict fits its 2 bits");
 
     static constexpr std::uint32_t pack(resil::verdict v, resil::reason r, resil::reason fallback,
                                         std::uint32_t flags) noexcept {
         return static_cast<std::uint32_t>(v) << verdict_shift | static_cast<std::uint32_t>(r) << reason_shift |
                static_cast<std::uint32_t>(fallback) << fallback_reason_shift | flags;
     }
-    [[nodiscard]] std::uint32_t field(int shift) const noexcept { return (state_ >> shift) & 0xFFu; }
-    void set_field(int shift, std::uint32_t v) noexcept { state_ = (state_ & ~(0xFFu << shift)) | v << shift; }
+    // The reason fields (the verdict's is read by verdict()).
+    [[nodiscard]] std::uint32_t field(int shift) const noexcept { return (state_ >> shift) & reason_mask; }
+    void set_field(int shift, std::uint32_t v) noexcept { state_ = (state_ & ~(reason_mask << shift)) | v << shift; }
 
     void classify_as(const classification& c, std::uint32_t flags) noexcept {
         // Until a policy decides otherwise, a failing verdict is a plain failure.
