@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -99,4 +100,23 @@ TEST_CASE("outcome: attempts() is 0 until a pipeline sets it, survives copies, m
     CHECK(moved.fallback_reason() == reason::retries_exhausted);
     moved.set_attempts(1);
     CHECK(moved.attempts() == 1);
+}
+
+TEST_CASE("outcome: to_string's text adds up with std::string and prints to a stream") {
+    const auto r = reason::circuit_open;
+    // What users write first: no conversion needed.
+    CHECK(std::string("x: ") + resil::to_string(r) == "x: circuit_open");
+    CHECK("x: " + resil::to_string(r) == "x: circuit_open");
+    CHECK(resil::to_string(r) + " after " + resil::to_string(verdict::retryable) == "circuit_open after retryable");
+    std::string text = "reason ";
+    text += resil::to_string(r);
+    CHECK(text == "reason circuit_open");
+    std::ostringstream os;
+    os << resil::to_string(r) << '/' << resil::to_string(verdict::ambiguous);
+    CHECK(os.str() == "circuit_open/ambiguous");
+    // Still a string_view: kept without a copy, compared, used in constant expressions.
+    const std::string_view kept = resil::to_string(r);
+    CHECK(kept == "circuit_open");
+    static_assert(resil::to_string(reason::shed) == "shed");
+    CHECK(resil::to_string(r).str() == "circuit_open");
 }

@@ -107,6 +107,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "enum_name.hpp"
 #include "clock.hpp"
 #include "detail/platform.hpp"
 #include "detail/stripes.hpp"
@@ -124,7 +125,7 @@ enum class adaptive_algorithm : std::uint8_t {
     gradient2,  ///< by latency: short RTT against its long average (and × backoff_ratio on overload)
 };
 
-[[nodiscard]] constexpr std::string_view to_string(adaptive_algorithm a) noexcept {
+[[nodiscard]] constexpr enum_name to_string(adaptive_algorithm a) noexcept {
     switch (a) {
         case adaptive_algorithm::aimd: return "aimd";
         case adaptive_algorithm::gradient2: return "gradient2";

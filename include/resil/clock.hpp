@@ -20,6 +20,8 @@
 #include <thread>
 #include <type_traits>
 
+#include "enum_name.hpp"
+
 namespace resil {
 
 /// Durations and instants used throughout resil: nanosecond ticks of a
@@ -105,7 +107,7 @@ enum class time_source : std::uint8_t {
     none,
 };
 
-[[nodiscard]] constexpr std::string_view to_string(time_source s) noexcept {
+[[nodiscard]] constexpr enum_name to_string(time_source s) noexcept {
     switch (s) {
         case time_source::own_clock: return "own_clock";
         case time_source::caller_now: return "caller_now";

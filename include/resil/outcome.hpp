@@ -24,6 +24,7 @@
 #include <utility>
 #include <variant>
 
+#include "enum_name.hpp"
 #include "clock.hpp"
 #include "reason.hpp"
 
@@ -90,7 +91,7 @@ struct classification {
     friend bool operator==(const classification&, const classification&) = default;
 };
 
-[[nodiscard]] constexpr std::string_view to_string(verdict v) noexcept {
+[[nodiscard]] constexpr enum_name to_string(verdict v) noexcept {
     switch (v) {
         case verdict::success: return "success";
         case verdict::retryable: return "retryable";

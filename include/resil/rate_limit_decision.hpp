@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "enum_name.hpp"
 #include "clock.hpp"
 
 namespace resil {
@@ -31,7 +32,7 @@ enum class rate_limit_status : std::uint8_t {
     no_time,        ///< a limiter with a store only: the deadline left no time to ask it; nothing was decided
 };
 
-[[nodiscard]] constexpr std::string_view to_string(rate_limit_status s) noexcept {
+[[nodiscard]] constexpr enum_name to_string(rate_limit_status s) noexcept {
     switch (s) {
         case rate_limit_status::granted: return "granted";
         case rate_limit_status::rejected: return "rejected";
@@ -52,7 +53,7 @@ enum class decided_by : std::uint8_t {
     local,     ///< this process's bucket (resil::token_bucket, resil::paced_bucket)
 };
 
-[[nodiscard]] constexpr std::string_view to_string(decided_by d) noexcept {
+[[nodiscard]] constexpr enum_name to_string(decided_by d) noexcept {
     switch (d) {
         case decided_by::none: return "none";
         case decided_by::redis: return "redis";

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "../enum_name.hpp"
 #include "../detail/platform.hpp"
 #include "../clock.hpp"
 #include "../events.hpp"
@@ -32,7 +33,7 @@ enum class breaker_mode : std::uint8_t {
     consecutive_failures,  ///< `consecutive_failures` failures in a row
 };
 
-[[nodiscard]] constexpr std::string_view to_string(breaker_mode m) noexcept {
+[[nodiscard]] constexpr enum_name to_string(breaker_mode m) noexcept {
     switch (m) {
         case breaker_mode::time_window: return "time_window";
         case breaker_mode::count_window: return "count_window";

@@ -31,6 +31,7 @@
 #include <string_view>
 #include <utility>
 
+#include "../enum_name.hpp"
 #include "../clock.hpp"
 #include "../detail/platform.hpp"
 #include "../rate_limit_fields.hpp"
@@ -74,7 +75,7 @@ enum class transport_status : std::uint8_t {
     tls_handshake_refused,
 };
 
-[[nodiscard]] constexpr std::string_view to_string(transport_status s) noexcept {
+[[nodiscard]] constexpr enum_name to_string(transport_status s) noexcept {
     switch (s) {
         case transport_status::completed: return "completed";
         case transport_status::deadline_exceeded: return "deadline_exceeded";
