@@ -394,7 +394,7 @@ struct enough_time_left {
 
     template <class Context>
     bool admits(Context& ctx) const {
-        if (ctx.recent_remaining() >= minimum) return true;
+        if (ctx.cached_remaining() >= minimum) return true;
         ctx.emit(resil::events::rejected{resil::reason::deadline_exceeded, std::nullopt});
         return false;
     }
@@ -422,7 +422,7 @@ struct enough_time_left_steps {
 
     template <class Context, class State>
     resil::layer_in enter(Context& ctx, State&) const {
-        if (ctx.recent_remaining() >= minimum) return resil::layer_in::proceed();
+        if (ctx.cached_remaining() >= minimum) return resil::layer_in::proceed();
         ctx.emit(resil::events::rejected{resil::reason::deadline_exceeded, std::nullopt});
         return resil::layer_in::refuse(resil::reason::deadline_exceeded);
     }

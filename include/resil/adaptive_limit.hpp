@@ -414,7 +414,7 @@ private:
     // A reading for latency, only when the algorithm uses one.
     template <class Context>
     time_point latency_reading(Context& ctx, bool shared) const noexcept {
-        return !reads_latency() ? time_point{} : shared ? ctx.recent_now() : clock_.now();
+        return !reads_latency() ? time_point{} : shared ? ctx.cached_now() : clock_.now();
     }
 
     static constexpr std::uint64_t warm_up = 10;  // samples averaged plainly before the exponential average

@@ -174,7 +174,7 @@ public:
     template <class Context>
     [[gnu::always_inline]] void begin(Context& ctx) const {
         if (options_.budget) {
-            options_.budget->deposit(ctx.recent_now());
+            options_.budget->deposit(ctx.cached_now());
             ctx.mark_counted_in_budget();  // a hedge inside counts nothing more
         }
         ctx.set_attempt(1);
@@ -210,10 +210,10 @@ public:
             }
             const failed_attempt f{attempt_,
                                    classification(out_->verdict(), server_hint{out_->retry_after(), out_->dont_retry()}),
-                                   ctx.safe_to_repeat(), previous_, ctx.recent_remaining()};
+                                   ctx.safe_to_repeat(), previous_, ctx.cached_remaining()};
             auto d = policy.decide(f, ctx.jitter());
             const auto& o = policy.options_;
-            if (d.retry && o.budget && !o.budget->try_withdraw(ctx.recent_now())) {
+            if (d.retry && o.budget && !o.budget->try_withdraw(ctx.cached_now())) {
                 ctx.emit(events::budget_refused{attempt_});
                 d = {false, {}, reason::budget_exhausted, false};
             }
@@ -231,7 +231,7 @@ public:
         /// number is then set in the context.
         template <class Context>
         bool waited(Context& ctx, bool slept) {
-            ctx.forget_now();  // the next attempt starts later than any reading kept
+            ctx.clear_cached_now();  // the next attempt starts later than any reading kept
             if (!slept) {
                 out_->fail(reason::cancelled);
                 return false;

@@ -38,7 +38,7 @@
 // told: the callable's context carries no listener; give those hooks the
 // same listener object, e.g. a resil::log_listener, to log them with the
 // pipeline's events). The pick reads the pipeline's clock reading
-// (ctx.recent_now()); the latency is measured with one more reading after
+// (ctx.cached_now()); the latency is measured with one more reading after
 // the call.
 //
 // The steps (detail::begin_endpoint_attempt, detail::end_endpoint_attempt)
@@ -113,7 +113,7 @@ template <class Context>
     // Each refusal (a breaker's, or a scope taken by another copy meanwhile)
     // adds an endpoint to `tried`; the set's size bounds the loop.
     for (std::size_t refusals = 0; refusals <= endpoint::max_endpoints; ++refusals) {
-        auto lease = lb.pick(ctx.recent_now(), &tried);
+        auto lease = lb.pick(ctx.cached_now(), &tried);
         if (!lease) {
             a.refusal = lease.refusal();
             return a;

@@ -90,7 +90,7 @@ public:
     ~call_context() {
         if (!given_) return;
         *given_ = std::move(static_cast<basic_context<Clock>&>(ctx_));
-        given_->forget_now();  // a reading from inside the call is stale once it returns
+        given_->clear_cached_now();  // a reading from inside the call is stale once it returns
     }
 
     [[nodiscard]] context_type& get() noexcept { return ctx_; }
@@ -98,7 +98,7 @@ public:
 private:
     static basic_context<Clock> adopted(basic_context<Clock>& given, const Clock& clock) {
         if (given.deadline_instant() == time_point::max()) given.set_clock(clock);
-        given.forget_now();
+        given.clear_cached_now();
         given.set_attempt(0);
         return std::move(given);
     }
@@ -126,7 +126,7 @@ template <class Ctx>
 class call_report {
 public:
     explicit call_report(Ctx& ctx) : ctx_(&ctx) {
-        if constexpr (timed) started_ = ctx.recent_now();
+        if constexpr (timed) started_ = ctx.cached_now();
     }
     /// The call ends with `out`: it learns how many attempts ran, and
     /// call_finished is emitted.
@@ -161,8 +161,8 @@ inline time_point begin_attempt(Ctx& ctx) {
     ctx.count_attempt();
     ctx.emit(events::attempt_started{ctx.attempt()});
     time_point started{};
-    if constexpr (context_times<Ctx, events::attempt_finished>()) started = ctx.recent_now();
-    ctx.forget_now();
+    if constexpr (context_times<Ctx, events::attempt_finished>()) started = ctx.cached_now();
+    ctx.clear_cached_now();
     return started;
 }
 
@@ -170,7 +170,7 @@ inline time_point begin_attempt(Ctx& ctx) {
 /// kept, attempt_finished emitted.
 template <class Ctx, class Outcome>
 inline void end_attempt(Ctx& ctx, time_point started, const Outcome& out) {
-    ctx.forget_now();
+    ctx.clear_cached_now();
     ctx.set_last_hint(server_hint{out.retry_after(), out.dont_retry()});
     if constexpr (context_times<Ctx, events::attempt_finished>())
         ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), ctx.now() - started});
