@@ -407,7 +407,7 @@ struct enough_time_left {
 
     template <class Context, class Next>
     auto async_execute(Context& ctx, Next next) const -> decltype(next(ctx)) {
-        using result = resil::asio::outcome_of_t<Next, Context>;
+        using result = resil::asio::next_outcome_t<Next, Context>;
         if (!admits(ctx)) co_return result::rejected(resil::reason::deadline_exceeded);
         co_return co_await next(ctx);
     }
