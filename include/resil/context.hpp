@@ -109,6 +109,10 @@ public:
     [[nodiscard]] time_point cached_now() const noexcept { return last_now_ == time_point{} ? now() : last_now_; }
     /// Drops the kept reading: the next cached_now() reads the clock.
     void clear_cached_now() const noexcept { last_now_ = time_point{}; }
+    /// Former names, kept for one release: "cached" says what the reading is
+    /// (kept, not fresh), and clear_cached_now() what dropping it does.
+    [[deprecated("use cached_now()")]] [[nodiscard]] time_point recent_now() const noexcept { return cached_now(); }
+    [[deprecated("use clear_cached_now()")]] void forget_now() const noexcept { clear_cached_now(); }
 
     /// The deadline of the whole call (all attempts), on the context's clock;
     /// no deadline by default. A value built on demand: keep a copy, not a
@@ -143,6 +147,9 @@ public:
     /// a deadline, duration::max() and no clock read.
     [[nodiscard]] duration cached_remaining() const noexcept {
         return deadline_ == time_point::max() ? duration::max() : detail::time_left(deadline_, cached_now());
+    }
+    [[deprecated("use cached_remaining()")]] [[nodiscard]] duration recent_remaining() const noexcept {
+        return cached_remaining();
     }
 
     /// 1 for the first attempt; 0 before any.

@@ -71,8 +71,12 @@ inline constexpr bool always_false = false;
 /// The resil::outcome<T> that `next(ctx)` completes with, in a policy's
 /// async_execute: `using result = resil::asio::next_outcome_t<Next, Context>;`
 /// then `co_return result::rejected(reason::shed);` refuses the call.
+/// (Named for what it is: the outcome type of `next`, the rest of the pipeline.)
 template <class Next, class Context>
 using next_outcome_t = detail::next_outcome_t<Next, Context>;
+/// The former name, kept for one release.
+template <class Next, class Context>
+using outcome_of_t [[deprecated("use resil::asio::next_outcome_t")]] = next_outcome_t<Next, Context>;
 
 namespace detail {
 
