@@ -74,10 +74,16 @@ TEST_CASE("outcome: a value keeps its verdict; an exception is kept for the call
     CHECK_THROWS_AS(std::rethrow_exception(thrown.exception()), std::runtime_error);
 }
 
-TEST_CASE("outcome: attempts() is 0 until a pipeline sets it, survives copies, moves and a fallback, and saturates") {
+TEST_CASE("outcome: attempts() is 1 built from a run, 0 for a rejection; survives copies, moves and a fallback, and saturates") {
+    // Built from one run of the callable (its value, or its exception): one attempt.
     auto out = outcome<std::string>::from_value(verdict::retryable, "503");
-    CHECK(out.attempts() == 0);
+    CHECK(out.attempts() == 1);
+    CHECK(outcome<int>::from_value(verdict::success, 7).attempts() == 1);
+    CHECK(outcome<int>::from_exception(std::make_exception_ptr(std::runtime_error("x")), verdict::retryable)
+              .attempts() == 1);
+    // Refused before any run.
     CHECK(outcome<int>::rejected(reason::shed).attempts() == 0);
+    CHECK(outcome<int>::rejected(reason::circuit_open, 5s).attempts() == 0);
     out.set_attempts(3);
     out.fail(reason::retries_exhausted);
     CHECK(out.attempts() == 3);

@@ -7,10 +7,12 @@
 #include <resil/timeout_policy.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -216,6 +218,51 @@ TEST_CASE("outcome::attempts: a breaker inside a retry refusing an attempt count
     CHECK(second.reason() == reason::circuit_open);
     CHECK(runs == 1);
     CHECK(second.attempts() == 0);
+}
+
+TEST_CASE("outcome::attempts: judged exceptions count as runs; a fallback over a refusal keeps the runs before it") {
+    manual_clock clock;
+    int runs = 0;
+    auto judged = resil::classifier{[](int) { return verdict::success; },
+                                    [](const std::exception_ptr&) { return verdict::retryable; }};
+    auto retrying = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 3}});
+    // Two throws, then a value.
+    auto out = retrying(
+        [&] {
+            if (++runs < 3) throw std::runtime_error("down");
+            return runs;
+        },
+        judged);
+    REQUIRE(out.ok());
+    CHECK(out.attempts() == 3);
+
+    // fallback → retry → breaker: the second attempt is refused (adds 0),
+    // and the fallback's value keeps the one run.
+    resil::basic_circuit_breaker<manual_clock> breaker{
+        {.mode = resil::breaker_mode::consecutive_failures, .consecutive_failures = 1, .open_for = 10s}, clock};
+    auto guarded = resil::pipeline(clock, resil::fallback_policy{[] { return -1; }},
+                                   resil::retry_policy{{.max_attempts = 3}}, std::ref(breaker));
+    runs = 0;
+    auto planned = guarded([&] { return ++runs; }, [](int) { return verdict::retryable; });
+    CHECK(planned.from_fallback());
+    CHECK(planned.fallback_reason() == reason::circuit_open);
+    CHECK(runs == 1);
+    CHECK(planned.attempts() == 1);
+    // The next call is refused at once: the fallback's value says 0.
+    auto refused = guarded([&] { return ++runs; }, [](int) { return verdict::retryable; });
+    CHECK(refused.from_fallback());
+    CHECK(refused.attempts() == 0);
+}
+
+TEST_CASE("outcome::attempts: a listener changes nothing of the count") {
+    manual_clock clock;
+    std::uint32_t heard = 0;
+    auto pipe = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 4}})
+                    .with_listener([&](const resil::events::call_finished& e) { heard = e.attempts; });
+    int runs = 0;
+    auto out = pipe([&] { return ++runs; }, [](int n) { return n < 4 ? verdict::retryable : verdict::success; });
+    CHECK(out.attempts() == 4);
+    CHECK(heard == 4);
 }
 
 TEST_CASE("outcome::attempts: a nested pipeline counts once in the outer one") {

@@ -175,7 +175,7 @@ public:
     static outcome from_value(classification c, Args&&... args) {
         outcome o;
         ::new (static_cast<void*>(std::addressof(o.value_))) T(std::forward<Args>(args)...);
-        o.classify_as(c, has_value_bit);
+        o.classify_as(c, has_value_bit | one_attempt);
         // A nested pipeline's outcome keeps its precise reason (retries
         // exhausted, deadline exceeded, ...) rather than a plain "failed".
         if constexpr (requires { o.value_.reason(); o.value_.ok(); })
@@ -186,7 +186,7 @@ public:
     static outcome from_exception(std::exception_ptr e, classification c) {
         outcome o;
         o.exception_ = std::move(e);
-        o.classify_as(c, 0);
+        o.classify_as(c, one_attempt);
         return o;
     }
     /// A rejection before (or instead of) any attempt.
@@ -257,16 +257,24 @@ public:
         return static_cast<resil::reason>(field(fallback_reason_shift));
     }
     [[nodiscard]] bool from_fallback() const noexcept { return fallback_reason() != reason::none; }
-    /// How many times the pipeline ran its callable for this call: 1 for a
-    /// call answered at once, more after retries (or a nested pipeline's
-    /// own attempts, which count once here), 0 when a policy refused the call
-    /// before any attempt (open circuit, shed, no token, cancelled). Set by
-    /// resil::pipeline and resil::asio::pipeline when the call ends; an
-    /// outcome made by hand says 0. A fallback's value keeps the count of
-    /// the attempts that failed before it. At most max_attempts_counted.
+    /// How many times the callable ran for this call. An outcome built from
+    /// the callable's value or exception (from_value, from_exception: what a
+    /// pipeline makes of each attempt) says 1, a rejection (rejected) 0.
+    /// resil::retry_policy sums the attempts of the runs it made (an inner
+    /// refusal, such as an open breaker's, adds 0) into the outcome it
+    /// returns; a fallback's value keeps the count of the outcome it
+    /// replaces. So through resil::pipeline and resil::asio::pipeline: 1 for
+    /// a call answered at once, more after retries, 0 when a policy refused
+    /// the call before any attempt (open circuit, shed, no token,
+    /// cancelled). A nested pipeline used as the callable counts 1 per run
+    /// in the outer one (its own outcome, the value, holds its count); a
+    /// hedged call (resil::asio::hedged) counts 1 too, and when its copies
+    /// return outcomes the winner's says how many copies ran the callable.
+    /// A policy of the user's that runs the rest of the pipeline again sets
+    /// the count itself (set_attempts). At most max_attempts_counted.
     [[nodiscard]] std::uint32_t attempts() const noexcept { return state_ >> attempts_shift; }
-    /// Sets what attempts() says (a pipeline, when the call ends); a larger
-    /// `n` counts as max_attempts_counted.
+    /// Sets what attempts() says (a retrying policy, when it returns); a
+    /// larger `n` counts as max_attempts_counted.
     void set_attempts(std::uint32_t n) noexcept {
         state_ = (state_ & ~attempts_bits) |
                  (n < max_attempts_counted ? n : max_attempts_counted) << attempts_shift;
@@ -317,6 +325,9 @@ private:
     static constexpr int fallback_reason_shift = 16;  // byte 2
     static constexpr int attempts_shift = 24;         // byte 3
     static constexpr std::uint32_t attempts_bits = max_attempts_counted << attempts_shift;
+    // The count of an outcome built from one run of the callable: part of the
+    // constant the state is built from, so counting costs nothing per call.
+    static constexpr std::uint32_t one_attempt = 1u << attempts_shift;
     static constexpr std::uint32_t verdict_mask = 0x3u;
     static constexpr std::uint32_t reason_mask = 0xFFu;
     static_assert(static_cast<std::uint32_t>(verdict::ambiguous) <= verdict_mask, "every verdict fits its 2 bits");

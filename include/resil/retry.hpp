@@ -247,6 +247,10 @@ public:
         /// success, or an inner refusal: then the caller still gets the last
         /// response there was, with the refusal as the reason).
         bool next_attempt(Outcome again) {
+            // The outcome kept says in attempts() how many runs the call has
+            // had so far (an inner refusal adds none): kept here, off the
+            // path of a call answered at once.
+            again.set_attempts(last_->attempts() + again.attempts());
             if (again.ok()) {
                 out_.reset();
                 out_.emplace(std::move(again));
@@ -254,6 +258,7 @@ public:
             }
             if (!again.attempted()) {
                 last_->fail(again.reason());
+                last_->set_attempts(again.attempts());
                 out_.reset();
                 out_.emplace(std::move(*last_));
                 return true;
@@ -266,7 +271,8 @@ public:
 
         /// The call's outcome once it ends. "Never sent" only when no
         /// attempt of the call may have been sent: a caller that moves the
-        /// call elsewhere (an idempotency scope) must know of any.
+        /// call elsewhere (an idempotency scope) must know of any. Its
+        /// attempts() counts the runs of every attempt.
         Outcome take() {
             if (sent_) out_->mark_may_have_been_sent();
             return std::move(*out_);

@@ -257,7 +257,7 @@ struct no_report {
     template <class Ctx>
     explicit no_report(Ctx&) noexcept {}
     template <class Out>
-    void finished(Out&) const noexcept {}
+    void finished(const Out&) const noexcept {}
     void threw() const noexcept {}
 };
 }  // namespace detail

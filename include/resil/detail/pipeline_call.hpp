@@ -40,8 +40,11 @@ public:
     /// Whether attempt_finished carries the attempt's duration (two clock reads).
     static constexpr bool times_attempts = listener_times_attempts<Listener>;
 
-    // Attempts that ran the callable: call_finished and outcome::attempts() say how many.
-    void count_attempt() noexcept { ++attempts_; }
+    // Attempts that ran the callable; counted only when someone listens to
+    // call_finished (outcome::attempts() is counted by the outcomes themselves).
+    void count_attempt() noexcept {
+        if constexpr (listens<events::call_finished>) ++attempts_;
+    }
     [[nodiscard]] std::uint32_t attempts_run() const noexcept { return attempts_; }
 
 private:
@@ -128,11 +131,9 @@ public:
     explicit call_report(Ctx& ctx) : ctx_(&ctx) {
         if constexpr (timed) started_ = ctx.cached_now();
     }
-    /// The call ends with `out`: it learns how many attempts ran, and
-    /// call_finished is emitted.
+    /// The call ends with `out`: call_finished is emitted.
     template <class Outcome>
-    void finished(Outcome& out) const {
-        out.set_attempts(ctx_->attempts_run());
+    void finished(const Outcome& out) const {
         ctx_->emit(events::call_finished{out.ok() ? out.fallback_reason() : out.reason(), ctx_->attempts_run(),
                                          out.from_fallback(), false, elapsed()});
     }
