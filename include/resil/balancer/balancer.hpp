@@ -6,7 +6,7 @@
 //                      {.policy = resil::balancing_policy::peak_ewma}};
 //   if (auto lease = lb.pick(clock.now())) {
 //       auto r = client.get(lease.address() + "/v1/items");
-//       lease.finish(clock.now(), r.status() >= 500 ? resil::endpoint_result::failure
+//       lease.record_and_end(clock.now(), r.status() >= 500 ? resil::endpoint_result::failure
 //                                                   : resil::endpoint_result::success);
 //   }                                               // a lease dropped unfinished records nothing
 //   lb.replace(new_list);                           // after a DNS or discovery change
@@ -117,7 +117,7 @@ struct balancer_call_access {
 }  // namespace detail
 
 /// The right to send one call to one endpoint. Ends the endpoint's in-flight
-/// count when finished or destroyed; finish() also records the latency and
+/// count when finished or destroyed; record_and_end() also records the latency and
 /// the result. Movable, not copyable; an empty lease (no endpoint was
 /// available) converts to false.
 class endpoint_lease {
@@ -126,14 +126,14 @@ public:
     endpoint_lease(endpoint_lease&& o) noexcept { take(o); }
     endpoint_lease& operator=(endpoint_lease&& o) noexcept {
         if (this != &o) {
-            release();
+            end_unrecorded();
             take(o);
         }
         return *this;
     }
     endpoint_lease(const endpoint_lease&) = delete;
     endpoint_lease& operator=(const endpoint_lease&) = delete;
-    ~endpoint_lease() { release(); }
+    ~endpoint_lease() { end_unrecorded(); }
 
     [[nodiscard]] explicit operator bool() const noexcept { return snapshot_ != nullptr; }
 
@@ -159,17 +159,17 @@ public:
 
     /// Records the call: latency `now - started()` and its result; then
     /// releases the lease. Does nothing on an empty lease; records nothing
-    /// after record() (a call is recorded once).
-    inline void finish(time_point now, endpoint_result result) noexcept;
+    /// after record_and_keep() (a call is recorded once).
+    inline void record_and_end(time_point now, endpoint_result result) noexcept;
 
-    /// Records the call as finish() does but keeps the lease (release() it
+    /// Records the call as record_and_end() does but keeps the lease (end_unrecorded() it
     /// after): returns the ejection this result caused, if any, e.g. to
     /// log it with the call (its address is valid until the lease is released).
-    /// A second record() records nothing.
-    [[nodiscard]] inline std::optional<events::endpoint_ejected> record(time_point now, endpoint_result result) noexcept;
+    /// A second record_and_keep() records nothing.
+    [[nodiscard]] inline std::optional<events::endpoint_ejected> record_and_keep(time_point now, endpoint_result result) noexcept;
 
     /// Releases the lease without recording anything (a cancelled call).
-    void release() noexcept;
+    void end_unrecorded() noexcept;
 
 private:
     friend class balancer;
@@ -186,7 +186,7 @@ private:
     detail::balancer_snapshot* snapshot_ = nullptr;
     std::uint32_t index_ = 0;
     std::uint32_t stripe_ = 0;  ///< the stripe of snapshot_->leases this lease counts in
-    bool recorded_ = false;     ///< record() was called: finish() only releases
+    bool recorded_ = false;     ///< record_and_keep() was called: record_and_end() only releases
     resil::reason refusal_ = reason::none;
     time_point started_{};
 };
@@ -453,7 +453,7 @@ inline void detail::balancer_call_access::count_no_endpoint(const balancer& lb, 
 
 // ---- endpoint_lease ----
 
-inline void endpoint_lease::release() noexcept {
+inline void endpoint_lease::end_unrecorded() noexcept {
     if (snapshot_ == nullptr) return;
     snapshot_->state_of[index_]->outstanding.fetch_sub(1, std::memory_order_relaxed);
     // Last use of the snapshot: release orders the reads above before a writer's free.
@@ -463,13 +463,13 @@ inline void endpoint_lease::release() noexcept {
     recorded_ = false;
 }
 
-inline void endpoint_lease::finish(time_point now, endpoint_result result) noexcept {
+inline void endpoint_lease::record_and_end(time_point now, endpoint_result result) noexcept {
     if (snapshot_ == nullptr) return;
     if (!recorded_) (void)owner_->record(*snapshot_, index_, started_, now, result);
-    release();
+    end_unrecorded();
 }
 
-inline std::optional<events::endpoint_ejected> endpoint_lease::record(time_point now, endpoint_result result) noexcept {
+inline std::optional<events::endpoint_ejected> endpoint_lease::record_and_keep(time_point now, endpoint_result result) noexcept {
     if (snapshot_ == nullptr || recorded_) return std::nullopt;
     recorded_ = true;
     return owner_->record(*snapshot_, index_, started_, now, result);

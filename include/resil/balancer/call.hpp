@@ -151,11 +151,11 @@ void end_endpoint_attempt(endpoint_attempt& a, Context& ctx, const classificatio
     const bool failed = c.verdict == verdict::retryable || c.verdict == verdict::ambiguous;
     if (failed && (cut_short || now >= ctx.deadline_instant())) {
         if (auto* breaker = a.lease.breaker()) breaker->release(a.permit);
-        a.lease.release();
+        a.lease.end_unrecorded();
         return;
     }
     if (auto* breaker = a.lease.breaker()) breaker->record(a.permit, c.verdict, now - a.lease.started());
-    a.lease.finish(now, endpoint_failed ? endpoint_result::failure : endpoint_result::success);
+    a.lease.record_and_end(now, endpoint_failed ? endpoint_result::failure : endpoint_result::success);
 }
 
 }  // namespace detail
