@@ -337,3 +337,32 @@ TEST_CASE("a lease records once: record_and_keep() then record_and_end() counts 
     }
     CHECK(lb.metrics().ejections == 1);
 }
+
+// The former names, kept for one release, still do what they did.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+TEST_CASE("a lease's former names finish, record and release still record and end it") {
+    manual_clock clock;
+    balancer lb{three(), {.policy = balancing_policy::round_robin, .outlier = {.consecutive_failures = 2}}};
+    auto recorded = lb.pick(clock.now());
+    REQUIRE(recorded);
+    const auto address = recorded.address();
+    CHECK_FALSE(recorded.record(clock.now(), endpoint_result::failure));  // the first failure: no ejection yet
+    recorded.release();
+    CHECK_FALSE(recorded);
+    for (const auto& s : lb.status(clock.now())) CHECK(s.outstanding == 0);
+    // The second failure on that endpoint, through finish(): ejected.
+    for (;;) {
+        auto l = lb.pick(clock.now());
+        if (l.address() != address) continue;
+        l.finish(clock.now(), endpoint_result::failure);
+        CHECK_FALSE(l);
+        break;
+    }
+    CHECK(lb.metrics().ejections == 1);
+}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
