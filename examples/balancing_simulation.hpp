@@ -107,7 +107,7 @@ struct result {
                 if (!q.empty() && q.front().done <= t && (first == nullptr || q.front().done < first->front().done))
                     first = &q;
             if (first == nullptr) return;
-            first->front().lease.finish(first->front().done, resil::endpoint_result::success);
+            first->front().lease.record_and_end(first->front().done, resil::endpoint_result::success);
             first->pop_front();
         }
     };

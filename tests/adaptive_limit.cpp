@@ -51,7 +51,7 @@ std::optional<resil::events::limit_changed> succeed_with(const limit_t& l, load_
 struct short_deadline {
     template <class Ctx, class Next>
     auto execute(Ctx& ctx, Next&& next) const {
-        ctx.tighten_deadline(ctx.recent_now() + std::chrono::microseconds{500});
+        ctx.tighten_deadline(ctx.cached_now() + std::chrono::microseconds{500});
         return next(ctx);
     }
 };

@@ -772,3 +772,36 @@ TEST_CASE("asio hedge: a copy that was never sent is no answer: it neither wins 
         io.run();  // the call's frames end before what they refer to
     }
 }
+
+TEST_CASE("asio hedge: copies that return outcomes: the result's attempts() counts every copy that ran, losers too") {
+    asio::io_context io;
+    manual_clock clock;
+    resil::hedge_policy hedge{{.max_hedges = 2, .delay = 10ms}};
+    // Copy 0 parks (then loses, cancelled), copy 1 finds no endpoint (never
+    // sent), copy 2 answers and wins.
+    copies c{io, {{script::park, "ok"}, {script::answer, "unsent"}, {script::answer, "ok"}}};
+    auto each = c.callable();
+    // As resil::asio::call_endpoint's copies: an outcome of one run, or a
+    // rejection when no endpoint was left.
+    auto as_outcome = [&](mctx& x) -> asio::awaitable<resil::outcome<std::string>> {
+        std::string s = co_await each(x);
+        if (s == "unsent") co_return resil::outcome<std::string>::rejected(resil::reason::no_endpoint);
+        co_return resil::outcome<std::string>::from_value(judge(s), std::move(s));
+    };
+    std::vector<std::string> events;
+    std::optional<resil::outcome<std::string>> result;
+    auto ctx = idempotent_context(clock);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            result = co_await resil::asio::hedged(hedge, ctx, as_outcome, {}, hedge_log{&events, clock});
+        },
+        asio::detached);
+    run_until(io, [&] { return result.has_value() && *c.alive == 0; });
+    REQUIRE(result->ok());
+    CHECK(**result == "ok");
+    CHECK(c.log == std::vector<std::string>{"0:begin", "1:begin", "1:unsent", "2:begin", "2:ok", "0:cancelled"});
+    CHECK(result->attempts() == 2);  // copies 0 and 2 ran; copy 1 was never sent
+    io.restart();
+    io.run();
+}

@@ -146,14 +146,14 @@ struct world {
     void call_sync(const Pipe& pipe) {
         auto ctx = context();
         auto out = pipe.execute(ctx, [this](resil::basic_context<manual_clock>&) { return respond(); }, classify_status);
-        lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+        lines.push_back("outcome " + std::string(resil::to_string(out.reason())) + " attempts " + std::to_string(out.attempts()));
     }
     template <class Pipe>
     void call_sync_fields(const Pipe& pipe) {
         auto ctx = context();
         auto out = pipe.execute(
             ctx, [this](resil::basic_context<manual_clock>&) { return respond_with_fields(); }, classify_reply);
-        lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+        lines.push_back("outcome " + std::string(resil::to_string(out.reason())) + " attempts " + std::to_string(out.attempts()));
     }
 
     template <class Pipe>
@@ -163,7 +163,7 @@ struct world {
             auto out = co_await pipe.execute(
                 ctx, [this](resil::basic_context<manual_clock>&) -> ::asio::awaitable<int> { co_return respond(); },
                 classify_status);
-            lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+            lines.push_back("outcome " + std::string(resil::to_string(out.reason())) + " attempts " + std::to_string(out.attempts()));
         });
     }
     template <class Pipe>
@@ -176,7 +176,7 @@ struct world {
                     co_return respond_with_fields();
                 },
                 classify_reply);
-            lines.push_back("outcome " + std::string(resil::to_string(out.reason())));
+            lines.push_back("outcome " + std::string(resil::to_string(out.reason())) + " attempts " + std::to_string(out.attempts()));
         });
     }
 
@@ -425,7 +425,7 @@ struct enough_time_left {
 
     template <class Context>
     bool admits(Context& ctx) const {
-        if (ctx.recent_remaining() >= minimum) return true;
+        if (ctx.cached_remaining() >= minimum) return true;
         ctx.emit(resil::events::rejected{resil::reason::deadline_exceeded, std::nullopt});
         return false;
     }
@@ -438,7 +438,7 @@ struct enough_time_left {
 
     template <class Context, class Next>
     auto async_execute(Context& ctx, Next next) const -> decltype(next(ctx)) {
-        using result = resil::asio::outcome_of_t<Next, Context>;
+        using result = resil::asio::next_outcome_t<Next, Context>;
         if (!admits(ctx)) co_return result::rejected(resil::reason::deadline_exceeded);
         co_return co_await next(ctx);
     }
@@ -453,7 +453,7 @@ struct enough_time_left_steps {
 
     template <class Context, class State>
     resil::layer_in enter(Context& ctx, State&) const {
-        if (ctx.recent_remaining() >= minimum) return resil::layer_in::proceed();
+        if (ctx.cached_remaining() >= minimum) return resil::layer_in::proceed();
         ctx.emit(resil::events::rejected{resil::reason::deadline_exceeded, std::nullopt});
         return resil::layer_in::refuse(resil::reason::deadline_exceeded);
     }
@@ -565,13 +565,15 @@ void same_events(Scenario blocking, Scenario async, std::initializer_list<const 
 TEST_CASE("asio pipeline: retries then success emit the blocking pipeline's events") {
     same_events(retries_then_success<false>, retries_then_success<true>,
                 {"retry_scheduled 1", "retry_scheduled 2 2000ms server", "attempt_finished 3 success",
-                 "outcome none"});
+                 "outcome none attempts 3"});
 }
 
 TEST_CASE("asio pipeline: a breaker opening, rejecting and closing emits the blocking pipeline's events") {
     same_events(breaker_opening<false>, breaker_opening<true>,
                 {"breaker closed->open #1", "rejected circuit_open", "breaker open->half_open", "breaker half_open->closed",
-                 "outcome circuit_open"});
+                 "outcome circuit_open attempts 1",    // the second attempt refused: one ran
+                 "outcome circuit_open attempts 0",    // refused before any attempt
+                 "outcome none attempts 1"});
 }
 
 TEST_CASE("asio pipeline: a time-window breaker (its fast path) opening and closing emits the blocking pipeline's events") {

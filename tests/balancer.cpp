@@ -136,8 +136,8 @@ TEST_CASE("least outstanding and P2C prefer endpoints with fewer calls in flight
         auto second = lb.pick(clock.now());
         CHECK(second.address() != first.address());
         CHECK(lb.status(clock.now())[0].outstanding + lb.status(clock.now())[1].outstanding == 2);
-        second.finish(clock.now(), endpoint_result::success);
-        first.release();
+        second.record_and_end(clock.now(), endpoint_result::success);
+        first.end_unrecorded();
         CHECK(lb.status(clock.now())[0].outstanding == 0);
         CHECK(lb.status(clock.now())[1].outstanding == 0);
         CHECK_FALSE(first);
@@ -163,7 +163,7 @@ TEST_CASE("peak EWMA: the slower endpoint loses, a slow sample counts at once, a
         for (;;) {
             auto l = lb.pick(clock.now());
             if (l.address() != name) continue;
-            l.finish(clock.now() + latency, endpoint_result::success);
+            l.record_and_end(clock.now() + latency, endpoint_result::success);
             break;
         }
     }
@@ -177,7 +177,7 @@ TEST_CASE("peak EWMA: the slower endpoint loses, a slow sample counts at once, a
     {
         auto l = lb.pick(clock.now());
         REQUIRE(l.address() == "fast:1");
-        l.finish(clock.now() + 500ms, endpoint_result::success);
+        l.record_and_end(clock.now() + 500ms, endpoint_result::success);
     }
     CHECK(lb.status(clock.now())[0].latency_ewma == 500ms);
     CHECK(lb.pick(clock.now()).address() == "slow:1");
@@ -238,7 +238,7 @@ TEST_CASE("peak EWMA follows Finagle's: the decay of the pick that read the cost
         const double chosen = name == "a:1" ? cost_a : cost_b, other = name == "a:1" ? cost_b : cost_a;
         CHECK(chosen <= other);  // the cheaper one (ties either way)
         clock.advance(latency);
-        lease.finish(clock.now(), endpoint_result::success);
+        lease.record_and_end(clock.now(), endpoint_result::success);
         finagle.at(name).observe(static_cast<double>(resil::duration{latency}.count()), ns(clock.now()));
         if (idle == 30s) {
             // 30 s idle, then one 200 ms answer: 200 ms, as in Finagle (not
@@ -261,7 +261,7 @@ TEST_CASE("an unmeasured endpoint is tried while idle and penalised while busy")
     balancer lb{{{.address = "a:1"}, {.address = "b:1"}}, {.policy = balancing_policy::peak_ewma}};
     auto l = lb.pick(clock.now());
     const auto measured = l.address();
-    l.finish(clock.now() + 50ms, endpoint_result::success);
+    l.record_and_end(clock.now() + 50ms, endpoint_result::success);
     // The other one costs 0 while idle: it is picked next and measured.
     auto other = lb.pick(clock.now());
     CHECK(other.address() != measured);
@@ -307,7 +307,7 @@ TEST_CASE("retries go elsewhere: a pick prefers endpoints the call has not tried
                 REQUIRE(l);
                 tried.add(l.id());
                 seen.push_back(l.address());
-                l.finish(clock.now() + 1ms, endpoint_result::success);
+                l.record_and_end(clock.now() + 1ms, endpoint_result::success);
             }
             std::sort(seen.begin(), seen.end());
             CHECK(std::unique(seen.begin(), seen.end()) == seen.end());
@@ -317,23 +317,52 @@ TEST_CASE("retries go elsewhere: a pick prefers endpoints the call has not tried
     }
 }
 
-TEST_CASE("a lease records once: record() then finish() counts one result") {
+TEST_CASE("a lease records once: record_and_keep() then record_and_end() counts one result") {
     manual_clock clock;
     balancer lb{three(), {.policy = balancing_policy::round_robin, .outlier = {.consecutive_failures = 2}}};
     auto lease = lb.pick(clock.now());
     REQUIRE(lease);
     const auto address = lease.address();
-    CHECK_FALSE(lease.record(clock.now(), endpoint_result::failure));
-    CHECK_FALSE(lease.record(clock.now(), endpoint_result::failure));  // a second record() records nothing
-    lease.finish(clock.now(), endpoint_result::failure);               // nor does finish() after record()
+    CHECK_FALSE(lease.record_and_keep(clock.now(), endpoint_result::failure));
+    CHECK_FALSE(lease.record_and_keep(clock.now(), endpoint_result::failure));  // a second record_and_keep() records nothing
+    lease.record_and_end(clock.now(), endpoint_result::failure);               // nor does record_and_end() after record_and_keep()
     CHECK(lb.metrics().ejections == 0);
     for (const auto& s : lb.status(clock.now())) CHECK(s.outstanding == 0);
     // One more failure on that endpoint is the second in a row: ejected.
     for (;;) {
         auto l = lb.pick(clock.now());
         if (l.address() != address) continue;
-        l.finish(clock.now(), endpoint_result::failure);
+        l.record_and_end(clock.now(), endpoint_result::failure);
         break;
     }
     CHECK(lb.metrics().ejections == 1);
 }
+
+// The former names, kept for one release, still do what they did.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+TEST_CASE("a lease's former names finish, record and release still record and end it") {
+    manual_clock clock;
+    balancer lb{three(), {.policy = balancing_policy::round_robin, .outlier = {.consecutive_failures = 2}}};
+    auto recorded = lb.pick(clock.now());
+    REQUIRE(recorded);
+    const auto address = recorded.address();
+    CHECK_FALSE(recorded.record(clock.now(), endpoint_result::failure));  // the first failure: no ejection yet
+    recorded.release();
+    CHECK_FALSE(recorded);
+    for (const auto& s : lb.status(clock.now())) CHECK(s.outstanding == 0);
+    // The second failure on that endpoint, through finish(): ejected.
+    for (;;) {
+        auto l = lb.pick(clock.now());
+        if (l.address() != address) continue;
+        l.finish(clock.now(), endpoint_result::failure);
+        CHECK_FALSE(l);
+        break;
+    }
+    CHECK(lb.metrics().ejections == 1);
+}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif

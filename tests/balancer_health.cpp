@@ -39,7 +39,7 @@ bool fail(const balancer& lb, const std::string& address, resil::time_point now,
     for (int i = 0; i < n; ++i) {
         auto l = lease_on(lb, address, now);
         if (!l) return false;
-        l.finish(now, endpoint_result::failure);
+        l.record_and_end(now, endpoint_result::failure);
     }
     return true;
 }
@@ -65,7 +65,7 @@ TEST_CASE("ejection timeline: out at the 5th consecutive failure, back after 30 
     REQUIRE(fail(lb, x, clock.now(), 4));
     CHECK(picked(lb, x, clock.now()));  // 4 failures: still in
     // A success ends the run: four more failures still do not eject.
-    lease_on(lb, x, clock.now()).finish(clock.now(), endpoint_result::success);
+    lease_on(lb, x, clock.now()).record_and_end(clock.now(), endpoint_result::success);
     REQUIRE(fail(lb, x, clock.now(), 4));
     CHECK(log.empty());
     REQUIRE(fail(lb, x, clock.now(), 1));  // the 5th in a row
@@ -258,20 +258,20 @@ TEST_CASE("failover: one of three primaries refused by its breaker moves 5 % of 
     CHECK(std::abs(backup / 10000.0 - (1.0 - (2.0 / 3.0) / 0.7)) < 0.01);
 }
 
-TEST_CASE("a lease's record() returns the ejection its result caused") {
+TEST_CASE("a lease's record_and_keep() returns the ejection its result caused") {
     manual_clock clock;
     balancer lb{replicas(10), {.policy = balancing_policy::round_robin}};
     REQUIRE(fail(lb, "e:80", clock.now(), 4));
     auto lease = lease_on(lb, "e:80", clock.now());
     REQUIRE(lease);
-    const auto ejected = lease.record(clock.now(), endpoint_result::failure);
+    const auto ejected = lease.record_and_keep(clock.now(), endpoint_result::failure);
     REQUIRE(ejected.has_value());
     CHECK(ejected->address == "e:80");
     CHECK(ejected->times_ejected == 1);
     CHECK(ejected->ejected_for == 30s);
     CHECK(ejected->at == clock.now());
-    lease.release();
-    CHECK_FALSE(lease_on(lb, "e:80", clock.now()).record(clock.now(), endpoint_result::failure).has_value());
+    lease.end_unrecorded();
+    CHECK_FALSE(lease_on(lb, "e:80", clock.now()).record_and_keep(clock.now(), endpoint_result::failure).has_value());
 }
 
 TEST_CASE("the ejection multiplier decays by one per decay interval spent un-ejected (Envoy)") {

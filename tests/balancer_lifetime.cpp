@@ -43,7 +43,7 @@ TEST_CASE("a lease held across replacements keeps its own set readable and no ot
     lb.reclaim();
     CHECK(lb.retained_snapshots() == 1);
     CHECK(lease.address() == address);
-    lease.finish(clock.now(), resil::endpoint_result::success);
+    lease.record_and_end(clock.now(), resil::endpoint_result::success);
     lb.reclaim();
     CHECK(lb.retained_snapshots() == 0);
 }
@@ -63,12 +63,12 @@ TEST_CASE("leases on several old sets, released on another thread, free each set
     for (const auto& l : held) CHECK_FALSE(l.address().empty());
     // The first lease of each set ends on another thread (another stripe): the sets stay.
     std::thread other([&] {
-        for (std::size_t i = 0; i < held.size(); i += 2) held[i].release();
+        for (std::size_t i = 0; i < held.size(); i += 2) held[i].end_unrecorded();
     });
     other.join();
     lb.reclaim();
     CHECK(lb.retained_snapshots() == 3);
-    held[1].release();
+    held[1].end_unrecorded();
     lb.reclaim();
     CHECK(lb.retained_snapshots() == 2);
     held.clear();

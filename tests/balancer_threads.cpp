@@ -44,7 +44,7 @@ TEST_CASE("threads: picks race replacements of the set; counts and totals are ex
                     if (lease.address().empty()) blank.fetch_add(1);  // Catch's CHECK is not thread-safe
                     held.push_back(std::move(lease));
                     if (held.size() == 4) {  // several in flight, finished out of order
-                        held[1].finish(clock.now(), i % 7 == 0 ? resil::endpoint_result::failure
+                        held[1].record_and_end(clock.now(), i % 7 == 0 ? resil::endpoint_result::failure
                                                                : resil::endpoint_result::success);
                         held.erase(held.begin() + 1);
                     }
@@ -89,7 +89,7 @@ TEST_CASE("threads: ejections racing each other and picks never pass the cap") {
             for (;;) {
                 sync.arrive_and_wait();  // a trial is set up
                 if (stop.load()) return;
-                leases[static_cast<std::size_t>(t)].finish(now, resil::endpoint_result::failure);
+                leases[static_cast<std::size_t>(t)].record_and_end(now, resil::endpoint_result::failure);
                 sync.arrive_and_wait();  // the trial is over
             }
         });

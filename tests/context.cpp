@@ -53,12 +53,12 @@ TEST_CASE("context: attempt timeouts are clamped to the deadline at the time the
     CHECK(ctx.remaining() == 90ms);
 }
 
-TEST_CASE("context: recent_now reuses the last clock reading") {
+TEST_CASE("context: cached_now reuses the last clock reading") {
     manual_clock clock;
     resil::basic_context<manual_clock> ctx{clock};
     const auto t = ctx.now();
     clock.advance(5ms);
-    CHECK(ctx.recent_now() == t);
+    CHECK(ctx.cached_now() == t);
     CHECK(ctx.now() == t + 5ms);
 }
 

@@ -307,7 +307,7 @@ TEST_CASE("fmt: a balancer's ejections and returns, and the log listener as its 
     for (;;) {
         auto l = lb.pick(clock.now());
         if (l.address() != "a:80") continue;
-        l.finish(clock.now(), resil::endpoint_result::failure);
+        l.record_and_end(clock.now(), resil::endpoint_result::failure);
         break;
     }
     clock.advance(std::chrono::seconds{30});

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -71,4 +72,57 @@ TEST_CASE("outcome: a value keeps its verdict; an exception is kept for the call
     CHECK_FALSE(thrown.has_value());
     REQUIRE(thrown.exception());
     CHECK_THROWS_AS(std::rethrow_exception(thrown.exception()), std::runtime_error);
+}
+
+TEST_CASE("outcome: attempts() is 1 built from a run, 0 for a rejection; survives copies, moves and a fallback, and saturates") {
+    // Built from one run of the callable (its value, or its exception): one attempt.
+    auto out = outcome<std::string>::from_value(verdict::retryable, "503");
+    CHECK(out.attempts() == 1);
+    CHECK(outcome<int>::from_value(verdict::success, 7).attempts() == 1);
+    CHECK(outcome<int>::from_exception(std::make_exception_ptr(std::runtime_error("x")), verdict::retryable)
+              .attempts() == 1);
+    // Refused before any run.
+    CHECK(outcome<int>::rejected(reason::shed).attempts() == 0);
+    CHECK(outcome<int>::rejected(reason::circuit_open, 5s).attempts() == 0);
+    out.set_attempts(3);
+    out.fail(reason::retries_exhausted);
+    CHECK(out.attempts() == 3);
+    // The other fields are untouched by the count, and it by them.
+    CHECK(out.reason() == reason::retries_exhausted);
+    CHECK(out.verdict() == verdict::retryable);
+    CHECK(out.has_value());
+    const auto copy = out;
+    CHECK(copy.attempts() == 3);
+    auto moved = std::move(out);
+    CHECK(moved.attempts() == 3);
+    auto assigned = outcome<std::string>::rejected(reason::shed);
+    assigned = copy;
+    CHECK(assigned.attempts() == 3);
+    moved.replace_with_fallback("cached");
+    CHECK(moved.from_fallback());
+    CHECK(moved.attempts() == 3);
+    moved.set_attempts(outcome<std::string>::max_attempts_counted + 10);
+    CHECK(moved.attempts() == outcome<std::string>::max_attempts_counted);
+    CHECK(moved.fallback_reason() == reason::retries_exhausted);
+    moved.set_attempts(1);
+    CHECK(moved.attempts() == 1);
+}
+
+TEST_CASE("outcome: to_string's text adds up with std::string and prints to a stream") {
+    const auto r = reason::circuit_open;
+    // What users write first: no conversion needed.
+    CHECK(std::string("x: ") + resil::to_string(r) == "x: circuit_open");
+    CHECK("x: " + resil::to_string(r) == "x: circuit_open");
+    CHECK(resil::to_string(r) + " after " + resil::to_string(verdict::retryable) == "circuit_open after retryable");
+    std::string text = "reason ";
+    text += resil::to_string(r);
+    CHECK(text == "reason circuit_open");
+    std::ostringstream os;
+    os << resil::to_string(r) << '/' << resil::to_string(verdict::ambiguous);
+    CHECK(os.str() == "circuit_open/ambiguous");
+    // Still a string_view: kept without a copy, compared, used in constant expressions.
+    const std::string_view kept = resil::to_string(r);
+    CHECK(kept == "circuit_open");
+    static_assert(resil::to_string(reason::shed) == "shed");
+    CHECK(resil::to_string(r).str() == "circuit_open");
 }

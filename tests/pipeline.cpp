@@ -1,3 +1,4 @@
+#include <resil/circuit_breaker.hpp>
 #include <resil/deadline_policy.hpp>
 #include <resil/fallback.hpp>
 #include <resil/pipeline.hpp>
@@ -6,10 +7,13 @@
 #include <resil/timeout_policy.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <memory>
 #include <new>
+#include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -160,6 +164,116 @@ TEST_CASE("pipelines nest: an inner pipeline's outcome is judged by what it says
     // The inner layer retried and then said "don't retry": the outer did not add its own.
     CHECK(bottom == 2);
     CHECK_FALSE(out.ok());
+}
+
+TEST_CASE("outcome::attempts says how many times the callable ran, with or without a listener") {
+    manual_clock clock;
+    int runs = 0;
+    auto retrying = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 3}});
+    // Two failures, then a success: three attempts.
+    auto ok = retrying([&] { return ++runs; }, [](int n) { return n < 3 ? verdict::retryable : verdict::success; });
+    CHECK(ok.ok());
+    CHECK(ok.attempts() == 3);
+    // Retries ran out: every attempt counted.
+    auto exhausted = retrying([] { return 0; }, [](int) { return verdict::retryable; });
+    CHECK(exhausted.reason() == reason::retries_exhausted);
+    CHECK(exhausted.attempts() == 3);
+    // A permanent failure is not retried.
+    auto permanent = retrying([] { return 0; }, [](int) { return verdict::permanent; });
+    CHECK(permanent.attempts() == 1);
+    // One attempt without a retry policy.
+    auto plain = resil::pipeline(clock)([] { return 1; }, resil::always_success);
+    CHECK(plain.attempts() == 1);
+
+    // A fallback's value keeps the count of the attempts that failed before it.
+    auto with_plan_b = resil::pipeline(clock, resil::fallback_policy{[] { return -1; }},
+                                       resil::retry_policy{{.max_attempts = 2}});
+    auto planned = with_plan_b([] { return 1; }, [](int) { return verdict::retryable; });
+    CHECK(planned.from_fallback());
+    CHECK(planned.attempts() == 2);
+
+    // Refused before any attempt: 0.
+    std::stop_source stop;
+    stop.request_stop();
+    resil::context cancelled{resil::call_options{.stop = stop.get_token()}};
+    auto refused = resil::pipeline(resil::retry_policy{})
+                       .execute(cancelled, [] { return 1; }, resil::always_success);
+    CHECK(refused.reason() == reason::cancelled);
+    CHECK(refused.attempts() == 0);
+}
+
+TEST_CASE("outcome::attempts: a breaker inside a retry refusing an attempt counts only those that ran") {
+    manual_clock clock;
+    resil::basic_circuit_breaker<manual_clock> breaker{
+        {.mode = resil::breaker_mode::consecutive_failures, .consecutive_failures = 1, .open_for = 10s}, clock};
+    auto pipe = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 3}}, std::ref(breaker));
+    int runs = 0;
+    // The first attempt fails and opens the breaker, which refuses the second.
+    auto first = pipe([&] { return ++runs; }, [](int) { return verdict::retryable; });
+    CHECK(first.reason() == reason::circuit_open);
+    CHECK(runs == 1);
+    CHECK(first.attempts() == 1);
+    // The next call is refused before any attempt.
+    auto second = pipe([&] { return ++runs; }, [](int) { return verdict::retryable; });
+    CHECK(second.reason() == reason::circuit_open);
+    CHECK(runs == 1);
+    CHECK(second.attempts() == 0);
+}
+
+TEST_CASE("outcome::attempts: judged exceptions count as runs; a fallback over a refusal keeps the runs before it") {
+    manual_clock clock;
+    int runs = 0;
+    auto judged = resil::classifier{[](int) { return verdict::success; },
+                                    [](const std::exception_ptr&) { return verdict::retryable; }};
+    auto retrying = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 3}});
+    // Two throws, then a value.
+    auto out = retrying(
+        [&] {
+            if (++runs < 3) throw std::runtime_error("down");
+            return runs;
+        },
+        judged);
+    REQUIRE(out.ok());
+    CHECK(out.attempts() == 3);
+
+    // fallback → retry → breaker: the second attempt is refused (adds 0),
+    // and the fallback's value keeps the one run.
+    resil::basic_circuit_breaker<manual_clock> breaker{
+        {.mode = resil::breaker_mode::consecutive_failures, .consecutive_failures = 1, .open_for = 10s}, clock};
+    auto guarded = resil::pipeline(clock, resil::fallback_policy{[] { return -1; }},
+                                   resil::retry_policy{{.max_attempts = 3}}, std::ref(breaker));
+    runs = 0;
+    auto planned = guarded([&] { return ++runs; }, [](int) { return verdict::retryable; });
+    CHECK(planned.from_fallback());
+    CHECK(planned.fallback_reason() == reason::circuit_open);
+    CHECK(runs == 1);
+    CHECK(planned.attempts() == 1);
+    // The next call is refused at once: the fallback's value says 0.
+    auto refused = guarded([&] { return ++runs; }, [](int) { return verdict::retryable; });
+    CHECK(refused.from_fallback());
+    CHECK(refused.attempts() == 0);
+}
+
+TEST_CASE("outcome::attempts: a listener changes nothing of the count") {
+    manual_clock clock;
+    std::uint32_t heard = 0;
+    auto pipe = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 4}})
+                    .with_listener([&](const resil::events::call_finished& e) { heard = e.attempts; });
+    int runs = 0;
+    auto out = pipe([&] { return ++runs; }, [](int n) { return n < 4 ? verdict::retryable : verdict::success; });
+    CHECK(out.attempts() == 4);
+    CHECK(heard == 4);
+}
+
+TEST_CASE("outcome::attempts: a nested pipeline counts once in the outer one") {
+    manual_clock clock;
+    int bottom = 0;
+    auto inner = resil::pipeline(clock, resil::retry_policy{{.max_attempts = 3}});
+    auto outer = resil::pipeline(clock);
+    auto out = outer([&] { return inner([&] { return ++bottom; }, [](int n) { return n < 2 ? verdict::retryable : verdict::success; }); });
+    REQUIRE(out.ok());
+    CHECK(out.attempts() == 1);
+    CHECK(out->attempts() == 2);
 }
 
 TEST_CASE("fallback: counts every use by reason, copies share the counters") {

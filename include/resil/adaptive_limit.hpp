@@ -107,6 +107,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "enum_name.hpp"
 #include "clock.hpp"
 #include "detail/platform.hpp"
 #include "detail/stripes.hpp"
@@ -125,7 +126,7 @@ enum class adaptive_algorithm : std::uint8_t {
 };
 
 /// The algorithm's name: "aimd" or "gradient2".
-[[nodiscard]] constexpr std::string_view to_string(adaptive_algorithm a) noexcept {
+[[nodiscard]] constexpr enum_name to_string(adaptive_algorithm a) noexcept {
     switch (a) {
         case adaptive_algorithm::aimd: return "aimd";
         case adaptive_algorithm::gradient2: return "gradient2";
@@ -433,7 +434,7 @@ private:
     // A reading for latency, only when the algorithm uses one.
     template <class Context>
     time_point latency_reading(Context& ctx, bool shared) const noexcept {
-        return !reads_latency() ? time_point{} : shared ? ctx.recent_now() : clock_.now();
+        return !reads_latency() ? time_point{} : shared ? ctx.cached_now() : clock_.now();
     }
 
     static constexpr std::uint64_t warm_up = 10;  // samples averaged plainly before the exponential average

@@ -247,7 +247,7 @@ public:
     template <class Context>
     layer_in enter(Context& ctx, admission& a) const {
         a.shared_ = detail::context_reads(ctx, clock_);
-        a.held_ = try_acquire(a.shared_ ? ctx.recent_now() : clock_.now());
+        a.held_ = try_acquire(a.shared_ ? ctx.cached_now() : clock_.now());
         if (a.held_) return layer_in::proceed();
         ctx.emit(events::rejected{reason::throttled, std::nullopt});
         return layer_in::refuse(reason::throttled);
@@ -258,7 +258,7 @@ public:
     template <class Context, class Outcome>
     layer_out leave(Context& ctx, admission& a, Outcome& out) const {
         const auto s = load_signal_of_outcome(out, options_.overload_verdicts);
-        if (s != load_signal::ignored) record(std::move(a.held_), s, a.shared_ ? ctx.recent_now() : clock_.now());
+        if (s != load_signal::ignored) record(std::move(a.held_), s, a.shared_ ? ctx.cached_now() : clock_.now());
         return layer_out::proceed();
     }
 

@@ -260,7 +260,7 @@ public:
     ///
     /// Time: when the context reads the breaker's time line
     /// (resil::same_time_line), the breaker takes the attempt's reading
-    /// (ctx.recent_now()) instead of reading its clock: a success is counted
+    /// (ctx.cached_now()) instead of reading its clock: a success is counted
     /// at the reading its attempt started with, so a pipeline whose other
     /// policies read the clock anyway pays no read for the breaker. A failure
     /// (and, with slow_call_threshold, every result) is counted at a fresh
@@ -275,7 +275,7 @@ public:
         const auto s = state_.load(std::memory_order_relaxed);
         if (admits_fast(s)) [[likely]] {
             const bool shared = shares_readings(ctx);
-            const time_point started = shared ? ctx.recent_now() : time_point{};
+            const time_point started = shared ? ctx.cached_now() : time_point{};
             auto out = next(ctx);  // nothing to give back if it throws
             if (out.attempted()) count_fast(ctx, s, shared, started, out.verdict());
             return out;
@@ -347,13 +347,13 @@ public:
             a.word_ = s;
             // Set either way: leave() passes it on by value (a copy of an
             // indeterminate value would be undefined), read only when shared.
-            a.started_ = a.shared_ ? ctx.recent_now() : time_point{};
+            a.started_ = a.shared_ ? ctx.cached_now() : time_point{};
             return layer_in::proceed();
         }
         // Taken only where a reading is needed anyway: a count or run of
         // failures needs none for a success.
         a.has_started_ = a.shared_ && (timed_ || options_.mode == breaker_mode::time_window);
-        if (a.has_started_) a.started_ = ctx.recent_now();
+        if (a.has_started_) a.started_ = ctx.cached_now();
         auto p = acquire_in(ctx, a.started());
         if (!p) return layer_in::refuse(reason::circuit_open, p.retry_after());
         a.hold(std::move(p));
@@ -383,7 +383,7 @@ private:
         auto p = acquire(&changed, started);
         if (changed) {
             ctx.emit(*changed);
-            ctx.forget_now();  // a listener (or on_state_change) may have taken a while
+            ctx.clear_cached_now();  // a listener (or on_state_change) may have taken a while
         }
         if (!p) ctx.emit(events::rejected{reason::circuit_open, p.retry_after()});
         return p;
@@ -399,7 +399,7 @@ private:
                 if (started && !timed_ && !p.probe() && !options_.failure_verdicts.contains(v))
                     at = success_time(ctx, *started, p.generation_);  // a success in the closed window
                 else if (started || options_.failure_verdicts.contains(v))
-                    at = ctx.recent_now();  // fresh (the pipeline dropped the start's), and shared with retry
+                    at = ctx.cached_now();  // fresh (the pipeline dropped the start's), and shared with retry
             }
             record_result(p, v, std::nullopt, &changed, at);
         } else {
@@ -407,7 +407,7 @@ private:
         }
         if (changed) {
             ctx.emit(*changed);
-            ctx.forget_now();  // a listener (or on_state_change) may have taken a while
+            ctx.clear_cached_now();  // a listener (or on_state_change) may have taken a while
         }
     }
 
@@ -441,10 +441,10 @@ private:
     template <class Context>
     void count_fast_failure(Context& ctx, std::uint64_t generation, bool shared) const {
         transition_note changed;
-        record_plain_closed(generation, true, shared ? ctx.recent_now() : clock_.now(), &changed);
+        record_plain_closed(generation, true, shared ? ctx.cached_now() : clock_.now(), &changed);
         if (changed) {
             ctx.emit(*changed);
-            ctx.forget_now();  // a listener (or on_state_change) may have taken a while
+            ctx.clear_cached_now();  // a listener (or on_state_change) may have taken a while
         }
     }
 
@@ -462,7 +462,7 @@ private:
     template <class Context>
     time_point success_time(Context& ctx, time_point started, std::uint64_t generation) const noexcept {
         const auto* window = std::get_if<detail::time_window_mode>(&window_);
-        if (window != nullptr && window->behind(started, generation)) return ctx.recent_now();
+        if (window != nullptr && window->behind(started, generation)) return ctx.cached_now();
         return started;
     }
 

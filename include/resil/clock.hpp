@@ -20,6 +20,8 @@
 #include <thread>
 #include <type_traits>
 
+#include "enum_name.hpp"
+
 namespace resil {
 
 /// Durations and instants used throughout resil: nanosecond ticks of a
@@ -100,7 +102,7 @@ enum class time_source : std::uint8_t {
     /// driver (the retry policy, a hedged call, a balanced call) from the
     /// driver's clock.
     caller_now,
-    /// No clock: it reads the call's context (ctx.recent_now(), ctx.clock()),
+    /// No clock: it reads the call's context (ctx.cached_now(), ctx.clock()),
     /// which holds the pipeline's clock.
     call_context,
     /// It reads no time.
@@ -108,7 +110,7 @@ enum class time_source : std::uint8_t {
 };
 
 /// The time source's name, e.g. "own_clock".
-[[nodiscard]] constexpr std::string_view to_string(time_source s) noexcept {
+[[nodiscard]] constexpr enum_name to_string(time_source s) noexcept {
     switch (s) {
         case time_source::own_clock: return "own_clock";
         case time_source::caller_now: return "caller_now";
@@ -138,7 +140,7 @@ template <clock A, clock B>
 
 namespace detail {
 /// Whether a context reads the time line of a policy's own clock `own`, so
-/// that the context's reading (recent_now()) stands for a reading of `own`.
+/// that the context's reading (cached_now()) stands for a reading of `own`.
 template <class Context, clock Clock>
 [[nodiscard]] bool context_reads(const Context& ctx, const Clock& own) noexcept {
     if constexpr (requires { { ctx.clock() } -> std::convertible_to<const Clock&>; })

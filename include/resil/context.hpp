@@ -108,9 +108,9 @@ public:
     /// deadline its own clock, so both share one time line).
     void set_clock(Clock c) noexcept(std::is_nothrow_move_assignable_v<Clock>) {
         clock_ = std::move(c);
-        forget_now();  // a reading of the old clock stands for nothing on the new one
+        clear_cached_now();  // a reading of the old clock stands for nothing on the new one
     }
-    /// Reads the clock, and keeps the reading as this moment's (recent_now()).
+    /// Reads the clock, and keeps the reading as this moment's (cached_now()).
     [[nodiscard]] time_point now() const noexcept { return last_now_ = clock_.now(); }
     /// The reading of this moment of the call: the one last taken through
     /// the context, unless something that takes time ran since (then a fresh
@@ -118,10 +118,14 @@ public:
     /// policy asks here, and only the first to ask reads. A pipeline drops the
     /// reading before and after it runs the callable, and resil's policies
     /// drop it after every wait; a policy of your own that waits, or runs
-    /// something slow, calls forget_now() afterwards.
-    [[nodiscard]] time_point recent_now() const noexcept { return last_now_ == time_point{} ? now() : last_now_; }
-    /// Drops the kept reading: the next recent_now() reads the clock.
-    void forget_now() const noexcept { last_now_ = time_point{}; }
+    /// something slow, calls clear_cached_now() afterwards.
+    [[nodiscard]] time_point cached_now() const noexcept { return last_now_ == time_point{} ? now() : last_now_; }
+    /// Drops the kept reading: the next cached_now() reads the clock.
+    void clear_cached_now() const noexcept { last_now_ = time_point{}; }
+    /// Former names, kept for one release: "cached" says what the reading is
+    /// (kept, not fresh), and clear_cached_now() what dropping it does.
+    [[deprecated("use cached_now()")]] [[nodiscard]] time_point recent_now() const noexcept { return cached_now(); }
+    [[deprecated("use clear_cached_now()")]] void forget_now() const noexcept { clear_cached_now(); }
 
     /// The deadline of the whole call (all attempts), on the context's clock;
     /// no deadline by default. A value built on demand: keep a copy, not a
@@ -143,7 +147,7 @@ public:
     void set_deadline(basic_deadline<Clock> d) noexcept(std::is_nothrow_move_assignable_v<Clock>) {
         deadline_ = d.when();
         clock_ = d.clock();
-        forget_now();
+        clear_cached_now();
     }
     /// What is left of the deadline now; duration::max() without one (and
     /// then the clock is not read).
@@ -152,10 +156,13 @@ public:
     }
     /// What is left of the deadline at the reading `now`.
     [[nodiscard]] duration remaining(time_point now) const noexcept { return detail::time_left(deadline_, now); }
-    /// What is left of the deadline at recent_now(): what policies ask. Without
+    /// What is left of the deadline at cached_now(): what policies ask. Without
     /// a deadline, duration::max() and no clock read.
-    [[nodiscard]] duration recent_remaining() const noexcept {
-        return deadline_ == time_point::max() ? duration::max() : detail::time_left(deadline_, recent_now());
+    [[nodiscard]] duration cached_remaining() const noexcept {
+        return deadline_ == time_point::max() ? duration::max() : detail::time_left(deadline_, cached_now());
+    }
+    [[deprecated("use cached_remaining()")]] [[nodiscard]] duration recent_remaining() const noexcept {
+        return cached_remaining();
     }
 
     /// 1 for the first attempt; 0 before any.

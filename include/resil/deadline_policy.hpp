@@ -101,7 +101,7 @@ public:
     template <class Context>
     layer_in enter(Context& ctx, outer_deadline& s) const {
         s.instant = ctx.deadline_instant();
-        const auto now = ctx.recent_now();
+        const auto now = ctx.cached_now();
         ctx.tighten_deadline(detail::saturating_add(now, options_.budget));
         if (ctx.remaining(now) == duration::zero()) {
             ctx.emit(events::deadline_exceeded{0});
@@ -122,7 +122,7 @@ public:
     layer_out leave(Context& ctx, outer_deadline& s, Outcome& out) const {
         if (!out.ok() && out.attempted() && out.verdict() != verdict::permanent && out.reason() != reason::cancelled &&
             out.reason() != reason::deadline_exceeded &&
-            !resil::timeouts::enough_for_attempt(ctx.recent_remaining())) {
+            !resil::timeouts::enough_for_attempt(ctx.cached_remaining())) {
             ctx.emit(events::deadline_exceeded{ctx.attempt()});
             out.fail(reason::deadline_exceeded);
         }

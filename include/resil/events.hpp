@@ -19,6 +19,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "enum_name.hpp"
 #include "clock.hpp"
 #include "load_signal.hpp"
 #include "outcome.hpp"
@@ -29,7 +30,7 @@ namespace resil {
 enum class circuit_state : std::uint8_t { closed, open, half_open };
 
 /// The state's name: "closed", "open" or "half_open".
-[[nodiscard]] constexpr std::string_view to_string(circuit_state s) noexcept {
+[[nodiscard]] constexpr enum_name to_string(circuit_state s) noexcept {
     switch (s) {
         case circuit_state::closed: return "closed";
         case circuit_state::open: return "open";

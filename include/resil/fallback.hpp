@@ -137,7 +137,7 @@ public:
             finish(out, [&] { return fallback_(std::as_const(out)); });
         else
             finish(out, [&] { return fallback_(); });
-        ctx.forget_now();  // plan B took time: a reading from before it is stale
+        ctx.clear_cached_now();  // plan B took time: a reading from before it is stale
     }
 
 private:

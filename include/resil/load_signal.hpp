@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "enum_name.hpp"
 #include "clock.hpp"
 #include "outcome.hpp"
 
@@ -30,7 +31,7 @@ enum class load_signal : std::uint8_t {
 };
 
 /// The signal's name, e.g. "overload".
-[[nodiscard]] constexpr std::string_view to_string(load_signal s) noexcept {
+[[nodiscard]] constexpr enum_name to_string(load_signal s) noexcept {
     switch (s) {
         case load_signal::accepted: return "accepted";
         case load_signal::overload: return "overload";

@@ -24,6 +24,7 @@
 #include <utility>
 #include <variant>
 
+#include "enum_name.hpp"
 #include "clock.hpp"
 #include "reason.hpp"
 
@@ -100,7 +101,7 @@ struct classification {
 };
 
 /// The verdict's name, e.g. "retryable".
-[[nodiscard]] constexpr std::string_view to_string(verdict v) noexcept {
+[[nodiscard]] constexpr enum_name to_string(verdict v) noexcept {
     switch (v) {
         case verdict::success: return "success";
         case verdict::retryable: return "retryable";
@@ -197,7 +198,7 @@ public:
     static outcome from_value(classification c, Args&&... args) {
         outcome o;
         ::new (static_cast<void*>(std::addressof(o.value_))) T(std::forward<Args>(args)...);
-        o.classify_as(c, has_value_bit);
+        o.classify_as(c, has_value_bit | one_attempt);
         // A nested pipeline's outcome keeps its precise reason (retries
         // exhausted, deadline exceeded, ...) rather than a plain "failed".
         if constexpr (requires { o.value_.reason(); o.value_.ok(); })
@@ -208,17 +209,18 @@ public:
     static outcome from_exception(std::exception_ptr e, classification c) {
         outcome o;
         o.exception_ = std::move(e);
-        o.classify_as(c, 0);
+        o.classify_as(c, one_attempt);
         return o;
     }
     /// A failed attempt that left nothing to hold (no value, no exception):
     /// what a fault-injection policy returns in place of the call
     /// (resil/fault_injection.hpp). Unlike a rejection it counts as
     /// attempted(), so retries, breakers and fallbacks judge it by `c` as
-    /// they judge any failed attempt; its reason is `r`.
+    /// they judge any failed attempt; its reason is `r`. It counts as one
+    /// attempt (attempts()), as the failure it stands for would.
     static outcome failed_attempt(classification c, resil::reason r) noexcept {
         outcome o;
-        o.classify_as(c, attempted_bit);
+        o.classify_as(c, attempted_bit | one_attempt);
         o.set_field(reason_shift, static_cast<std::uint32_t>(r));
         return o;
     }
@@ -284,7 +286,9 @@ public:
     [[nodiscard]] const T* operator->() const noexcept { return std::addressof(value_); }
 
     /// How the last attempt's result was judged.
-    [[nodiscard]] resil::verdict verdict() const noexcept { return static_cast<resil::verdict>(field(verdict_shift)); }
+    [[nodiscard]] resil::verdict verdict() const noexcept {
+        return static_cast<resil::verdict>((state_ >> verdict_shift) & verdict_mask);
+    }
     /// Why the call failed; reason::none on success.
     [[nodiscard]] resil::reason reason() const noexcept { return static_cast<resil::reason>(field(reason_shift)); }
     /// reason() and retry_after() together.
@@ -307,6 +311,30 @@ public:
     }
     /// True when a fallback produced the value.
     [[nodiscard]] bool from_fallback() const noexcept { return fallback_reason() != reason::none; }
+    /// How many times the callable ran for this call. An outcome built from
+    /// the callable's value or exception (from_value, from_exception: what a
+    /// pipeline makes of each attempt) says 1, a rejection (rejected) 0.
+    /// resil::retry_policy sums the attempts of the runs it made (an inner
+    /// refusal, such as an open breaker's, adds 0) into the outcome it
+    /// returns; a fallback's value keeps the count of the outcome it
+    /// replaces. So through resil::pipeline and resil::asio::pipeline: 1 for
+    /// a call answered at once, more after retries, 0 when a policy refused
+    /// the call before any attempt (open circuit, shed, no token,
+    /// cancelled). A nested pipeline used as the callable counts 1 per run
+    /// in the outer one (its own outcome, the value, holds its count); a
+    /// hedged call (resil::asio::hedged) counts 1 too, and when its copies
+    /// return outcomes the winner's says how many copies ran the callable.
+    /// A policy of the user's that runs the rest of the pipeline again sets
+    /// the count itself (set_attempts). At most max_attempts_counted.
+    [[nodiscard]] std::uint32_t attempts() const noexcept { return state_ >> attempts_shift; }
+    /// Sets what attempts() says (a retrying policy, when it returns); a
+    /// larger `n` counts as max_attempts_counted.
+    void set_attempts(std::uint32_t n) noexcept {
+        state_ = (state_ & ~attempts_bits) |
+                 (n < max_attempts_counted ? n : max_attempts_counted) << attempts_shift;
+    }
+    /// The most attempts() says (a retry policy allows 100 per call).
+    static constexpr std::uint32_t max_attempts_counted = 0xFFu;
 
     /// Marks the call as failed for `r`, keeping any value (policies use this).
     void fail(resil::reason r) noexcept { set_field(reason_shift, static_cast<std::uint32_t>(r)); }
@@ -330,32 +358,45 @@ public:
         exception_ = nullptr;
         destroy_value();
         ::new (static_cast<void*>(std::addressof(value_))) T(std::move(replacement));
-        state_ = pack(verdict::success, reason::none, why, has_value_bit | (state_ & (has_retry_after_bit | dont_retry_bit)));
+        state_ = pack(verdict::success, reason::none, why, has_value_bit | (state_ & (has_retry_after_bit | dont_retry_bit | attempts_bits)));
     }
 
 private:
     outcome() noexcept {}
 
-    // verdict, reason, fallback reason and the flags share one word, written
-    // and copied whole: an outcome passes through every layer of a pipeline,
-    // and small fields stored one by one, then copied as a wider word, stall
-    // the CPU's store forwarding at each of those copies.
-    static constexpr int verdict_shift = 0;
-    static constexpr int reason_shift = 8;
-    static constexpr int fallback_reason_shift = 16;
-    static constexpr std::uint32_t has_value_bit = 1u << 24;
-    static constexpr std::uint32_t has_retry_after_bit = 1u << 25;
-    static constexpr std::uint32_t dont_retry_bit = 1u << 26;
-    static constexpr std::uint32_t never_sent_bit = 1u << 27;
-    static constexpr std::uint32_t attempted_bit = 1u << 28;  // failed_attempt(): attempted, nothing held
+    // verdict, reason, fallback reason, the flags and the attempt count
+    // share one word, written and copied whole: an outcome passes through
+    // every layer of a pipeline, and small fields stored one by one, then
+    // copied as a wider word, stall the CPU's store forwarding at each of
+    // those copies; a separate count would also widen outcome<int> by 8 bytes
+    // for every copy between the layers.
+    // Byte-aligned where read on every layer (a byte load), the flags beside
+    // the verdict.
+    static constexpr int verdict_shift = 0;  // bits 0-1
+    static constexpr std::uint32_t has_value_bit = 1u << 2;
+    static constexpr std::uint32_t has_retry_after_bit = 1u << 3;
+    static constexpr std::uint32_t dont_retry_bit = 1u << 4;
+    static constexpr std::uint32_t never_sent_bit = 1u << 5;
+    static constexpr std::uint32_t attempted_bit = 1u << 6;  // failed_attempt(): attempted, nothing held
+    static constexpr int reason_shift = 8;            // byte 1
+    static constexpr int fallback_reason_shift = 16;  // byte 2
+    static constexpr int attempts_shift = 24;         // byte 3
+    static constexpr std::uint32_t attempts_bits = max_attempts_counted << attempts_shift;
+    // The count of an outcome built from one run of the callable: part of the
+    // constant the state is built from, so counting costs nothing per call.
+    static constexpr std::uint32_t one_attempt = 1u << attempts_shift;
+    static constexpr std::uint32_t verdict_mask = 0x3u;
+    static constexpr std::uint32_t reason_mask = 0xFFu;
+    static_assert(static_cast<std::uint32_t>(verdict::ambiguous) <= verdict_mask, "every verdict fits its 2 bits");
 
     static constexpr std::uint32_t pack(resil::verdict v, resil::reason r, resil::reason fallback,
                                         std::uint32_t flags) noexcept {
         return static_cast<std::uint32_t>(v) << verdict_shift | static_cast<std::uint32_t>(r) << reason_shift |
                static_cast<std::uint32_t>(fallback) << fallback_reason_shift | flags;
     }
-    [[nodiscard]] std::uint32_t field(int shift) const noexcept { return (state_ >> shift) & 0xFFu; }
-    void set_field(int shift, std::uint32_t v) noexcept { state_ = (state_ & ~(0xFFu << shift)) | v << shift; }
+    // The reason fields (the verdict's is read by verdict()).
+    [[nodiscard]] std::uint32_t field(int shift) const noexcept { return (state_ >> shift) & reason_mask; }
+    void set_field(int shift, std::uint32_t v) noexcept { state_ = (state_ & ~(reason_mask << shift)) | v << shift; }
 
     void classify_as(const classification& c, std::uint32_t flags) noexcept {
         // Until a policy decides otherwise, a failing verdict is a plain failure.

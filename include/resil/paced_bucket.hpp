@@ -265,7 +265,7 @@ public:
     template <class Context>
     layer_in enter(Context& ctx, admission& a) const {
         a.shared_ = detail::context_reads(ctx, clock_);
-        const auto now = a.shared_ ? ctx.recent_now() : clock_.now();
+        const auto now = a.shared_ ? ctx.cached_now() : clock_.now();
         const auto patience = detail::saturating_add(now, options_.max_wait);
         const auto until = std::min(patience, ctx.deadline_instant());
         const auto r = try_acquire(now, until > now ? until - now : duration::zero());
@@ -282,7 +282,7 @@ public:
     /// limit; the call is refused with reason::cancelled).
     template <class Context>
     layer_in waited(Context& ctx, admission&, bool reached) const {
-        ctx.forget_now();
+        ctx.clear_cached_now();
         if (reached) return layer_in::proceed();
         ctx.emit(events::rejected{reason::cancelled, std::nullopt});
         return layer_in::refuse(reason::cancelled);
@@ -297,7 +297,7 @@ public:
                 // header(name, index) too, where the result has it: a
                 // RateLimit field on several lines is read whole.
                 const auto lookup = detail::fields_lookup<std::remove_cvref_t<decltype(*out)>>{&*out};
-                if (const auto change = observe(lookup, a.shared_ ? ctx.recent_now() : clock_.now(),
+                if (const auto change = observe(lookup, a.shared_ ? ctx.cached_now() : clock_.now(),
                                                 std::chrono::system_clock::now()))
                     ctx.emit(*change);
             }

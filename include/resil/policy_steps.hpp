@@ -12,7 +12,7 @@
 //
 //       template <class Context, class State>
 //       resil::layer_in enter(Context& ctx, State&) const {
-//           if (ctx.recent_remaining() >= minimum) return resil::layer_in::proceed();
+//           if (ctx.cached_remaining() >= minimum) return resil::layer_in::proceed();
 //           ctx.emit(resil::events::rejected{resil::reason::deadline_exceeded, std::nullopt});
 //           return resil::layer_in::refuse(resil::reason::deadline_exceeded);
 //       }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "enum_name.hpp"
 #include "clock.hpp"
 
 namespace resil {
@@ -32,7 +33,7 @@ enum class rate_limit_status : std::uint8_t {
 };
 
 /// The status's name, e.g. "rejected".
-[[nodiscard]] constexpr std::string_view to_string(rate_limit_status s) noexcept {
+[[nodiscard]] constexpr enum_name to_string(rate_limit_status s) noexcept {
     switch (s) {
         case rate_limit_status::granted: return "granted";
         case rate_limit_status::rejected: return "rejected";
@@ -54,7 +55,7 @@ enum class decided_by : std::uint8_t {
 };
 
 /// Who decided, e.g. "redis" or "lease".
-[[nodiscard]] constexpr std::string_view to_string(decided_by d) noexcept {
+[[nodiscard]] constexpr enum_name to_string(decided_by d) noexcept {
     switch (d) {
         case decided_by::none: return "none";
         case decided_by::redis: return "redis";

@@ -85,6 +85,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "enum_name.hpp"
 #include "detail/decimal_duration.hpp"
 #include "detail/http_text.hpp"
 #include "detail/platform.hpp"
@@ -109,7 +110,7 @@ enum class rate_limit_form : std::uint8_t {
 };
 
 /// The form's name, e.g. "ietf".
-[[nodiscard]] constexpr std::string_view to_string(rate_limit_form f) noexcept {
+[[nodiscard]] constexpr enum_name to_string(rate_limit_form f) noexcept {
     switch (f) {
         case rate_limit_form::none: return "none";
         case rate_limit_form::ietf: return "ietf";
@@ -200,7 +201,7 @@ enum class pushback_source : std::uint8_t {
 };
 
 /// The source's name, e.g. "retry_after".
-[[nodiscard]] constexpr std::string_view to_string(pushback_source s) noexcept {
+[[nodiscard]] constexpr enum_name to_string(pushback_source s) noexcept {
     switch (s) {
         case pushback_source::retry_after: return "retry_after";
         case pushback_source::retry_after_ms: return "retry_after_ms";

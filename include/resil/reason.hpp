@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "enum_name.hpp"
+
 namespace resil {
 
 /// Why a call did not succeed. `none` means it did.
@@ -43,7 +45,7 @@ inline constexpr std::size_t reason_count = 18;
 static_assert(static_cast<std::size_t>(reason::injected_fault) + 1 == reason_count, "reason_count counts every reason");
 
 /// The reason's name in snake_case, as used in logs and metric labels.
-[[nodiscard]] constexpr std::string_view to_string(reason r) noexcept {
+[[nodiscard]] constexpr enum_name to_string(reason r) noexcept {
     switch (r) {
         case reason::none: return "none";
         case reason::failed: return "failed";

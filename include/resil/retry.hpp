@@ -184,7 +184,7 @@ public:
     template <class Context>
     [[gnu::always_inline]] void begin(Context& ctx) const {
         if (options_.budget) {
-            options_.budget->deposit(ctx.recent_now());
+            options_.budget->deposit(ctx.cached_now());
             ctx.mark_counted_in_budget();  // a hedge inside counts nothing more
         }
         ctx.set_attempt(1);
@@ -224,10 +224,10 @@ public:
             }
             const failed_attempt f{attempt_,
                                    classification(out_->verdict(), server_hint{out_->retry_after(), out_->dont_retry()}),
-                                   ctx.safe_to_repeat(), previous_, ctx.recent_remaining()};
+                                   ctx.safe_to_repeat(), previous_, ctx.cached_remaining()};
             auto d = policy.decide(f, ctx.jitter());
             const auto& o = policy.options_;
-            if (d.retry && o.budget && !o.budget->try_withdraw(ctx.recent_now())) {
+            if (d.retry && o.budget && !o.budget->try_withdraw(ctx.cached_now())) {
                 ctx.emit(events::budget_refused{attempt_});
                 d = {false, {}, reason::budget_exhausted, false};
             }
@@ -245,7 +245,7 @@ public:
         /// number is then set in the context.
         template <class Context>
         bool waited(Context& ctx, bool slept) {
-            ctx.forget_now();  // the next attempt starts later than any reading kept
+            ctx.clear_cached_now();  // the next attempt starts later than any reading kept
             if (!slept) {
                 out_->fail(reason::cancelled);
                 return false;
@@ -261,6 +261,10 @@ public:
         /// success, or an inner refusal: then the caller still gets the last
         /// response there was, with the refusal as the reason).
         bool next_attempt(Outcome again) {
+            // The outcome kept says in attempts() how many runs the call has
+            // had so far (an inner refusal adds none): kept here, off the
+            // path of a call answered at once.
+            again.set_attempts(last_->attempts() + again.attempts());
             if (again.ok()) {
                 out_.reset();
                 out_.emplace(std::move(again));
@@ -268,6 +272,7 @@ public:
             }
             if (!again.attempted()) {
                 last_->fail(again.reason());
+                last_->set_attempts(again.attempts());
                 out_.reset();
                 out_.emplace(std::move(*last_));
                 return true;
@@ -280,7 +285,8 @@ public:
 
         /// The call's outcome once it ends. "Never sent" only when no
         /// attempt of the call may have been sent: a caller that moves the
-        /// call elsewhere (an idempotency scope) must know of any.
+        /// call elsewhere (an idempotency scope) must know of any. Its
+        /// attempts() counts the runs of every attempt.
         Outcome take() {
             if (sent_) out_->mark_may_have_been_sent();
             return std::move(*out_);

@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "enum_name.hpp"
 #include "detail/http_text.hpp"
 #include "detail/platform.hpp"
 #include "validation.hpp"
@@ -63,7 +64,7 @@ enum class error_code : std::uint8_t {
 };
 
 /// "line_too_long", ...: the code's name.
-[[nodiscard]] constexpr std::string_view to_string(error_code code) noexcept {
+[[nodiscard]] constexpr enum_name to_string(error_code code) noexcept {
     switch (code) {
         case error_code::none: return "none";
         case error_code::line_too_long: return "line_too_long";

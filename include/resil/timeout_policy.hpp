@@ -98,7 +98,7 @@ public:
     bool admits(Context& ctx) const {
         // The attempt's reading, shared with the policies around (without a
         // deadline, none is taken).
-        if (!resil::timeouts::enough_for_attempt(ctx.recent_remaining())) {
+        if (!resil::timeouts::enough_for_attempt(ctx.cached_remaining())) {
             // Attempts before this one ran; this one never starts.
             const auto made = ctx.attempt() > 0 ? ctx.attempt() - 1 : 0;
             ctx.emit(events::deadline_exceeded{made});

@@ -246,7 +246,7 @@ public:
         }
     [[nodiscard]] token_bucket_result acquire(const Context& ctx, std::int64_t n = 1) const {
         const auto r = acquire_until(clock_.now(), ctx.deadline().when(), n, ctx.stop_token());
-        if constexpr (requires { ctx.forget_now(); }) ctx.forget_now();  // it may have waited
+        if constexpr (requires { ctx.clear_cached_now(); }) ctx.clear_cached_now();  // it may have waited
         return r;
     }
 
@@ -320,7 +320,7 @@ public:
         // The attempt's reading when the context reads the bucket's time line
         // (one clock read per attempt); the bucket's own clock otherwise: a
         // context built by the caller may carry another time line.
-        const auto now = shares_readings(ctx) ? ctx.recent_now() : clock_.now();
+        const auto now = shares_readings(ctx) ? ctx.cached_now() : clock_.now();
         if (options_.max_wait > duration::zero()) return enter_waiting(ctx, a, now);
         // The decision alone: a pipeline reads no `remaining` or `reset`.
         const auto t = take(now, 1);
@@ -333,7 +333,7 @@ public:
     /// refused with reason::cancelled, emitting events::rejected).
     template <class Context>
     layer_in waited(Context& ctx, admission& a, bool reached) const {
-        ctx.forget_now();  // it waited
+        ctx.clear_cached_now();  // it waited
         if (reached) {
             count(&counters::granted);
             return layer_in::proceed();

@@ -18,7 +18,7 @@ resil::outcome<balanced_reply> balancer_call_endpoint(const resil::balancer& lb,
     auto out = resil::call_endpoint(lb, ctx, tried, [](const resil::endpoint&) { return balanced_reply{}; });
     if (auto lease = lb.pick(ctx.now(), &tried); lease && tried.enter_scope(lease.scope())) {
         tried.leave_scope(true);
-        lease.finish(ctx.now(), resil::endpoint_result::success);
+        lease.record_and_end(ctx.now(), resil::endpoint_result::success);
     }
     return out;
 }

@@ -37,7 +37,11 @@
 // copy that ended after ctx's stop token fired is not (it was cut short). Losers
 // never reach a circuit
 // breaker: around hedged() a pipeline sees one attempt, with the winner's
-// result.
+// result (its outcome's attempts() says 1). When the copies return
+// outcomes (resil::asio::call_endpoint's), the one hedged() completes with
+// says in attempts() how many times the copies ran the callable in all: the
+// sum of what each copy's outcome says (1 for a copy sent, 0 for one the
+// balancer had no endpoint for), 1 for a copy that threw; losers included.
 //
 // All copies share `ctx` (its clock, stop token, limits and idempotency key:
 // every copy sends the same key). The call's budget deposit is made here
@@ -69,6 +73,7 @@
 #include "config.hpp"  // first: before any Asio header
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -124,6 +129,12 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
     static constexpr std::size_t most_copies = hedge_options::max_hedges_limit + 1;
     using clock_type = std::remove_cvref_t<decltype(std::declval<Ctx&>().clock())>;
     static constexpr bool virtual_time = waiter_traits<clock_type>::virtual_time;
+    // Copies whose results are outcomes (resil::call_endpoint's) say how many
+    // times each ran the callable; the call's result says how many in all.
+    static constexpr bool counts_runs = requires(V& v) {
+        { v.attempts() } -> std::convertible_to<std::uint32_t>;
+        v.set_attempts(std::uint32_t{});
+    };
 
     hedge_state(const hedge_policy& p, Ctx& c, F& f, Classifier& k, Listener& l, Handler h,
                 const ::asio::any_io_executor& e)
@@ -231,6 +242,7 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
     void copy_done(std::uint32_t k, std::exception_ptr e, std::optional<V> v) {
         running[k] = false;
         --running_count;
+        if constexpr (counts_runs) runs += e ? 1u : (v ? v->attempts() : 0u);  // one that threw ran
         if (decided) {
             if (lost[k]) {
                 notify(events::hedge_cancelled{k});
@@ -332,6 +344,8 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
             result.error = user_error;
             result.value.reset();
         }
+        if constexpr (counts_runs)
+            if (result.value) result.value->set_attempts(runs);
         ::asio::post(ex, [self = this->shared_from_this()] {
             if (self->outer.is_connected()) self->outer.clear();
             auto h = std::move(self->handler);
@@ -361,6 +375,7 @@ struct hedge_state : std::enable_shared_from_this<hedge_state<V, Ctx, F, Classif
     bool hedging = false;
     bool decided = false;
     bool have_result = false;
+    std::uint32_t runs = 0;      // what the copies' outcomes say they ran (counts_runs)
     bool result_unsent = false;  // the result held is a copy's that was never sent
     bool finished = false;
 };

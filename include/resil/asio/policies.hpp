@@ -22,7 +22,7 @@
 //
 // next(ctx) runs the policies inside it and the callable (in a coroutine of
 // their own), and completes with their outcome; to refuse the call, return
-// resil::asio::outcome_of_t<Next, Context>::rejected(reason) instead.
+// resil::asio::next_outcome_t<Next, Context>::rejected(reason) instead.
 //
 // A policy whose way in waits on something other than time — a round trip to
 // a store, resil::redis::async_rate_limiter's — has a step of its own that
@@ -69,10 +69,14 @@ inline constexpr bool always_false = false;
 }  // namespace detail
 
 /// The resil::outcome<T> that `next(ctx)` completes with, in a policy's
-/// async_execute: `using result = resil::asio::outcome_of_t<Next, Context>;`
+/// async_execute: `using result = resil::asio::next_outcome_t<Next, Context>;`
 /// then `co_return result::rejected(reason::shed);` refuses the call.
+/// (Named for what it is: the outcome type of `next`, the rest of the pipeline.)
 template <class Next, class Context>
-using outcome_of_t = detail::next_outcome_t<Next, Context>;
+using next_outcome_t = detail::next_outcome_t<Next, Context>;
+/// The former name, kept for one release.
+template <class Next, class Context>
+using outcome_of_t [[deprecated("use resil::asio::next_outcome_t")]] = next_outcome_t<Next, Context>;
 
 namespace detail {
 

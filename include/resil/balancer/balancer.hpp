@@ -6,8 +6,8 @@
 //                      {.policy = resil::balancing_policy::peak_ewma}};
 //   if (auto lease = lb.pick(clock.now())) {
 //       auto r = client.get(lease.address() + "/v1/items");
-//       lease.finish(clock.now(), r.status() >= 500 ? resil::endpoint_result::failure
-//                                                   : resil::endpoint_result::success);
+//       lease.record_and_end(clock.now(), r.status() >= 500 ? resil::endpoint_result::failure
+//                                                           : resil::endpoint_result::success);
 //   }                                               // a lease dropped unfinished records nothing
 //   lb.replace(new_list);                           // after a DNS or discovery change
 //
@@ -116,10 +116,11 @@ struct balancer_call_access {
 };
 }  // namespace detail
 
-/// The right to send one call to one endpoint. Ends the endpoint's in-flight
-/// count when finished or destroyed; finish() also records the latency and
-/// the result. Movable, not copyable; an empty lease (no endpoint was
-/// available) converts to false.
+/// The right to send one call to one endpoint. Ending it (record_and_end(),
+/// end_unrecorded(), or its destructor) ends the endpoint's in-flight count;
+/// record_and_end() and record_and_keep() record the latency and the result.
+/// Movable, not copyable; an empty lease (no endpoint was available)
+/// converts to false. One thread at a time.
 class endpoint_lease {
 public:
     endpoint_lease() = default;
@@ -129,14 +130,14 @@ public:
     /// `o`'s.
     endpoint_lease& operator=(endpoint_lease&& o) noexcept {
         if (this != &o) {
-            release();
+            end_unrecorded();
             take(o);
         }
         return *this;
     }
     endpoint_lease(const endpoint_lease&) = delete;
     endpoint_lease& operator=(const endpoint_lease&) = delete;
-    ~endpoint_lease() { release(); }
+    ~endpoint_lease() { end_unrecorded(); }
 
     /// True when it holds an endpoint (the pick found one).
     [[nodiscard]] explicit operator bool() const noexcept { return snapshot_ != nullptr; }
@@ -162,19 +163,34 @@ public:
     /// When the pick was made.
     [[nodiscard]] time_point started() const noexcept { return started_; }
 
-    /// Records the call: latency `now - started()` and its result; then
-    /// releases the lease. Does nothing on an empty lease; records nothing
-    /// after record() (a call is recorded once).
-    inline void finish(time_point now, endpoint_result result) noexcept;
+    /// Records the call's result and ends the lease: latency `now -
+    /// started()` and `result` are recorded, then the endpoint's in-flight
+    /// count goes down. Does nothing on an empty lease; records nothing after
+    /// record_and_keep() (a call is recorded once), only ends the lease.
+    inline void record_and_end(time_point now, endpoint_result result) noexcept;
 
-    /// Records the call as finish() does but keeps the lease (release() it
-    /// after): returns the ejection this result caused, if any, e.g. to
-    /// log it with the call (its address is valid until the lease is released).
-    /// A second record() records nothing.
-    [[nodiscard]] inline std::optional<events::endpoint_ejected> record(time_point now, endpoint_result result) noexcept;
+    /// Records the call's result as record_and_end() does, but keeps the
+    /// lease (end it with end_unrecorded() after): returns the ejection this
+    /// result caused, if any, e.g. to log it with the call (the endpoint's
+    /// address is valid until the lease ends). A second call records nothing.
+    [[nodiscard]] inline std::optional<events::endpoint_ejected> record_and_keep(time_point now, endpoint_result result) noexcept;
 
-    /// Releases the lease without recording anything (a cancelled call).
-    void release() noexcept;
+    /// Ends the lease without recording anything (a cancelled call, or after
+    /// record_and_keep()). Does nothing on an empty lease; the destructor
+    /// does the same.
+    void end_unrecorded() noexcept;
+
+    /// The former name of record_and_end(), kept for one release.
+    [[deprecated("renamed record_and_end")]] void finish(time_point now, endpoint_result result) noexcept {
+        record_and_end(now, result);
+    }
+    /// The former name of record_and_keep(), kept for one release.
+    [[deprecated("renamed record_and_keep")]] [[nodiscard]] std::optional<events::endpoint_ejected> record(
+        time_point now, endpoint_result result) noexcept {
+        return record_and_keep(now, result);
+    }
+    /// The former name of end_unrecorded(), kept for one release.
+    [[deprecated("renamed end_unrecorded")]] void release() noexcept { end_unrecorded(); }
 
 private:
     friend class balancer;
@@ -191,7 +207,7 @@ private:
     detail::balancer_snapshot* snapshot_ = nullptr;
     std::uint32_t index_ = 0;
     std::uint32_t stripe_ = 0;  ///< the stripe of snapshot_->leases this lease counts in
-    bool recorded_ = false;     ///< record() was called: finish() only releases
+    bool recorded_ = false;     ///< record_and_keep() was called: record_and_end() only ends the lease
     resil::reason refusal_ = reason::none;
     time_point started_{};
 };
@@ -481,7 +497,7 @@ inline void detail::balancer_call_access::count_no_endpoint(const balancer& lb, 
 
 // ---- endpoint_lease ----
 
-inline void endpoint_lease::release() noexcept {
+inline void endpoint_lease::end_unrecorded() noexcept {
     if (snapshot_ == nullptr) return;
     snapshot_->state_of[index_]->outstanding.fetch_sub(1, std::memory_order_relaxed);
     // Last use of the snapshot: release orders the reads above before a writer's free.
@@ -491,13 +507,13 @@ inline void endpoint_lease::release() noexcept {
     recorded_ = false;
 }
 
-inline void endpoint_lease::finish(time_point now, endpoint_result result) noexcept {
+inline void endpoint_lease::record_and_end(time_point now, endpoint_result result) noexcept {
     if (snapshot_ == nullptr) return;
     if (!recorded_) (void)owner_->record(*snapshot_, index_, started_, now, result);
-    release();
+    end_unrecorded();
 }
 
-inline std::optional<events::endpoint_ejected> endpoint_lease::record(time_point now, endpoint_result result) noexcept {
+inline std::optional<events::endpoint_ejected> endpoint_lease::record_and_keep(time_point now, endpoint_result result) noexcept {
     if (snapshot_ == nullptr || recorded_) return std::nullopt;
     recorded_ = true;
     return owner_->record(*snapshot_, index_, started_, now, result);

@@ -38,7 +38,7 @@
 // told: the callable's context carries no listener; give those hooks the
 // same listener object, e.g. a resil::log_listener, to log them with the
 // pipeline's events). The pick reads the pipeline's clock reading
-// (ctx.recent_now()); the latency is measured with one more reading after
+// (ctx.cached_now()); the latency is measured with one more reading after
 // the call.
 //
 // The steps (detail::begin_endpoint_attempt, detail::end_endpoint_attempt)
@@ -113,7 +113,7 @@ template <class Context>
     // Each refusal (a breaker's, or a scope taken by another copy meanwhile)
     // adds an endpoint to `tried`; the set's size bounds the loop.
     for (std::size_t refusals = 0; refusals <= endpoint::max_endpoints; ++refusals) {
-        auto lease = lb.pick(ctx.recent_now(), &tried);
+        auto lease = lb.pick(ctx.cached_now(), &tried);
         if (!lease) {
             a.refusal = lease.refusal();
             return a;
@@ -151,11 +151,11 @@ void end_endpoint_attempt(endpoint_attempt& a, Context& ctx, const classificatio
     const bool failed = c.verdict == verdict::retryable || c.verdict == verdict::ambiguous;
     if (failed && (cut_short || now >= ctx.deadline_instant())) {
         if (auto* breaker = a.lease.breaker()) breaker->release(a.permit);
-        a.lease.release();
+        a.lease.end_unrecorded();
         return;
     }
     if (auto* breaker = a.lease.breaker()) breaker->record(a.permit, c.verdict, now - a.lease.started());
-    a.lease.finish(now, endpoint_failed ? endpoint_result::failure : endpoint_result::success);
+    a.lease.record_and_end(now, endpoint_failed ? endpoint_result::failure : endpoint_result::success);
 }
 
 }  // namespace detail

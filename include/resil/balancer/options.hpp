@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "../enum_name.hpp"
 #include "../circuit_breaker/options.hpp"
 #include "../clock.hpp"
 #include "../events.hpp"
@@ -25,7 +26,7 @@ namespace resil {
 enum class balancing_policy : std::uint8_t { round_robin, random, least_outstanding, power_of_two_choices, peak_ewma };
 
 /// The policy's name, e.g. "power_of_two_choices".
-[[nodiscard]] constexpr std::string_view to_string(balancing_policy p) noexcept {
+[[nodiscard]] constexpr enum_name to_string(balancing_policy p) noexcept {
     switch (p) {
         case balancing_policy::round_robin: return "round_robin";
         case balancing_policy::random: return "random";

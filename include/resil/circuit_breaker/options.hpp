@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "../enum_name.hpp"
 #include "../detail/platform.hpp"
 #include "../clock.hpp"
 #include "../events.hpp"
@@ -33,7 +34,7 @@ enum class breaker_mode : std::uint8_t {
 };
 
 /// The mode's name, e.g. "time_window".
-[[nodiscard]] constexpr std::string_view to_string(breaker_mode m) noexcept {
+[[nodiscard]] constexpr enum_name to_string(breaker_mode m) noexcept {
     switch (m) {
         case breaker_mode::time_window: return "time_window";
         case breaker_mode::count_window: return "count_window";

@@ -31,6 +31,7 @@
 #include <string_view>
 #include <utility>
 
+#include "../enum_name.hpp"
 #include "../clock.hpp"
 #include "../detail/platform.hpp"
 #include "../rate_limit_fields.hpp"
@@ -75,7 +76,7 @@ enum class transport_status : std::uint8_t {
 };
 
 /// The status's name, e.g. "read_timeout".
-[[nodiscard]] constexpr std::string_view to_string(transport_status s) noexcept {
+[[nodiscard]] constexpr enum_name to_string(transport_status s) noexcept {
     switch (s) {
         case transport_status::completed: return "completed";
         case transport_status::deadline_exceeded: return "deadline_exceeded";

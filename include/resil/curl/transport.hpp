@@ -27,6 +27,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "../enum_name.hpp"
 #include "../detail/platform.hpp"
 #include "../validation.hpp"
 #include "detail/text.hpp"
@@ -139,7 +140,7 @@ struct redirect_options {
 };
 
 /// The version as people read it, e.g. "TLS 1.2".
-[[nodiscard]] constexpr std::string_view to_string(tls_version v) noexcept {
+[[nodiscard]] constexpr enum_name to_string(tls_version v) noexcept {
     switch (v) {
         case tls_version::library_default: return "library default";
         case tls_version::tls1_2: return "TLS 1.2";
@@ -149,7 +150,7 @@ struct redirect_options {
 }
 
 /// The version as people read it, e.g. "HTTP/1.1".
-[[nodiscard]] constexpr std::string_view to_string(http_version v) noexcept {
+[[nodiscard]] constexpr enum_name to_string(http_version v) noexcept {
     switch (v) {
         case http_version::http1_1: return "HTTP/1.1";
         case http_version::http2_tls: return "HTTP/2 over TLS (ALPN, else HTTP/1.1)";

@@ -40,7 +40,8 @@ public:
     /// Whether attempt_finished carries the attempt's duration (two clock reads).
     static constexpr bool times_attempts = listener_times_attempts<Listener>;
 
-    // Attempts that ran the callable; counted only when someone listens.
+    // Attempts that ran the callable; counted only when someone listens to
+    // call_finished (outcome::attempts() is counted by the outcomes themselves).
     void count_attempt() noexcept {
         if constexpr (listens<events::call_finished>) ++attempts_;
     }
@@ -92,7 +93,7 @@ public:
     ~call_context() {
         if (!given_) return;
         *given_ = std::move(static_cast<basic_context<Clock>&>(ctx_));
-        given_->forget_now();  // a reading from inside the call is stale once it returns
+        given_->clear_cached_now();  // a reading from inside the call is stale once it returns
     }
 
     [[nodiscard]] context_type& get() noexcept { return ctx_; }
@@ -100,7 +101,7 @@ public:
 private:
     static basic_context<Clock> adopted(basic_context<Clock>& given, const Clock& clock) {
         if (given.deadline_instant() == time_point::max()) given.set_clock(clock);
-        given.forget_now();
+        given.clear_cached_now();
         given.set_attempt(0);
         return std::move(given);
     }
@@ -128,8 +129,9 @@ template <class Ctx>
 class call_report {
 public:
     explicit call_report(Ctx& ctx) : ctx_(&ctx) {
-        if constexpr (timed) started_ = ctx.recent_now();
+        if constexpr (timed) started_ = ctx.cached_now();
     }
+    /// The call ends with `out`: call_finished is emitted.
     template <class Outcome>
     void finished(const Outcome& out) const {
         ctx_->emit(events::call_finished{out.ok() ? out.fallback_reason() : out.reason(), ctx_->attempts_run(),
@@ -160,8 +162,8 @@ inline time_point begin_attempt(Ctx& ctx) {
     ctx.count_attempt();
     ctx.emit(events::attempt_started{ctx.attempt()});
     time_point started{};
-    if constexpr (context_times<Ctx, events::attempt_finished>()) started = ctx.recent_now();
-    ctx.forget_now();
+    if constexpr (context_times<Ctx, events::attempt_finished>()) started = ctx.cached_now();
+    ctx.clear_cached_now();
     return started;
 }
 
@@ -169,7 +171,7 @@ inline time_point begin_attempt(Ctx& ctx) {
 /// kept, attempt_finished emitted.
 template <class Ctx, class Outcome>
 inline void end_attempt(Ctx& ctx, time_point started, const Outcome& out) {
-    ctx.forget_now();
+    ctx.clear_cached_now();
     ctx.set_last_hint(server_hint{out.retry_after(), out.dont_retry()});
     if constexpr (context_times<Ctx, events::attempt_finished>())
         ctx.emit(events::attempt_finished{ctx.attempt(), out.verdict(), ctx.now() - started});

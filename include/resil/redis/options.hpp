@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "../enum_name.hpp"
 #include "../detail/gcra.hpp"
 #include "../validation.hpp"
 
@@ -37,7 +38,7 @@ enum class failure_policy : std::uint8_t {
 };
 
 /// The policy's name: "fail_open" or "fail_closed".
-[[nodiscard]] constexpr std::string_view to_string(failure_policy p) noexcept {
+[[nodiscard]] constexpr enum_name to_string(failure_policy p) noexcept {
     return p == failure_policy::fail_open ? "fail_open" : "fail_closed";
 }
 

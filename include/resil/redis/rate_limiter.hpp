@@ -149,7 +149,7 @@ public:
         }
     [[nodiscard]] rate_limit_result acquire(const Context& ctx, std::int64_t n = 1) const {
         const auto r = acquire(resil::deadline::at(ctx.deadline_instant()), n, ctx.stop_token());
-        if constexpr (requires { ctx.forget_now(); }) ctx.forget_now();
+        if constexpr (requires { ctx.clear_cached_now(); }) ctx.clear_cached_now();
         return r;
     }
 

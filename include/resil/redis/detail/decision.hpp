@@ -325,7 +325,7 @@ public:
     /// every decision Redis could not make, events::quota_store_failed.
     template <class Context>
     call_verdict verdict_for_call(Context& ctx, const rate_limit_result& r) const {
-        if constexpr (requires { ctx.forget_now(); }) ctx.forget_now();  // a round trip took time
+        if constexpr (requires { ctx.clear_cached_now(); }) ctx.clear_cached_now();  // a round trip took time
         if (r.source == decided_by::fallback)
             ctx.emit(events::quota_store_failed{options_.on_failure == failure_policy::fail_open, r.granted()});
         switch (r.status) {
