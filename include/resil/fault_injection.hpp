@@ -211,7 +211,7 @@ public:
         if (!options_.tag.empty() && std::string_view(options_.tag) != ctx.fault_tag()) return layer_in::proceed();
         d.abort = drawn(options_.abort.probability, ctx);
         if (drawn(options_.delay.probability, ctx)) {
-            const time_point now = ctx.recent_now();
+            const time_point now = ctx.cached_now();
             const time_point wanted = detail::saturating_add(now, options_.delay.latency);
             const time_point until = std::min(wanted, ctx.deadline_instant());
             d.cut_to_deadline = until < wanted;
@@ -228,13 +228,13 @@ public:
     /// dependency that slow would); otherwise the abort, if drawn.
     template <class Context>
     layer_in waited(Context& ctx, decision& d, bool reached) const {
-        ctx.forget_now();  // it waited
+        ctx.clear_cached_now();  // it waited
         if (!reached) {
             counts_.local().delays_cut.fetch_add(1, std::memory_order_relaxed);
             ctx.emit(events::rejected{reason::cancelled, std::nullopt});
             return layer_in::refuse(reason::cancelled);
         }
-        if (d.cut_to_deadline || !timeouts::enough_for_attempt(ctx.recent_remaining())) {
+        if (d.cut_to_deadline || !timeouts::enough_for_attempt(ctx.cached_remaining())) {
             if (d.cut_to_deadline) counts_.local().delays_cut.fetch_add(1, std::memory_order_relaxed);
             ctx.emit(events::deadline_exceeded{ctx.attempt()});
             ctx.emit(events::rejected{reason::deadline_exceeded, std::nullopt});
