@@ -357,6 +357,8 @@ TEST_CASE("a metrics object given as the balancer's hooks counts ejections and r
     CHECK(s.endpoint_returns == lb.metrics().returns);
     CHECK(s.calls == 0);  // nothing else is counted
     const auto text = resil::prometheus_text({m});
-    CHECK(text.find("resil_endpoint_ejections_total{dependency=\"replicas\"} 2\n") != std::string::npos);
-    CHECK(text.find("resil_endpoint_returns_total{dependency=\"replicas\"} 1\n") != std::string::npos);
+    // Per endpoint: the one ejected twice and returned once.
+    CHECK(text.find("resil_endpoint_ejections_total{dependency=\"replicas\",endpoint=\"c:80\"} 2\n") != std::string::npos);
+    CHECK(text.find("resil_endpoint_returns_total{dependency=\"replicas\",endpoint=\"c:80\"} 1\n") != std::string::npos);
+    CHECK(text.find("resil_endpoint_ejected{dependency=\"replicas\",endpoint=\"c:80\"} 1\n") != std::string::npos);
 }

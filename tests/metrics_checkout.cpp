@@ -177,7 +177,7 @@ TEST_CASE("metrics: a real balancer's endpoint breakers name their endpoint to t
     for (int i = 0; i < 2; ++i) {
         auto lease = lb.pick(resil::time_point{});
         if (lease.address() == "b:80") lease.breaker()->isolate();
-        lease.finish(resil::time_point{}, resil::endpoint_result::success);
+        lease.record_and_end(resil::time_point{}, resil::endpoint_result::success);
     }
     CHECK(told == std::vector<std::string>{"b:80"});
     const auto text = resil::prometheus_text({m});

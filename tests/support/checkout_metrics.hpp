@@ -61,7 +61,7 @@ struct checkout_metrics {
         for (int i = 0; i < 9; ++i) {
             auto lease = replicas->pick(t0 + i * 10ms);
             const bool bad = lease.address() == "http://inventory-2:8080";
-            lease.finish(t0 + i * 10ms + 5ms, bad ? resil::endpoint_result::failure : resil::endpoint_result::success);
+            lease.record_and_end(t0 + i * 10ms + 5ms, bad ? resil::endpoint_result::failure : resil::endpoint_result::success);
         }
         call(inventory, 1, resil::verdict::success, 12ms, resil::reason::none);
         call(inventory, 2, resil::verdict::retryable, 30ms, resil::reason::retries_exhausted);
@@ -81,7 +81,7 @@ struct checkout_metrics {
         for (int i = 0; i < 4; ++i) {
             auto lease = providers->pick(t0);
             if (lease.address() == "https://payments-primary.example" && i == 3) lease.breaker()->isolate();
-            lease.finish(t0, resil::endpoint_result::success);
+            lease.record_and_end(t0, resil::endpoint_result::success);
         }
         payments(events::limit_changed{20, 18, resil::load_signal::overload, 1});  // an adaptive limit
         payments(events::hedge_started{1, 80ms});
