@@ -36,6 +36,8 @@
 
 #include <cstdint>
 #include <exception>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -50,6 +52,7 @@
 #include "../asio/pipeline.hpp"
 #include "../curl_asio/async_client.hpp"
 #include "dependency.hpp"
+#include "detail/async_shared_quota.hpp"
 #include "detail/dependency_state.hpp"
 #include "detail/response_access.hpp"
 
@@ -59,9 +62,9 @@ namespace detail {
 
 /// The asynchronous pipeline of a dependency's calls: the blocking one's
 /// layers (make_layers), its metrics the listener.
-inline auto make_async_pipeline(const dependency_state& s) {
-    return make_layers(s.deadline, s.retry, s.breaker, s.limit, s.adaptive, s.pacing, s.quota, shared_quota_layer{},
-                       s.timeouts, [&](auto... layers) {
+inline auto make_async_pipeline(const dependency_state& s, const async_shared_quota* shared) {
+    return make_layers(s.deadline, s.retry, s.breaker, s.limit, s.adaptive, s.pacing, s.quota,
+                       async_shared_quota_layer{shared}, s.faults, s.timeouts, [&](auto... layers) {
                            return resil::asio::pipeline(std::move(layers)...).with_listener(
                                std::ref(const_cast<resil::metrics&>(s.metrics)));
                        });
@@ -73,11 +76,14 @@ class async_dependency {
 public:
     using executor_type = ::asio::any_io_executor;
 
-    /// A face of `d` on `ex`. Throws std::invalid_argument when `d` has a
-    /// shared (Redis) quota, which this face does not take yet.
+    /// A face of `d` on `ex`. With a shared (Redis) quota, the face asks it
+    /// through a resil::redis::async_rate_limiter of its own on `ex`, which
+    /// needs <resil/http/async_redis_quota.hpp> in the program: without it,
+    /// throws std::invalid_argument.
     async_dependency(const dependency& d, executor_type ex, curl::async_options limits = {})
-        : state_(&checked(d)), http_(std::move(ex), state_->curl_options, limits),
-          pipeline_(detail::make_async_pipeline(*state_)) {}
+        : state_(&d.state()), http_(std::move(ex), state_->curl_options, limits),
+          quota_(async_quota(*state_, http_.get_executor())),
+          pipeline_(detail::make_async_pipeline(*state_, quota_.get())) {}
     async_dependency(const dependency& d, ::asio::io_context& io, curl::async_options limits = {})
         : async_dependency(d, io.get_executor(), limits) {}
 
@@ -100,14 +106,16 @@ public:
     }
 
 private:
-    static const detail::dependency_state& checked(const dependency& d) {
-        const auto& s = d.state();
-        if (s.shared) {
+    static std::unique_ptr<detail::async_shared_quota> async_quota(const detail::dependency_state& s,
+                                                                   const executor_type& ex) {
+        if (!s.shared) return nullptr;
+        if (detail::async_shared_quota_maker() == nullptr) {
             throw std::invalid_argument(
-                "resil::http::async_dependency: `shared_quota` is taken by the blocking face only, got a "
-                "dependency with one");
+                "resil::http::async_dependency: `shared_quota` on the Asio face needs the asynchronous Redis "
+                "quota: include <resil/http/async_redis_quota.hpp> in the program and link resil::redis, got a "
+                "program without it");
         }
-        return s;
+        return detail::async_shared_quota_maker()(*s.shared, ex);
     }
 
     ::asio::awaitable<response> run(request req) {
@@ -130,10 +138,15 @@ private:
                     co_return reply;
                 });
         };
-        auto out = co_await pipeline_([&](resil::context& ctx) -> ::asio::awaitable<outcome<curl::response>> {
+        auto attempt = [&](resil::context& ctx) -> ::asio::awaitable<outcome<curl::response>> {
             if (s.hedge) co_return co_await resil::asio::hedged(*s.hedge, ctx, one_copy);
             co_return co_await one_copy(ctx);
-        });
+        };
+        // The request's fault tag, when it has one, in a context of the call's own.
+        resil::context tagged;
+        tagged.set_fault_tag(req.fault_tag);
+        auto call = req.fault_tag.empty() ? pipeline_(attempt) : pipeline_.execute(tagged, attempt);
+        auto out = co_await std::move(call);
         auto result = detail::response_access::make(out, attempts, std::move(answered));
         if (out.has_value() && out->has_value()) http_.recycle(std::move(**out));
         co_return result;
@@ -141,7 +154,8 @@ private:
 
     const detail::dependency_state* state_;
     curl::async_client http_;
-    decltype(detail::make_async_pipeline(std::declval<const detail::dependency_state&>())) pipeline_;
+    std::unique_ptr<detail::async_shared_quota> quota_;  // before the pipeline, which points at it
+    decltype(detail::make_async_pipeline(std::declval<const detail::dependency_state&>(), nullptr)) pipeline_;
 };
 
 }  // namespace resil::http

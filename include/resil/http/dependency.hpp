@@ -73,7 +73,12 @@ struct request {
     /// Sent as the content; a method that may carry content sends it even when
     /// empty (Content-Length: 0).
     std::string body{};
+    /// Header fields sent with it (name, value), after the transport's own.
     std::vector<std::pair<std::string, std::string>> headers{};
+    /// The call's fault tag (resil::context::fault_tag): a tagged
+    /// dependency_options::faults injects only into calls carrying its tag
+    /// (a staging request's header copied here). Empty by default.
+    std::string fault_tag{};
 };
 
 class dependency {
