@@ -44,6 +44,7 @@ enum class fault_kind : std::uint8_t {
     abort,  ///< a failed attempt in place of the call
 };
 
+/// The kind's name: "delay" or "abort".
 [[nodiscard]] constexpr std::string_view to_string(fault_kind k) noexcept {
     switch (k) {
         case fault_kind::delay: return "delay";
@@ -210,6 +211,7 @@ struct hedge_cancelled {
 /// A fault-injection policy injected a fault into a call, on purpose
 /// (resil/fault_injection.hpp): emitted when it decides, before the delay.
 struct fault_injected {
+    /// What was injected: a delay or an abort.
     resil::fault_kind kind = fault_kind::delay;
     /// For a delay: how long the call is held (already cut to the deadline).
     duration delay{};

@@ -75,6 +75,7 @@ struct fault_injection_options {
         /// and stop token. Default 0.
         duration latency{};
 
+        /// Field-by-field equality.
         friend bool operator==(const delay_fault&, const delay_fault&) = default;
     };
 
@@ -95,6 +96,7 @@ struct fault_injection_options {
         /// none by default.
         std::optional<duration> retry_after{};
 
+        /// Field-by-field equality.
         friend bool operator==(const abort_fault&, const abort_fault&) = default;
     };
 
@@ -115,6 +117,7 @@ struct fault_injection_options {
     ///   "`abort.verdict` must be retryable, permanent or ambiguous, got success"
     [[nodiscard]] RESIL_DECL validation_result validate() const;
 
+    /// Field-by-field equality.
     friend bool operator==(const fault_injection_options&, const fault_injection_options&) = default;
 };
 
@@ -146,6 +149,7 @@ struct fault_injection_metrics {
     std::uint64_t delays_cut = 0;    ///< of which the deadline or the stop token ended early
     std::uint64_t aborts = 0;        ///< calls failed on purpose (kind abort)
 
+    /// Field-by-field equality.
     friend bool operator==(const fault_injection_metrics&, const fault_injection_metrics&) = default;
 };
 
@@ -194,6 +198,7 @@ public:
         bool abort = false;            ///< the call fails once any delay is over
         bool cut_to_deadline = false;  ///< the delay ends at the deadline, before its latency
     };
+    /// Its call state for any context and outcome: a decision.
     template <class Context, class Outcome>
     using call_state = decision;
 

@@ -47,12 +47,14 @@ public:
 
     /// The policy run, or null.
     [[nodiscard]] constexpr const P* get() const noexcept { return p_; }
+    /// Whether a policy is there.
     [[nodiscard]] constexpr explicit operator bool() const noexcept { return p_ != nullptr; }
 
     /// P's own state, whether P is there or not (see the banner).
     template <class Context, class Outcome>
     using call_state = typename P::template call_state<Context, Outcome>;
 
+    /// P's enter(), or proceed without P.
     template <class Context, class State>
     layer_in enter(Context& ctx, State& s) const {
         if (p_ == nullptr) return layer_in::proceed();
@@ -60,24 +62,28 @@ public:
     }
 
     // Asked only after a wait that enter() or leave() requested: P is there.
+    /// P's waited().
     template <class Context, class State>
         requires detail::waits_on_entry<P, Context, State>
     layer_in waited(Context& ctx, State& s, bool reached) const {
         return p_->waited(ctx, s, reached);
     }
 
+    /// P's leave(), or proceed without P.
     template <class Context, class State, class Outcome>
     layer_out leave(Context& ctx, State& s, Outcome& out) const {
         if (p_ == nullptr) return layer_out::proceed();
         return p_->leave(ctx, s, out);
     }
 
+    /// P's retried().
     template <class Context, class State, class Outcome>
         requires detail::retries_on_leave<P, Context, State, Outcome>
     bool retried(Context& ctx, State& s, Outcome& out, bool waited_all) const {
         return p_->retried(ctx, s, out, waited_all);
     }
 
+    /// P's leave_again().
     template <class Context, class State, class Outcome>
         requires detail::retries_on_leave<P, Context, State, Outcome>
     layer_out leave_again(Context& ctx, State& s, Outcome& out) const {
@@ -86,12 +92,14 @@ public:
 
     // Between enter() and leave(): enter() proceeded, which it does without
     // P too, so the pointer is checked.
+    /// P's unwind(), when P is there.
     template <class Context, class State>
         requires detail::unwinds<P, Context, State>
     void unwind(Context& ctx, State& s) const noexcept {
         if (p_ != nullptr) p_->unwind(ctx, s);
     }
 
+    /// P's async_wait().
     template <class Context, class State>
         requires detail::waits_asynchronously<P, Context, State>
     auto async_wait(Context& ctx, State& s, time_point until) const {
@@ -111,8 +119,10 @@ private:
     const P* p_ = nullptr;
 };
 
+/// optional_policy{opt} over a std::optional<P> runs P.
 template <class P>
 optional_policy(const std::optional<P>&) -> optional_policy<P>;
+/// optional_policy{ptr} over a const P* runs P.
 template <class P>
 optional_policy(const P*) -> optional_policy<P>;
 

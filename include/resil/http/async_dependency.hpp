@@ -72,8 +72,12 @@ inline auto make_async_pipeline(const dependency_state& s, const async_shared_qu
 
 }  // namespace detail
 
+/// The Asio face of a dependency (see the banner): its calls on one
+/// executor, over the dependency's shared state. Use it on its executor's
+/// thread; the dependency must outlive it.
 class async_dependency {
 public:
+    /// The executor its calls run on.
     using executor_type = ::asio::any_io_executor;
 
     /// A face of `d` on `ex`. With a shared (Redis) quota, the face asks it
@@ -84,9 +88,11 @@ public:
         : state_(&d.state()), http_(std::move(ex), state_->curl_options, limits),
           quota_(async_quota(*state_, http_.get_executor())),
           pipeline_(detail::make_async_pipeline(*state_, quota_.get())) {}
+    /// A face of `d` on `io`'s executor.
     async_dependency(const dependency& d, ::asio::io_context& io, curl::async_options limits = {})
         : async_dependency(d, io.get_executor(), limits) {}
 
+    /// The executor its calls run on.
     [[nodiscard]] executor_type get_executor() const { return http_.get_executor(); }
 
     /// Any request, on this face's executor. Completion: void(std::exception_ptr, response).
@@ -94,11 +100,13 @@ public:
     auto async_perform(request req, CompletionToken&& token) {
         return ::asio::co_spawn(http_.get_executor(), run(std::move(req)), std::forward<CompletionToken>(token));
     }
+    /// A GET of `path`. Completion: void(std::exception_ptr, response).
     template <class CompletionToken>
     auto async_get(std::string path, CompletionToken&& token) {
         return async_perform(request{.method = "GET", .path = std::move(path)},
                              std::forward<CompletionToken>(token));
     }
+    /// A POST of `body` to `path` (keyed). Completion: void(std::exception_ptr, response).
     template <class CompletionToken>
     auto async_post(std::string path, std::string body, CompletionToken&& token) {
         return async_perform(request{.method = "POST", .path = std::move(path), .body = std::move(body)},
