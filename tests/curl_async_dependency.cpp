@@ -202,3 +202,22 @@ TEST_CASE("async dependency: use_future and use_awaitable complete with the resp
     CHECK(f.get().body() == "ok");
     CHECK(seen == "ok");
 }
+
+TEST_CASE("async dependency: faults injected into the tagged calls only, as on the blocking face") {
+    fault_server s;
+    s.on("/", {action::respond(200, "ok")});
+    dependency_options o;
+    o.name = "pricing";
+    o.endpoints = {{.address = s.url("")}};
+    o.retry.max_attempts = 1;
+    o.faults = resil::fault_injection_options{
+        .enabled = true, .tag = "chaos", .abort = {.probability = 1.0, .verdict = resil::verdict::permanent}};
+    dependency d{o};
+    ::asio::io_context io{1};
+    auto face = d.on(io);
+    auto replies = run_calls(io, face, {{.path = "/", .fault_tag = "chaos"}, {.path = "/"}});
+    CHECK(replies[0].reason() == resil::reason::injected_fault);
+    CHECK(replies[0].attempts() == 0);
+    CHECK(replies[1]);
+    CHECK(s.requests("/").size() == 1);
+}

@@ -301,6 +301,11 @@ TEST_CASE("dependency_options::validate names the field from the root") {
     }
     {
         auto bad = o;
+        bad.faults = resil::fault_injection_options{.enabled = true, .abort = {.probability = 1.5}};
+        CHECK(message_of(bad) == "`faults.abort.probability` must be in [0, 1], got 1.5");
+    }
+    {
+        auto bad = o;
         bad.retry.max_attempts = 0;
         CHECK(thrown_by([&] { dependency d{bad}; }) ==
               "resil::http::dependency: `retry.max_attempts` must be in [1, 100], got 0");
@@ -315,4 +320,51 @@ TEST_CASE("dependency: a shared quota without resil/http/redis_quota.hpp is an e
     CHECK_THAT(thrown_by([&] { dependency d{o}; }),
                Catch::Matchers::StartsWith("resil::http::dependency: `shared_quota` needs the Redis quota: include "
                                            "<resil/http/redis_quota.hpp>"));
+}
+
+TEST_CASE("dependency: faults injected at 100 % run the breaker path (and the caller's plan B) without reaching the server") {
+    fault_server s;
+    s.on("/", {action::respond(200, "ok")});
+    auto o = one_endpoint(s);
+    o.retry.max_attempts = 2;
+    o.retry_budget.reset();
+    o.circuit_breaker = resil::circuit_breaker_options{.mode = resil::breaker_mode::consecutive_failures,
+                                                       .consecutive_failures = 2, .open_for = 60s};
+    o.faults = resil::fault_injection_options{.enabled = true, .abort = {.probability = 1.0}};
+    dependency d{o};
+    // Both attempts fail on purpose, judged retryable as a real 503 would
+    // be: retried, then the breaker has seen two failures in a row.
+    const auto first = d.get("/");
+    CHECK(first.reason() == resil::reason::retries_exhausted);
+    CHECK(first.attempts() == 0);  // nothing was sent
+    const auto second = d.get("/");  // the caller's plan B from here on
+    CHECK(second.reason() == resil::reason::circuit_open);
+    CHECK(s.requests("/").empty());
+    const auto m = d.metrics().snapshot();
+    CHECK(m.retries == 1);
+    CHECK(m.breaker_opened == 1);
+    CHECK(m.failures[resil::reason::retries_exhausted] == 1);
+    CHECK(m.rejections[resil::reason::circuit_open] == 1);
+}
+
+TEST_CASE("dependency: tagged faults hit only the calls carrying the tag") {
+    fault_server s;
+    s.on("/", {action::respond(200, "ok")});
+    auto o = one_endpoint(s);
+    o.retry.max_attempts = 1;
+    o.faults = resil::fault_injection_options{
+        .enabled = true, .tag = "chaos", .abort = {.probability = 1.0, .verdict = resil::verdict::permanent}};
+    dependency d{o};
+    CHECK(d.get("/"));
+    const auto tagged = d.perform({.path = "/", .fault_tag = "chaos"});
+    CHECK(tagged.reason() == resil::reason::injected_fault);
+    CHECK(tagged.attempts() == 0);
+    CHECK(d.perform({.path = "/", .fault_tag = "other"}));
+    CHECK(s.requests("/").size() == 2);
+    SECTION("disabled faults inject nothing, tagged or not") {
+        auto off = one_endpoint(s, "off");
+        off.faults = resil::fault_injection_options{.tag = "chaos", .abort = {.probability = 1.0}};
+        dependency quiet{off};
+        CHECK(quiet.perform({.path = "/", .fault_tag = "chaos"}));
+    }
 }

@@ -18,6 +18,7 @@
 
 #include "catch.hpp"
 #include "support/fault_server.hpp"
+#include "support/tls_files.hpp"
 
 using namespace std::chrono_literals;
 using resil_test::action;
@@ -313,6 +314,11 @@ TEST_CASE("http::client: its defaults are the policies' defaults") {
     CHECK(o.timeouts.total == timeouts.total);
     CHECK(o.idempotency_key_header == resil::curl::client_options{}.idempotency_key_header);
     CHECK(static_cast<int>(o.idempotency_key) == static_cast<int>(resil::curl::client_options{}.idempotency_key));
+    const resil::curl::client_options transport;
+    CHECK(o.transport.http_version == transport.http_version);
+    CHECK(o.transport.redirects.max == transport.redirects.max);
+    CHECK(o.transport.tls.ca_file == transport.tls.ca_file);
+    CHECK(o.transport.proxy.url == transport.proxy.url);
 }
 
 TEST_CASE("http::client: bad requests are refused before any I/O; a moved-from client says so") {
@@ -350,4 +356,33 @@ TEST_CASE("http::client: one client shared by threads; each call borrows a libcu
     for (auto& t : threads) t.join();
     CHECK(ok.load() == 40);
     CHECK(server.requests("/item").size() == 40);
+}
+
+TEST_CASE("http::client: a server of a private CA is reached with transport.tls; without the CA it is refused") {
+    resil_test::tls_files pki;
+    resil_test::tls_nginx nginx{pki, R"(location / { add_header X-Served tls; return 200 "private\n"; })"};
+    resil::http::client_options o;
+    o.retry.max_attempts = 1;
+    o.transport.tls.ca_file = pki.path("ca.pem");
+    o.transport.http_version = resil::curl::http_version::http1_1;
+    resil::http::client trusting{o};
+    const auto r = trusting.get(nginx.https_url("/"));
+    REQUIRE(r);
+    CHECK(r.body() == "private\n");
+    CHECK(r.header("x-served") == "tls");  // the same resil::http::response as a dependency's: header fields too
+    CHECK(trusting.options().transport.tls.ca_file == pki.path("ca.pem"));
+
+    resil::http::client_options plain;
+    plain.retry.max_attempts = 1;
+    resil::http::client system_trust{plain};
+    const auto refused = system_trust.get(nginx.https_url("/"));
+    CHECK_FALSE(refused);
+    CHECK(refused.status() == 0);
+    CHECK(refused.transport() != "completed");  // the handshake failed: no response at all
+
+    auto missing = o;
+    missing.transport.tls.ca_file = pki.path("no-such-ca.pem");
+    CHECK(missing.validate().starts_with("`transport.tls.ca_file` must be a readable file, got"));
+    CHECK_THROWS_WITH(resil::http::client{missing},
+                      Catch::Matchers::StartsWith("resil::http::client: `transport.tls.ca_file` must be a readable file"));
 }

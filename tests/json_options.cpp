@@ -343,6 +343,7 @@ resil::http::dependency_options every_dependency_option(const tls_files& files) 
         .quota = resil::token_bucket_options{.rate = 100, .burst = 50},
         .shared_quota = resil::redis::rate_limiter_options{.rate = 50, .burst = 100, .key = "payments"},
         .hedge = resil::hedge_options{.delay = 50ms},
+        .faults = resil::fault_injection_options{.enabled = true, .abort = {.probability = 0.01}},
     };
     return d;
 }
@@ -485,7 +486,8 @@ TEST_CASE("json options: every options type round-trips, every field away from i
     round_trip(payments, {"concurrency_limit"});
     round_trip(resil::http::dependency_options{.name = "one", .endpoints = {{.address = "http://one:80"}}},
                {"balancing", "health_check", "transport", "deadline", "timeouts", "retry", "retry_budget",
-                "circuit_breaker", "concurrency_limit", "adaptive_limit", "pacing", "quota", "shared_quota", "hedge"});
+                "circuit_breaker", "concurrency_limit", "adaptive_limit", "pacing", "quota", "shared_quota", "hedge",
+                "faults"});
 #endif
 }
 

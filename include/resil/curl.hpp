@@ -24,6 +24,7 @@
 #include "curl/describe.hpp"
 #include "curl/options.hpp"
 #include "curl/transport.hpp"
+#include "curl/transport_options.hpp"
 #include "curl/fields.hpp"
 #include "curl/request.hpp"
 #include "curl/response.hpp"

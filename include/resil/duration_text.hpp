@@ -28,6 +28,7 @@
 
 #include "detail/decimal_duration.hpp"
 #include "detail/platform.hpp"
+#include "enum_name.hpp"
 
 // g++ 12 at -O3 reports std::string operations on these digit strings as
 // overlapping copies of 2^63 bytes (GCC bug 105329, a -Wrestrict false
@@ -302,7 +303,7 @@ template <class Rep, class Period>
 }
 
 /// The name of a duration_text_error, for messages.
-[[nodiscard]] constexpr std::string_view to_string(duration_text_error e) noexcept {
+[[nodiscard]] constexpr enum_name to_string(duration_text_error e) noexcept {
     switch (e) {
         case duration_text_error::none: return "none";
         case duration_text_error::syntax: return "syntax";

@@ -46,7 +46,7 @@ enum class fault_kind : std::uint8_t {
 };
 
 /// The kind by name: "delay", "abort".
-[[nodiscard]] constexpr std::string_view to_string(fault_kind k) noexcept {
+[[nodiscard]] constexpr enum_name to_string(fault_kind k) noexcept {
     switch (k) {
         case fault_kind::delay: return "delay";
         case fault_kind::abort: return "abort";

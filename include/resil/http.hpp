@@ -1,7 +1,8 @@
 // resil/http.hpp — a ready-made resilient HTTP client: the README's pipeline
 // (deadline → retry with a budget → circuit breaker → per-attempt timeouts)
 // around the libcurl client, configured by plain options, behind a class
-// whose header parses in about the time of <string> and <chrono>.
+// whose header parses in about the time of <string>, <chrono> and
+// <filesystem> (no libcurl header).
 //
 //   resil::http::client catalog{{.deadline = 250ms,
 //                                .timeouts = {.connect = 20ms, .read = 100ms, .total = 150ms},
@@ -13,10 +14,13 @@
 // It is exactly the pipeline a user would write with resil/pipeline.hpp and
 // resil/curl.hpp (the same policies, the same libcurl client, the same
 // classification, Idempotency-Key on every attempt of a POST), built once
-// from these options. Needs the resil::curl CMake target. For anything the
-// options do not cover (listeners, metrics, a token bucket, fallback, a
-// clock of your own, streaming) build the pipeline yourself: both use the
-// same policies.
+// from these options. Needs the resil::curl CMake target. It is the simple
+// face, one URL at a time; client_options::transport reaches TLS (private
+// CA, mTLS), proxied and HTTP/2 servers. Endpoints behind a balancer,
+// hedging, limits, pacing and quotas are resil::http::dependency's
+// (resil/http/dependency.hpp), which returns the same response. For
+// listeners, fallback, a clock of your own or streaming, build the pipeline
+// yourself: both use the same policies.
 //
 // Why a separate class: a file that builds the pipeline itself instantiates
 // it and parses the policies' and libcurl's headers; a file that uses this
@@ -40,6 +44,7 @@
 #include <string>
 #include <string_view>
 
+#include "curl/transport_options.hpp"
 #include "detail/platform.hpp"
 #include "http/response.hpp"
 #include "reason.hpp"
@@ -111,6 +116,23 @@ enum class key_header_format : std::uint8_t {
     none,      ///< no key: the request is never repeated after an ambiguous failure
 };
 
+/// How the client reaches its servers: the transport parts of
+/// resil::curl::client_options, given to every libcurl client of its pool.
+struct transport_settings {
+    /// Trust (a private CA: `tls.ca_file`), a client certificate (mTLS),
+    /// a pinned key, the minimum TLS version. Default: the system's trust
+    /// store, TLS 1.2 at least.
+    curl::tls_options tls{};
+    /// A proxy. Default: none set, so libcurl reads http_proxy, https_proxy
+    /// and no_proxy from the environment.
+    curl::proxy_options proxy{};
+    /// The HTTP version asked for. Default http2_tls: HTTP/2 where a TLS
+    /// server offers it, else HTTP/1.1.
+    curl::http_version http_version = curl::http_version::http2_tls;
+    /// Which redirects are followed, and how many. Default: none followed.
+    curl::redirect_options redirects{};
+};
+
 /// Everything a client is configured by. The defaults are the policies',
 /// except the deadline (10 s), which resil::deadline_policy requires.
 struct client_options {
@@ -136,6 +158,10 @@ struct client_options {
     /// Idempotency-Key draft). `none`: no key, and such a request reaches the
     /// server at most once (an ambiguous failure ends as unsafe_to_retry).
     key_header_format idempotency_key = key_header_format::quoted;
+    /// TLS, proxy, HTTP version and redirects (resil/curl/transport.hpp).
+    /// Files it names (a CA, a certificate) are checked by validate(): a
+    /// missing one is refused at construction, naming it.
+    transport_settings transport{};
 
     /// The first invalid field, as "`retry.max_attempts` must be in [1, 100],
     /// got 0", or an empty string when every field is valid. The fields are

@@ -37,6 +37,8 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -51,6 +53,7 @@
 #include "../asio/pipeline.hpp"
 #include "../curl_asio/async_client.hpp"
 #include "dependency.hpp"
+#include "detail/async_shared_quota.hpp"
 #include "detail/dependency_state.hpp"
 #include "detail/response_access.hpp"
 
@@ -60,9 +63,9 @@ namespace detail {
 
 /// The asynchronous pipeline of a dependency's calls: the blocking one's
 /// layers (make_layers), its metrics the listener.
-inline auto make_async_pipeline(const dependency_state& s) {
-    return make_layers(s.deadline, s.retry, s.breaker, s.limit, s.adaptive, s.pacing, s.quota, shared_quota_layer{},
-                       s.timeouts, [&](auto... layers) {
+inline auto make_async_pipeline(const dependency_state& s, const async_shared_quota* shared) {
+    return make_layers(s.deadline, s.retry, s.breaker, s.limit, s.adaptive, s.pacing, s.quota,
+                       async_shared_quota_layer{shared}, s.faults, s.timeouts, [&](auto... layers) {
                            return resil::asio::pipeline(std::move(layers)...).with_listener(
                                std::ref(const_cast<resil::metrics&>(s.metrics)));
                        });
@@ -70,18 +73,27 @@ inline auto make_async_pipeline(const dependency_state& s) {
 
 }  // namespace detail
 
+/// The Asio face of a dependency (see the banner): its calls on one
+/// executor, over the dependency's shared state. Use it on its executor's
+/// thread; the dependency must outlive it.
 class async_dependency {
 public:
+    /// The executor its calls run on.
     using executor_type = ::asio::any_io_executor;
 
-    /// A face of `d` on `ex`. Throws std::invalid_argument when `d` has a
-    /// shared (Redis) quota, which this face does not take yet.
+    /// A face of `d` on `ex`. With a shared (Redis) quota, the face asks it
+    /// through a resil::redis::async_rate_limiter of its own on `ex`, which
+    /// needs <resil/http/async_redis_quota.hpp> in the program: without it,
+    /// throws std::invalid_argument.
     async_dependency(const dependency& d, executor_type ex, curl::async_options limits = {})
-        : state_(&checked(d)), http_(std::move(ex), state_->curl_options, limits),
-          pipeline_(detail::make_async_pipeline(*state_)) {}
+        : state_(&d.state()), http_(std::move(ex), state_->curl_options, limits),
+          quota_(async_quota(*state_, http_.get_executor())),
+          pipeline_(detail::make_async_pipeline(*state_, quota_.get())) {}
+    /// A face of `d` on `io`'s executor.
     async_dependency(const dependency& d, ::asio::io_context& io, curl::async_options limits = {})
         : async_dependency(d, io.get_executor(), limits) {}
 
+    /// The executor its calls run on.
     [[nodiscard]] executor_type get_executor() const { return http_.get_executor(); }
 
     /// Any request, on this face's executor. Completion: void(std::exception_ptr, response).
@@ -89,11 +101,13 @@ public:
     auto async_perform(request req, CompletionToken&& token) {
         return ::asio::co_spawn(http_.get_executor(), run(std::move(req)), std::forward<CompletionToken>(token));
     }
+    /// A GET of `path`. Completion: void(std::exception_ptr, response).
     template <class CompletionToken>
     auto async_get(std::string path, CompletionToken&& token) {
         return async_perform(request{.method = "GET", .path = std::move(path)},
                              std::forward<CompletionToken>(token));
     }
+    /// A POST of `body` to `path` (keyed). Completion: void(std::exception_ptr, response).
     template <class CompletionToken>
     auto async_post(std::string path, std::string body, CompletionToken&& token) {
         return async_perform(request{.method = "POST", .path = std::move(path), .body = std::move(body)},
@@ -101,14 +115,16 @@ public:
     }
 
 private:
-    static const detail::dependency_state& checked(const dependency& d) {
-        const auto& s = d.state();
-        if (s.shared) {
+    static std::unique_ptr<detail::async_shared_quota> async_quota(const detail::dependency_state& s,
+                                                                   const executor_type& ex) {
+        if (!s.shared) return nullptr;
+        if (detail::async_shared_quota_maker() == nullptr) {
             throw std::invalid_argument(
-                "resil::http::async_dependency: `shared_quota` is taken by the blocking face only, got a "
-                "dependency with one");
+                "resil::http::async_dependency: `shared_quota` on the Asio face needs the asynchronous Redis "
+                "quota: include <resil/http/async_redis_quota.hpp> in the program and link resil::redis, got a "
+                "program without it");
         }
-        return s;
+        return detail::async_shared_quota_maker()(*s.shared, ex);
     }
 
     ::asio::awaitable<response> run(request req) {
@@ -131,12 +147,17 @@ private:
                     co_return reply;
                 });
         };
-        auto out = co_await pipeline_([&](resil::context& ctx) -> ::asio::awaitable<outcome<curl::response>> {
+        auto attempt = [&](resil::context& ctx) -> ::asio::awaitable<outcome<curl::response>> {
             if (s.hedge)
                 co_return co_await resil::asio::hedged(*s.hedge, ctx, one_copy, resil::detail::default_classifier{},
                                                         std::ref(s.metrics));
             co_return co_await one_copy(ctx);
-        });
+        };
+        // The request's fault tag, when it has one, in a context of the call's own.
+        resil::context tagged;
+        tagged.set_fault_tag(req.fault_tag);
+        auto call = req.fault_tag.empty() ? pipeline_(attempt) : pipeline_.execute(tagged, attempt);
+        auto out = co_await std::move(call);
         auto result = detail::response_access::make(out, attempts, std::move(answered));
         if (out.has_value() && out->has_value()) http_.recycle(std::move(**out));
         co_return result;
@@ -144,7 +165,8 @@ private:
 
     const detail::dependency_state* state_;
     curl::async_client http_;
-    decltype(detail::make_async_pipeline(std::declval<const detail::dependency_state&>())) pipeline_;
+    std::unique_ptr<detail::async_shared_quota> quota_;  // before the pipeline, which points at it
+    decltype(detail::make_async_pipeline(std::declval<const detail::dependency_state&>(), nullptr)) pipeline_;
 };
 
 }  // namespace resil::http

@@ -73,9 +73,17 @@ struct request {
     /// Sent as the content; a method that may carry content sends it even when
     /// empty (Content-Length: 0).
     std::string body{};
+    /// Header fields sent with it (name, value), after the transport's own.
     std::vector<std::pair<std::string, std::string>> headers{};
+    /// The call's fault tag (resil::context::fault_tag): a tagged
+    /// dependency_options::faults injects only into calls carrying its tag
+    /// (a staging request's header copied here). Empty by default.
+    std::string fault_tag{};
 };
 
+/// One dependency of a service, declared once and shared by every thread
+/// (see the banner): its endpoints, transport, policies and metrics, with a
+/// blocking face here and an Asio face (on()).
 class dependency {
 public:
     /// Builds the balancer, health checks, policies and metrics. Throws
@@ -84,7 +92,9 @@ public:
     /// in a program that does not include resil/http/redis_quota.hpp.
     RESIL_DECL explicit dependency(dependency_options options);
 
+    /// Takes over `other`'s state; `other` may only be destroyed or assigned to.
     RESIL_DECL dependency(dependency&& other) noexcept;
+    /// Takes over `other`'s state (no call may be in flight on this one).
     RESIL_DECL dependency& operator=(dependency&& other) noexcept;
     dependency(const dependency&) = delete;
     dependency& operator=(const dependency&) = delete;
@@ -100,7 +110,9 @@ public:
                                 std::initializer_list<header> headers = {}) {
         return post(path, body, std::span<const header>(headers.begin(), headers.size()));
     }
+    /// A GET with headers made at run time; each must live until the call returns.
     [[nodiscard]] RESIL_DECL response get(std::string_view path, std::span<const header> headers);
+    /// A POST with headers made at run time; each must live until the call returns.
     [[nodiscard]] RESIL_DECL response post(std::string_view path, std::string_view body,
                                            std::span<const header> headers);
     /// Any request. Throws std::invalid_argument for a bad method or header, before any I/O.

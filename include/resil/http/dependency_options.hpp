@@ -31,6 +31,7 @@
 #include "../circuit_breaker/options.hpp"
 #include "../concurrency_limit.hpp"
 #include "../deadline_policy.hpp"
+#include "../fault_injection.hpp"
 #include "../detail/platform.hpp"
 #include "../hedge.hpp"
 #include "../paced_bucket.hpp"
@@ -116,6 +117,14 @@ struct dependency_options {
     /// repeatable requests only; none by default. The hedges draw on the
     /// retry budget.
     std::optional<hedge_options> hedge{};
+    /// Faults injected on purpose (resil::fault_injection: added latency, a
+    /// failure, for every call or a tagged share), to check in staging that
+    /// the retries, the breaker and the caller's plan B work; none by
+    /// default, and nothing is injected unless `faults->enabled`. Innermost:
+    /// inside the retry, the breaker, the limits and the quotas, outside the
+    /// per-attempt timeouts and the balanced attempt (an injected failure
+    /// never reaches a server, nor an endpoint's breaker or ejection).
+    std::optional<fault_injection_options> faults{};
 
     /// The first invalid field, named from here ("`retry.max_attempts` must
     /// be in [1, 100], got 0", "`endpoints[2].address` must ..."), or nothing.

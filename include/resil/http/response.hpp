@@ -28,8 +28,8 @@ struct response_access;
 
 /// One header line of a request.
 struct header {
-    std::string_view name;
-    std::string_view value;
+    std::string_view name;   ///< the field name (an HTTP token)
+    std::string_view value;  ///< the field value
 };
 
 /// What a call came to: true when it succeeded (a 2xx within the policies);
@@ -39,11 +39,15 @@ class response {
 public:
     response() = default;
 
+    /// True when the call succeeded (reason() is none).
     [[nodiscard]] explicit operator bool() const noexcept { return reason_ == resil::reason::none; }
+    /// Why the call did not succeed; reason::none when it did.
     [[nodiscard]] resil::reason reason() const noexcept { return reason_; }
     /// The last reply's HTTP status; 0 when no reply arrived.
     [[nodiscard]] int status() const noexcept { return status_; }
+    /// The last reply's body; empty when no reply arrived.
     [[nodiscard]] const std::string& body() const& noexcept { return body_; }
+    /// The body, moved out of a response about to go.
     [[nodiscard]] std::string body() && noexcept { return static_cast<std::string&&>(body_); }
     /// The value of the last reply's first header field named `name` (any
     /// letter case), if it had one.

@@ -35,6 +35,7 @@
 #include "balancing.hpp"
 #include "conversions.hpp"
 #include "curl.hpp"
+#include "fault_injection.hpp"
 #include "fields.hpp"
 #include "hedge.hpp"
 #include "read.hpp"
@@ -71,6 +72,7 @@ struct fields<http::dependency_options> {
         key("quota", &T::quota),
         key("shared_quota", &T::shared_quota),
         key("hedge", &T::hedge),
+        key("faults", &T::faults),
     };
 };
 

@@ -79,7 +79,7 @@ inline policy_options to_policy_options(const client_options& o) {
 
 /// The first invalid field of `p`, named as client_options names it.
 inline validation_result validate(const policy_options& p, std::string_view idempotency_key_header,
-                                  key_header_format idempotency_key) {
+                                  key_header_format idempotency_key, const transport_settings& transport) {
     if (auto bad = p.deadline.validate()) return invalid_option{"deadline", bad->requirement};
     if (auto bad = p.timeouts.validate()) return bad->within("timeouts");
     if (auto bad = p.retry.validate()) {
@@ -103,6 +103,9 @@ inline validation_result validate(const policy_options& p, std::string_view idem
     curl::client_options c{};
     c.idempotency_key_header = std::string(idempotency_key_header);
     if (auto bad = c.validate()) return bad;
+    if (auto bad = curl::detail::validate_transport(transport.tls, transport.proxy, transport.http_version,
+                                                    transport.redirects))
+        return bad->within("transport");
     return std::nullopt;
 }
 
@@ -136,10 +139,14 @@ struct client_state {
     std::vector<std::unique_ptr<curl::client>> idle;
 
     client_state(client_options o, policy_options p) : options(std::move(o)), policies(std::move(p)) {
-        if (auto bad = validate(policies, options.idempotency_key_header, options.idempotency_key)) {
+        if (auto bad = validate(policies, options.idempotency_key_header, options.idempotency_key, options.transport)) {
             resil::detail::throw_invalid("resil::http::client", *bad);
         }
         curl_options.idempotency_key_header = options.idempotency_key_header;
+        curl_options.tls = options.transport.tls;
+        curl_options.proxy = options.transport.proxy;
+        curl_options.http_version = options.transport.http_version;
+        curl_options.redirects = options.transport.redirects;
         switch (options.idempotency_key) {
             case key_header_format::quoted: curl_options.idempotency_key = curl::key_header_format::quoted; break;
             case key_header_format::unquoted: curl_options.idempotency_key = curl::key_header_format::unquoted; break;
@@ -182,7 +189,8 @@ struct client_state {
 }  // namespace detail
 
 RESIL_DECL std::string client_options::validate() const {
-    if (auto bad = detail::validate(detail::to_policy_options(*this), idempotency_key_header, idempotency_key)) {
+    if (auto bad = detail::validate(detail::to_policy_options(*this), idempotency_key_header, idempotency_key,
+                                    transport)) {
         return bad->message();
     }
     return {};

@@ -96,6 +96,7 @@ RESIL_DECL dependency_state::dependency_state(dependency_options o)
     if (w.pacing) pacing.emplace(*w.pacing);
     if (w.quota) quota.emplace(*w.quota);
     if (w.shared_quota) shared = shared_quota_maker()(*w.shared_quota);
+    if (w.faults) faults.emplace(*w.faults);
     if (w.hedge) {
         auto h = *w.hedge;
         h.budget = budget ? &*budget : nullptr;  // hedges and retries share one throttle
@@ -176,7 +177,7 @@ RESIL_DECL response dependency::perform(const request& req) {
     resil::tried_endpoints tried;
     std::uint32_t attempts = 0;
     std::string answered;
-    auto out = (*s.blocking)([&](resil::context& ctx) {
+    auto attempt = [&](resil::context& ctx) {
         return resil::call_endpoint(s.lb, ctx, tried, [&](const endpoint& ep) {
             ++attempts;
             answered = ep.address;
@@ -184,7 +185,13 @@ RESIL_DECL response dependency::perform(const request& req) {
             s.observe(r);
             return r;
         });
-    });
+    };
+    auto out = [&] {
+        if (req.fault_tag.empty()) return (*s.blocking)(attempt);
+        resil::context ctx;
+        ctx.set_fault_tag(req.fault_tag);
+        return s.blocking->execute(ctx, attempt);
+    }();
     auto result = detail::response_access::make(out, attempts, std::move(answered));
     if (out.has_value() && out->has_value()) http->recycle(std::move(**out));
     return result;

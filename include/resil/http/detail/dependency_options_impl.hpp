@@ -67,6 +67,8 @@ RESIL_DECL validation_result dependency_options::validate() const {
         if (auto bad = shared_quota->validate()) return bad->within("shared_quota");
     if (hedge)
         if (auto bad = hedge->validate()) return bad->within("hedge");
+    if (faults)
+        if (auto bad = faults->validate()) return bad->within("faults");
     return std::nullopt;
 }
 

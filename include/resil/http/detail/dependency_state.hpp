@@ -23,6 +23,8 @@
 #include "../../curl/client.hpp"
 #include "../../curl/request.hpp"
 #include "../../deadline_policy.hpp"
+#include "../../events.hpp"
+#include "../../fault_injection.hpp"
 #include "../../hedge.hpp"
 #include "../../metrics.hpp"
 #include "../../optional_policy.hpp"
@@ -44,17 +46,36 @@ namespace resil::http::detail {
 class shared_quota {
 public:
     virtual ~shared_quota() = default;
-    /// One permit, or why not. A decision the store could not make is
-    /// counted in `metrics` (events::quota_store_failed).
-    [[nodiscard]] virtual rate_limit_decision admit(time_point deadline, std::stop_token stop,
-                                                    resil::metrics& metrics) const = 0;
+    /// One permit, or why not: granted, rejected (with the wait), or what the
+    /// store's failure policy answered (decided_by::fallback).
+    [[nodiscard]] virtual rate_limit_decision admit(time_point deadline, std::stop_token stop) const = 0;
 };
 
 /// Makes the shared quota of a dependency; set by resil/http/redis_quota.hpp.
 using shared_quota_factory = std::unique_ptr<shared_quota> (*)(const redis::rate_limiter_options&);
+/// The factory registered (null until resil/http/redis_quota.hpp is in the program).
 inline shared_quota_factory& shared_quota_maker() noexcept {
     static shared_quota_factory maker = nullptr;
     return maker;
+}
+
+/// What a call does with a shared quota's decision, in both pipelines: the
+/// Redis limiter's own verdict as a pipeline policy (events::rejected, and
+/// events::quota_store_failed for every decision Redis could not make).
+template <class Context>
+layer_in shared_quota_verdict(Context& ctx, const rate_limit_decision& d) {
+    ctx.clear_cached_now();  // a round trip took time
+    if (d.source == decided_by::fallback)
+        ctx.emit(events::quota_store_failed{d.status != rate_limit_status::unavailable, d.granted()});
+    if (d) return layer_in::proceed();
+    const auto why = d.status == rate_limit_status::unavailable ? reason::quota_unavailable
+                     : d.status == rate_limit_status::no_time   ? reason::deadline_exceeded
+                     : d.status == rate_limit_status::cancelled ? reason::cancelled
+                                                                : reason::rate_limited;
+    std::optional<duration> after;
+    if (why == reason::rate_limited) after = d.wait;
+    ctx.emit(events::rejected{why, after});
+    return layer_in::refuse(why, after);
 }
 
 /// The shared quota as a layer of the blocking pipeline (steps): a permit
@@ -62,7 +83,6 @@ inline shared_quota_factory& shared_quota_maker() noexcept {
 /// closed, reason::deadline_exceeded with no time left to ask).
 struct shared_quota_layer {
     const shared_quota* quota = nullptr;
-    resil::metrics* metrics = nullptr;
 
     template <class Context, class Outcome>
     struct call_state {};
@@ -70,16 +90,7 @@ struct shared_quota_layer {
     template <class Context, class State>
     layer_in enter(Context& ctx, State&) const {
         if (quota == nullptr) return layer_in::proceed();
-        const auto d = quota->admit(ctx.deadline_instant(), ctx.stop_token(), *metrics);
-        if (d) return layer_in::proceed();
-        const auto why = d.status == rate_limit_status::unavailable ? reason::quota_unavailable
-                         : d.status == rate_limit_status::no_time   ? reason::deadline_exceeded
-                         : d.status == rate_limit_status::cancelled ? reason::cancelled
-                                                                    : reason::rate_limited;
-        std::optional<duration> after;
-        if (why == reason::rate_limited) after = duration{d.retry_after};
-        ctx.emit(events::rejected{why, after});
-        return layer_in::refuse(why, after);
+        return shared_quota_verdict(ctx, quota->admit(ctx.deadline_instant(), ctx.stop_token()));
     }
     template <class Context, class State, class Outcome>
     layer_out leave(Context&, State&, Outcome&) const {
@@ -88,15 +99,18 @@ struct shared_quota_layer {
 };
 
 /// The layers of every call, outermost first (docs/dependency.md): the same
-/// list for both pipelines, each policy there or not.
+/// list for both pipelines, each policy there or not. Faults are injected
+/// innermost, just outside the per-attempt timeouts (docs/fault_injection.md,
+/// "Ordering"): every policy above sees an injected failure as a real one.
 template <class Quota, class Make>
 auto make_layers(const deadline_policy& deadline, const retry_policy& retry,
                  const std::optional<circuit_breaker>& breaker, const std::optional<concurrency_limit>& limit,
                  const std::optional<adaptive_limit>& adaptive, const std::optional<paced_bucket>& pacing,
-                 const std::optional<token_bucket>& quota, Quota shared, const timeout_policy& timeouts, Make make) {
+                 const std::optional<token_bucket>& quota, Quota shared, const std::optional<fault_injection>& faults,
+                 const timeout_policy& timeouts, Make make) {
     return make(std::cref(deadline), std::cref(retry), optional_policy{breaker}, optional_policy{limit},
                 optional_policy{adaptive}, optional_policy{pacing}, optional_policy{quota}, std::move(shared),
-                std::cref(timeouts));
+                optional_policy{faults}, std::cref(timeouts));
 }
 
 /// The blocking pipeline of a dependency's calls, its metrics the listener.
@@ -105,8 +119,9 @@ inline auto make_blocking_pipeline(const deadline_policy& deadline, const retry_
                                    const std::optional<concurrency_limit>& limit,
                                    const std::optional<adaptive_limit>& adaptive,
                                    const std::optional<paced_bucket>& pacing, const std::optional<token_bucket>& quota,
-                                   shared_quota_layer shared, const timeout_policy& timeouts, resil::metrics& m) {
-    return make_layers(deadline, retry, breaker, limit, adaptive, pacing, quota, shared, timeouts,
+                                   shared_quota_layer shared, const std::optional<fault_injection>& faults,
+                                   const timeout_policy& timeouts, resil::metrics& m) {
+    return make_layers(deadline, retry, breaker, limit, adaptive, pacing, quota, shared, faults, timeouts,
                        [&](auto... layers) { return resil::pipeline(std::move(layers)...).with_listener(std::ref(m)); });
 }
 
@@ -124,6 +139,7 @@ struct dependency_state {
     std::optional<paced_bucket> pacing;
     std::optional<token_bucket> quota;
     std::unique_ptr<shared_quota> shared;
+    std::optional<fault_injection> faults;
     timeout_policy timeouts;
     std::optional<hedge_policy> hedge;
     resil::balancer lb;
@@ -131,14 +147,15 @@ struct dependency_state {
 
     static auto blocking_pipeline(const dependency_state& s) {
         return make_blocking_pipeline(s.deadline, s.retry, s.breaker, s.limit, s.adaptive, s.pacing, s.quota,
-                                      shared_quota_layer{s.shared.get(), const_cast<resil::metrics*>(&s.metrics)},
-                                      s.timeouts, const_cast<resil::metrics&>(s.metrics));
+                                      shared_quota_layer{s.shared.get()}, s.faults, s.timeouts,
+                                      const_cast<resil::metrics&>(s.metrics));
     }
     using blocking_pipeline_type = decltype(make_blocking_pipeline(
         std::declval<const deadline_policy&>(), std::declval<const retry_policy&>(),
         std::declval<const std::optional<circuit_breaker>&>(), std::declval<const std::optional<concurrency_limit>&>(),
         std::declval<const std::optional<adaptive_limit>&>(), std::declval<const std::optional<paced_bucket>&>(),
-        std::declval<const std::optional<token_bucket>&>(), shared_quota_layer{}, std::declval<const timeout_policy&>(),
+        std::declval<const std::optional<token_bucket>&>(), shared_quota_layer{},
+        std::declval<const std::optional<fault_injection>&>(), std::declval<const timeout_policy&>(),
         std::declval<resil::metrics&>()));
     std::optional<blocking_pipeline_type> blocking;
 
