@@ -16,6 +16,7 @@
 // the backup, which does not know its key; the later ones go to the backup).
 // docs/service.md walks through it.
 #include <resil/http/async_dependency.hpp>
+#include <resil/http/async_redis_quota.hpp>
 #include <resil/http/dependency.hpp>
 #include <resil/http/redis_quota.hpp>
 #include <resil/json/service_config.hpp>
@@ -31,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 
 #include "support/checkout_fakes.hpp"
 
@@ -73,7 +75,7 @@ int main(int argc, char** argv) {
     payments_options.endpoints[1].address = fakes.payments_backup();
     pricing_options.endpoints[0].address = fakes.pricing();
     pricing_options.shared_quota->port = fakes.redis_port().value();
-    const resil::http::dependency inventory{inventory_options}, payments{payments_options}, pricing{pricing_options};
+    resil::http::dependency inventory{inventory_options}, payments{payments_options}, pricing{pricing_options};
 
     // Metrics on a port (prometheus-cpp's exposer), the three dependencies'.
     prometheus::Exposer exposer{"127.0.0.1:0"};
@@ -90,7 +92,7 @@ int main(int argc, char** argv) {
 
     auto checkout = [&](int order, tally& t) {
         const auto item = "/items?id=" + std::to_string(order);
-        auto [stock, price] = asio::co_spawn(io, [&]() -> asio::awaitable<std::pair<resil::http::response, resil::http::response>> {
+        auto [stock, price] = asio::co_spawn(io, [&]() -> asio::awaitable<std::tuple<resil::http::response, resil::http::response>> {
             co_return co_await (inventory_on_io.async_get(item, asio::use_awaitable) &&
                                 pricing_on_io.async_get("/prices?id=" + std::to_string(order), asio::use_awaitable));
         }, asio::use_future).get();
@@ -117,17 +119,21 @@ int main(int argc, char** argv) {
     std::map<std::string, std::string> names{{fakes.payments_primary(), "provider-a"},
                                              {fakes.payments_backup(), "provider-b"}};
     for (std::size_t i = 0; i < 3; ++i) names[fakes.inventory()[i]] = "inventory-" + std::to_string(i + 1);
-    for (const auto* dep : {&inventory, &payments})
-        for (const auto& e : dep->metrics().endpoints())
-            std::printf("%-12s ejected %s, breaker %s\n", names[e.address].c_str(), e.ejected ? "yes" : "no",
-                        e.breaker ? std::string(to_string(*e.breaker)).c_str() : "none");
+    std::map<std::string, std::string> lines;  // by name, for a stable order
+    for (const auto& e : inventory.metrics().endpoints())
+        lines[names[e.address]] = std::string("ejected ") + (e.ejected ? "yes" : "no");
+    for (const auto& e : payments.metrics().endpoints())  // a breaker each, closed until it says otherwise
+        lines[names[e.address]] = std::string("ejected ") + (e.ejected ? "yes" : "no") + ", breaker " +
+                                  to_string(e.breaker.value_or(resil::circuit_state::closed));
+    for (const auto& [name, line] : lines) std::printf("%-12s %s\n", name.c_str(), line.c_str());
     std::printf("charges: provider-a %d, provider-b %d; orders charged twice: %d\n", fakes.charges_by_primary(),
                 fakes.charges_by_backup(), fakes.double_charges());
-    const auto quota = pricing.metrics().quota();
-    std::printf("pricing quota: %llu decisions by Redis\n", static_cast<unsigned long long>(quota ? quota->redis : 0));
+    const auto q = pricing.metrics().quota().value();  // by Redis, or by its fallback when it was slow
+    std::printf("pricing quota: %llu decisions\n",
+                static_cast<unsigned long long>(q.redis + q.lease + q.local_fallback + q.refused));
 
     if (!metrics_file.empty())
         std::ofstream(metrics_file) << resil::prometheus_text({inventory.metrics(), payments.metrics(), pricing.metrics()});
-    work.reset();
+    io.stop();  // the Redis quota's connection keeps a read pending: run() would not return
     io_thread.join();
 }

@@ -115,6 +115,16 @@ TEST_CASE("dependency with a Redis quota: both faces and two dependency objects 
     CHECK(a.metrics().snapshot().rejections[reason::rate_limited] == 1);
     CHECK(b.metrics().snapshot().rejections[reason::rate_limited] == 1);
     CHECK(a.metrics().snapshot().quota_store_failures == 0);
+    // The dependency's metrics watch the limiter: decisions by source and
+    // the connection, exported with the dependency's series.
+    const auto quota = a.metrics().quota();
+    REQUIRE(quota.has_value());
+    CHECK(quota->redis == la->metrics().round_trips);
+    CHECK(quota->redis >= 3);
+    CHECK(quota->connected);
+    const auto text = resil::prometheus_text({a.metrics()});
+    CHECK(text.find("resil_quota_decisions_total{dependency=") != std::string::npos);
+    CHECK(text.find("resil_quota_store_connected{dependency=") != std::string::npos);
 }
 
 TEST_CASE("dependency with a Redis quota: Redis killed, fail open decides on the local bucket, fail closed refuses") {

@@ -47,6 +47,7 @@
 #include "../clock.hpp"
 #include "../deadline.hpp"
 #include "../detail/saturate.hpp"
+#include "../metrics.hpp"
 #include "../rate_limit_decision.hpp"
 #include "../redis/options.hpp"
 #include "../redis/rate_limiter.hpp"
@@ -73,6 +74,8 @@ public:
         }
         return limiter_.try_acquire(resil::deadline::at(deadline));
     }
+
+    void watched_by(resil::metrics& m) const override { m.watch_quota(limiter_); }
 
     [[nodiscard]] const redis::rate_limiter& limiter() const noexcept { return limiter_; }
 

@@ -95,7 +95,10 @@ RESIL_DECL dependency_state::dependency_state(dependency_options o)
     if (w.adaptive_limit) adaptive.emplace(*w.adaptive_limit);
     if (w.pacing) pacing.emplace(*w.pacing);
     if (w.quota) quota.emplace(*w.quota);
-    if (w.shared_quota) shared = shared_quota_maker()(*w.shared_quota);
+    if (w.shared_quota) {
+        shared = shared_quota_maker()(*w.shared_quota);
+        shared->watched_by(metrics);  // decisions by source and the connection, read at export
+    }
     if (w.faults) faults.emplace(*w.faults);
     if (w.hedge) {
         auto h = *w.hedge;

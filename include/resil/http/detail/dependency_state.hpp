@@ -49,6 +49,9 @@ public:
     /// One permit, or why not: granted, rejected (with the wait), or what the
     /// store's failure policy answered (decided_by::fallback).
     [[nodiscard]] virtual rate_limit_decision admit(time_point deadline, std::stop_token stop) const = 0;
+    /// Lets `m` read the store's figures at export time (decisions by
+    /// source, connection state): resil::metrics::watch_quota.
+    virtual void watched_by(resil::metrics& m) const = 0;
 };
 
 /// Makes the shared quota of a dependency; set by resil/http/redis_quota.hpp.
