@@ -125,6 +125,7 @@ public:
     /// Former names, kept for one release: "cached" says what the reading is
     /// (kept, not fresh), and clear_cached_now() what dropping it does.
     [[deprecated("use cached_now()")]] [[nodiscard]] time_point recent_now() const noexcept { return cached_now(); }
+    /// Former name of clear_cached_now().
     [[deprecated("use clear_cached_now()")]] void forget_now() const noexcept { clear_cached_now(); }
 
     /// The deadline of the whole call (all attempts), on the context's clock;
@@ -161,6 +162,7 @@ public:
     [[nodiscard]] duration cached_remaining() const noexcept {
         return deadline_ == time_point::max() ? duration::max() : detail::time_left(deadline_, cached_now());
     }
+    /// Former name of cached_remaining().
     [[deprecated("use cached_remaining()")]] [[nodiscard]] duration recent_remaining() const noexcept {
         return cached_remaining();
     }

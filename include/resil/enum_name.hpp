@@ -27,13 +27,18 @@ public:
     /// The text as a std::string.
     [[nodiscard]] std::string str() const { return std::string(*this); }
 
+    /// Concatenations with std::string, C strings and other names, as
+    /// std::string's own operator+ does (what string_view lacks).
+    ///@{
     friend std::string operator+(const std::string& a, enum_name b) { return a + std::string(b); }
     friend std::string operator+(std::string&& a, enum_name b) { return std::move(a.append(b)); }
     friend std::string operator+(enum_name a, const std::string& b) { return std::string(a) + b; }
     friend std::string operator+(const char* a, enum_name b) { return std::string(a) + std::string(b); }
     friend std::string operator+(enum_name a, const char* b) { return std::string(a) + b; }
     friend std::string operator+(enum_name a, enum_name b) { return std::string(a) + std::string(b); }
+    ///@}
 
+    /// Writes the name to a stream.
     template <class Char, class Traits>
     friend std::basic_ostream<Char, Traits>& operator<<(std::basic_ostream<Char, Traits>& os, enum_name n) {
         return os << static_cast<std::string_view>(n);

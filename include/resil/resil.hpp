@@ -17,6 +17,7 @@
 #include "deadline.hpp"
 #include "deadline_policy.hpp"
 #include "duration_text.hpp"
+#include "enum_name.hpp"
 #include "events.hpp"
 #include "fallback.hpp"
 #include "fault_injection.hpp"
