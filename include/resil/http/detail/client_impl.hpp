@@ -6,7 +6,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -18,6 +17,7 @@
 #include "../../curl/classification.hpp"
 #include "../../curl/client.hpp"
 #include "../../curl/request.hpp"
+#include "client_pool.hpp"
 #include "../../deadline_policy.hpp"
 #include "../../json/pipeline_config.hpp"
 #include "../../pipeline.hpp"
@@ -122,7 +122,6 @@ inline auto make_pipeline(const policy_options& p) {
 struct client_state {
     client_options options;
     policy_options policies;
-    curl::client_options curl_options;
     // Shared by every call of the client; built before the pipelines that
     // point at them, and never moved (the state is on the heap).
     std::optional<retry_budget> budget;
@@ -135,13 +134,13 @@ struct client_state {
     // libcurl clients not in use: a call takes one (or makes one when all are
     // busy) and gives it back. The lock is held for a pop and a push, next
     // to a transfer of at least tens of microseconds.
-    std::mutex pool_mutex;
-    std::vector<std::unique_ptr<curl::client>> idle;
+    client_pool pool;
 
     client_state(client_options o, policy_options p) : options(std::move(o)), policies(std::move(p)) {
         if (auto bad = validate(policies, options.idempotency_key_header, options.idempotency_key, options.transport)) {
             resil::detail::throw_invalid("resil::http::client", *bad);
         }
+        curl::client_options curl_options;
         curl_options.idempotency_key_header = options.idempotency_key_header;
         curl_options.tls = options.transport.tls;
         curl_options.proxy = options.transport.proxy;
@@ -162,27 +161,7 @@ struct client_state {
         } else {
             without_breaker.emplace(make_pipeline(policies));
         }
-        idle.push_back(std::make_unique<curl::client>(curl_options));  // libcurl's errors surface here
-    }
-
-    std::unique_ptr<curl::client> borrow() {
-        {
-            std::lock_guard lock(pool_mutex);
-            if (!idle.empty()) {
-                auto c = std::move(idle.back());
-                idle.pop_back();
-                return c;
-            }
-        }
-        return std::make_unique<curl::client>(curl_options);
-    }
-
-    void give_back(std::unique_ptr<curl::client> c) noexcept {
-        std::lock_guard lock(pool_mutex);
-        try {
-            idle.push_back(std::move(c));
-        } catch (...) {  // no room to keep it: it closes its connections
-        }
+        pool.open(std::move(curl_options));
     }
 };
 
@@ -271,17 +250,12 @@ RESIL_DECL response client::perform(std::string_view method, std::string_view ur
     for (const auto& h : headers) req.add_header(h.name, h.value);
 
     auto& s = *state_;
-    auto http = s.borrow();
+    auto http = s.pool.borrow();
     std::uint32_t attempts = 0;
     auto call = [&](resil::context& ctx) {
         ++attempts;
         return http->perform(req, ctx);
     };
-    struct give_back_on_exit {
-        detail::client_state& s;
-        std::unique_ptr<curl::client>& c;
-        ~give_back_on_exit() { s.give_back(std::move(c)); }
-    } guard{s, http};
     auto out = s.with_breaker ? (*s.with_breaker)(call) : (*s.without_breaker)(call);
     auto result = detail::response_access::make(out, attempts);
     // The reply's header buffers go back to the libcurl client, for its next

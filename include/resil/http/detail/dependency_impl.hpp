@@ -108,7 +108,7 @@ RESIL_DECL dependency_state::dependency_state(dependency_options o)
     metrics.watch_balancer(lb);  // picks per endpoint, read at export
     curl_options = options.transport;
     blocking.emplace(blocking_pipeline(*this));
-    idle.push_back(std::make_unique<curl::client>(curl_options));  // libcurl's errors surface here
+    pool.open(curl_options);
     if (options.health_check) {
         probe_client = std::make_unique<curl::client>(curl_options);
         const std::string path = options.health_check->path;
@@ -170,12 +170,7 @@ RESIL_DECL response dependency::perform(const request& req) {
         curl::request check{req.method, "http://check.invalid"};
         for (const auto& [n, v] : req.headers) check.add_header(n, v);
     }
-    auto http = s.borrow();
-    struct give_back_on_exit {
-        detail::dependency_state& s;
-        std::unique_ptr<curl::client>& c;
-        ~give_back_on_exit() { s.give_back(std::move(c)); }
-    } guard{s, http};
+    auto http = s.pool.borrow();
 
     resil::tried_endpoints tried;
     std::uint32_t attempts = 0;

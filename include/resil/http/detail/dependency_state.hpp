@@ -7,7 +7,6 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
@@ -27,6 +26,7 @@
 #include "../../fault_injection.hpp"
 #include "../../hedge.hpp"
 #include "../../metrics.hpp"
+#include "client_pool.hpp"
 #include "../../optional_policy.hpp"
 #include "../../paced_bucket.hpp"
 #include "../../pipeline.hpp"
@@ -168,32 +168,12 @@ struct dependency_state {
     std::unique_ptr<health_check_thread> checker_thread;
 
     // libcurl clients not in use (as resil::http::client's pool).
-    std::mutex pool_mutex;
-    std::vector<std::unique_ptr<curl::client>> idle;
+    client_pool pool;  // the blocking face's libcurl clients
 
     explicit dependency_state(dependency_options o);
     ~dependency_state();
     dependency_state(const dependency_state&) = delete;
     dependency_state& operator=(const dependency_state&) = delete;
-
-    std::unique_ptr<curl::client> borrow() {
-        {
-            std::lock_guard lock(pool_mutex);
-            if (!idle.empty()) {
-                auto c = std::move(idle.back());
-                idle.pop_back();
-                return c;
-            }
-        }
-        return std::make_unique<curl::client>(curl_options);
-    }
-    void give_back(std::unique_ptr<curl::client> c) noexcept {
-        std::lock_guard lock(pool_mutex);
-        try {
-            idle.push_back(std::move(c));
-        } catch (...) {  // no room to keep it: it closes its connections
-        }
-    }
 
     /// The libcurl request of one attempt at `ep`.
     static curl::request to_curl(const request& req, const endpoint& ep) {
