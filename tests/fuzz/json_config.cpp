@@ -14,56 +14,16 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <exception>
 #include <string>
 #include <string_view>
 
+#include "config_errors.hpp"
 #include "fuzz_check.hpp"
 
 namespace rj = resil::json;
 
-namespace {
-
-void check_error(const rj::config_error& e) {
-    FUZZ_CHECK(!e.reason().empty());
-    FUZZ_CHECK(e.source().empty());
-    const std::string expected = e.path().empty() ? e.reason() : e.path() + ": " + e.reason();
-    FUZZ_CHECK(expected == e.what());
-}
-
-[[noreturn]] void unexpected(const char* where, const std::exception* e) {
-    std::fprintf(stderr, "%s threw something other than config_error: %s\n", where, e ? e->what() : "(not a std::exception)");
-    std::abort();
-}
-
-// Runs `f`; config_error is checked and swallowed, anything else aborts.
-template <class F>
-bool only_config_errors(const char* where, F f) {
-    try {
-        f();
-        return true;
-    } catch (const rj::config_error& e) {
-        check_error(e);
-    } catch (const std::exception& e) {
-        unexpected(where, &e);
-    } catch (...) {
-        unexpected(where, nullptr);
-    }
-    return false;
-}
-
-template <class T>
-void check_reader(const nlohmann::json& j) {
-    T value{};
-    if (!only_config_errors("read<T>", [&] { value = rj::read<T>(j, "x"); })) return;
-    const auto written = rj::write(value).dump();
-    T again{};
-    FUZZ_CHECK(only_config_errors("read<T> of written options", [&] { again = rj::read<T>(rj::parse(written), "x"); }));
-    FUZZ_CHECK(rj::write(again).dump() == written);
-}
-
-}  // namespace
+using resil_fuzz::check_reader;
+using resil_fuzz::only_config_errors;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text = resil_fuzz::text_of(data, size);
