@@ -200,7 +200,8 @@ TEST_CASE("service file: loaded from a file, the file named in every error, and 
     CHECK(error_of([&] { (void)rj::load_service_config(duplicate.path); }) ==
           duplicate.path.string() + ": dependencies.a: key given twice in one object (the last would silently win)");
     CHECK(error_of([] { (void)rj::load_service_config("/nonexistent/service.json"); }) ==
-          "/nonexistent/service.json: cannot open the file");
+          "/nonexistent/service.json: cannot open the file: it does not exist");
+    CHECK(error_of([] { (void)rj::load_service_config("/tmp"); }) == "/tmp: cannot open the file: it is a directory");
 }
 
 TEST_CASE("service file: written and read back, the same; secrets read but never written") {

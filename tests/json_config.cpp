@@ -538,7 +538,7 @@ TEST_CASE("json: load_config names the file in its errors") {
     } catch (const rj::config_error& e) {
         CHECK(e.source() == missing.string());
         CHECK(e.path().empty());
-        CHECK(std::string(e.what()) == missing.string() + ": cannot open the file");
+        CHECK(std::string(e.what()) == missing.string() + ": cannot open the file: it does not exist");
     }
 }
 

@@ -120,6 +120,9 @@ TEST_CASE("outcome: to_string's text adds up with std::string and prints to a st
     std::ostringstream os;
     os << resil::to_string(r) << '/' << resil::to_string(verdict::ambiguous);
     CHECK(os.str() == "circuit_open/ambiguous");
+    std::ostringstream printed;
+    printed << r << ' ' << reason::none;  // the reason itself, as a log line prints it
+    CHECK(printed.str() == "circuit_open none");
     // Still a string_view: kept without a copy, compared, used in constant expressions.
     const std::string_view kept = resil::to_string(r);
     CHECK(kept == "circuit_open");

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <string_view>
 
 #include "enum_name.hpp"
@@ -67,6 +68,13 @@ static_assert(static_cast<std::size_t>(reason::injected_fault) + 1 == reason_cou
         case reason::injected_fault: return "injected_fault";
     }
     return "unknown";
+}
+
+/// Writes the reason's name to a stream: `std::cerr << out.reason()` prints
+/// "circuit_open" (the stream's header is the caller's).
+template <class Char, class Traits>
+std::basic_ostream<Char, Traits>& operator<<(std::basic_ostream<Char, Traits>& os, reason r) {
+    return os << to_string(r);
 }
 
 }  // namespace resil

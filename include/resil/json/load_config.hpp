@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <system_error>
 #include <string_view>
 
 #include "../detail/platform.hpp"
@@ -54,7 +55,15 @@ template <class Json = nlohmann::json>
 template <class Json = nlohmann::json>
 [[nodiscard]] pipeline_config load_config(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw config_error({}, "cannot open the file", file.string());
+    // The cause, for the message: a directory opens as an empty stream.
+    std::error_code ignored;
+    const auto status = std::filesystem::status(file, ignored);
+    if (std::filesystem::is_directory(status)) throw config_error({}, "cannot open the file: it is a directory", file.string());
+    if (!in) {
+        throw config_error({}, std::filesystem::exists(status) ? "cannot open the file: not readable"
+                                                               : "cannot open the file: it does not exist",
+                           file.string());
+    }
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) throw config_error({}, "cannot read the file", file.string());

@@ -29,6 +29,7 @@
 
 #include <array>
 #include <filesystem>
+#include <system_error>
 #include <fstream>
 #include <functional>
 #include <ios>
@@ -119,7 +120,15 @@ http::dependency_options read_dependency_section(
 /// A file's text; config_error naming the file when it cannot be read.
 inline std::string file_text(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw config_error({}, "cannot open the file", file.string());
+    // The cause, for the message: a directory opens as an empty stream.
+    std::error_code ignored;
+    const auto status = std::filesystem::status(file, ignored);
+    if (std::filesystem::is_directory(status)) throw config_error({}, "cannot open the file: it is a directory", file.string());
+    if (!in) {
+        throw config_error({}, std::filesystem::exists(status) ? "cannot open the file: not readable"
+                                                               : "cannot open the file: it does not exist",
+                           file.string());
+    }
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) throw config_error({}, "cannot read the file", file.string());
