@@ -290,7 +290,7 @@ public:
     /// stays in registers on the common path.
     class admission {
     public:
-        admission() noexcept {}  // the other fields are set by enter(), as it needs them
+        admission() noexcept {}
         admission(const admission&) = delete;
         admission& operator=(const admission&) = delete;
         ~admission() {
@@ -317,17 +317,18 @@ public:
             return started_;
         }
 
-        std::uint64_t word_;  // fast path: the closed state admitted in; else the permit's generation
-        time_point started_;  // the attempt's reading, when the breaker uses it (has_started_)
-        // The permit taken unless admitted on the fast path (initialised:
-        // g++ -O3 cannot see that only hold() makes them read).
+        // Every field initialised: g++ -O3 cannot always see that enter()
+        // sets what leave() reads (a few stores of constants per call).
+        std::uint64_t word_ = 0;  // fast path: the closed state admitted in; else the permit's generation
+        time_point started_{};    // the attempt's reading, when the breaker uses it (has_started_)
+        // The permit taken unless admitted on the fast path.
         const basic_circuit_breaker* owner_ = nullptr;
         time_point permit_started_{};
         typename permit::kind kind_ = permit::kind::rejected;
         bool held_ = false;
         bool fast_ = false;
-        bool shared_;
-        bool has_started_;
+        bool shared_ = false;
+        bool has_started_ = false;
     };
 
     /// What the policy keeps during a call (policy_steps.hpp): its admission.
