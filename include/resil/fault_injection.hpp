@@ -160,6 +160,8 @@ public:
     /// Reads the call's context: its clock, deadline, stop token, jitter
     /// engine and fault tag (resil/clock.hpp, time_source).
     static constexpr resil::time_source time_source = resil::time_source::call_context;
+    /// Its enter() may answer layer_in::fail(): an injected failed attempt.
+    static constexpr bool answers_failed_attempts = true;
 
     /// Throws std::invalid_argument when options.validate() names a field:
     /// "resil::fault_injection: `delay.probability` must be in [0, 1], got 1.5".

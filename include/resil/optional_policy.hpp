@@ -54,6 +54,9 @@ public:
     template <class Context, class Outcome>
     using call_state = typename P::template call_state<Context, Outcome>;
 
+    /// As P: whether its steps may answer a failed attempt (policy_steps.hpp).
+    static constexpr bool answers_failed_attempts = detail::answers_failed_attempts<P>;
+
     /// P's enter(), or proceed() without P.
     template <class Context, class State>
     layer_in enter(Context& ctx, State& s) const {
