@@ -7,7 +7,6 @@
 #pragma once
 
 #include <filesystem>
-#include <system_error>
 #include <string_view>
 
 #include "../detail/platform.hpp"
@@ -17,10 +16,8 @@
 #if RESIL_DETAIL_BODIES
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <ios>
-#include <sstream>
 
+#include "detail/file_text.hpp"
 #include "parse.hpp"
 #include "read.hpp"
 #else
@@ -54,21 +51,9 @@ template <class Json = nlohmann::json>
 /// source() and what().
 template <class Json = nlohmann::json>
 [[nodiscard]] pipeline_config load_config(const std::filesystem::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    // The cause, for the message: a directory opens as an empty stream.
-    std::error_code ignored;
-    const auto status = std::filesystem::status(file, ignored);
-    if (std::filesystem::is_directory(status)) throw config_error({}, "cannot open the file: it is a directory", file.string());
-    if (!in) {
-        throw config_error({}, std::filesystem::exists(status) ? "cannot open the file: not readable"
-                                                               : "cannot open the file: it does not exist",
-                           file.string());
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw config_error({}, "cannot read the file", file.string());
+    const std::string text = detail::file_text(file);
     try {
-        return parse_config<Json>(text.str());
+        return parse_config<Json>(text);
     } catch (const config_error& e) {
         throw config_error(e.path(), e.reason(), file.string());
     }

@@ -29,13 +29,9 @@
 
 #include <array>
 #include <filesystem>
-#include <system_error>
-#include <fstream>
 #include <functional>
-#include <ios>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,6 +41,7 @@
 #include "../redis/options.hpp"
 #include "dependency.hpp"
 #include "error.hpp"
+#include "detail/file_text.hpp"
 #include "fields.hpp"
 #include "parse.hpp"
 #include "read.hpp"
@@ -115,24 +112,6 @@ http::dependency_options read_dependency_section(
     if (std::string_view(why).starts_with(generic))
         why = concat({"unknown dependency \"", name, "\"", std::string_view(why).substr(generic.size())});
     throw config_error("dependencies", std::move(why), config.source);
-}
-
-/// A file's text; config_error naming the file when it cannot be read.
-inline std::string file_text(const std::filesystem::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    // The cause, for the message: a directory opens as an empty stream.
-    std::error_code ignored;
-    const auto status = std::filesystem::status(file, ignored);
-    if (std::filesystem::is_directory(status)) throw config_error({}, "cannot open the file: it is a directory", file.string());
-    if (!in) {
-        throw config_error({}, std::filesystem::exists(status) ? "cannot open the file: not readable"
-                                                               : "cannot open the file: it does not exist",
-                           file.string());
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw config_error({}, "cannot read the file", file.string());
-    return std::move(text).str();
 }
 
 }  // namespace detail
