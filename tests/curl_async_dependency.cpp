@@ -12,6 +12,7 @@
 #include <chrono>
 #include <exception>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "catch.hpp"
@@ -220,4 +221,49 @@ TEST_CASE("async dependency: faults injected into the tagged calls only, as on t
     CHECK(replies[0].attempts() == 0);
     CHECK(replies[1]);
     CHECK(s.requests("/").size() == 1);
+}
+
+TEST_CASE("async dependency: a hedged call names the endpoint whose copy answered, not the last one started") {
+    fault_server first, second;
+    // The first copy answers after the hedge delay, the hedge never: the
+    // first copy wins, though the hedge was started after it.
+    first.on("/v1/prices", {action::respond_after(300ms, 200, "first")});
+    second.on("/v1/prices", {action::respond_after(5000ms, 200, "second")});
+    dependency_options o;
+    o.name = "pricing";
+    o.endpoints = {{.address = first.url("")}, {.address = second.url("")}};
+    o.balancing.policy = resil::balancing_policy::round_robin;
+    o.hedge = resil::hedge_options{.max_hedges = 1, .delay = 20ms};
+    o.retry.max_attempts = 1;
+    o.deadline.budget = 10s;
+    dependency d{o};
+    ::asio::io_context io{1};
+    auto face = d.on(io);
+    auto r = run_calls(io, face, {{.path = "/v1/prices"}});
+    REQUIRE(r[0]);
+    REQUIRE(r[0].body() == "first");
+    REQUIRE(second.requests("/v1/prices").size() == 1);  // the hedge was sent
+    CHECK(r[0].endpoint() == first.url(""));
+}
+
+TEST_CASE("async dependency: a face destroyed while its call runs leaves the call whole") {
+    fault_server s;
+    s.on("/slow", {action::respond_after(200ms, 200, "done")});
+    dependency_options o;
+    o.name = "slow";
+    o.endpoints = {{.address = s.url("")}};
+    dependency d{o};
+    ::asio::io_context io{1};
+    std::optional<response> got;
+    {
+        auto face = d.on(io);
+        face.async_get("/slow", [&](std::exception_ptr e, response r) {
+            REQUIRE(!e);
+            got = std::move(r);
+        });
+    }  // the face is gone; its call is not
+    io.run();
+    REQUIRE(got.has_value());
+    CHECK(*got);
+    CHECK(got->body() == "done");
 }

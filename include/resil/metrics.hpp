@@ -394,8 +394,9 @@ public:
     void operator()(const events::hedge_won&) noexcept { hedge_event(hedges_won_); }
     void operator()(const events::hedge_cancelled&) noexcept { hedge_event(hedges_cancelled_); }
     void operator()(const events::hedge_refused&) noexcept { hedge_event(hedges_refused_); }
-    /// A fault injected on purpose: its calls' injected_fault series appear
-    /// (the failed attempts themselves are counted as any attempt is).
+    /// A fault injected on purpose: its calls' injected_fault series appear.
+    /// An injected failure stands in for the attempt, which never starts:
+    /// resil_attempts_total does not count it (outcome::attempts() does).
     void operator()(const events::fault_injected&) noexcept { note(part::fault_injection); }
     void operator()(const events::call_finished& e) noexcept {
         auto& c = local();

@@ -25,9 +25,12 @@
 // asio::co_spawn's: the pointer is set only by an exception (a bad method
 // or header, memory); every failure of the call itself is a response.
 //
-// Lifetime: the face refers to the dependency, which must outlive it. As
-// its async_client, destroy it before its io_context; destroying it
-// completes the transfers in flight as cancelled. Thread-safety: use a face
+// Lifetime: the face refers to the dependency, which must outlive it and
+// its calls. A call in flight holds what the face's calls use (its libcurl
+// client, quota and pipeline) until it completes: a face may be destroyed
+// or moved while calls run, and they finish as they would have. As its
+// async_client, let its calls end before the io_context is destroyed.
+// Thread-safety: use a face
 // on its executor's thread; make one face per executor (they share the
 // dependency's state, which is thread-safe).
 #pragma once
@@ -44,7 +47,10 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/cancellation_state.hpp>
+#include <asio/cancellation_type.hpp>
 #include <asio/co_spawn.hpp>
+#include <asio/this_coro.hpp>
 #include <asio/io_context.hpp>
 #include <asio/use_awaitable.hpp>
 
@@ -86,20 +92,20 @@ public:
     /// needs <resil/http/async_redis_quota.hpp> in the program: without it,
     /// throws std::invalid_argument.
     async_dependency(const dependency& d, executor_type ex, curl::async_options limits = {})
-        : state_(&d.state()), http_(std::move(ex), state_->curl_options, limits),
-          quota_(async_quota(*state_, http_.get_executor())),
-          pipeline_(detail::make_async_pipeline(*state_, quota_.get())) {}
+        : parts_(std::make_shared<parts>(d.state(), std::move(ex), limits)) {}
     /// A face of `d` on `io`'s executor.
     async_dependency(const dependency& d, ::asio::io_context& io, curl::async_options limits = {})
         : async_dependency(d, io.get_executor(), limits) {}
 
     /// The executor its calls run on.
-    [[nodiscard]] executor_type get_executor() const { return http_.get_executor(); }
+    [[nodiscard]] executor_type get_executor() const { return parts_->http.get_executor(); }
 
     /// Any request, on this face's executor. Completion: void(std::exception_ptr, response).
     template <class CompletionToken>
     auto async_perform(request req, CompletionToken&& token) {
-        return ::asio::co_spawn(http_.get_executor(), run(std::move(req)), std::forward<CompletionToken>(token));
+        // The call holds the face's parts: destroying the face does not end them under it.
+        return ::asio::co_spawn(parts_->http.get_executor(), run(parts_, std::move(req)),
+                                std::forward<CompletionToken>(token));
     }
     /// A GET of `path`. Completion: void(std::exception_ptr, response).
     template <class CompletionToken>
@@ -127,12 +133,27 @@ private:
         return detail::async_shared_quota_maker()(*s.shared, ex);
     }
 
-    ::asio::awaitable<response> run(request req) {
+    // What a face's calls use, shared with the calls in flight (each holds it
+    // until it completes), so that a face destroyed or moved meanwhile
+    // leaves them whole.
+    struct parts {
+        parts(const detail::dependency_state& s, executor_type ex, curl::async_options limits)
+            : state(&s), http(std::move(ex), s.curl_options, limits), quota(async_quota(s, http.get_executor())),
+              pipeline(detail::make_async_pipeline(s, quota.get())) {}
+        const detail::dependency_state* state;
+        curl::async_client http;
+        std::unique_ptr<detail::async_shared_quota> quota;  // before the pipeline, which points at it
+        decltype(detail::make_async_pipeline(std::declval<const detail::dependency_state&>(), nullptr)) pipeline;
+    };
+
+    static ::asio::awaitable<response> run(std::shared_ptr<parts> held, request req) {
         {  // checked before any I/O, as the blocking face does
             curl::request check{req.method, "http://check.invalid"};
             for (const auto& [n, v] : req.headers) check.add_header(n, v);
         }
-        auto& s = const_cast<detail::dependency_state&>(*state_);
+        parts& p = *held;
+        auto& http = p.http;
+        auto& s = const_cast<detail::dependency_state&>(*p.state);
         resil::tried_endpoints tried;
         std::uint32_t attempts = 0;
         std::string answered;
@@ -140,9 +161,13 @@ private:
             return resil::asio::call_endpoint(
                 s.lb, c, tried, [&](const endpoint& ep) -> ::asio::awaitable<curl::response> {
                     ++attempts;
-                    answered = ep.address;
                     const auto r = detail::dependency_state::to_curl(req, ep);  // lives until the answer
-                    auto reply = co_await http_.async_perform(r, c, ::asio::use_awaitable);
+                    auto reply = co_await http.async_perform(r, c, ::asio::use_awaitable);
+                    // The endpoint of the copy that answered: a hedge copy cut
+                    // short by the winner does not name it.
+                    const ::asio::cancellation_state state = co_await ::asio::this_coro::cancellation_state;
+                    if (state.cancelled() == ::asio::cancellation_type::none && !c.stop_requested())
+                        answered = ep.address;
                     s.observe(reply);
                     co_return reply;
                 });
@@ -156,17 +181,14 @@ private:
         // The request's fault tag, when it has one, in a context of the call's own.
         resil::context tagged;
         tagged.set_fault_tag(req.fault_tag);
-        auto call = req.fault_tag.empty() ? pipeline_(attempt) : pipeline_.execute(tagged, attempt);
+        auto call = req.fault_tag.empty() ? p.pipeline(attempt) : p.pipeline.execute(tagged, attempt);
         auto out = co_await std::move(call);
         auto result = detail::response_access::make(out, attempts, std::move(answered));
-        if (out.has_value() && out->has_value()) http_.recycle(std::move(**out));
+        if (out.has_value() && out->has_value()) http.recycle(std::move(**out));
         co_return result;
     }
 
-    const detail::dependency_state* state_;
-    curl::async_client http_;
-    std::unique_ptr<detail::async_shared_quota> quota_;  // before the pipeline, which points at it
-    decltype(detail::make_async_pipeline(std::declval<const detail::dependency_state&>(), nullptr)) pipeline_;
+    std::shared_ptr<parts> parts_;
 };
 
 }  // namespace resil::http

@@ -43,6 +43,7 @@ inline void wire_metrics(dependency_options& o, resil::metrics& m) {
     if (o.quota) parts = parts | part::rate_limiting;
     if (o.shared_quota) parts = parts | part::quota;
     if (o.hedge) parts = parts | part::hedging;
+    if (o.faults && o.faults->enabled) parts = parts | part::fault_injection;
     m.declare(parts);
     if (o.circuit_breaker) chain_breaker(*o.circuit_breaker, m.breaker_hook());
     if (o.balancing.endpoint_breaker) chain_breaker(*o.balancing.endpoint_breaker, m.endpoint_breaker_hook());
