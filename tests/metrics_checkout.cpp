@@ -5,6 +5,8 @@
 #include <resil/events.hpp>
 #include <resil/metrics.hpp>
 
+#include <unistd.h>  // getpid
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
