@@ -4,16 +4,8 @@
 # by ctest as:
 #   cmake -DEXAMPLE=<exe> -DEXPECTED=<file> -DMETRICS=<file> -DPROMTOOL=<promtool> -P run_service_example.cmake
 file(REMOVE "${METRICS}")
-execute_process(COMMAND ${EXAMPLE} --write-metrics ${METRICS} OUTPUT_VARIABLE actual RESULT_VARIABLE rc TIMEOUT 180)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "${EXAMPLE} exited with ${rc}\n${actual}")
-endif()
-file(READ ${EXPECTED} expected)
-if(NOT actual STREQUAL expected)
-  file(WRITE ${EXPECTED}.actual "${actual}")
-  message(FATAL_ERROR "${EXAMPLE}: output differs from ${EXPECTED} (actual output written to ${EXPECTED}.actual)\n"
-                      "--- expected ---\n${expected}\n--- actual ---\n${actual}")
-endif()
+set(ARGS --write-metrics ${METRICS})
+include(${CMAKE_CURRENT_LIST_DIR}/run_and_compare.cmake)  # its output, as every example's
 if(NOT PROMTOOL OR NOT EXISTS "${PROMTOOL}")
   message(FATAL_ERROR "promtool not found: install the Debian package prometheus (scripts/lib.sh lists it)")
 endif()
