@@ -14,8 +14,9 @@
 #                     warnings over everything; every header together, each
 #                     alone is a.'s); ctest under a non-UTC TZ
 #                     (America/Santiago)
-#                  c. clang++ TSan, tests only (not the compile-only
-#                     checks a. and b. build); ctest
+#                  c. clang++ TSan, the tests that run more than one
+#                     thread (RESIL_TEST_THREADED_ONLY; not the
+#                     compile-only checks a. and b. build); ctest
 #                  d. consumers: find_package on an installed copy (all
 #                     components; the core alone without any integration's
 #                     dependency; COMPONENTS curl; a missing component
@@ -478,7 +479,8 @@ if ((!quick)); then
     run_step "b. clang++ ASan+UBSan: build tests, examples" sanitizer_build "$BUILD/ci-asan" "$SANITIZE_ADDRESS" \
         -DRESIL_BUILD_EXAMPLES=ON -DRESIL_TEST_SEPARATE_COMPILATION=ON -DRESIL_TEST_EACH_HEADER_ALONE=OFF
     run_step "b. clang++ ASan+UBSan: ctest (TZ=$CI_TZ)" asan_ctest
-    run_step "c. clang++ TSan: build tests" sanitizer_build "$BUILD/ci-tsan" "$SANITIZE_THREAD" -DRESIL_TEST_COMPILE_CHECKS=OFF
+    run_step "c. clang++ TSan: build the tests that run several threads" sanitizer_build "$BUILD/ci-tsan" "$SANITIZE_THREAD" \
+        -DRESIL_TEST_COMPILE_CHECKS=OFF -DRESIL_TEST_THREADED_ONLY=ON
     run_step "c. clang++ TSan: ctest" tsan_ctest
     run_step "d. consumer: cmake --install + find_package" consumer_find_package
     run_step "d. consumer: find_package components (core alone, COMPONENTS curl, a missing one fails)" \
