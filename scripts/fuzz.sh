@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds every libFuzzer harness in tests/fuzz/ with clang++ and runs each in
-# turn, one process at a time. See docs/fuzzing.md.
+# Builds every libFuzzer harness in tests/fuzz/ with clang++ and runs each,
+# --jobs of them at a time (default 1). See docs/fuzzing.md.
 #
 #   scripts/fuzz.sh                     # every harness, 60 s each
-#   scripts/fuzz.sh --ci                # every harness, 15 s each (CI)
+#   scripts/fuzz.sh --ci                # every harness, 15 s each, as many at once as cores (CI)
 #   scripts/fuzz.sh --seconds 300 json_config retry_after
+#   scripts/fuzz.sh --jobs 2            # builds and runs two harnesses at a time
 #   scripts/fuzz.sh --build-only
 #
 # A harness may come with a libFuzzer dictionary, tests/fuzz/<name>.dict.
@@ -22,6 +23,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds=60
+jobs=1
 build_only=0
 only=()
 
@@ -31,7 +33,9 @@ while (($#)); do
     case "$1" in
         --seconds) seconds="${2:?--seconds needs a number}"; shift 2 ;;
         --seconds=*) seconds="${1#--seconds=}"; shift ;;
-        --ci) seconds=15; shift ;;
+        --ci) seconds=15; jobs="$(nproc 2>/dev/null || echo 1)"; shift ;;
+        --jobs) jobs="${2:?--jobs needs a number}"; shift 2 ;;
+        --jobs=*) jobs="${1#--jobs=}"; shift ;;
         --build-only) build_only=1; shift ;;
         -h | --help) usage; exit 0 ;;
         -*) echo "fuzz.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -40,6 +44,10 @@ while (($#)); do
 done
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds < 1)); then
     echo "fuzz.sh: --seconds wants a positive whole number, got '$seconds'" >&2
+    exit 2
+fi
+if ! [[ "$jobs" =~ ^[0-9]+$ ]] || ((jobs < 1 || jobs > 64)); then
+    echo "fuzz.sh: --jobs wants a whole number from 1 to 64, got '$jobs'" >&2
     exit 2
 fi
 
@@ -92,18 +100,44 @@ build() {
         -I "$root/include" "$root/tests/fuzz/$name.cpp" -o "$out/$name" "${libs[@]}"
 }
 
+# run_all FUNCTION: FUNCTION NAME for every harness, $jobs at a time, each
+# one's output kept in $out/NAME.FUNCTION.out and printed whole when it ends
+# (in the harnesses' order), so parallel runs do not interleave their lines.
+# Fails when any of them failed, after all have run.
+run_all() {
+    local fn="$1" name i=0 failures=0
+    for name in "${harnesses[@]}"; do
+        "$fn" "$name" >"$out/$name.$fn.out" 2>&1 &
+        i=$((i + 1))
+        if ((i >= jobs)); then
+            wait -n || failures=$((failures + 1))
+            i=$((i - 1))
+        fi
+    done
+    while ((i > 0)); do
+        wait -n || failures=$((failures + 1))
+        i=$((i - 1))
+    done
+    for name in "${harnesses[@]}"; do
+        cat "$out/$name.$fn.out"
+    done
+    ((failures == 0))
+}
+
 for name in "${harnesses[@]}"; do
     if [[ ! -f "$root/tests/fuzz/$name.cpp" ]]; then
         echo "fuzz.sh: no harness tests/fuzz/$name.cpp" >&2
         exit 2
     fi
-    build "$name"
 done
+run_all build || exit 1
 ((build_only)) && exit 0
 
-failed=0
-summary=()
-for name in "${harnesses[@]}"; do
+# fuzz NAME: one harness for $seconds s; its summary line goes to
+# $out/NAME.summary. Fails on a finding.
+fuzz() {
+    local name="$1" corpus findings log max_len dict rc done_line runs rate cov crashes line seeds
+    rm -f "$out/$name.summary"
     corpus="$out/corpus/$name"
     findings="$out/findings/$name"
     mkdir -p "$corpus" "$findings"
@@ -117,8 +151,8 @@ for name in "${harnesses[@]}"; do
     echo
     echo "==== $name: ${seconds}s, -max_len=$max_len ===="
     rc=0
-    # One fuzzing process at a time, in the foreground: no -jobs or -workers,
-    # which would fork a child logging to ./fuzz-N.log and hide its status.
+    # Each harness one process in the foreground: no -jobs or -workers, which
+    # would fork a child logging to ./fuzz-N.log and hide its status.
     UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
         "$out/$name" "$corpus" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$findings/" "${dict[@]}" >"$log" 2>&1 || rc=$?
@@ -133,12 +167,19 @@ for name in "${harnesses[@]}"; do
     line="$(printf '%-16s executions %-12s exec/s %-8s coverage %-6s findings %s' \
         "$name" "${runs:-?}" "${rate:-?}" "${cov:-?}" "$crashes")"
     echo "$line"
-    summary+=("$line")
+    echo "$line" >"$out/$name.summary"
     if ((rc != 0 || crashes > 0)); then
-        failed=1
         echo "  exit status $rc; log: $log; inputs: $findings/"
         grep -E 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer)|runtime error|property failed|threw something' "$log" | head -n 5 | sed 's/^/  /' || true
     fi
+    ((rc == 0 && crashes == 0))
+}
+
+failed=0
+run_all fuzz || failed=1
+summary=()
+for name in "${harnesses[@]}"; do
+    summary+=("$(cat "$out/$name.summary" 2>/dev/null || echo "$name: no summary")")
 done
 
 echo
