@@ -30,6 +30,9 @@
 #                  g. Windows: the core cross-built with MinGW-w64 (every
 #                     core header alone, and a program drawing a key, linked
 #                     through resil::resil); compiled and linked, not run
+#                Each ctest run (a. b. c. f.) goes on in the background
+#                while the next step builds: it mostly waits on servers and
+#                timeouts. Its output is shown whole when it ends.
 #                Every build of resil's own code here is warnings-as-errors
 #                (RESIL_WARNINGS_AS_ERRORS=ON; users' builds default to OFF).
 #   --quick      step a without the benchmark smoke, for local iteration.
@@ -91,7 +94,58 @@ run_step() {
     fi
 }
 
+# Background steps. A ctest run mostly waits (servers starting, timeouts
+# running out: about a third of its wall time is CPU), so it runs while the
+# next build uses the cores. One at a time: two ctest runs at once would
+# only compete for the same ports and servers. Its output goes to a log,
+# printed whole when the step is joined; its time is its own, from start
+# to end.
+bg_name=""
+bg_pid=""
+bg_log=""
+bg_count=0
+
+# start_background_step NAME COMMAND...: joins the step running in the
+# background, if any, then starts this one.
+start_background_step() {
+    join_background_step
+    bg_name="$1"
+    shift
+    bg_count=$((bg_count + 1))
+    bg_log="$BUILD/background-step-$bg_count.log"
+    mkdir -p "$BUILD"
+    (
+        started=$(resil_now)
+        rc=0
+        "$@" || rc=$?
+        echo "$(($(resil_now) - started))" >"$bg_log.seconds"
+        exit "$rc"
+    ) >"$bg_log" 2>&1 &
+    bg_pid=$!
+    echo "---- started in the background: $bg_name (output: $bg_log, shown when it ends)"
+}
+
+# join_background_step: waits for the background step, prints its output and
+# records it as run_step does.
+join_background_step() {
+    [[ -n "$bg_pid" ]] || return 0
+    local rc=0
+    wait "$bg_pid" || rc=$?
+    resil_banner "$bg_name (ran in the background)"
+    cat "$bg_log"
+    step_names+=("$bg_name")
+    step_seconds+=("$(cat "$bg_log.seconds" 2>/dev/null || echo 0)")
+    if ((rc == 0)); then
+        step_results+=(ok)
+    else
+        step_results+=(FAILED)
+        echo "---- step failed: $bg_name"
+    fi
+    bg_pid=""
+}
+
 summary() {
+    join_background_step
     local passed=0 failed=0 i
     resil_banner "summary"
     for i in "${!step_names[@]}"; do
@@ -473,15 +527,18 @@ windows_build() {
 # --- the run -----------------------------------------------------------------
 
 run_step "a. g++ Release: build tests, examples, benchmarks" gcc_build
-run_step "a. g++: ctest" run_ctest "$BUILD/ci-gcc"
-if ((!quick)); then
+if ((quick)); then
+    run_step "a. g++: ctest" run_ctest "$BUILD/ci-gcc"
+else
+    # Each ctest runs in the background while the next step builds.
+    start_background_step "a. g++: ctest" run_ctest "$BUILD/ci-gcc"
     run_step "a. g++: benchmark smoke" bench_smoke
     run_step "b. clang++ ASan+UBSan: build tests, examples" sanitizer_build "$BUILD/ci-asan" "$SANITIZE_ADDRESS" \
         -DRESIL_BUILD_EXAMPLES=ON -DRESIL_TEST_SEPARATE_COMPILATION=ON -DRESIL_TEST_EACH_HEADER_ALONE=OFF
-    run_step "b. clang++ ASan+UBSan: ctest (TZ=$CI_TZ)" asan_ctest
+    start_background_step "b. clang++ ASan+UBSan: ctest (TZ=$CI_TZ)" asan_ctest
     run_step "c. clang++ TSan: build the tests that run several threads" sanitizer_build "$BUILD/ci-tsan" "$SANITIZE_THREAD" \
         -DRESIL_TEST_COMPILE_CHECKS=OFF -DRESIL_TEST_THREADED_ONLY=ON
-    run_step "c. clang++ TSan: ctest" tsan_ctest
+    start_background_step "c. clang++ TSan: ctest" tsan_ctest
     run_step "d. consumer: cmake --install + find_package" consumer_find_package
     run_step "d. consumer: find_package components (core alone, COMPONENTS curl, a missing one fails)" \
         consumer_find_package_components
@@ -489,7 +546,7 @@ if ((!quick)); then
     run_step "d. consumer: FetchContent (URL tarball)" consumer_fetch_content
     run_step "e. fuzz harnesses (clang libFuzzer, 15 s each)" fuzz_ci
     run_step "f. clang++ 19 + libc++ Release: build core tests" libcxx_build
-    run_step "f. clang++ 19 + libc++: ctest" run_ctest "$BUILD/ci-libcxx"
+    start_background_step "f. clang++ 19 + libc++: ctest" run_ctest "$BUILD/ci-libcxx"
     run_step "g. Windows (MinGW-w64): build every core header, link a key draw" windows_build
 fi
 summary
