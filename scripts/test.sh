@@ -163,11 +163,24 @@ summary() {
 
 # --- a. g++ ------------------------------------------------------------------
 
+# The compiler launcher that records each file's compile time, for the
+# summary timed_build prints (scripts/compile_timer.sh, compile_times.sh).
+COMPILE_TIMER=(-DCMAKE_CXX_COMPILER_LAUNCHER="$RESIL_ROOT/scripts/compile_timer.sh")
+
+# timed_build DIR: resil_build, then where the compiler's time went.
+timed_build() {
+    local dir="$1" rc=0
+    : >"$dir/compile_times.txt"
+    RESIL_COMPILE_TIMES="$dir/compile_times.txt" resil_build "$dir" || rc=$?
+    bash "$RESIL_ROOT/scripts/compile_times.sh" "$dir/compile_times.txt"
+    return "$rc"
+}
+
 gcc_build() {
     cmake -S "$RESIL_ROOT" -B "$BUILD/ci-gcc" \
         -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DRESIL_WARNINGS_AS_ERRORS=ON \
-        -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=ON -DRESIL_BUILD_BENCH=ON &&
-        resil_build "$BUILD/ci-gcc"
+        -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=ON -DRESIL_BUILD_BENCH=ON "${COMPILE_TIMER[@]}" &&
+        timed_build "$BUILD/ci-gcc"
 }
 
 # run_ctest DIR [PREFIX...]: every test in DIR, PREFIX (e.g. setarch) in front.
@@ -262,8 +275,8 @@ sanitizer_build() {
         -DCMAKE_CXX_FLAGS_DEBUG="-gline-tables-only" -DCMAKE_EXE_LINKER_FLAGS="-fuse-ld=lld" \
         -DCMAKE_SHARED_LINKER_FLAGS="-fuse-ld=lld" -DCMAKE_MODULE_LINKER_FLAGS="-fuse-ld=lld" \
         -DRESIL_WARNINGS_AS_ERRORS=ON -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF \
-        -DRESIL_TEST_SEPARATE_COMPILATION=OFF "$@" &&
-        resil_build "$dir"
+        -DRESIL_TEST_SEPARATE_COMPILATION=OFF "${COMPILE_TIMER[@]}" "$@" &&
+        timed_build "$dir"
 }
 
 asan_ctest() {
@@ -476,8 +489,8 @@ release_build() {
     shift 2
     cmake -S "$RESIL_ROOT" -B "$dir" \
         -DCMAKE_CXX_COMPILER="$compiler" -DCMAKE_BUILD_TYPE=Release -DRESIL_WARNINGS_AS_ERRORS=ON \
-        -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_BENCH=OFF "$@" &&
-        resil_build "$dir"
+        -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_BENCH=OFF "${COMPILE_TIMER[@]}" "$@" &&
+        timed_build "$dir"
 }
 
 # libc++: the core only. Debian's libfmt and Google Benchmark are compiled
