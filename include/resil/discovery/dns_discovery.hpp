@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <stop_token>
 #include <string>
@@ -52,12 +53,25 @@ public:
     /// Receives each new set (sorted by address), only when it differs
     /// from the last one applied. Called on the thread that looked up.
     using apply_function = std::function<void(const std::vector<endpoint>&)>;
+    /// Does one lookup in place of DNS (see the third constructor).
+    using lookup_function = std::function<dns_answer()>;
 
     /// Applies each change with `apply` (a dependency's: `[&](auto& e) {
     /// payments.replace_endpoints(e); }`). Throws std::invalid_argument when
     /// options.validate() names a field.
     dns_discovery(dns_discovery_options options, apply_function apply)
-        : options_(checked(std::move(options))), apply_(std::move(apply)), resolver_(options_) {}
+        : options_(checked(std::move(options))),
+          apply_(std::move(apply)),
+          resolver_(std::make_unique<detail::dns_resolver>(options_)) {}
+    /// Asks `lookup` instead of DNS (a simulation, another resolver): the
+    /// same TTL clamping, comparison, failure handling and counts. Its
+    /// `nameserver`, `records`, `port`, `scheme`, address families and query
+    /// options are then unused; `name` names the source in events.
+    dns_discovery(dns_discovery_options options, apply_function apply, lookup_function lookup)
+        : options_(checked(std::move(options))), apply_(std::move(apply)), lookup_(std::move(lookup)) {}
+    /// The same, applying each change with lb.replace().
+    dns_discovery(dns_discovery_options options, balancer& lb, lookup_function lookup)
+        : dns_discovery(std::move(options), [&lb](const std::vector<endpoint>& e) { lb.replace(e); }, std::move(lookup)) {}
     /// Applies each change with lb.replace(); `lb` must outlive it. The
     /// balancer's own set stands until the first lookup that resolves.
     dns_discovery(dns_discovery_options options, balancer& lb)
@@ -139,7 +153,19 @@ private:
     /// The resolver's answer; a lookup that threw (out of memory) as a failed one.
     detail::dns_result lookup() noexcept {
         try {
-            return resolver_.lookup();
+            if (!resolver_) {
+                auto answer = lookup_();
+                auto& e = answer.endpoints;
+                std::sort(e.begin(), e.end(), [](const endpoint& a, const endpoint& b) { return a.address < b.address; });
+                e.erase(std::unique(e.begin(), e.end(), [](const endpoint& a, const endpoint& b) { return a.address == b.address; }),
+                        e.end());
+                if (answer.outcome == dns_lookup_outcome::resolved && e.empty()) {
+                    answer.outcome = dns_lookup_outcome::empty;
+                    answer.error = "no records";
+                }
+                return answer;
+            }
+            return resolver_->lookup();
         } catch (const std::exception& e) {
             detail::dns_result out;
             out.error = e.what();
@@ -189,7 +215,8 @@ private:
 
     dns_discovery_options options_;
     apply_function apply_;
-    detail::dns_resolver resolver_;
+    lookup_function lookup_;
+    std::unique_ptr<detail::dns_resolver> resolver_;  // none with a lookup function
     std::mutex refresh_;     // one lookup at a time
     mutable std::mutex set_; // applied_ for current()
     std::vector<endpoint> applied_;

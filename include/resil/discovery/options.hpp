@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../clock.hpp"
 #include "../enum_name.hpp"
@@ -226,6 +227,20 @@ inline validation_result dns_discovery_options::validate() const {
         return bad;
     return std::nullopt;
 }
+
+/// What one lookup found: what a lookup function of yours returns to a
+/// dns_discovery (a simulated DNS, another resolver), and what its own
+/// libresolv lookup returns.
+struct dns_answer {
+    dns_lookup_outcome outcome = dns_lookup_outcome::failed;
+    /// The endpoints found (resolved only; the source sorts them by address
+    /// and drops repeats).
+    std::vector<endpoint> endpoints{};
+    /// The smallest TTL of the records, in seconds (resolved only).
+    std::uint32_t ttl = 0;
+    /// Why it failed or was empty.
+    std::string error{};
+};
 
 /// A DNS discovery source's counts since it was made.
 struct dns_discovery_metrics {

@@ -31,16 +31,8 @@ namespace resil::detail {
 /// libresolv's resolver state (a struct whose name is also a function's).
 using resolver_state = struct __res_state;
 
-/// What one lookup found.
-struct dns_result {
-    dns_lookup_outcome outcome = dns_lookup_outcome::failed;
-    /// Sorted by address, no two alike (empty unless resolved).
-    std::vector<endpoint> endpoints;
-    /// The smallest TTL of the records used (resolved only).
-    std::uint32_t ttl = 0;
-    /// Why it failed or was empty.
-    std::string error;
-};
+/// What one lookup found (dns_answer, resil/discovery/options.hpp).
+using dns_result = dns_answer;
 
 /// "http://10.0.0.1:80", "http://[fd00::1]:80" or "10.0.0.1:80".
 [[nodiscard]] inline std::string endpoint_address(std::string_view scheme, const std::string& ip, bool v6,
