@@ -70,11 +70,13 @@ namespace events {
 struct dns_lookup {
     /// The name looked up.
     std::string_view name;
+    /// What it came to.
     dns_lookup_outcome outcome = dns_lookup_outcome::resolved;
     /// Endpoints the lookup found (0 unless resolved).
     std::size_t found = 0;
-    /// Endpoints added to and removed from the set (0 when it was kept).
+    /// Endpoints added to the set (0 when it was kept).
     std::size_t added = 0;
+    /// Endpoints removed from the set (0 when it was kept).
     std::size_t removed = 0;
     /// Until the next lookup (the records' TTL clamped, the interval, or the
     /// wait after a failure).
@@ -98,8 +100,9 @@ struct dns_discovery_options {
     /// The endpoints' form: "http" or "https" give "http://10.0.0.1:8080"
     /// (a base URL), "" gives "10.0.0.1:8080" (for connect_to).
     std::string scheme = "http";
-    /// Which address families to ask for; at least one.
+    /// Ask for A records (IPv4); `ipv4` or `ipv6` must be true.
     bool ipv4 = true;
+    /// Ask for AAAA records (IPv6).
     bool ipv6 = true;
     /// The DNS server as "IPv4:port" ("127.0.0.1:5353"); empty: the system's
     /// (/etc/resolv.conf). libresolv takes an IPv4 server address here.
@@ -232,6 +235,7 @@ inline validation_result dns_discovery_options::validate() const {
 /// dns_discovery (a simulated DNS, another resolver), and what its own
 /// libresolv lookup returns.
 struct dns_answer {
+    /// What the lookup came to.
     dns_lookup_outcome outcome = dns_lookup_outcome::failed;
     /// The endpoints found (resolved only; the source sorts them by address
     /// and drops repeats).
@@ -244,14 +248,17 @@ struct dns_answer {
 
 /// A DNS discovery source's counts since it was made.
 struct dns_discovery_metrics {
-    /// Lookups done, and of those the failed and the empty ones.
+    /// Lookups done.
     std::uint64_t lookups = 0;
+    /// Lookups that failed (the last good set kept).
     std::uint64_t failures = 0;
+    /// Lookups that found nothing (NXDOMAIN, no records; the last good set kept).
     std::uint64_t empty = 0;
-    /// Lookups that changed the set (each one replace()), and endpoints
-    /// added and removed by them.
+    /// Lookups that changed the set (each one apply: replace()).
     std::uint64_t changes = 0;
+    /// Endpoints added by those changes.
     std::uint64_t added = 0;
+    /// Endpoints removed by those changes.
     std::uint64_t removed = 0;
     /// Endpoints in the last good set.
     std::uint64_t endpoints = 0;
