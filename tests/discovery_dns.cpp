@@ -276,3 +276,45 @@ TEST_CASE("dns discovery: an apply function that throws keeps the last set and c
     CHECK(applied == 2);
     CHECK(discovery.current() == std::vector<endpoint>{{.address = "http://10.0.0.2:8080"}});
 }
+
+TEST_CASE("dns discovery: a lookup function stands in for DNS, with the same comparison, clamping and counts") {
+    manual_clock clock;
+    balancer lb{{{.address = "http://192.0.2.1:8080"}}};
+    resil::dns_answer answer{.outcome = dns_lookup_outcome::resolved,
+                             .endpoints = {{.address = "http://b:80"}, {.address = "http://a:80"}, {.address = "http://b:80"}},
+                             .ttl = 3600};
+    dns_discovery source{{.name = "sim.test", .max_ttl = 30s}, lb, [&] { return answer; }};
+    CHECK(source.refresh(clock.now()) == clock.now() + 30s);
+    CHECK(lb.addresses() == std::vector<std::string>{"http://a:80", "http://b:80"});  // sorted, repeats dropped
+    answer = {.outcome = dns_lookup_outcome::resolved};                                 // resolved, but nothing
+    CHECK(source.refresh(clock.now()) == clock.now() + 1s);
+    CHECK(source.metrics().empty == 1);
+    answer = {.outcome = dns_lookup_outcome::failed, .error = "simulated"};
+    CHECK(source.refresh(clock.now()) == clock.now() + 2s);
+    CHECK(source.metrics().failures == 1);
+    CHECK(lb.addresses() == std::vector<std::string>{"http://a:80", "http://b:80"});
+    answer = {.outcome = dns_lookup_outcome::resolved, .endpoints = {{.address = "not an address"}}, .ttl = 5};
+    const auto next = source.refresh(clock.now());
+    CHECK(next == clock.now() + 4s);  // replace() refused it: a failure, the set kept
+    CHECK(source.metrics().failures == 2);
+    CHECK(lb.addresses() == std::vector<std::string>{"http://a:80", "http://b:80"});
+}
+
+TEST_CASE("dns replies: a malformed one is an error, never a read past its end") {
+    // A header announcing one answer, and nothing after it.
+    const std::vector<unsigned char> truncated{0x12, 0x34, 0x81, 0x80, 0, 0, 0, 1, 0, 0, 0, 0};
+    CHECK(resil::detail::read_dns_reply(truncated).error.starts_with("malformed reply"));
+    CHECK(resil::detail::read_dns_reply(std::span<const unsigned char>{}).error.starts_with("malformed reply"));
+    // An A record of 3 bytes: name (root), type A, class IN, TTL 5, length 3.
+    const std::vector<unsigned char> short_a{0x12, 0x34, 0x81, 0x80, 0, 0, 0, 1, 0, 0, 0, 0,
+                                             0,    0,    1,    0,    1, 0, 0, 0, 5, 0, 3, 10, 0, 0};
+    CHECK(resil::detail::read_dns_reply(short_a).error == "malformed reply: an A record is not 4 bytes");
+    // The same record with 4 bytes reads.
+    const std::vector<unsigned char> good_a{0x12, 0x34, 0x81, 0x80, 0, 0, 0, 1, 0, 0, 0, 0,
+                                            0,    0,    1,    0,    1, 0, 0, 0, 5, 0, 4, 10, 0, 0, 7};
+    const auto reply = resil::detail::read_dns_reply(good_a);
+    CHECK(reply.error.empty());
+    REQUIRE(reply.addresses.size() == 1);
+    CHECK(reply.addresses[0].text == "10.0.0.7");
+    CHECK(reply.addresses[0].ttl == 5);
+}

@@ -95,7 +95,6 @@ public:
         event.outcome = result.outcome;
         duration wait{};
         if (result.outcome == dns_lookup_outcome::resolved) {
-            failing_in_row_.store(0, std::memory_order_relaxed);
             event.found = result.endpoints.size();
             wait = options_.interval != duration::zero()
                        ? options_.interval
@@ -118,6 +117,9 @@ public:
                 removed_.fetch_add(event.removed, std::memory_order_relaxed);
                 endpoints_.store(event.found, std::memory_order_relaxed);
             }
+            // Only once the set is applied (or unchanged): a refused apply
+            // is a failure in the same run as the lookups before it.
+            failing_in_row_.store(0, std::memory_order_relaxed);
         } else {
             return failed(now, event, result.outcome, result.error);
         }
