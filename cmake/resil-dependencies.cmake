@@ -51,3 +51,20 @@ function(resil_find_hiredis found)
   endif()
   set(${found} TRUE PARENT_SCOPE)
 endfunction()
+
+# resil_dep::resolv: the C library's DNS resolver (resolv.h, res_nquery and
+# the ns_* parser of libresolv; glibc ships both).
+function(resil_find_resolv found)
+  if(NOT TARGET resil_dep::resolv)
+    find_path(RESIL_RESOLV_INCLUDE_DIR resolv.h)
+    find_library(RESIL_RESOLV_LIBRARY NAMES resolv)
+    if(NOT RESIL_RESOLV_INCLUDE_DIR OR NOT EXISTS "${RESIL_RESOLV_INCLUDE_DIR}/arpa/nameser.h" OR
+       NOT RESIL_RESOLV_LIBRARY OR NOT EXISTS "${RESIL_RESOLV_LIBRARY}")
+      set(${found} FALSE PARENT_SCOPE)
+      return()
+    endif()
+    add_library(resil_dep::resolv UNKNOWN IMPORTED)
+    set_target_properties(resil_dep::resolv PROPERTIES IMPORTED_LOCATION "${RESIL_RESOLV_LIBRARY}")
+  endif()
+  set(${found} TRUE PARENT_SCOPE)
+endfunction()

@@ -76,6 +76,7 @@ max_len_of() {
         curl_fields) echo 2048 ;;
         curl_response) echo 4096 ;;   # a head, a few body chunks and trailers
         sse) echo 4096 ;;             # an event stream: a few dozen lines, fed in three splits
+        discovery_dns_reply) echo 1024 ;;  # a reply of a few dozen records, compressed names
         *) echo 1024 ;;
     esac
 }
@@ -94,6 +95,7 @@ fi
 build() {
     local name="$1" libs=()
     [[ "$name" == curl_* ]] && libs=(-lcurl)
+    [[ "$name" == discovery_* ]] && libs=(-lresolv)
     echo "building $name"
     "$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
         -Wall -Wextra -Wpedantic -Wconversion -Wshadow -Werror \

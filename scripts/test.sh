@@ -373,12 +373,13 @@ consumer_find_package() {
 # lookups in the consumer (CMAKE_DISABLE_FIND_PACKAGE_<name>).
 consumer_find_package_components() {
     local prefix="$CONSUMERS/prefix" output
-    # Asio and hiredis are looked up by path (no CMake package): a path where
-    # they are not hides them.
+    # Asio, hiredis and libresolv are looked up by path (no CMake package): a
+    # path where they are not hides them.
     local no_deps=(-DCMAKE_DISABLE_FIND_PACKAGE_CURL=ON -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON
         -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON -DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON
         -DRESIL_ASIO_INCLUDE_DIR=/nonexistent -DRESIL_HIREDIS_INCLUDE_DIR=/nonexistent
-        -DRESIL_HIREDIS_LIBRARY=/nonexistent/libhiredis.so)
+        -DRESIL_HIREDIS_LIBRARY=/nonexistent/libhiredis.so -DRESIL_RESOLV_INCLUDE_DIR=/nonexistent
+        -DRESIL_RESOLV_LIBRARY=/nonexistent/libresolv.so)
     install_resil prefix || return 1
     # (a) find_package(resil), no integration's dependency here: the core alone.
     run_consumer find_package:core -Uresil_DIR -DCMAKE_PREFIX_PATH="$prefix" "${no_deps[@]}" || return 1

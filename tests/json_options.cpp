@@ -128,6 +128,7 @@ static_assert(every_member_keyed<resil::fault_injection_options>());
 static_assert(every_member_keyed<resil::fault_injection_options::delay_fault>());
 static_assert(every_member_keyed<resil::fault_injection_options::abort_fault>());
 static_assert(every_member_keyed<resil::redis::rate_limiter_options>());
+static_assert(every_member_keyed<resil::dns_discovery_options>(1));  // on_lookup
 static_assert(every_member_keyed<resil::endpoint>());
 static_assert(every_member_keyed<resil::pushback_options>());
 static_assert(every_member_keyed<resil::sse::reader_options>());
@@ -425,6 +426,21 @@ TEST_CASE("json options: every options type round-trips, every field away from i
                                        .endpoint_breaker = resil::circuit_breaker_options{.open_for = 5s}});
     round_trip(resil::health_check_options{.interval = 20s, .timeout = 1s, .unhealthy_threshold = 3,
                                            .healthy_threshold = 4});
+    // ipv6 stays true: with ipv4 false, one family must remain.
+    round_trip(resil::dns_discovery_options{.name = "_http._tcp.triton.ml.svc.cluster.local",
+                                            .records = resil::dns_records::srv,
+                                            .port = 8000,
+                                            .scheme = "https",
+                                            .ipv4 = false,
+                                            .nameserver = "127.0.0.1:5353",
+                                            .idempotency_scope = "triton",
+                                            .interval = 10s,
+                                            .min_ttl = 2s,
+                                            .max_ttl = 1min,
+                                            .retry_after_failure = 500ms,
+                                            .query_timeout = 3s,
+                                            .query_attempts = 3},
+               {"ipv6"});
     round_trip(resil::fault_injection_options{
         .enabled = true,
         .tag = "chaos",
@@ -527,6 +543,7 @@ TEST_CASE("json options: every key of every options type, misspelt, is refused w
     every_key_misspelt(resil::outlier_detection_options{});
     every_key_misspelt(resil::balancer_options{});
     every_key_misspelt(resil::health_check_options{});
+    every_key_misspelt(resil::dns_discovery_options{.name = "svc.test"});
     every_key_misspelt(resil::fault_injection_options{});
     every_key_misspelt(resil::fault_injection_options::delay_fault{});
     every_key_misspelt(resil::fault_injection_options::abort_fault{});

@@ -31,7 +31,7 @@ endfunction()
 
 # The top level: the integrations' umbrellas are not the core's; rate_limit.hpp
 # forwards to rate_limit_fields.hpp.
-check_umbrella(resil.hpp . rate_limit.hpp resil.hpp asio.hpp curl.hpp curl_asio.hpp fmt.hpp http.hpp json.hpp prometheus.hpp redis.hpp)
+check_umbrella(resil.hpp . rate_limit.hpp resil.hpp asio.hpp curl.hpp curl_asio.hpp fmt.hpp http.hpp json.hpp prometheus.hpp redis.hpp discovery.hpp)
 check_umbrella(balancer.hpp balancer)
 check_umbrella(asio.hpp asio)
 # resil/curl.hpp needs libcurl alone: the clients on Asio are in
@@ -44,6 +44,9 @@ check_umbrella(json.hpp json curl.hpp dependency.hpp service_config.hpp)
 # resil/redis.hpp needs hiredis alone: the limiter on Asio is included as
 # resil/redis/asio_rate_limiter.hpp (resil::redis and resil::asio).
 check_umbrella(redis.hpp redis asio_rate_limiter.hpp)
+# resil/discovery.hpp needs libresolv alone: its Asio driver is included as
+# resil/discovery/asio.hpp (resil::discovery and resil::asio).
+check_umbrella(discovery.hpp discovery asio.hpp)
 if(_failed)
   message(FATAL_ERROR "an umbrella header misses a header of its folder")
 endif()

@@ -35,6 +35,7 @@
 //   json/fallback.hpp         the keys of fallback_options
 //   json/fault_injection.hpp  the keys of fault_injection_options (and verdicts by name)
 //   json/balancing.hpp        the keys of balancer, outlier detection and health check options
+//   json/discovery.hpp        the keys of a DNS discovery source's options (its header only, not libresolv)
 //   json/redis.hpp            the keys of the Redis limiter's options (its header only, not hiredis)
 //   json/pushback.hpp         the keys of pushback_options (the floor under Retry-After)
 //   json/sse.hpp              the keys of an event stream reader's options
@@ -60,6 +61,7 @@
 #include "json/adaptive.hpp"
 #include "json/balancing.hpp"
 #include "json/conversions.hpp"
+#include "json/discovery.hpp"
 #include "json/duration.hpp"
 #include "json/error.hpp"
 #include "json/fallback.hpp"

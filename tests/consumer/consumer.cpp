@@ -23,6 +23,9 @@
 #if RESIL_CONSUMER_HAVE_REDIS
 #include <hiredis/hiredis.h>
 #endif
+#if RESIL_CONSUMER_HAVE_DISCOVERY
+#include <resil/discovery.hpp>
+#endif
 
 #include <chrono>
 #include <iostream>
@@ -77,6 +80,13 @@ int main() {
     if (reader == nullptr) return 1;
     redisReaderFree(reader);
     line += "; resil::redis -> hiredis " + std::to_string(HIREDIS_MAJOR) + "." + std::to_string(HIREDIS_MINOR);
+#endif
+#if RESIL_CONSUMER_HAVE_DISCOVERY
+    // Linked, not only found: a source's resolver state is made by libresolv
+    // (res_ninit); no lookup is made.
+    resil::balancer lb{{{.address = "http://127.0.0.1:1"}}};
+    const resil::dns_discovery source{{.name = "consumer.invalid", .nameserver = "127.0.0.1:53"}, lb};
+    line += "; resil::discovery -> libresolv, " + std::to_string(source.metrics().lookups) + " lookups";
 #endif
     std::cout << line << '\n';
     return survives_only_without_resils_warnings(7) == 7 ? 0 : 1;
