@@ -437,6 +437,8 @@ TEST_CASE("json options: every options type round-trips, every field away from i
                                                   .burst = 40,
                                                   .host = "10.0.0.7",
                                                   .port = 6380,
+                                                  .cluster_nodes = "10.0.0.7:7000,10.0.0.8:7000",
+                                                  .max_redirections = 3,
                                                   .key = "llm-api",
                                                   .key_prefix = "svc:",
                                                   .connect_timeout = 30ms,
@@ -617,6 +619,9 @@ TEST_CASE("json options: enumerations, reasons, strings and whole milliseconds, 
     CHECK(quota(R"({"key": "bad key"})").rfind("quota.key: must be 1 to 200 printable ASCII characters", 0) == 0);
     CHECK(quota(R"({"rate": 50})").rfind(R"(quota.key: must be 1 to 200 printable ASCII characters)", 0) == 0);  // required
     CHECK(quota(R"({"key": "k", "port": 70000})") == "quota.port: must be in [1, 65535], got 70000");
+    CHECK(quota(R"({"key": "k", "cluster_nodes": "10.0.0.7"})") ==
+          R"(quota.cluster_nodes: must be empty or 1 to 64 host:port separated by commas (port in [1, 65535]), got "10.0.0.7")");
+    CHECK(quota(R"({"key": "k", "max_redirections": 20})") == "quota.max_redirections: must be in [0, 16], got 20");
 
     const auto fallback = [](std::string_view text) {
         return error_of([&] { (void)rj::read<resil::fallback_options>(nlohmann::json::parse(text), "fallback"); });

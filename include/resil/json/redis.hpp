@@ -37,6 +37,8 @@ struct fields<redis::rate_limiter_options> {
         key("burst", &T::burst),
         key("host", &T::host),
         key("port", &T::port),
+        key("cluster_nodes", &T::cluster_nodes),
+        key("max_redirections", &T::max_redirections),
         key("key", &T::key),
         key("key_prefix", &T::key_prefix),
         key("connect_timeout", &T::connect_timeout),
