@@ -38,6 +38,8 @@ struct fields<redis::rate_limiter_options> {
         key("host", &T::host),
         key("port", &T::port),
         key("cluster_nodes", &T::cluster_nodes),
+        key("sentinels", &T::sentinels),
+        key("sentinel_master", &T::sentinel_master),
         key("max_redirections", &T::max_redirections),
         key("key", &T::key),
         key("key_prefix", &T::key_prefix),

@@ -203,8 +203,13 @@ private:
 
     const detail::limiter_core& core() const noexcept { return limiter_->core_; }
 
-    // The Asio path talks to one server: a limiter on a Redis Cluster is refused.
+    // The Asio path talks to one server: a limiter on a Redis Cluster or
+    // behind Sentinel is refused.
     static const rate_limiter* on_one_server(const rate_limiter& l) {
+        if (!l.options().sentinels.empty())
+            throw std::invalid_argument(
+                "resil::redis::async_rate_limiter: `sentinels` must be empty (it talks to one Redis server; "
+                "the blocking rate_limiter finds a primary from sentinels), got \"" + l.options().sentinels + "\"");
         if (!l.options().cluster_nodes.empty())
             throw std::invalid_argument(
                 "resil::redis::async_rate_limiter: `cluster_nodes` must be empty (it talks to one Redis server; "

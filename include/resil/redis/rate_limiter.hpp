@@ -98,7 +98,8 @@ public:
     /// "resil::redis::rate_limiter: `key` must be 1 to 200 printable ASCII characters ...".
     explicit rate_limiter(rate_limiter_options options)
         : core_(std::move(options)),
-          pool_(core_.options().cluster_nodes.empty() ? core_.options().connections : 1),
+          pool_(core_.options().cluster_nodes.empty() && core_.options().sentinels.empty() ? core_.options().connections
+                                                                                            : 1),
           cluster_(make_cluster(core_.options())) {}
 
     rate_limiter(const rate_limiter&) = delete;
@@ -187,8 +188,9 @@ public:
     [[nodiscard]] std::string last_error() const { return core_.health().last_error(); }
 
     /// The node that decides for the limiter's own key, "host:port": the
-    /// server, or on a Redis Cluster the owner of the key's slot as the
-    /// slot map knows it (empty before the first decision read it).
+    /// server; on a Redis Cluster the owner of the key's slot as the slot
+    /// map knows it; behind Sentinel the primary found (empty before the
+    /// first decision found it).
     [[nodiscard]] std::string current_node() const {
         if (!cluster_) return core_.options().host + ":" + std::to_string(core_.options().port);
         return cluster_->owner_name(detail::key_slot(core_.key()));
@@ -226,15 +228,19 @@ private:
     }
 
     static std::unique_ptr<detail::cluster_map> make_cluster(const rate_limiter_options& o) {
-        if (o.cluster_nodes.empty()) return nullptr;
         std::vector<detail::node_address> seeds;
+        if (!o.sentinels.empty()) {
+            (void)detail::parse_node_list(o.sentinels, rate_limiter_options::max_cluster_seeds, seeds);  // validated
+            return std::make_unique<detail::cluster_map>(std::move(seeds), o.connections, o.sentinel_master);
+        }
+        if (o.cluster_nodes.empty()) return nullptr;
         (void)detail::parse_node_list(o.cluster_nodes, rate_limiter_options::max_cluster_seeds, seeds);  // validated
         return std::make_unique<detail::cluster_map>(std::move(seeds), o.connections);
     }
 
     detail::limiter_core core_;
     mutable detail::pool pool_;                      // one server's connections
-    std::unique_ptr<detail::cluster_map> cluster_;   // a cluster's map and pools; null on one server
+    std::unique_ptr<detail::cluster_map> cluster_;   // a cluster's map (or Sentinel's primary) and pools; null on one server
 };
 
 namespace detail {

@@ -31,7 +31,7 @@ struct hop {
     // What it came to, besides its `asked`:
     bool redirected = false;  ///< MOVED or ASK (in `to`); nothing else recorded
     bool broken = false;      ///< the node could not be reached or timed out
-    bool cluster_down = false;///< CLUSTERDOWN: the map may be old
+    bool stale = false;       ///< CLUSTERDOWN, or READONLY (a primary demoted): the map may be old
     redirect to{};
 };
 
@@ -140,13 +140,13 @@ inline asked ask_node(const limiter_core& core, pool& connections, const std::st
             if (was_open && tries == 0 && !conn->timed_out()) continue;
             return failed(cut, std::move(error));
         }
-        if (h.follow && reply->type == REDIS_REPLY_ERROR) {
+        if (reply->type == REDIS_REPLY_ERROR) {
             const std::string_view text(reply->str, reply->len);
-            if (read_redirect(text, host, h.to)) {
+            if (h.follow && read_redirect(text, host, h.to)) {
                 h.redirected = true;
                 return asked::failed;
             }
-            h.cluster_down = text.substr(0, 11) == "CLUSTERDOWN";
+            h.stale = text.substr(0, 11) == "CLUSTERDOWN" || text.substr(0, 8) == "READONLY";
         }
         auto r = read_answer(reply.get(), core.params(), d.n, d.want, d.look_us);
         if (r.kind == reply_kind::noscript) {
@@ -174,38 +174,47 @@ inline asked ask_blocking(const limiter_core& core, pool& connections, const dec
 
 // A decision's round trip on a Redis Cluster: the slot map refreshed first
 // when it is stale (at most once per reconnect_backoff, one thread at a
-// time, within connect_timeout + reply_timeout and the deadline), then the
+// time, within connect_timeout + reply_timeout, twice that behind Sentinel,
+// and the deadline), then the
 // key's node, MOVED followed (the map's slot set at once, a refresh asked
 // for) and ASK followed (ASKING and the command, to that node, once; the
 // map left alone), at most max_redirections times. A node that cannot be
 // reached, or CLUSTERDOWN, marks the map stale: the next decision that may
 // talk to Redis reads it again (after a failover, the promoted node).
+// Behind Sentinel the "map" is the primary the sentinels name (its ROLE
+// checked): found again after a lost connection or a READONLY reply.
 inline asked ask_cluster(const limiter_core& core, cluster_map& map, const decision& d, script_answer& out) {
     const auto& options = core.options();
     if (d.until <= steady_clock{}.now()) return asked::no_time;
     hop h;
     if (!core.health().may_ask(h.probe)) return asked::failed;
-    h.follow = true;
+    h.follow = !map.sentinel();
     const std::uint16_t slot = key_slot(d.key);
+    std::string refresh_error;
     if (map.begin_refresh(options.reconnect_backoff)) {
         const auto now = steady_clock{}.now();
-        const auto refresh_end =
-            std::min(d.until, now + duration{options.connect_timeout} + duration{options.reply_timeout});
-        std::string error;
-        const bool ok = map.refresh(refresh_end, options.connect_timeout, options.reply_timeout, error);
+        // One connect and reply; behind Sentinel two (the sentinel, then ROLE).
+        const auto refresh_end = std::min(
+            d.until, now + (map.sentinel() ? 2 : 1) * (duration{options.connect_timeout} + duration{options.reply_timeout}));
+        const bool ok = map.refresh(refresh_end, options.connect_timeout, options.reply_timeout, refresh_error);
         map.end_refresh(ok);
         if (ok) limiter_core::bump(core.count().map_refreshes);
     }
     cluster_map::node* target = map.owner(slot);
+    if (target == nullptr && map.sentinel()) {
+        core.health().mark_down(h.probe, refresh_error.empty() ? std::string("no primary found from the sentinels yet")
+                                                               : "no primary found from the sentinels: " + refresh_error);
+        return asked::failed;
+    }
     if (target == nullptr) target = map.any();  // a seed: it redirects
     for (int redirections = 0;; ++redirections) {
         h.redirected = false;
         h.broken = false;
-        h.cluster_down = false;
+        h.stale = false;
         const asked how =
             ask_node(core, target->pool, target->address.host, target->address.port, d, out, h);
         if (!h.redirected) {
-            if (h.broken || h.cluster_down) map.mark_stale();
+            if (h.broken || h.stale) map.mark_stale();
             return how;
         }
         if (redirections == options.max_redirections) {

@@ -111,17 +111,25 @@ public:
         detail::pool pool;
     };
 
-    cluster_map(std::vector<node_address> seeds, int connections_per_node)
-        : seeds_(std::move(seeds)), connections_(connections_per_node), nodes_(new std::unique_ptr<node>[max_nodes]) {
+    /// A cluster's map, seeded with some of its nodes; or, with a
+    /// `sentinel_master` name, the primary that `seeds` (sentinels) name.
+    cluster_map(std::vector<node_address> seeds, int connections_per_node, std::string sentinel_master = {})
+        : seeds_(std::move(seeds)),
+          connections_(connections_per_node),
+          sentinel_master_(std::move(sentinel_master)),
+          nodes_(new std::unique_ptr<node>[max_nodes]) {
         for (auto& s : owner_) s.store(0, std::memory_order_relaxed);
         for (const auto& s : seeds_) (void)intern(s);
     }
 
     /// The node that owns `slot` as far as the map knows; null when unknown.
     [[nodiscard]] node* owner(std::uint16_t slot) const noexcept {
-        const auto i = owner_[slot].load(std::memory_order_acquire);
+        const auto i = sentinel() ? primary_.load(std::memory_order_acquire) : owner_[slot].load(std::memory_order_acquire);
         return i == 0 ? nullptr : nodes_[i - 1].get();
     }
+
+    /// Whether the nodes are sentinels naming one primary (not a cluster).
+    [[nodiscard]] bool sentinel() const noexcept { return !sentinel_master_.empty(); }
 
     /// A node to ask when the map does not know the slot: a seed (it will
     /// redirect), taken in turn.
@@ -173,6 +181,7 @@ public:
     /// replaced by the first good answer. False (`error` set) when none gave one.
     bool refresh(time_point end, std::chrono::microseconds connect_timeout, std::chrono::microseconds reply_timeout,
                  std::string& error) {
+        if (sentinel()) return find_primary(end, connect_timeout, reply_timeout, error);
         const auto n = count_.load(std::memory_order_acquire);
         // The seeds first (they are the first nodes), then the nodes learnt.
         for (std::size_t i = 0; i < n; ++i) {
@@ -213,6 +222,81 @@ public:
     }
 
 private:
+    // Sentinel: SENTINEL get-master-addr-by-name from each sentinel in turn
+    // (the last that answered first), then ROLE on the node it names, which
+    // must say master (a sentinel may not have seen the failover yet).
+    bool find_primary(time_point end, std::chrono::microseconds connect_timeout,
+                      std::chrono::microseconds reply_timeout, std::string& error) {
+        const auto n = seeds_.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::size_t which = (i + refresh_from_) % n;
+            const node_address& s = seeds_[which];
+            node_address primary;
+            if (!ask(s, {"SENTINEL", "get-master-addr-by-name", sentinel_master_}, end, connect_timeout,
+                     reply_timeout, error, [&](const redisReply* r) {
+                         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+                             r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING) {
+                             error = "sentinel " + s.host + ":" + std::to_string(s.port) + " knows no primary named \"" +
+                                     sentinel_master_ + "\"";
+                             return false;
+                         }
+                         primary.host.assign(r->element[0]->str, r->element[0]->len);
+                         const std::string port(r->element[1]->str, r->element[1]->len);
+                         return parse_node_address(primary.host + ":" + port, primary) ||
+                                (error = "sentinel named a malformed address", false);
+                     }))
+                continue;
+            const bool is_master =
+                ask(primary, {"ROLE"}, end, connect_timeout, reply_timeout, error, [&](const redisReply* r) {
+                    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 && r->element[0]->type == REDIS_REPLY_STRING &&
+                        std::string_view(r->element[0]->str, r->element[0]->len) == "master")
+                        return true;
+                    error = "the primary sentinel " + s.host + ":" + std::to_string(s.port) + " names, " +
+                            primary.host + ":" + std::to_string(primary.port) + ", is not a master (yet)";
+                    return false;
+                });
+            if (!is_master) continue;
+            node* p = intern(primary);
+            if (p == nullptr) {
+                error = "more than " + std::to_string(max_nodes) + " nodes named";
+                return false;
+            }
+            primary_.store(index_of(p), std::memory_order_release);
+            refresh_from_ = which;
+            return true;
+        }
+        return false;
+    }
+
+    // One command on a fresh connection, its reply given to `take`.
+    template <class Take>
+    static bool ask(const node_address& a, std::vector<std::string> args, time_point end,
+                    std::chrono::microseconds connect_timeout, std::chrono::microseconds reply_timeout,
+                    std::string& error, Take take) {
+        const auto now = steady_clock{}.now();
+        if (end <= now) {
+            error = "no time left to find the primary";
+            return false;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::microseconds>(end - now);
+        connection c;
+        if (!c.connect(a.host, a.port, std::min(left, connect_timeout), reply_timeout, error)) return false;
+        std::vector<const char*> argv;
+        std::vector<std::size_t> lens;
+        for (const auto& s : args) {
+            argv.push_back(s.data());
+            lens.push_back(s.size());
+        }
+        reply_ptr r = c.command(static_cast<int>(argv.size()), argv.data(), lens.data(),
+                                std::min(end, steady_clock{}.now() + reply_timeout), error);
+        if (!r) return false;
+        if (r->type == REDIS_REPLY_ERROR) {
+            error = a.host + ":" + std::to_string(a.port) + " answered " + std::string(r->str, r->len);
+            return false;
+        }
+        return take(r.get());
+    }
+
     std::uint16_t index_of(const node* n) const noexcept {
         const auto c = count_.load(std::memory_order_acquire);
         for (std::size_t i = 0; i < c; ++i)
@@ -269,6 +353,8 @@ private:
 
     std::vector<node_address> seeds_;
     int connections_;
+    std::string sentinel_master_;                                 // empty: a cluster
+    std::atomic<std::uint16_t> primary_{0};                       // Sentinel: the primary's index + 1
     std::array<std::atomic<std::uint16_t>, cluster_slots> owner_;  // node index + 1; 0: unknown
     std::unique_ptr<std::unique_ptr<node>[]> nodes_;
     std::atomic<std::size_t> count_{0};
