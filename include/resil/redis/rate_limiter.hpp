@@ -37,8 +37,12 @@
 // pipeline). The limiter allocates nothing per decision; hiredis allocates
 // the command buffer and the reply of each round trip.
 //
+// On a Redis Cluster (options.cluster_nodes) it reads the slot map and
+// follows MOVED and ASK; behind Sentinel (options.sentinels) it finds the
+// primary, and finds it again after a failover (detail/cluster.hpp).
+//
 // On Asio, resil::redis::async_rate_limiter (resil/redis/asio_rate_limiter.hpp)
-// decides for the same limiter without blocking a thread.
+// decides for the same limiter without blocking a thread (one server only).
 //
 // The parts: the result types (result.hpp); the decision code every path
 // shares (detail/decision.hpp: steps, arguments, the answer's reading, the
