@@ -34,14 +34,23 @@ namespace resil::redis::detail {
 
 inline constexpr std::size_t cluster_slots = 16384;
 
+// CRC16-XMODEM's table: one step per byte.
+inline constexpr auto crc16_table = [] {
+    std::array<std::uint16_t, 256> t{};
+    for (unsigned i = 0; i < 256; ++i) {
+        auto c = static_cast<std::uint16_t>(i << 8);
+        for (int b = 0; b < 8; ++b) c = static_cast<std::uint16_t>((c & 0x8000) ? (c << 1) ^ 0x1021 : c << 1);
+        t[i] = c;
+    }
+    return t;
+}();
+
 /// CRC16-XMODEM (poly 0x1021, init 0): Redis Cluster's key hash.
 [[nodiscard]] constexpr std::uint16_t crc16(std::string_view s) noexcept {
     std::uint16_t crc = 0;
-    for (const char ch : s) {
-        crc = static_cast<std::uint16_t>(crc ^ (static_cast<std::uint16_t>(static_cast<unsigned char>(ch)) << 8));
-        for (int i = 0; i < 8; ++i)
-            crc = static_cast<std::uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
-    }
+    for (const char ch : s)
+        crc = static_cast<std::uint16_t>((crc << 8) ^
+                                         crc16_table[((crc >> 8) ^ static_cast<unsigned char>(ch)) & 0xffu]);
     return crc;
 }
 
@@ -314,7 +323,7 @@ private:
             error = "CLUSTER SLOTS answered no slot ranges";
             return false;
         }
-        std::array<std::uint16_t, cluster_slots> next{};
+        std::vector<std::uint16_t> next(cluster_slots, 0);  // off the stack: 32 KiB, once per refresh
         for (std::size_t i = 0; i < r->elements; ++i) {
             const redisReply* range = r->element[i];
             if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
