@@ -227,8 +227,11 @@ TEST_CASE("redis cluster: a slot resharded during a run: ASK followed while it m
     REQUIRE(reply_text(resil_test::redis_ask(dst, {"CLUSTER", "SETSLOT", s, "IMPORTING", src_id})) == "OK");
     REQUIRE(reply_text(resil_test::redis_ask(src, {"CLUSTER", "SETSLOT", s, "MIGRATING", dst_id})) == "OK");
     const auto asks_before = limiter.metrics().redirections;
-    REQUIRE(reply_text(resil_test::redis_ask(src, {"MIGRATE", "127.0.0.1", std::to_string(dst), "", "0", "5000",
-                                                   "KEYS", limiter.redis_key()})) == "OK");
+    // NOKEY: the key had expired (a full quota is no key; a loaded machine
+    // may have paused the runner that long): the source asks all the same.
+    const std::string migrated = reply_text(resil_test::redis_ask(
+        src, {"MIGRATE", "127.0.0.1", std::to_string(dst), "", "0", "5000", "KEYS", limiter.redis_key()}));
+    REQUIRE((migrated == "OK" || migrated == "NOKEY"));
     // While the slot migrates, the source answers ASK for the key it no
     // longer holds: followed each time (ASKING + the script on the target),
     // the map unchanged.

@@ -186,3 +186,29 @@ TEST_CASE("redis sentinel failover: the primary killed mid-run; the bound kept, 
     CHECK(m.store_failures > 0);
     CHECK(m.map_refreshes >= 2);
 }
+
+TEST_CASE("redis sentinel: a READONLY reply (the primary demoted) has the primary found again") {
+    // A node that says it is master, then refuses writes as a demoted one does.
+    resil_test::fake_redis demoted([](const std::vector<std::string>& cmd) -> std::string {
+        if (!cmd.empty() && cmd[0] == "ROLE") return "*3\r\n" + bulk("master") + ":0\r\n*0\r\n";
+        if (!cmd.empty() && cmd[0] == "SCRIPT") return bulk(std::string(40, 'a'));
+        return "-READONLY You can't write against a read only replica.\r\n";
+    });
+    const std::string port = std::to_string(demoted.port());
+    resil_test::fake_redis sentinel([port](const std::vector<std::string>& cmd) -> std::string {
+        if (cmd.size() == 3 && cmd[0] == "SENTINEL") return "*2\r\n" + bulk("127.0.0.1") + bulk(port);
+        return "-ERR unknown command\r\n";
+    });
+    auto o = sentinel_options("127.0.0.1:" + std::to_string(sentinel.port()), "mymaster");
+    o.reconnect_backoff = 1ms;  // the lookups' spacing too
+    rate_limiter limiter{o};
+    CHECK(limiter.try_acquire().status == rate_limit_status::unavailable);
+    CHECK(limiter.last_error() == "READONLY You can't write against a read only replica.");
+    CHECK(limiter.metrics().map_refreshes == 1);
+    std::this_thread::sleep_for(20ms);
+    CHECK(limiter.try_acquire().status == rate_limit_status::unavailable);
+    CHECK(limiter.metrics().map_refreshes == 2);  // asked the sentinels again
+    int lookups = 0;
+    for (const auto& cmd : sentinel.commands()) lookups += cmd.at(0) == "SENTINEL" ? 1 : 0;
+    CHECK(lookups == 2);
+}
