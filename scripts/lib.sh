@@ -21,7 +21,7 @@ RESIL_TEST_PACKAGES=(
     catch2 libbenchmark-dev
     libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev prometheus-cpp-dev libasio-dev libhiredis-dev
     uuid-dev libboost-dev
-    nginx libnginx-mod-http-echo redis-server haproxy tinyproxy openssl prometheus dnsmasq-base
+    nginx libnginx-mod-http-echo redis-server redis-tools haproxy tinyproxy openssl prometheus dnsmasq-base
     doxygen
 )
 

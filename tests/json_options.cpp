@@ -449,22 +449,30 @@ TEST_CASE("json options: every options type round-trips, every field away from i
     using faults = resil::fault_injection_options;
     round_trip(faults::delay_fault{.probability = 0.5, .latency = 20ms});
     round_trip(faults::abort_fault{.probability = 1, .verdict = verdict::permanent, .never_sent = true, .retry_after = 250ms});
-    round_trip(resil::redis::rate_limiter_options{.rate = 20,
-                                                  .burst = 40,
-                                                  .host = "10.0.0.7",
-                                                  .port = 6380,
-                                                  .key = "llm-api",
-                                                  .key_prefix = "svc:",
-                                                  .connect_timeout = 30ms,
-                                                  .reply_timeout = 15ms,
-                                                  .connections = 4,
-                                                  .reconnect_backoff = 100ms,
-                                                  .reconnect_backoff_max = 3s,
-                                                  .on_failure = resil::redis::failure_policy::fail_closed,
-                                                  .expected_pods = 10,
-                                                  .lease = 5,
-                                                  .lease_ttl = 500ms,
-                                                  .max_wait = 2s});
+    const resil::redis::rate_limiter_options quota{.rate = 20,
+                                                   .burst = 40,
+                                                   .host = "10.0.0.7",
+                                                   .port = 6380,
+                                                   .cluster_nodes = "10.0.0.7:7000,10.0.0.8:7000",
+                                                   .max_redirections = 3,
+                                                   .key = "llm-api",
+                                                   .key_prefix = "svc:",
+                                                   .connect_timeout = 30ms,
+                                                   .reply_timeout = 15ms,
+                                                   .connections = 4,
+                                                   .reconnect_backoff = 100ms,
+                                                   .reconnect_backoff_max = 3s,
+                                                   .on_failure = resil::redis::failure_policy::fail_closed,
+                                                   .expected_pods = 10,
+                                                   .lease = 5,
+                                                   .lease_ttl = 500ms,
+                                                   .max_wait = 2s};
+    round_trip(quota, {"sentinels", "sentinel_master"});
+    auto watched = quota;  // Sentinel instead of a cluster
+    watched.cluster_nodes.clear();
+    watched.sentinels = "10.0.0.7:26379, 10.0.0.8:26379";
+    watched.sentinel_master = "quota-primary";
+    round_trip(watched, {"cluster_nodes"});
     round_trip(rj::pipeline_config{.deadline = 300ms,
                                    .timeouts = resil::timeouts{.connect = 20ms},
                                    .retry = resil::retry_options{.max_attempts = 2},
@@ -634,6 +642,11 @@ TEST_CASE("json options: enumerations, reasons, strings and whole milliseconds, 
     CHECK(quota(R"({"key": "bad key"})").rfind("quota.key: must be 1 to 200 printable ASCII characters", 0) == 0);
     CHECK(quota(R"({"rate": 50})").rfind(R"(quota.key: must be 1 to 200 printable ASCII characters)", 0) == 0);  // required
     CHECK(quota(R"({"key": "k", "port": 70000})") == "quota.port: must be in [1, 65535], got 70000");
+    CHECK(quota(R"({"key": "k", "cluster_nodes": "10.0.0.7"})") ==
+          R"(quota.cluster_nodes: must be empty or 1 to 64 host:port separated by commas (port in [1, 65535]), got "10.0.0.7")");
+    CHECK(quota(R"({"key": "k", "max_redirections": 20})") == "quota.max_redirections: must be in [0, 16], got 20");
+    CHECK(quota(R"({"key": "k", "sentinels": "10.0.0.7:26379"})")
+              .rfind("quota.sentinel_master: must be 1 to 200 printable ASCII characters", 0) == 0);
 
     const auto fallback = [](std::string_view text) {
         return error_of([&] { (void)rj::read<resil::fallback_options>(nlohmann::json::parse(text), "fallback"); });

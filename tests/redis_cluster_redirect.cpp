@@ -1,7 +1,8 @@
-// resil::redis::rate_limiter against a Redis Cluster node that does not own
-// the key's slot: MOVED and ASK are store failures with a message naming the
-// redirect (the limiter follows no redirect), and the failure policy
-// decides. A scripted fake node gives the redirects.
+// resil::redis::rate_limiter configured with one server (no cluster_nodes)
+// that turns out to be a Redis Cluster node not owning the key's slot: MOVED
+// and ASK are store failures with a message naming the redirect (only a
+// limiter given cluster_nodes follows redirects: tests/redis_cluster.cpp),
+// and the failure policy decides. A scripted fake node gives the redirects.
 #include <resil/redis.hpp>
 
 #include <chrono>

@@ -31,6 +31,8 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <stop_token>
 #include <string_view>
 #include <utility>
@@ -79,7 +81,7 @@ public:
     /// connection of its own (opened by the first decision; `connections`
     /// is the blocking pool's), on a strand of `ex`. `limiter` must outlive it.
     async_rate_limiter(const rate_limiter& limiter, const ::asio::any_io_executor& ex)
-        : limiter_(&limiter),
+        : limiter_(on_one_server(limiter)),
           conn_(std::make_shared<detail::asio_connection>(ex, core().options().host, core().options().port,
                                                           core().options().connect_timeout,
                                                           core().options().reply_timeout)) {}
@@ -200,6 +202,20 @@ private:
     }
 
     const detail::limiter_core& core() const noexcept { return limiter_->core_; }
+
+    // The Asio path talks to one server: a limiter on a Redis Cluster or
+    // behind Sentinel is refused.
+    static const rate_limiter* on_one_server(const rate_limiter& l) {
+        if (!l.options().sentinels.empty())
+            throw std::invalid_argument(
+                "resil::redis::async_rate_limiter: `sentinels` must be empty (it talks to one Redis server; "
+                "the blocking rate_limiter finds a primary from sentinels), got \"" + l.options().sentinels + "\"");
+        if (!l.options().cluster_nodes.empty())
+            throw std::invalid_argument(
+                "resil::redis::async_rate_limiter: `cluster_nodes` must be empty (it talks to one Redis server; "
+                "the blocking rate_limiter follows a cluster), got \"" + l.options().cluster_nodes + "\"");
+        return &l;
+    }
 
     ::asio::awaitable<rate_limit_result> decide(std::optional<detail::key_text> other, std::int64_t n, time_point until,
                                                 bool waiting, std::stop_token stop,

@@ -18,10 +18,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../enum_name.hpp"
 #include "../detail/gcra.hpp"
 #include "../validation.hpp"
+#include "detail/node_list.hpp"
 
 namespace resil::redis {
 
@@ -57,6 +59,26 @@ struct rate_limiter_options {
     std::string host = "127.0.0.1";
     /// The Redis server's port. Default 6379.
     int port = 6379;
+    /// A Redis Cluster instead of one server (host and port are then not
+    /// used): some of its nodes, "host:port" separated by commas (e.g.
+    /// "10.0.0.7:7000, 10.0.0.8:7000"), at most max_cluster_seeds. The
+    /// slot map is read from any of them (CLUSTER SLOTS); MOVED and ASK are
+    /// followed. Empty (the default): one server.
+    std::string cluster_nodes{};
+    /// A primary watched by Sentinel instead of one server (host and port
+    /// are then not used): the sentinels, "host:port" separated by commas,
+    /// at most max_cluster_seeds. The primary is the one they name
+    /// (SENTINEL get-master-addr-by-name sentinel_master) whose ROLE says
+    /// master; found again after a lost connection or a READONLY reply.
+    /// Empty (the default): no Sentinel. Not with cluster_nodes.
+    std::string sentinels{};
+    /// The name the sentinels monitor the primary under (e.g. "mymaster"):
+    /// required with sentinels, 1 to max_key_length printable ASCII
+    /// characters without spaces.
+    std::string sentinel_master{};
+    /// Redirections (MOVED, ASK) one decision follows before it counts as a
+    /// failure of Redis; in [0, 16]. Default 5 (as hiredis-cluster).
+    int max_redirections = 5;
     /// The quota's name: 1 to max_key_length printable ASCII characters
     /// without spaces, '{' or '}'. Every limiter naming the same key (in any
     /// process) shares one quota. Required.
@@ -121,6 +143,8 @@ struct rate_limiter_options {
     static constexpr std::int64_t max_lease = 1'000'000;
     static constexpr std::chrono::milliseconds max_lease_ttl{3'600'000};
     static constexpr std::chrono::milliseconds max_max_wait{86'400'000};
+    static constexpr std::size_t max_cluster_seeds = 64;
+    static constexpr int max_max_redirections = 16;
     ///@}
 
     /// The first field outside its range, in the house form
@@ -179,6 +203,32 @@ inline validation_result rate_limiter_options::validate() const {
                                                              std::string_view(host).substr(0, 64), "\" (",
                                                              std::to_string(host.size()), " characters)"})};
     if (auto bad = check_in_range("port", port, 1, 65535)) return bad;
+    if (std::vector<detail::node_address> nodes;
+        !cluster_nodes.empty() && !detail::parse_node_list(cluster_nodes, max_cluster_seeds, nodes))
+        return invalid_option{
+            "cluster_nodes",
+            resil::detail::concat({"must be empty or 1 to ", std::to_string(max_cluster_seeds),
+                                   " host:port separated by commas (port in [1, 65535]), got \"",
+                                   std::string_view(cluster_nodes).substr(0, 64),
+                                   cluster_nodes.size() > 64 ? "...\"" : "\""})};
+    if (std::vector<detail::node_address> nodes;
+        !sentinels.empty() && !detail::parse_node_list(sentinels, max_cluster_seeds, nodes))
+        return invalid_option{
+            "sentinels",
+            resil::detail::concat({"must be empty or 1 to ", std::to_string(max_cluster_seeds),
+                                   " host:port separated by commas (port in [1, 65535]), got \"",
+                                   std::string_view(sentinels).substr(0, 64), sentinels.size() > 64 ? "...\"" : "\""})};
+    if (!sentinels.empty() && !cluster_nodes.empty())
+        return invalid_option{"sentinels", resil::detail::concat({"must be empty when cluster_nodes is set (a cluster "
+                                                                  "finds its primaries itself), got \"",
+                                                                  std::string_view(sentinels).substr(0, 64), "\""})};
+    if (!sentinels.empty() && !detail::valid_key_text(sentinel_master, false))
+        return detail::bad_key("sentinel_master", sentinel_master, false);
+    if (sentinels.empty() && !sentinel_master.empty())
+        return invalid_option{"sentinel_master",
+                              resil::detail::concat({"must be empty when sentinels is, got \"",
+                                                     std::string_view(sentinel_master).substr(0, 64), "\""})};
+    if (auto bad = check_in_range("max_redirections", max_redirections, 0, max_max_redirections)) return bad;
     if (!detail::valid_key_text(key, false)) return detail::bad_key("key", key, false);
     if (!detail::valid_key_text(key_prefix, true)) return detail::bad_key("key_prefix", key_prefix, true);
     if (auto bad = check_in_range("connect_timeout", connect_timeout, min_timeout, max_timeout)) return bad;

@@ -37,8 +37,12 @@
 // pipeline). The limiter allocates nothing per decision; hiredis allocates
 // the command buffer and the reply of each round trip.
 //
+// On a Redis Cluster (options.cluster_nodes) it reads the slot map and
+// follows MOVED and ASK; behind Sentinel (options.sentinels) it finds the
+// primary, and finds it again after a failover (detail/cluster.hpp).
+//
 // On Asio, resil::redis::async_rate_limiter (resil/redis/asio_rate_limiter.hpp)
-// decides for the same limiter without blocking a thread.
+// decides for the same limiter without blocking a thread (one server only).
 //
 // The parts: the result types (result.hpp); the decision code every path
 // shares (detail/decision.hpp: steps, arguments, the answer's reading, the
@@ -52,17 +56,20 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "../clock.hpp"
 #include "../deadline.hpp"
 #include "../outcome.hpp"
 #include "../token_bucket.hpp"
 #include "detail/blocking_path.hpp"
+#include "detail/cluster.hpp"
 #include "detail/connection.hpp"
 #include "detail/decision.hpp"
 #include "options.hpp"
@@ -94,7 +101,10 @@ public:
     /// when options.validate() names a field:
     /// "resil::redis::rate_limiter: `key` must be 1 to 200 printable ASCII characters ...".
     explicit rate_limiter(rate_limiter_options options)
-        : core_(std::move(options)), pool_(core_.options().connections) {}
+        : core_(std::move(options)),
+          pool_(core_.options().cluster_nodes.empty() && core_.options().sentinels.empty() ? core_.options().connections
+                                                                                            : 1),
+          cluster_(make_cluster(core_.options())) {}
 
     rate_limiter(const rate_limiter&) = delete;
     rate_limiter& operator=(const rate_limiter&) = delete;
@@ -181,6 +191,15 @@ public:
     /// The last failure's description ("connect to 127.0.0.1:6379 failed: Connection refused").
     [[nodiscard]] std::string last_error() const { return core_.health().last_error(); }
 
+    /// The node that decides for the limiter's own key, "host:port": the
+    /// server; on a Redis Cluster the owner of the key's slot as the slot
+    /// map knows it; behind Sentinel the primary found (empty before the
+    /// first decision found it).
+    [[nodiscard]] std::string current_node() const {
+        if (!cluster_) return core_.options().host + ":" + std::to_string(core_.options().port);
+        return cluster_->owner_name(detail::key_slot(core_.key()));
+    }
+
     /// Every decision's, through this limiter or an async_rate_limiter of it.
     [[nodiscard]] rate_limiter_metrics metrics() const noexcept { return core_.metrics(); }
 
@@ -205,14 +224,27 @@ private:
     rate_limit_result decide(detail::decision& d, const std::stop_token& stop) const {
         if (core_.begin(d, stop)) return d.result;
         detail::script_answer a;
-        const detail::asked how = detail::ask_blocking(core_, pool_, d, a);
+        const detail::asked how =
+            cluster_ ? detail::ask_cluster(core_, *cluster_, d, a) : detail::ask_blocking(core_, pool_, d, a);
         core_.answered(d, how, a, stop);
         if (d.waits) core_.woke(d, resil::sleep_until(steady_clock{}, d.wake, stop));
         return d.result;
     }
 
+    static std::unique_ptr<detail::cluster_map> make_cluster(const rate_limiter_options& o) {
+        std::vector<detail::node_address> seeds;
+        if (!o.sentinels.empty()) {
+            (void)detail::parse_node_list(o.sentinels, rate_limiter_options::max_cluster_seeds, seeds);  // validated
+            return std::make_unique<detail::cluster_map>(std::move(seeds), o.connections, o.sentinel_master);
+        }
+        if (o.cluster_nodes.empty()) return nullptr;
+        (void)detail::parse_node_list(o.cluster_nodes, rate_limiter_options::max_cluster_seeds, seeds);  // validated
+        return std::make_unique<detail::cluster_map>(std::move(seeds), o.connections);
+    }
+
     detail::limiter_core core_;
-    mutable detail::pool pool_;
+    mutable detail::pool pool_;                      // one server's connections
+    std::unique_ptr<detail::cluster_map> cluster_;   // a cluster's map (or Sentinel's primary) and pools; null on one server
 };
 
 namespace detail {

@@ -55,6 +55,10 @@ struct rate_limiter_metrics {
     std::uint64_t script_loads = 0;      ///< SCRIPT LOAD after NOSCRIPT (cache flushed, failover)
     std::uint64_t error_replies = 0;     ///< error or malformed answers from Redis
     std::uint64_t no_time = 0;           ///< decisions the caller's deadline left no time for (not failures)
+    /// Redis Cluster: MOVED and ASK redirects followed (zero on one server).
+    std::uint64_t redirections = 0;
+    /// Redis Cluster: slot maps read (CLUSTER SLOTS answered), the first included.
+    std::uint64_t map_refreshes = 0;
 };
 
 }  // namespace resil::redis

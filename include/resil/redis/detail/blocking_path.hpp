@@ -2,7 +2,8 @@
 // calling thread: a pooled connection (connection.hpp), EVALSHA, a SCRIPT
 // LOAD after NOSCRIPT, one reconnect when an idle connection turns out
 // closed; every command bounded by the options' timeouts and the caller's
-// deadline. The arguments, the answer's reading and what follows are
+// deadline. On a Redis Cluster, the same to the key's node (cluster.hpp),
+// redirects followed. The arguments, the answer's reading and what follows are
 // decision.hpp's, shared with the asynchronous path.
 #pragma once
 
@@ -10,33 +11,48 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "../../clock.hpp"
 #include "../../detail/fork_epoch.hpp"
+#include "cluster.hpp"
 #include "connection.hpp"
 #include "decision.hpp"
 #include "script.hpp"
 
 namespace resil::redis::detail {
 
+/// One hop of a decision: to one server, or to one node of a cluster.
+struct hop {
+    bool probe = false;   ///< this decision probes a Redis left alone (health::may_ask)
+    bool follow = false;  ///< a cluster: MOVED and ASK are redirects to follow, not errors
+    bool asking = false;  ///< an ASK redirect: ASKING goes first, on the same connection
+    // What it came to, besides its `asked`:
+    bool redirected = false;  ///< MOVED or ASK (in `to`); nothing else recorded
+    bool broken = false;      ///< the node could not be reached or timed out
+    bool stale = false;       ///< CLUSTERDOWN, or READONLY (a primary demoted): the map may be old
+    redirect to{};
+};
+
 // One EVALSHA (plus a SCRIPT LOAD after NOSCRIPT, plus one reconnect when
-// an idle connection turns out closed). Every command waits until
-// min(now + its timeout, end), recomputed before it: the decision ends
-// by `until` (plus the slack of one poll() and the code around it).
-inline asked ask_blocking(const limiter_core& core, pool& connections, const decision& d, script_answer& out) {
+// an idle connection turns out closed; after an ASK, ASKING first) to
+// host:port over `connections`. Every command waits until min(now + its
+// timeout, end), recomputed before it: the hop ends by `until` (plus the
+// slack of one poll() and the code around it).
+inline asked ask_node(const limiter_core& core, pool& connections, const std::string& host, int port,
+                      const decision& d, script_answer& out, hop& h) {
     const auto& options = core.options();
     const auto& health = core.health();
     const auto start = steady_clock{}.now();
     const time_point until = d.until;
     if (until <= start) return asked::no_time;
-    bool probe = false;
-    if (!health.may_ask(probe)) return asked::failed;
-    // The whole decision, retries included, fits in one connect and two
-    // replies (a reconnect, SCRIPT LOAD, EVALSHA), as well as in the
-    // caller's deadline.
+    const bool probe = h.probe;
+    // The whole hop, retries included, fits in one connect and two
+    // replies (a reconnect, SCRIPT LOAD, EVALSHA; a third for ASKING), as
+    // well as in the caller's deadline.
     const duration reply_cap = options.reply_timeout;
-    const auto budget_end = start + duration{options.connect_timeout} + 2 * reply_cap;
+    const auto budget_end = start + duration{options.connect_timeout} + (h.asking ? 3 : 2) * reply_cap;
     const bool until_bounds = until <= budget_end;
     const auto end = until_bounds ? until : budget_end;
     // Every connection busy: wait for one (each round trip is bounded),
@@ -64,6 +80,7 @@ inline asked ask_blocking(const limiter_core& core, pool& connections, const dec
     // A failed command: a timeout the caller's deadline cut short, or
     // anything else (refused, closed, timed out in full, an error).
     const auto failed = [&](bool cut_short, std::string error) {
+        h.broken = true;
         if (cut_short && conn->timed_out()) health.mark_cut_short(probe, std::move(error));
         else health.mark_down(probe, std::move(error));
         return asked::failed;
@@ -79,7 +96,7 @@ inline asked ask_blocking(const limiter_core& core, pool& connections, const dec
             if (left_ms < std::chrono::milliseconds{1}) return out_of_time();
             const bool cut = until_bounds && left_ms < options.connect_timeout;
             limiter_core::bump(core.count().connects);
-            if (!conn->connect(options.host, options.port, cut ? left_ms : options.connect_timeout,
+            if (!conn->connect(host, port, cut ? left_ms : options.connect_timeout,
                                options.reply_timeout, error))
                 return failed(cut, std::move(error));
             conn.epoch() = epoch;
@@ -92,6 +109,21 @@ inline asked ask_blocking(const limiter_core& core, pool& connections, const dec
             const bool load_cut = until_bounds && until < now + reply_cap;
             if (!conn->load_script(load_cut ? until : std::min(end, now + reply_cap), error))
                 return failed(load_cut, std::move(error));
+            now = steady_clock{}.now();
+            if (end <= now) return out_of_time();
+        }
+        if (h.asking) {  // covers only the next command: sent again after a SCRIPT LOAD
+            const char* asking_argv[] = {"ASKING"};
+            const std::size_t asking_lens[] = {6};
+            const bool asking_cut = until_bounds && until < now + reply_cap;
+            auto ok = conn->command(1, asking_argv, asking_lens, asking_cut ? until : std::min(end, now + reply_cap),
+                                    error);
+            if (!ok) return failed(asking_cut, std::move(error));
+            if (ok->type == REDIS_REPLY_ERROR) {
+                limiter_core::bump(core.count().error_replies);
+                health.remember("ASKING answered " + std::string(ok->str, ok->len));
+                return asked::failed;
+            }
             now = steady_clock{}.now();
             if (end <= now) return out_of_time();
         }
@@ -108,6 +140,14 @@ inline asked ask_blocking(const limiter_core& core, pool& connections, const dec
             if (was_open && tries == 0 && !conn->timed_out()) continue;
             return failed(cut, std::move(error));
         }
+        if (reply->type == REDIS_REPLY_ERROR) {
+            const std::string_view text(reply->str, reply->len);
+            if (h.follow && read_redirect(text, host, h.to)) {
+                h.redirected = true;
+                return asked::failed;
+            }
+            h.stale = text.substr(0, 11) == "CLUSTERDOWN" || text.substr(0, 8) == "READONLY";
+        }
         auto r = read_answer(reply.get(), core.params(), d.n, d.want, d.look_us);
         if (r.kind == reply_kind::noscript) {
             limiter_core::bump(core.count().script_loads);
@@ -122,6 +162,81 @@ inline asked ask_blocking(const limiter_core& core, pool& connections, const dec
     }
     health.remember("the script could not be run after reloading it");
     return asked::failed;
+}
+
+// A decision's round trip to the one server of the options.
+inline asked ask_blocking(const limiter_core& core, pool& connections, const decision& d, script_answer& out) {
+    if (d.until <= steady_clock{}.now()) return asked::no_time;
+    hop h;
+    if (!core.health().may_ask(h.probe)) return asked::failed;
+    return ask_node(core, connections, core.options().host, core.options().port, d, out, h);
+}
+
+// A decision's round trip on a Redis Cluster: the slot map refreshed first
+// when it is stale (at most once per reconnect_backoff, one thread at a
+// time, within connect_timeout + reply_timeout, twice that behind Sentinel,
+// and the deadline), then the
+// key's node, MOVED followed (the map's slot set at once, a refresh asked
+// for) and ASK followed (ASKING and the command, to that node, once; the
+// map left alone), at most max_redirections times. A node that cannot be
+// reached, or CLUSTERDOWN, marks the map stale: the next decision that may
+// talk to Redis reads it again (after a failover, the promoted node).
+// Behind Sentinel the "map" is the primary the sentinels name (its ROLE
+// checked): found again after a lost connection or a READONLY reply.
+inline asked ask_cluster(const limiter_core& core, cluster_map& map, const decision& d, script_answer& out) {
+    const auto& options = core.options();
+    if (d.until <= steady_clock{}.now()) return asked::no_time;
+    hop h;
+    if (!core.health().may_ask(h.probe)) return asked::failed;
+    h.follow = !map.sentinel();
+    const std::uint16_t slot = key_slot(d.key);
+    std::string refresh_error;
+    if (map.begin_refresh(options.reconnect_backoff)) {
+        const auto now = steady_clock{}.now();
+        // One connect and reply; behind Sentinel two (the sentinel, then ROLE).
+        const auto refresh_end = std::min(
+            d.until, now + (map.sentinel() ? 2 : 1) * (duration{options.connect_timeout} + duration{options.reply_timeout}));
+        const bool ok = map.refresh(refresh_end, options.connect_timeout, options.reply_timeout, refresh_error);
+        map.end_refresh(ok);
+        if (ok) limiter_core::bump(core.count().map_refreshes);
+    }
+    cluster_map::node* target = map.owner(slot);
+    if (target == nullptr && map.sentinel()) {
+        core.health().mark_down(h.probe, refresh_error.empty() ? std::string("no primary found from the sentinels yet")
+                                                               : "no primary found from the sentinels: " + refresh_error);
+        return asked::failed;
+    }
+    if (target == nullptr) target = map.any();  // a seed: it redirects
+    for (int redirections = 0;; ++redirections) {
+        h.redirected = false;
+        h.broken = false;
+        h.stale = false;
+        const asked how =
+            ask_node(core, target->pool, target->address.host, target->address.port, d, out, h);
+        if (!h.redirected) {
+            if (h.broken || h.stale) map.mark_stale();
+            return how;
+        }
+        if (redirections == options.max_redirections) {
+            limiter_core::bump(core.count().error_replies);
+            core.health().remember("Redis Cluster redirected the key more than max_redirections (" +
+                                   std::to_string(options.max_redirections) + ") times; the last: " +
+                                   (h.to.ask ? "ASK " : "MOVED ") + std::to_string(h.to.slot) + " " + h.to.to.host +
+                                   ":" + std::to_string(h.to.to.port));
+            map.mark_stale();
+            return asked::failed;
+        }
+        limiter_core::bump(core.count().redirections);
+        cluster_map::node* next = map.intern(h.to.to);
+        if (next == nullptr) {
+            core.health().remember("Redis Cluster named more nodes than the limiter keeps (" +
+                                   std::to_string(cluster_map::max_nodes) + ")");
+            return asked::failed;
+        }
+        if (!h.to.ask) map.moved(slot, next);
+        h.asking = h.to.ask;
+        target = next;
+    }
 }
 
 }  // namespace resil::redis::detail

@@ -129,7 +129,7 @@ public:
     struct counters {
         std::atomic<std::uint64_t> granted{0}, rejected{0}, round_trips{0}, lease_grants{0}, store_failures{0},
             fail_open_admitted{0}, fail_open_rejected{0}, fail_closed_rejected{0}, connects{0}, script_loads{0},
-            error_replies{0}, no_time{0};
+            error_replies{0}, no_time{0}, redirections{0}, map_refreshes{0};
     };
     // Each thread counts in its own stripe: no cache line written by every
     // decision of every thread (lease grants take ~100 ns).
@@ -168,6 +168,8 @@ public:
             m.script_loads += get(c.script_loads);
             m.error_replies += get(c.error_replies);
             m.no_time += get(c.no_time);
+            m.redirections += get(c.redirections);
+            m.map_refreshes += get(c.map_refreshes);
         }
         return m;
     }
