@@ -179,8 +179,6 @@ template <class Rank>
         double best_score = 0.0;
         std::uint64_t best_bits = 0;
         for (auto i = b; i < e; ++i) {
-            const int lv = level(i);
-            if (lv == 0 || lv < best_level) continue;
             const auto bits = rendezvous_bits(s, i, in.key);
             // Equal weights: the score −w/ln(x) orders as x does, so the bits decide without a logarithm.
             double score = 0.0;
@@ -189,6 +187,11 @@ template <class Rank>
                 score = -static_cast<double>(s.weight[i]) / std::log(x);
             }
             const bool higher = uniform ? bits > best_bits : score > best_score;
+            // Once the best is at the top level only a higher score can win:
+            // the endpoint's state (another cache line) is not read.
+            if (!higher && best_level == 4) continue;
+            const int lv = level(i);
+            if (lv == 0 || lv < best_level) continue;
             if (lv > best_level || higher) {
                 best = i;
                 best_level = lv;
