@@ -55,7 +55,7 @@
 //
 // The parts: options.hpp (what it is told, its counts), tried_endpoints.hpp
 // (what one call knows), detail/snapshot.hpp (the set and each endpoint's
-// state), detail/pickers.hpp (the five pickers), detail/peak_ewma.hpp,
+// state), detail/pickers.hpp (the pickers), detail/peak_ewma.hpp,
 // detail/outlier_ejection.hpp, detail/priority_load.hpp,
 // detail/affinity_pickers.hpp (the key pickers' tables, built by replace()).
 //
