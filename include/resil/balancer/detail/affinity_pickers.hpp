@@ -83,7 +83,7 @@ inline void build_maglev(balancer_snapshot& s, const affinity_options& o) {
     s.maglev_size = m;
     s.maglev.assign(s.groups() * m, no_pick);
     struct turns {
-        std::uint64_t offset, skip, next = 0, target = 0, weight;
+        std::uint64_t at, skip, target = 0, weight;  ///< at: (offset + skip · next) mod M, stepped by skip
         std::uint32_t index;
     };
     std::vector<turns> entries;
@@ -93,7 +93,7 @@ inline void build_maglev(balancer_snapshot& s, const affinity_options& o) {
         std::uint64_t heaviest = 0;
         for (auto i = b; i < e; ++i) {
             const auto& a = s.endpoints[i].address;
-            entries.push_back({xxhash64(a, 0) % m, xxhash64(a, 1) % (m - 1) + 1, 0, 0, s.weight[i], i});
+            entries.push_back({xxhash64(a, 0) % m, xxhash64(a, 1) % (m - 1) + 1, 0, s.weight[i], i});
             heaviest = std::max<std::uint64_t>(heaviest, s.weight[i]);
         }
         std::sort(entries.begin(), entries.end(),
@@ -105,13 +105,12 @@ inline void build_maglev(balancer_snapshot& s, const affinity_options& o) {
                 if (filled == m) break;
                 if (round * t.weight < t.target) continue;
                 t.target += heaviest;
-                auto c = (t.offset + t.skip * (t.next % m)) % m;
-                while (table[c] != no_pick) {
-                    ++t.next;
-                    c = (t.offset + t.skip * (t.next % m)) % m;
-                }
-                table[c] = t.index;
-                ++t.next;
+                // The next free slot of the permutation (offset + skip · next) mod M,
+                // stepped by an addition (no division per probe).
+                auto step = [&] { t.at = t.at + t.skip >= m ? t.at + t.skip - m : t.at + t.skip; };
+                while (table[t.at] != no_pick) step();
+                table[t.at] = t.index;
+                step();
                 ++filled;
             }
     }
