@@ -296,7 +296,8 @@ TEST_CASE("replace: kept endpoints keep their state, leases on the old set end t
 TEST_CASE("retries go elsewhere: a pick prefers endpoints the call has not tried") {
     manual_clock clock;
     for (auto policy : {balancing_policy::round_robin, balancing_policy::random, balancing_policy::least_outstanding,
-                        balancing_policy::power_of_two_choices, balancing_policy::peak_ewma}) {
+                        balancing_policy::power_of_two_choices, balancing_policy::peak_ewma,
+                        balancing_policy::ring_hash, balancing_policy::maglev, balancing_policy::rendezvous}) {
         INFO(resil::to_string(policy));
         balancer lb{three(), {.policy = policy}};
         for (int round = 0; round < 20; ++round) {

@@ -155,7 +155,8 @@ TEST_CASE("the ejection cap: at most 10 % of the set, at least one may be, one i
 TEST_CASE("panic mode: below 50 % usable, a group is balanced over all of its endpoints") {
     manual_clock clock;
     for (auto policy : {balancing_policy::round_robin, balancing_policy::random, balancing_policy::least_outstanding,
-                        balancing_policy::power_of_two_choices, balancing_policy::peak_ewma}) {
+                        balancing_policy::power_of_two_choices, balancing_policy::peak_ewma,
+                        balancing_policy::ring_hash, balancing_policy::maglev, balancing_policy::rendezvous}) {
         INFO(resil::to_string(policy));
         balancer lb{replicas(4), {.policy = policy, .outlier = {.max_ejection_share = 1.0}}};
         REQUIRE(fail(lb, "a:80", clock.now(), 5));

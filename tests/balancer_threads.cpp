@@ -21,10 +21,13 @@ TEST_CASE("threads: picks race replacements of the set; counts and totals are ex
     const std::vector<endpoint> first{{.address = "a:80"}, {.address = "b:80"}, {.address = "c:80"}};
     const std::vector<endpoint> second{{.address = "b:80"}, {.address = "c:80"}, {.address = "d:80", .weight = 2}};
     for (auto policy : {balancing_policy::round_robin, balancing_policy::random, balancing_policy::least_outstanding,
-                        balancing_policy::power_of_two_choices, balancing_policy::peak_ewma}) {
+                        balancing_policy::power_of_two_choices, balancing_policy::peak_ewma,
+                        balancing_policy::ring_hash, balancing_policy::maglev, balancing_policy::rendezvous}) {
         INFO(resil::to_string(policy));
         resil::testing::manual_clock clock;
-        balancer lb{first, {.policy = policy}};
+        // The key policies with their load bound: its count of calls in flight races too.
+        const bool keyed = resil::detail::is_hash_policy(policy);
+        balancer lb{first, {.policy = policy, .affinity = {.load_bound_factor = keyed ? 1.25 : 0.0}}};
         constexpr int threads = 4;
         constexpr int picks_per_thread = 20000;
         std::atomic<bool> done{false};
@@ -35,7 +38,7 @@ TEST_CASE("threads: picks race replacements of the set; counts and totals are ex
                 resil::jitter_engine rng{static_cast<std::uint64_t>(t) + 1};
                 std::vector<resil::endpoint_lease> held;
                 for (int i = 0; i < picks_per_thread; ++i) {
-                    auto lease = lb.pick(clock.now(), rng);
+                    auto lease = keyed ? lb.pick(clock.now(), resil::affinity_key{i % 97}) : lb.pick(clock.now(), rng);
                     if (!lease) {
                         empty.fetch_add(1);
                         continue;

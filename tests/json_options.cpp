@@ -122,6 +122,7 @@ static_assert(every_member_keyed<resil::adaptive_throttle_options>());
 static_assert(every_member_keyed<resil::fallback_options>());
 static_assert(every_member_keyed<resil::hedge_options>(1));  // budget
 static_assert(every_member_keyed<resil::outlier_detection_options>());
+static_assert(every_member_keyed<resil::affinity_options>());
 static_assert(every_member_keyed<resil::balancer_options>(2));  // on_ejected, on_returned
 static_assert(every_member_keyed<resil::health_check_options>());
 static_assert(every_member_keyed<resil::fault_injection_options>());
@@ -417,9 +418,14 @@ TEST_CASE("json options: every options type round-trips, every field away from i
                                                 .max_ejection_time = 100s,
                                                 .ejection_decay_interval = 20s,
                                                 .max_ejection_share = 0.3});
+    round_trip(resil::affinity_options{.min_ring_size = 2048,
+                                       .max_ring_size = 4096,
+                                       .maglev_table_size = 5003,
+                                       .load_bound_factor = 1.25});
     round_trip(resil::balancer_options{.policy = resil::balancing_policy::peak_ewma,
                                        .decay_time = 5s,
                                        .unmeasured_penalty = 200ms,
+                                       .affinity = {.maglev_table_size = 131071, .load_bound_factor = 1.5},
                                        .outlier = {.consecutive_failures = 3, .max_ejection_share = 0.5},
                                        .panic_threshold = 0.3,
                                        .failover_threshold = 0.6,
@@ -549,6 +555,7 @@ TEST_CASE("json options: every key of every options type, misspelt, is refused w
     every_key_misspelt(resil::fallback_options{});
     every_key_misspelt(resil::hedge_options{});
     every_key_misspelt(resil::outlier_detection_options{});
+    every_key_misspelt(resil::affinity_options{});
     every_key_misspelt(resil::balancer_options{});
     every_key_misspelt(resil::health_check_options{});
     every_key_misspelt(resil::dns_discovery_options{.name = "svc.test"});
@@ -623,7 +630,11 @@ TEST_CASE("json options: nested objects report at their path, shape and ranges a
     CHECK(error(R"({"endpoint_breaker": []})") == "balancer.endpoint_breaker: must be an object, got an array");
     CHECK(error(R"({"policy": "peak_ewm"})") ==
           R"(balancer.policy: must be one of "round_robin", "random", "least_outstanding", "power_of_two_choices", )"
-          R"("peak_ewma", got "peak_ewm")");
+          R"("peak_ewma", "ring_hash", "maglev", "rendezvous", got "peak_ewm")");
+    CHECK(error(R"({"policy": "maglev", "affinity": {"maglev_table_size": 65536}})") ==
+          "balancer.affinity.maglev_table_size: must be a prime in [2, 5000011], got 65536");
+    CHECK(error(R"({"affinity": {"load_bound_factor": 1}})") ==
+          "balancer.affinity.load_bound_factor: must be 0 (off) or in (1, 100], got 1");
     CHECK(error(R"({"policy": 4})") == "balancer.policy: must be a balancing policy, got 4");
     CHECK(error(R"({"on_ejected": null})").rfind(R"(balancer.on_ejected: unknown key)", 0) == 0);  // code, not configuration
 }

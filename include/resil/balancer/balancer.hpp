@@ -23,6 +23,12 @@
 //                       towards faster ones over `decay_time`; an endpoint not
 //                       measured yet costs 0 while idle (so it gets measured)
 //                       and `unmeasured_penalty` while busy.
+//   ring_hash, maglev, rendezvous  the call's affinity key (affinity.hpp) to
+//                       the same endpoint (Envoy's ring_hash, maglev,
+//                       rendezvous_hash); an endpoint that cannot take it
+//                       (ejected, tried by this call, full under the load
+//                       bound) passes it to the key's next candidate, the
+//                       same one for every caller (detail/affinity_pickers.hpp).
 //
 // Passive health (Envoy's outlier detection defaults): `consecutive_failures`
 // (5) failures in a row — 5xx answers and connect failures, reported as
@@ -49,8 +55,9 @@
 //
 // The parts: options.hpp (what it is told, its counts), tried_endpoints.hpp
 // (what one call knows), detail/snapshot.hpp (the set and each endpoint's
-// state), detail/pickers.hpp (the five pickers), detail/peak_ewma.hpp,
-// detail/outlier_ejection.hpp, detail/priority_load.hpp.
+// state), detail/pickers.hpp (the pickers), detail/peak_ewma.hpp,
+// detail/outlier_ejection.hpp, detail/priority_load.hpp,
+// detail/affinity_pickers.hpp (the key pickers' tables, built by replace()).
 //
 // Thread-safe, and picks take no lock: the set is an immutable snapshot
 // behind one atomic pointer, replaced by replace() (writers serialize on a
@@ -91,6 +98,8 @@
 #include "../jitter.hpp"
 #include "../reason.hpp"
 #include "../validation.hpp"
+#include "affinity.hpp"
+#include "detail/affinity_pickers.hpp"
 #include "detail/outlier_ejection.hpp"
 #include "detail/peak_ewma.hpp"
 #include "detail/pickers.hpp"
@@ -200,6 +209,7 @@ private:
         index_ = o.index_;
         stripe_ = o.stripe_;
         recorded_ = o.recorded_;
+        in_flight_counted_ = o.in_flight_counted_;
         started_ = o.started_;
         refusal_ = o.refusal_;
     }
@@ -208,6 +218,7 @@ private:
     std::uint32_t index_ = 0;
     std::uint32_t stripe_ = 0;  ///< the stripe of snapshot_->leases this lease counts in
     bool recorded_ = false;     ///< record_and_keep() was called: record_and_end() only ends the lease
+    bool in_flight_counted_ = false;  ///< counted in the balancer's calls in flight (the load bound)
     resil::reason refusal_ = reason::none;
     time_point started_{};
 };
@@ -280,11 +291,22 @@ public:
     }
 
     /// Chooses an endpoint at `now`, preferring ones not in `tried`; an empty
-    /// lease when the set is empty. Draws from `rng`.
-    [[nodiscard]] endpoint_lease pick(time_point now, jitter_engine& rng, const tried_endpoints* tried = nullptr) const;
+    /// lease when the set is empty. Draws from `rng`. ring_hash, maglev and
+    /// rendezvous hash `tried`'s affinity key (tried_endpoints::key()); with
+    /// none, a random hash from `rng`.
+    [[nodiscard]] endpoint_lease pick(time_point now, jitter_engine& rng, const tried_endpoints* tried = nullptr) const {
+        return pick_for(now, rng, tried, tried != nullptr ? tried->key() : affinity_key{});
+    }
     /// The same, drawing from this thread's jitter engine.
     [[nodiscard]] endpoint_lease pick(time_point now, const tried_endpoints* tried = nullptr) const {
         return pick(now, detail::thread_jitter(), tried);
+    }
+    /// The same for a call with affinity key `key` (used by ring_hash,
+    /// maglev and rendezvous; the other policies ignore it): the key's first
+    /// candidate that is usable, not in `tried` and (with
+    /// affinity_options::load_bound_factor) not full. No allocation.
+    [[nodiscard]] endpoint_lease pick(time_point now, const affinity_key& key, const tried_endpoints* tried = nullptr) const {
+        return pick_for(now, detail::thread_jitter(), tried, key);
     }
 
     /// The options it was built with.
@@ -441,6 +463,13 @@ private:
         });
     }
 
+    [[nodiscard]] endpoint_lease pick_for(time_point now, jitter_engine& rng, const tried_endpoints* tried,
+                                          const affinity_key& key) const;
+    /// The load bound is on: picks count the balancer's calls in flight.
+    [[nodiscard]] bool bounded() const noexcept {
+        return detail::is_hash_policy(options_.policy) && options_.affinity.load_bound_factor > 0.0;
+    }
+
     [[nodiscard]] std::unique_ptr<detail::balancer_snapshot> build(std::span<const endpoint> endpoints);
     /// Numbers the idempotency scopes of `s` (built from `old`, or from
     /// nothing) so that a number never comes to stand for another key store.
@@ -481,6 +510,9 @@ private:
     mutable detail::outlier_ejection ejection_{options_.outlier};
 
     mutable std::atomic<std::uint64_t> returns_{0}, no_endpoint_{0}, no_endpoint_in_scope_{0};
+    /// Leases held now, over every snapshot (the load bound only; Envoy
+    /// reads its cluster's upstream_rq_active the same way).
+    mutable std::atomic<std::uint64_t> in_flight_{0};
     std::atomic<std::uint64_t> replacements_{0};
     detail::striped_counter panic_picks_{}, failover_picks_{};
 };
@@ -500,6 +532,8 @@ inline void detail::balancer_call_access::count_no_endpoint(const balancer& lb, 
 inline void endpoint_lease::end_unrecorded() noexcept {
     if (snapshot_ == nullptr) return;
     snapshot_->state_of[index_]->outstanding.fetch_sub(1, std::memory_order_relaxed);
+    if (in_flight_counted_) owner_->in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    in_flight_counted_ = false;
     // Last use of the snapshot: release orders the reads above before a writer's free.
     snapshot_->leases[stripe_].fetch_sub(1, std::memory_order_release);
     snapshot_ = nullptr;
@@ -628,6 +662,7 @@ inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<cons
             s->schedule.push_back(b + i);
     }
     s->schedule_begin.push_back(static_cast<std::uint32_t>(s->schedule.size()));
+    detail::build_affinity(*s, options_.policy, options_.affinity);
     // Each stripe's cursor starts at its own place, so threads do not walk in step.
     for (std::size_t i = 0; i < s->cursors.size(); ++i)
         s->cursors[i].store(i * 0x9e3779b97f4a7c15ULL >> 40, std::memory_order_relaxed);
@@ -692,7 +727,8 @@ inline std::optional<events::endpoint_ejected> balancer::record(detail::balancer
     return ejected;
 }
 
-inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const tried_endpoints* tried) const {
+inline endpoint_lease balancer::pick_for(time_point now, jitter_engine& rng, const tried_endpoints* tried,
+                                         const affinity_key& key) const {
     const auto guard = enter();
     auto& s = *guard.snapshot;
     const auto now_ns = detail::ns_of(now);
@@ -716,7 +752,12 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
         counted_snapshot_.load(std::memory_order_relaxed) != &s) [[unlikely]]
         refresh(s, now_ns);
 
-    const detail::off_path_inputs off_path{s, now_ns, rng, tried, usable_.get(), options_};
+    const bool hashed = detail::is_hash_policy(options_.policy);
+    const bool bound = bounded();
+    const detail::key_pick_inputs keyed{s, options_.policy, !hashed ? 0 : key ? key.hash() : rng(),
+                                        options_.affinity.load_bound_factor,
+                                        bound ? in_flight_.load(std::memory_order_relaxed) : 0};
+    const detail::off_path_inputs off_path{s, now_ns, rng, tried, usable_.get(), options_, keyed.key, keyed.in_flight};
     std::size_t group = 0;
     bool panic = false;
     std::uint32_t chosen = detail::no_pick;
@@ -760,6 +801,9 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
                 chosen = detail::two_choices_pick(
                     in, rng, rank, detail::cheaper{s, now_ns, options_.decay_time, options_.unmeasured_penalty}, found);
                 break;
+            case balancing_policy::ring_hash:
+            case balancing_policy::maglev:
+            case balancing_policy::rendezvous: chosen = detail::key_pick(keyed, group, rank, found); break;
         }
         // Nothing fresh in that group (every usable endpoint tried by this
         // call, or refused by its breaker): the first group that has a fresh
@@ -783,6 +827,7 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
     }
     s.state_of[chosen]->outstanding.fetch_add(1, std::memory_order_relaxed);
     s.state_of[chosen]->picks.fetch_add(1, std::memory_order_relaxed);  // (the line the count above owns)
+    if (bound) in_flight_.fetch_add(1, std::memory_order_relaxed);
     // Pinned inside the epoch guard (a writer sees it before freeing), then the guard ends.
     const auto stripe = static_cast<std::uint32_t>(detail::this_thread_stripe() & (s.leases.size() - 1));
     s.leases[stripe].fetch_add(1, std::memory_order_relaxed);
@@ -793,6 +838,7 @@ inline endpoint_lease balancer::pick(time_point now, jitter_engine& rng, const t
     lease.index_ = chosen;
     lease.stripe_ = stripe;
     lease.started_ = now;
+    lease.in_flight_counted_ = bound;
     return lease;
 }
 

@@ -23,7 +23,18 @@
 namespace resil {
 
 /// How a balancer chooses among the usable endpoints (resil/balancer/balancer.hpp).
-enum class balancing_policy : std::uint8_t { round_robin, random, least_outstanding, power_of_two_choices, peak_ewma };
+/// ring_hash, maglev and rendezvous send a call's affinity key (resil/balancer/affinity.hpp)
+/// to the same endpoint while the set and its health stay the same.
+enum class balancing_policy : std::uint8_t {
+    round_robin,
+    random,
+    least_outstanding,
+    power_of_two_choices,
+    peak_ewma,
+    ring_hash,   ///< a ring of hashed points per endpoint (Envoy's and gRPC's ring_hash)
+    maglev,      ///< Maglev's lookup table (Envoy's maglev)
+    rendezvous,  ///< highest random weight, −w / ln(x) (Envoy's rendezvous_hash)
+};
 
 /// The policy's name, e.g. "power_of_two_choices".
 [[nodiscard]] constexpr enum_name to_string(balancing_policy p) noexcept {
@@ -33,6 +44,9 @@ enum class balancing_policy : std::uint8_t { round_robin, random, least_outstand
         case balancing_policy::least_outstanding: return "least_outstanding";
         case balancing_policy::power_of_two_choices: return "power_of_two_choices";
         case balancing_policy::peak_ewma: return "peak_ewma";
+        case balancing_policy::ring_hash: return "ring_hash";
+        case balancing_policy::maglev: return "maglev";
+        case balancing_policy::rendezvous: return "rendezvous";
     }
     return "unknown";
 }
@@ -86,6 +100,56 @@ struct outlier_detection_options {
     friend bool operator==(const outlier_detection_options&, const outlier_detection_options&) = default;
 };
 
+/// The key-affinity pickers (ring_hash, maglev, rendezvous): their tables'
+/// sizes and the load bound. Defaults are Envoy's.
+struct affinity_options {
+    /// ring_hash: the fewest points on a priority group's ring (Envoy's
+    /// minimum_ring_size, 1024); the lightest endpoint gets a whole number of
+    /// points and each other as many times more as its weight is.
+    std::uint64_t min_ring_size = 1024;
+    /// ring_hash: the most points on one group's ring (Envoy's
+    /// maximum_ring_size, 8,388,608; 12 bytes a point).
+    std::uint64_t max_ring_size = 8388608;
+    /// maglev: the lookup table's size per group, a prime (Envoy's 65537; 4 bytes an entry).
+    std::uint64_t maglev_table_size = 65537;
+    /// Bounded load ("consistent hashing with bounded loads"): an endpoint
+    /// takes a key's call only while its calls in flight + 1 ≤ ⌈factor ×
+    /// (calls in flight on the balancer + 1) × its weight ÷ its group's
+    /// weight⌉; a full one passes the call to the key's next candidate. 0 (the
+    /// default) turns the bound off; else in (1, 100], e.g. 1.25 (Envoy's
+    /// hash_balance_factor and HAProxy's hash-balance-factor are this × 100).
+    double load_bound_factor = 0.0;
+
+    static constexpr std::uint64_t max_ring_limit = 8388608;  ///< the largest max_ring_size validate() accepts
+    static constexpr std::uint64_t max_maglev_table_size = 5000011;  ///< Envoy's largest (a prime)
+    static constexpr double max_load_bound_factor = 100.0;
+
+    /// The first field out of its range; nothing when every field is valid.
+    [[nodiscard]] validation_result validate() const {
+        if (auto bad = detail::check_in_range("min_ring_size", min_ring_size, std::uint64_t{1}, max_ring_limit))
+            return bad;
+        if (auto bad = detail::check_in_range("max_ring_size", max_ring_size, min_ring_size, max_ring_limit))
+            return bad;
+        if (auto bad = detail::check_that(maglev_table_size >= 2 && maglev_table_size <= max_maglev_table_size &&
+                                              is_prime(maglev_table_size),
+                                          "maglev_table_size", "a prime in [2, 5000011]", maglev_table_size))
+            return bad;
+        return detail::check_that(load_bound_factor == 0.0 ||
+                                      (load_bound_factor > 1.0 && load_bound_factor <= max_load_bound_factor),
+                                  "load_bound_factor", "0 (off) or in (1, 100]", load_bound_factor);
+    }
+    /// Field-by-field equality.
+    friend bool operator==(const affinity_options&, const affinity_options&) = default;
+
+private:
+    [[nodiscard]] static constexpr bool is_prime(std::uint64_t n) noexcept {
+        if (n < 2) return false;
+        for (std::uint64_t d = 2; d * d <= n; ++d)
+            if (n % d == 0) return false;
+        return true;
+    }
+};
+
 /// Options of a balancer: the picking policy, peak EWMA's decay, outlier
 /// ejection, panic and failover thresholds, an optional breaker per endpoint,
 /// and hooks for ejections and returns. The defaults are the documented ones
@@ -99,6 +163,8 @@ struct balancer_options {
     /// while it has calls in flight (Finagle uses a huge penalty; 1 s here
     /// keeps the arithmetic finite while still sending elsewhere first).
     duration unmeasured_penalty = std::chrono::seconds{1};
+    /// ring_hash, maglev, rendezvous: table sizes and the load bound.
+    affinity_options affinity{};
     /// Outlier ejection: consecutive failures take an endpoint out for a while.
     /// On by default.
     outlier_detection_options outlier{};
@@ -133,14 +199,16 @@ struct balancer_options {
     /// ("outlier.consecutive_failures") and what it must be; nothing when every
     /// field is valid.
     [[nodiscard]] validation_result validate() const {
-        if (auto bad = detail::check_that(static_cast<std::uint8_t>(policy) <= 4, "policy",
-                                          "one of round_robin, random, least_outstanding, power_of_two_choices, peak_ewma",
+        if (auto bad = detail::check_that(static_cast<std::uint8_t>(policy) <= 7, "policy",
+                                          "one of round_robin, random, least_outstanding, power_of_two_choices, "
+                                          "peak_ewma, ring_hash, maglev, rendezvous",
                                           static_cast<std::uint32_t>(policy)))
             return bad;
         if (auto bad = detail::check_in_range("decay_time", decay_time, min_decay_time, max_decay_time)) return bad;
         if (auto bad = detail::check_in_range("unmeasured_penalty", unmeasured_penalty, duration::zero(),
                                               duration{std::chrono::minutes{10}}))
             return bad;
+        if (auto bad = affinity.validate()) return bad->within("affinity");
         if (auto bad = outlier.validate()) return bad->within("outlier");
         if (auto bad = detail::check_that(panic_threshold >= 0.0 && panic_threshold <= 1.0, "panic_threshold",
                                           "in [0, 1]", panic_threshold))

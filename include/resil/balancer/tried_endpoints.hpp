@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "affinity.hpp"
+
 namespace resil {
 
 /// What one call knows of where its attempts went: the endpoints it tried,
@@ -37,6 +39,10 @@ public:
     /// is forgotten.
     static constexpr std::size_t capacity = 8;
     tried_endpoints() = default;
+    /// One for a call with an affinity key: every attempt's pick (ring_hash,
+    /// maglev, rendezvous) hashes this key, so a retry goes to the key's next
+    /// candidate, not to a random endpoint.
+    explicit tried_endpoints(affinity_key key) noexcept : key_(key) {}
     tried_endpoints(const tried_endpoints&) = delete;
     tried_endpoints& operator=(const tried_endpoints&) = delete;
 
@@ -56,7 +62,14 @@ public:
     [[nodiscard]] std::size_t size() const noexcept {
         return std::min<std::size_t>(next_.load(std::memory_order_acquire), capacity);
     }
-    /// Forgets the endpoints and the scope. Not while another thread uses it.
+    /// The call's affinity key (none by default).
+    [[nodiscard]] const affinity_key& key() const noexcept { return key_; }
+    /// Sets the call's affinity key: before its first attempt, not while an
+    /// attempt picks.
+    void set_key(affinity_key key) noexcept { key_ = key; }
+
+    /// Forgets the endpoints and the scope (the key stays). Not while another
+    /// thread uses it.
     void clear() noexcept {
         for (auto& id : ids_) id.store(nullptr, std::memory_order_relaxed);
         next_.store(0, std::memory_order_relaxed);
@@ -119,6 +132,7 @@ private:
     std::atomic<const void*> ids_[capacity] = {};
     std::atomic<std::size_t> next_{0};
     std::atomic<std::uint64_t> scope_{0};
+    affinity_key key_{};
 };
 
 }  // namespace resil

@@ -1,5 +1,5 @@
 // resil/json/balancing.hpp — the JSON keys of the balancing options
-// (resil/balancer.hpp): balancer_options with its outlier detection and
+// (resil/balancer.hpp): balancer_options with its affinity, outlier detection and
 // per-endpoint breaker as nested objects, an endpoint, and
 // health_check_options; read
 // and written by resil::json::read and write as every options type is. The
@@ -30,7 +30,19 @@ struct enumerators<balancing_policy> {
     static constexpr std::string_view what = "a balancing policy";
     static constexpr std::array values{balancing_policy::round_robin, balancing_policy::random,
                                        balancing_policy::least_outstanding, balancing_policy::power_of_two_choices,
-                                       balancing_policy::peak_ewma};
+                                       balancing_policy::peak_ewma, balancing_policy::ring_hash,
+                                       balancing_policy::maglev, balancing_policy::rendezvous};
+};
+
+template <>
+struct fields<affinity_options> {
+    using T = affinity_options;
+    static constexpr auto list = std::tuple{
+        key("min_ring_size", &T::min_ring_size),
+        key("max_ring_size", &T::max_ring_size),
+        key("maglev_table_size", &T::maglev_table_size),
+        key("load_bound_factor", &T::load_bound_factor),
+    };
 };
 
 template <>
@@ -54,6 +66,7 @@ struct fields<balancer_options> {
         key("policy", &T::policy),
         key("decay_time", &T::decay_time),
         key("unmeasured_penalty", &T::unmeasured_penalty),
+        key("affinity", &T::affinity),
         key("outlier", &T::outlier),
         key("panic_threshold", &T::panic_threshold),
         key("failover_threshold", &T::failover_threshold),

@@ -9,6 +9,7 @@
 //   random_pick          a draw by weight
 //   scan_pick            a scan from a random start, the best by `better` (least outstanding)
 //   two_choices_pick     two draws compared by `better` (power of two choices, peak EWMA)
+//   key_pick             a key's first candidate that can take the call (affinity_pickers.hpp)
 //   pick_off_path        a call held to a scope, or a retry whose group has nothing fresh
 #pragma once
 
@@ -23,12 +24,11 @@
 #include "../../jitter.hpp"
 #include "../options.hpp"
 #include "../tried_endpoints.hpp"
+#include "affinity_pickers.hpp"
 #include "peak_ewma.hpp"
 #include "snapshot.hpp"
 
 namespace resil::detail {
-
-inline constexpr std::uint32_t no_pick = std::numeric_limits<std::uint32_t>::max();
 
 /// One priority group of a snapshot: endpoints [b, e).
 struct group_view {
@@ -151,6 +151,8 @@ struct off_path_inputs {
     const tried_endpoints* tried;
     const std::atomic<std::uint32_t>* usable;  ///< per group
     const balancer_options& options;
+    std::uint64_t key = 0;        ///< ring_hash, maglev, rendezvous: the key's hash
+    std::uint64_t in_flight = 0;  ///< calls in flight on the balancer (the load bound)
 };
 
 /// The pick off the common path: a call held to idempotency scope `hold`
@@ -192,6 +194,13 @@ struct off_path_inputs {
     const bool panic = in_panic(group);
     const auto b = s.group_begin[group], size = s.group_begin[group + 1] - b;
     const auto policy = in.options.policy;
+    if (is_hash_policy(policy)) {
+        // The key's first candidate in that group that can take it.
+        auto ranked = [&](std::uint32_t i) noexcept { return rank(i, panic); };
+        int found = 0;
+        return key_pick({s, policy, in.key, in.options.affinity.load_bound_factor, in.in_flight}, group, ranked,
+                        found);
+    }
     if (policy == balancing_policy::round_robin || policy == balancing_policy::random) {
         int best = 0;
         std::uint64_t total = 0;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <queue>
@@ -70,6 +71,16 @@ struct balancer_snapshot {
     std::vector<std::uint32_t> schedule;
     std::vector<std::uint32_t> schedule_begin;
     stripes<std::atomic<std::uint64_t>> cursors;
+    /// ring_hash: each group's points, sorted, and the endpoint of each;
+    /// group g's are [ring_begin[g], ring_begin[g + 1]).
+    std::vector<std::uint64_t> ring_points;
+    std::vector<std::uint32_t> ring_owner;
+    std::vector<std::size_t> ring_begin;
+    /// maglev: each group's table of maglev_size endpoint indices, one after the other.
+    std::vector<std::uint32_t> maglev;
+    std::uint64_t maglev_size = 0;
+    /// rendezvous: XXH64 of each endpoint's address.
+    std::vector<std::uint64_t> address_hash;
     /// Leases holding this snapshot, per stripe: a lease adds to its
     /// thread's stripe and takes the same stripe back, so each stays >= 0.
     stripes<std::atomic<std::int64_t>> leases;
@@ -123,6 +134,9 @@ struct balancer_snapshot {
     }
     return order;
 }
+
+/// No endpoint: a pick that found none, a table entry not filled.
+inline constexpr std::uint32_t no_pick = std::numeric_limits<std::uint32_t>::max();
 
 [[nodiscard]] constexpr std::int64_t ns_of(time_point t) noexcept { return t.time_since_epoch().count(); }
 
