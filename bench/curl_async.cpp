@@ -50,6 +50,7 @@
 #if RESIL_BENCH_HAVE_CURL && RESIL_BENCH_HAVE_ASIO
 
 #include <curl/curl.h>
+#include <malloc.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -769,6 +770,50 @@ void resil_blocking_threads(benchmark::State& state, const std::string& kind, in
     for (auto& w : workers) w.join();
 }
 
+// Memory per call in flight beyond libcurl's own: the heap in use
+// (mallinfo2: every malloc of the process, libcurl's included) of a raw
+// socket_action loop doing the client's libcurl work with its 64 transfers
+// in flight, against the client's with 64 calls in flight; each from
+// before it was built, after a first batch (connections made, buffers
+// grown). What is left per call is the client's own: its pooled transfer
+// (the easy handle's companion state, timer, response buffers and field
+// index), the call's completion, a spare response.
+void report_memory() {
+    const auto heap = [] { return mallinfo2().uordblks; };
+    const std::size_t raw_before = heap();
+    std::size_t raw_in_flight = 0;
+    {
+        socket_action_calls raw({.limits = true, .parsed_url = true, .client_callbacks = true});
+        raw.run_batch();
+        raw.t.start_batch();
+        raw_in_flight = heap() - raw_before;
+        raw.t.done = batch;  // the handles stay in the multi handle; freed with it
+    }
+    const std::size_t client_before = heap();
+    std::size_t client_in_flight = 0;
+    std::size_t client_idle = 0;
+    {
+        async_calls calls;
+        calls.run_batch();
+        client_idle = heap() - client_before;
+        calls.started = 0;
+        calls.done = 0;
+        for (auto& ctx : calls.contexts) async_calls::next_call{&calls, &ctx}.start();
+        client_in_flight = heap() - client_before;
+        while (calls.done < batch) {
+            if (calls.io.stopped()) calls.io.restart();
+            calls.io.run_one();
+        }
+    }
+    const auto per_call = [](std::size_t bytes) { return static_cast<double>(bytes) / in_flight; };
+    std::printf("Heap in use per call, %d in flight (mallinfo2, libcurl's included): raw socket_action loop with the "
+                "client's libcurl work %.0f B, resil_async_64 %.0f B (%.0f B idle between batches): %.0f B per call "
+                "beyond the raw loop; sizeof: async_transfer %zu B, response %zu B\n",
+                in_flight, per_call(raw_in_flight), per_call(client_in_flight), per_call(client_idle),
+                per_call(client_in_flight) - per_call(raw_in_flight), sizeof(resil::curl::detail::async_transfer),
+                sizeof(resil::curl::response));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -796,6 +841,8 @@ int main(int argc, char** argv) {
         }
         std::printf("bench_curl_async: this process on CPU 0, nginx on CPU 1\n");
     }
+    if (const char* memory = std::getenv("RESIL_BENCH_MEMORY"); !memory || std::string_view(memory) != "0")
+        report_memory();
     for (int round = 1; round <= rounds; ++round) {
         const auto suffix = "/round:" + std::to_string(round);
         benchmark::RegisterBenchmark(("get64/baseline_raw_multi_64" + suffix).c_str(), raw_multi,
