@@ -50,6 +50,7 @@
 #if RESIL_BENCH_HAVE_CURL && RESIL_BENCH_HAVE_ASIO
 
 #include <curl/curl.h>
+#include <malloc.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -80,6 +81,10 @@
 #include <vector>
 
 #include "../tests/support/nginx_server.hpp"
+
+#if RESIL_BENCH_HAVE_BEAST
+#include "peers/beast_calls.hpp"
+#endif
 
 using namespace std::chrono_literals;
 
@@ -440,7 +445,8 @@ struct socket_action_calls {
 };
 
 void raw_socket_action(benchmark::State& state, const std::string& kind, int round) {
-    socket_action_calls calls;
+    const bool work = kind.ends_with("_client_work");
+    socket_action_calls calls(work ? raw_setup{.limits = true, .parsed_url = true, .client_callbacks = true} : raw_setup{});
     if (calls.broken) {
         state.SkipWithError("raw socket_action: epoll_create1 failed");
         return;
@@ -493,6 +499,24 @@ void resil_async(benchmark::State& state, const std::string& kind, int round) {
     time_batches(state, kind, round, [&] { calls.run_batch(); }, [&] { return calls.failed; },
                  "resil async client: a request failed");
 }
+
+#if RESIL_BENCH_HAVE_BEAST
+// The same GETs through Boost.Beast (peers/beast_calls.hpp), one thread.
+struct beast_calls {
+    resil_bench::beast_calls calls{nginx->port(), in_flight, batch, answer};
+    bool failed = calls.failed();
+    void run_batch() {
+        calls.run_batch();
+        failed = calls.failed();
+    }
+};
+
+void beast_async(benchmark::State& state, const std::string& kind, int round) {
+    beast_calls calls;
+    time_batches(state, kind, round, [&] { calls.run_batch(); }, [&] { return calls.failed; },
+                 "Boost.Beast: a request failed");
+}
+#endif
 
 // The first goal's ratio with less drift between its sides: the perform
 // loop, the bare socket_action loop and the asynchronous client kept side by
@@ -653,6 +677,48 @@ void side_by_side_parsed_url(benchmark::State& state) {
     }
 }
 
+#if RESIL_BENCH_HAVE_BEAST
+// The goal's ratio (the client against a raw socket_action loop doing the
+// same libcurl work: the URL parsed once, the client's limits, head and body
+// kept, a callback before each send) with Boost.Beast beside both, the
+// three alive together in turns of 4 batches; each ratio of the two sides'
+// costs summed over a cycle of orders3's six rounds, in which each side ran
+// right after each other one equally often.
+turn_ratios async_to_socket_action_work;
+turn_ratios beast_to_socket_action_work;
+turn_ratios async_to_beast;
+
+void side_by_side_beast(benchmark::State& state) {
+    const auto all = {&async_to_socket_action_work, &beast_to_socket_action_work, &async_to_beast};
+    for (auto* r : all) *r = {};
+    socket_action_calls socket_action({.limits = true, .parsed_url = true, .client_callbacks = true});
+    async_calls calls;
+    beast_calls beast;
+    if (socket_action.broken || beast.failed) {
+        state.SkipWithError("side by side with Beast: epoll_create1 or a connection failed");
+        return;
+    }
+    const std::array<std::function<void()>, 3> sides = {
+        [&] { socket_action.run_batch(); }, [&] { calls.run_batch(); }, [&] { beast.run_batch(); }};
+    const auto failed = [&] { return socket_action.failed() || calls.failed || beast.failed; };
+    std::array<turn_cost, 3> sum{};
+    std::size_t rounds_summed = 0;
+    const auto record = [&](const std::array<turn_cost, 3>& cost) {
+        for (std::size_t side = 0; side < sum.size(); ++side) sum[side] += cost[side];
+        if (++rounds_summed < orders3.size()) return;
+        async_to_socket_action_work.add(sum[1], sum[0]);
+        beast_to_socket_action_work.add(sum[2], sum[0]);
+        async_to_beast.add(sum[1], sum[2]);
+        sum = {};
+        rounds_summed = 0;
+    };
+    if (!take_turns(state, sides, orders3, failed, record)) {
+        for (auto* r : all) *r = {};
+        state.SkipWithError("side by side with Beast: a request failed");
+    }
+}
+#endif
+
 void resil_blocking_threads(benchmark::State& state, const std::string& kind, int round) {
     // Threads made once per run; each batch hands each thread its share.
     std::mutex m;
@@ -704,6 +770,50 @@ void resil_blocking_threads(benchmark::State& state, const std::string& kind, in
     for (auto& w : workers) w.join();
 }
 
+// Memory per call in flight beyond libcurl's own: the heap in use
+// (mallinfo2: every malloc of the process, libcurl's included) of a raw
+// socket_action loop doing the client's libcurl work with its 64 transfers
+// in flight, against the client's with 64 calls in flight; each from
+// before it was built, after a first batch (connections made, buffers
+// grown). What is left per call is the client's own: its pooled transfer
+// (the easy handle's companion state, timer, response buffers and field
+// index), the call's completion, a spare response.
+void report_memory() {
+    const auto heap = [] { return mallinfo2().uordblks; };
+    const std::size_t raw_before = heap();
+    std::size_t raw_in_flight = 0;
+    {
+        socket_action_calls raw({.limits = true, .parsed_url = true, .client_callbacks = true});
+        raw.run_batch();
+        raw.t.start_batch();
+        raw_in_flight = heap() - raw_before;
+        raw.t.done = batch;  // the handles stay in the multi handle; freed with it
+    }
+    const std::size_t client_before = heap();
+    std::size_t client_in_flight = 0;
+    std::size_t client_idle = 0;
+    {
+        async_calls calls;
+        calls.run_batch();
+        client_idle = heap() - client_before;
+        calls.started = 0;
+        calls.done = 0;
+        for (auto& ctx : calls.contexts) async_calls::next_call{&calls, &ctx}.start();
+        client_in_flight = heap() - client_before;
+        while (calls.done < batch) {
+            if (calls.io.stopped()) calls.io.restart();
+            calls.io.run_one();
+        }
+    }
+    const auto per_call = [](std::size_t bytes) { return static_cast<double>(bytes) / in_flight; };
+    std::printf("Heap in use per call, %d in flight (mallinfo2, libcurl's included): raw socket_action loop with the "
+                "client's libcurl work %.0f B, resil_async_64 %.0f B (%.0f B idle between batches): %.0f B per call "
+                "beyond the raw loop; sizeof: async_transfer %zu B, response %zu B\n",
+                in_flight, per_call(raw_in_flight), per_call(client_in_flight), per_call(client_idle),
+                per_call(client_in_flight) - per_call(raw_in_flight), sizeof(resil::curl::detail::async_transfer),
+                sizeof(resil::curl::response));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -731,6 +841,8 @@ int main(int argc, char** argv) {
         }
         std::printf("bench_curl_async: this process on CPU 0, nginx on CPU 1\n");
     }
+    if (const char* memory = std::getenv("RESIL_BENCH_MEMORY"); !memory || std::string_view(memory) != "0")
+        report_memory();
     for (int round = 1; round <= rounds; ++round) {
         const auto suffix = "/round:" + std::to_string(round);
         benchmark::RegisterBenchmark(("get64/baseline_raw_multi_64" + suffix).c_str(), raw_multi,
@@ -749,15 +861,27 @@ int main(int argc, char** argv) {
                                      std::string("baseline_raw_socket_action_64"), round)
             ->UseRealTime()
             ->MinTime(0.3);
+        benchmark::RegisterBenchmark(("get64/baseline_raw_socket_action_64_client_work" + suffix).c_str(),
+                                     raw_socket_action, std::string("baseline_raw_socket_action_64_client_work"), round)
+            ->UseRealTime()
+            ->MinTime(0.3);
         benchmark::RegisterBenchmark(("get64/resil_async_64" + suffix).c_str(), resil_async,
                                      std::string("resil_async_64"), round)
             ->UseRealTime()
             ->MinTime(0.3);
+#if RESIL_BENCH_HAVE_BEAST
+        benchmark::RegisterBenchmark(("get64/beast_64" + suffix).c_str(), beast_async, std::string("beast_64"), round)
+            ->UseRealTime()
+            ->MinTime(0.3);
+#endif
         benchmark::RegisterBenchmark(("get64/resil_blocking_8_threads" + suffix).c_str(), resil_blocking_threads,
                                      std::string("resil_blocking_8_threads"), round)
             ->UseRealTime()
             ->MinTime(0.3);
     }
+#if RESIL_BENCH_HAVE_BEAST
+    benchmark::RegisterBenchmark("get64/side_by_side_beast", side_by_side_beast)->UseRealTime()->MinTime(12.0);
+#endif
     benchmark::RegisterBenchmark("get64/side_by_side", side_by_side)->UseRealTime()->MinTime(6.0);
     benchmark::RegisterBenchmark("get64/side_by_side_parsed_url", side_by_side_parsed_url)->UseRealTime()->MinTime(12.0);
     benchmark::RunSpecifiedBenchmarks();
@@ -837,6 +961,21 @@ int main(int argc, char** argv) {
         row("raw socket_action / raw multi, both with that work", parsed_socket_action_callbacks_to_parsed_callbacks);
         row("raw socket_action with that work / raw multi", parsed_socket_action_callbacks_to_parsed_url);
     }
+#if RESIL_BENCH_HAVE_BEAST
+    if (!async_to_socket_action_work.rate.empty()) {
+        std::printf("Side by side with Boost.Beast, the URL parsed once, %d batches of each in turn, ratios of %zu rounds "
+                    "of turns each (%zu):\n",
+                    turn_batches, orders3.size(), async_to_socket_action_work.rate.size());
+        row("resil_async_64 / raw socket_action, client's libcurl work", async_to_socket_action_work);
+        row("beast_64 / raw socket_action, client's libcurl work", beast_to_socket_action_work);
+        row("resil_async_64 / beast_64", async_to_beast);
+    }
+    if (!cpu_per_get["beast_64"].empty())
+        std::printf("Rounds: CPU per GET, medians: beast_64 %.2f us, baseline_raw_socket_action_64_client_work %.2f us, "
+                    "resil_async_64 %.2f us\n",
+                    median("beast_64", cpu_per_get), median("baseline_raw_socket_action_64_client_work", cpu_per_get),
+                    median("resil_async_64", cpu_per_get));
+#endif
     nginx.reset();
     return 0;
 }

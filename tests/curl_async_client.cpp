@@ -495,6 +495,13 @@ struct resil::curl::detail::async_client_probe {
             if (t && t->active) return t->timer_pending;
         return false;
     }
+
+    // The origin the first pooled transfer noted for its last call (0: none).
+    static std::uint64_t pooled_origin(async_client& c) {
+        for (auto& t : c.core_->slots_)
+            if (t) return t->origin;
+        return 0;
+    }
 };
 
 TEST_CASE("curl async: a call whose timer cannot wait any more ends at once, reported as out of memory") {
@@ -1684,4 +1691,38 @@ TEST_CASE("docs/curl_async.md: the example's io.run() returns once its call has 
     steady::duration fastest = steady::duration::max();
     for (int run = 0; run < 3 && fastest >= 200ms; ++run) fastest = std::min(fastest, example());
     CHECK(fastest < 200ms);
+}
+
+TEST_CASE("curl async: a pooled transfer's origin follows each call's scheme, host and port") {
+    // One call at a time: one pooled transfer serves them all, and keeps
+    // its last origin for a URL with the same scheme and authority. A URL
+    // that merely starts with the last one's authority is another origin.
+    resil_test::nginx_server nginx{R"(location / { return 200 "ok\n"; })"};
+    const auto port = std::to_string(nginx.port());
+    const std::vector<std::string> urls = {
+        "http://127.0.0.1:" + port + "/ok",
+        "http://127.0.0.1:" + port + "/other?x=1",  // the same origin
+        "http://127.0.0.1:" + port + "?q",          // the same, no path
+        "http://localhost:" + port + "/ok",         // another host
+        "http://127.0.0.1",                         // port 80, no path (refused, or answered: either will do)
+        "http://127.0.0.10/x",                      // starts with the last URL: another host still
+        "http://127.0.0.1:" + port + "/ok",
+        "http://127.0.0.1:" + port + "/ok",
+    };
+    asio::io_context io;
+    async_client http(io, {}, {.max_idle_transfers = 1});
+    for (const auto& url : urls) {
+        CAPTURE(url);
+        const auto req = request::get(url);
+        resil::context ctx;
+        ctx.set_timeouts({.connect = 1s, .total = 2s});
+        bool done = false;
+        http.async_perform(req, ctx, [&](response) { done = true; });
+        io.restart();
+        io.run();
+        REQUIRE(done);
+        REQUIRE(http.pooled_transfers() == 1);
+        CHECK(resil::curl::detail::async_client_probe::pooled_origin(http) ==
+              resil::curl::detail::connection_setup::origin_of(req));
+    }
 }

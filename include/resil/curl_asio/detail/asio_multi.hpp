@@ -90,7 +90,19 @@ struct async_transfer : easy_state {
     bool leaving_finished = false;  ///< finish() is taking the transfer libcurl finished out of the multi handle
     bool in_multi = false;  ///< the easy handle is in the multi handle
     bool pipewait = false;  ///< CURLOPT_PIPEWAIT as last set
-    response out = response_access::blank();
+    /// The connection libcurl said this call left idle (left_idle), as it
+    /// identified it then: finish() need not note that one again.
+    /// local_port 0: none.
+    idle_connections::identity idle_noted{};
+    /// The URL's scheme and authority whose origin (connection_setup::origin_of)
+    /// `origin` holds, for a request without a pinned endpoint; empty: none.
+    /// A pooled transfer's calls mostly go where its last one went: the next
+    /// one compares this prefix instead of parsing and hashing its URL again.
+    std::string origin_prefix;
+    /// The call's response, filled in its completion's storage
+    /// (async_completion::result): never moved on its way to the handler
+    /// but into the handler's own argument. Null between calls.
+    response* out = nullptr;
     async_completion* completion = nullptr;
 
     // The call's clock (the context's), read through a function pointer.
@@ -227,25 +239,27 @@ public:
         } catch (const std::exception& e) {
             return c->complete(refuse(std::move(r), transport_status::other_error, e.what()));
         }
-        t->out = std::move(r);
+        c->result = std::move(r);
+        t->out = &c->result;
         const resil::timeouts& t_limits = plan->limits.timeouts;
         forget_stream(*t);
         // After a 408/421 the next attempt opens a new connection, whichever
         // pooled transfer it gets (the flag is the client's, not one easy's);
         // so does a request that may not be repeated when the idle
         // connections to its origin are too long idle (idle_connections.hpp).
-        t->origin = connection_setup::origin_of(req);
+        note_origin(*t, req);
+        t->idle_noted = {};
         t->fresh_connection_next = fresh_connection_next_;
-        if (!t->out.repeatable() &&
+        if (!t->out->repeatable() &&
             kept_.retire_stale(t->origin, plan->limits.started, options_.connections.max_idle_for_unrepeatable,
                                [this](curl_socket_t s) noexcept { return socket_waits_.watched(s); }) > 0) {
             if (!t->fresh_connection_next) fresh_for_idle_.fetch_add(1, std::memory_order_relaxed);
             t->fresh_connection_next = true;
         }
-        if (!transfer_begin::prepare(*t, req, t_limits, plan->key, options_, t->out)) return fail_start(*t, c);
+        if (!transfer_begin::prepare(*t, req, t_limits, plan->key, options_, *t->out)) return fail_start(*t, c);
         const std::stop_token& stop = ctx.stop_token();
         if (stop.stop_requested()) {
-            attempt_prelude::not_started(t->out, transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK);
+            attempt_prelude::not_started(*t->out, transport_status::cancelled, CURLE_ABORTED_BY_CALLBACK);
             return fail_start(*t, c);
         }
         // Waiting for a connection being set up pays only where ALPN says
@@ -264,7 +278,7 @@ public:
         t->read_clock = [](const void* clock) noexcept { return static_cast<const Clock*>(clock)->now(); };
         t->steady = std::is_same_v<Clock, resil::steady_clock>;
         t->transfer.touch_pending = false;
-        t->transfer.start(t->out, req.method() != "HEAD");
+        t->transfer.start(*t->out, req.method() != "HEAD");
         t->started = t->now();  // what timings().total counts from, as in the blocking client
         t->bytes_at = t->started;
         t->ends_at = t_limits.total == resil::timeouts::no_limit
@@ -292,7 +306,7 @@ public:
         const CURLMcode added = curl_multi_add_handle(multi_, t->easy);
         --in_libcurl_;
         if (added != CURLM_OK) {
-            auto& out = t->out;
+            auto& out = *t->out;
             t->transfer.out = nullptr;
             response_access::transport(out) = transport_status::other_error;
             response_access::code(out) = CURLE_FAILED_INIT;
@@ -419,6 +433,28 @@ private:
         }
     }
 
+    // The call's origin, from the transfer's last one when its URL has the
+    // same scheme and authority (the same text up to the path, query or
+    // fragment): the same origin, whatever origin_of makes of it.
+    static void note_origin(async_transfer& t, const request& req) noexcept {
+        const std::string_view url = req.url();
+        const std::string_view prefix = t.origin_prefix;
+        if (!req.pinned_endpoint() && !prefix.empty() && url.starts_with(prefix) &&
+            (url.size() == prefix.size() || url[prefix.size()] == '/' || url[prefix.size()] == '?' ||
+             url[prefix.size()] == '#'))
+            return;
+        t.origin = connection_setup::origin_of(req);
+        t.origin_prefix.clear();
+        if (req.pinned_endpoint()) return;
+        const auto scheme_end = url.find("://");
+        if (scheme_end == std::string_view::npos) return;
+        const auto end = url.find_first_of("/?#", scheme_end + 3);
+        try {
+            t.origin_prefix.assign(url.substr(0, end));  // the capacity stays: one allocation per longer prefix
+        } catch (...) {  // no memory: not kept, computed again next time
+        }
+    }
+
     // A stream's sink and limits belong to one call.
     static void forget_stream(async_transfer& t) noexcept {
         auto& streamed = t.transfer.stream;
@@ -428,8 +464,7 @@ private:
     }
 
     void fail_start(async_transfer& t, async_completion* c) {
-        c->result = std::move(t.out);
-        release(t);
+        release(t);  // the response is already the completion's
         const sweep_after_post sweep{*this};
         c->post();
     }
@@ -539,6 +574,7 @@ private:
         ++generations_[t.index];
         t.active = false;
         t.completion = nullptr;
+        t.out = nullptr;
         t.clock = nullptr;
         if (idle_.size() < limits_.max_idle_transfers && !closed_) {
             idle_.push_back(t.index);
@@ -595,7 +631,7 @@ private:
         t.on_stop.reset();  // waits for a stop callback running on another thread (it only posts)
         if (t.cancel_slot.is_connected()) t.cancel_slot.clear();
         t.cancel_slot = {};
-        auto& r = t.out;
+        auto& r = *t.out;
         try {
             transfer_result::read(t, r, end, code, options_);
             if (!why.empty()) response_access::error(r) = why;
@@ -603,8 +639,7 @@ private:
         } catch (...) {  // no memory for an error text: the status says what happened
         }
         response_access::timings(r).total = std::chrono::duration_cast<duration>(t.now() - t.started);
-        async_completion* c = t.completion;
-        c->result = std::move(r);
+        async_completion* c = t.completion;  // `r` is its result already
         // What a stream's sink threw reaches the caller (client::stream rethrows it).
         c->thrown = std::exchange(t.transfer.stream.thrown, nullptr);
         forget_stream(t);
@@ -865,16 +900,24 @@ private:
     void left_idle(CURL* easy, curl_socket_t s) noexcept {
         void* p = nullptr;
         if (!easy || curl_easy_getinfo(easy, CURLINFO_PRIVATE, &p) != CURLE_OK || !p) return;
-        const auto& t = *static_cast<const async_transfer*>(p);
+        auto& t = *static_cast<async_transfer*>(p);
         // A call resil ended (removed mid-transfer) says nothing of how its
         // connection was left; an HTTP/1 one is closed.
         if ((!t.active && !t.leaving_finished) || !t.clock) return;
         const auto id = idle_connections::identity::of(easy);
         kept_.left_idle(s, id, t.origin, t.now(), t.transfer.keep_alive_timeout);
+        // finish(), a moment later, need not look for it by its addresses.
+        t.idle_noted = id;
     }
 
     void stamp_reused_idle(const async_transfer& t) noexcept {
         const auto id = idle_connections::identity::of(t.easy);
+        // Noted in this call already (the usual case: libcurl lets go of the
+        // socket as the answer ends, before the transfer is read as finished).
+        // The ports tell it (the peer's address is in the easy handle's own
+        // buffer, the same for both readings).
+        const auto& noted = t.idle_noted;
+        if (noted.local_port != 0 && noted.local_port == id.local_port && noted.primary_port == id.primary_port) return;
         kept_.left_idle_again(id, t.origin, t.now(), t.transfer.keep_alive_timeout);
     }
 

@@ -27,9 +27,11 @@ namespace resil::curl::detail {
 /// allocator (Asio's recycling allocator by default: a per-thread cache).
 struct async_completion {
     /// The call's response (and, for a handler that takes it, what a
-    /// stream's sink threw), filled before post(). It waits here, not in the
-    /// posted function: moved once in and once out, where a capture would be
-    /// moved with the function at each step of the post.
+    /// stream's sink threw), filled before post(): a transfer fills it in
+    /// place (asio_multi's async_transfer::out points here). It waits here,
+    /// not in the posted function, where a capture would be moved with the
+    /// function at each step of the post: moved out once as the memory is
+    /// freed, then into the handler's argument.
     response result = response_access::blank();
     std::exception_ptr thrown;
 
