@@ -6,17 +6,19 @@
 #   (no option)  On a fresh Debian 12 machine, installs the missing packages
 #                (as root; otherwise names them and stops), then runs:
 #                  a. g++ Release (-O3, what users build, where the
-#                     optimizer's warnings show up): builds tests,
-#                     examples and benchmarks; ctest; a benchmark smoke
-#                     pass (every bench_* binary, tiny min time, figures
-#                     ignored)
-#                  b. clang++ ASan+UBSan Debug, tests and examples (clang's
-#                     warnings over everything; every header together, each
-#                     alone is a.'s); ctest under a non-UTC TZ
-#                     (America/Santiago)
+#                     optimizer's warnings show up): builds tests (with
+#                     separate compilation: the library compiled once,
+#                     RESIL_TEST_ALL_SEPARATE), examples and benchmarks
+#                     (header-only); ctest; a benchmark smoke pass (every
+#                     bench_* binary, tiny min time, figures ignored)
+#                  b. clang++ ASan+UBSan Debug, tests and examples,
+#                     header-only (clang's warnings over everything; every
+#                     header together, each alone is a.'s); ctest under a
+#                     non-UTC TZ (America/Santiago)
 #                  c. clang++ TSan, the tests that run more than one
-#                     thread (RESIL_TEST_THREADED_ONLY; not the
-#                     compile-only checks a. and b. build); ctest
+#                     thread (RESIL_TEST_THREADED_ONLY), with separate
+#                     compilation (not the compile-only checks a. and b.
+#                     build); ctest
 #                  d. consumers: find_package on an installed copy (all
 #                     components; the core alone without any integration's
 #                     dependency; COMPONENTS curl; a missing component
@@ -179,7 +181,8 @@ timed_build() {
 gcc_build() {
     cmake -S "$RESIL_ROOT" -B "$BUILD/ci-gcc" \
         -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DRESIL_WARNINGS_AS_ERRORS=ON \
-        -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=ON -DRESIL_BUILD_BENCH=ON "${COMPILE_TIMER[@]}" &&
+        -DRESIL_BUILD_TESTS=ON -DRESIL_BUILD_EXAMPLES=ON -DRESIL_BUILD_BENCH=ON -DRESIL_TEST_ALL_SEPARATE=ON \
+        "${COMPILE_TIMER[@]}" &&
         timed_build "$BUILD/ci-gcc"
 }
 
@@ -548,10 +551,10 @@ else
     start_background_step "a. g++: ctest" run_ctest "$BUILD/ci-gcc"
     run_step "a. g++: benchmark smoke" bench_smoke
     run_step "b. clang++ ASan+UBSan: build tests, examples" sanitizer_build "$BUILD/ci-asan" "$SANITIZE_ADDRESS" \
-        -DRESIL_BUILD_EXAMPLES=ON -DRESIL_TEST_SEPARATE_COMPILATION=ON -DRESIL_TEST_EACH_HEADER_ALONE=OFF
+        -DRESIL_BUILD_EXAMPLES=ON -DRESIL_TEST_EACH_HEADER_ALONE=OFF
     start_background_step "b. clang++ ASan+UBSan: ctest (TZ=$CI_TZ)" asan_ctest
     run_step "c. clang++ TSan: build the tests that run several threads" sanitizer_build "$BUILD/ci-tsan" "$SANITIZE_THREAD" \
-        -DRESIL_TEST_COMPILE_CHECKS=OFF -DRESIL_TEST_THREADED_ONLY=ON
+        -DRESIL_TEST_COMPILE_CHECKS=OFF -DRESIL_TEST_THREADED_ONLY=ON -DRESIL_TEST_ALL_SEPARATE=ON
     start_background_step "c. clang++ TSan: ctest" tsan_ctest
     run_step "d. consumer: cmake --install + find_package" consumer_find_package
     run_step "d. consumer: find_package components (core alone, COMPONENTS curl, a missing one fails)" \
