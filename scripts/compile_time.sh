@@ -4,10 +4,14 @@
 # hand-written libcurl retry loop, and prints a Markdown table.
 #
 # Usage: scripts/compile_time.sh [--runs N] [--compiler CXX[,CXX...]]
-#                                [--headers] [--out FILE]
+#                                [--headers] [--service | --service-only]
+#                                [--out FILE]
 #
 #   (no option)        3 runs of each translation unit with g++, the median
 #                      reported: about a minute on an idle 2-core machine
+#   --service          also the complete example service (-O3, a second
+#                      table): about 3 minutes a run on an idle 2-core machine
+#   --service-only     the service's table alone
 #   --runs N           compiles per translation unit (the median is reported)
 #   --compiler LIST    compilers to time, e.g. --compiler g++,clang++ (one
 #                      table each; default g++)
@@ -31,10 +35,26 @@
 #                                 (resil/http/config_file.hpp)
 #   separate_source.cpp           such a program's one source file (curl, json,
 #                                 http)
+#   service_floor.cpp             (--service) the dependency floor of
+#                                 examples/service_checkout.cpp: the Asio,
+#                                 nlohmann, libcurl, hiredis and prometheus-cpp
+#                                 headers it uses, with trivial work each
+# With --service, examples/service_checkout.cpp (resil::http::dependency
+# blocking and on Asio, the JSON service file, prometheus-cpp's exposer, a
+# quota shared through Redis) is compiled with -O3 header-only and with
+# RESIL_SEPARATE_COMPILATION, beside its floor, and so is the program's one
+# source file in separate mode (generated: it includes every
+# separate_compilation.hpp under include/resil but fmt's). That table gives
+# CPU seconds and the compiler's peak memory (max RSS), each as a multiple of
+# the floor's, and the two programs linked: the size of the executable
+# header-only and separate (floor, header-only object; separate, the service's
+# object and the one source's).
 # Runs are interleaved (every unit once, then every unit again, ...) so that
 # other processes slow every row alike. The table gives CPU seconds (user +
 # sys of the compiler), which other processes on the machine disturb far
-# less than wall time, and each row's ratio to the baseline's.
+# less than wall time, and each row's ratio to the baseline's. The small
+# units are compiled with -O2, the service with -O3 (as the goals for it are
+# stated).
 #
 # On a fresh Debian 12 machine it installs the missing packages first (as
 # root; otherwise it names them and stops). Exits non-zero when a unit fails
@@ -45,8 +65,10 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # The compiler, libcurl for the adapter and the baseline, nlohmann_json for
-# the JSON service.
-RESIL_COMPILE_TIME_PACKAGES=(g++ libcurl4-openssl-dev nlohmann-json3-dev)
+# the JSON service, GNU time for the compiler's peak memory; for the example
+# service also Asio, hiredis and prometheus-cpp.
+RESIL_COMPILE_TIME_PACKAGES=(g++ libcurl4-openssl-dev nlohmann-json3-dev time)
+RESIL_COMPILE_TIME_SERVICE_PACKAGES=(libasio-dev libhiredis-dev prometheus-cpp-dev)
 
 usage() {
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
@@ -55,6 +77,8 @@ usage() {
 runs=3
 compilers="g++"
 headers=0
+small=1
+service=0
 out_file=""
 while (($#)); do
     case "$1" in
@@ -68,6 +92,15 @@ while (($#)); do
             ;;
         --headers)
             headers=1
+            shift
+            ;;
+        --service)
+            service=1
+            shift
+            ;;
+        --service-only)
+            service=1
+            small=0
             shift
             ;;
         --out)
@@ -91,7 +124,11 @@ if ! [[ "$runs" =~ ^[1-9][0-9]*$ ]]; then
 fi
 IFS=',' read -r -a compiler_list <<<"$compilers"
 
-resil_ensure_packages "${RESIL_COMPILE_TIME_PACKAGES[@]}"
+if ((service)); then
+    resil_ensure_packages "${RESIL_COMPILE_TIME_PACKAGES[@]}" "${RESIL_COMPILE_TIME_SERVICE_PACKAGES[@]}"
+else
+    resil_ensure_packages "${RESIL_COMPILE_TIME_PACKAGES[@]}"
+fi
 for cxx in "${compiler_list[@]}"; do
     if ! command -v "$cxx" >/dev/null 2>&1; then
         echo "error: no compiler '$cxx' on PATH (clang++ is Debian's 'clang' package)" >&2
@@ -156,15 +193,17 @@ if ((headers)); then
     done < <(cd "$RESIL_ROOT/include" && find resil -name '*.hpp' -not -path '*/detail/*' -not -name separate_compilation.hpp | sort)
 fi
 
-# One compile, timed: prints "wall cpu" in seconds; fails as the compiler does.
+# One compile, timed: prints "wall cpu maxrss_kb" (seconds, seconds, KB);
+# fails as the compiler does. $5 is the optimization level, $6 zero or more
+# further flags.
 time_compile() {
-    local cxx="$1" src="$2" obj="$3" log="$4" extra="$5" t
-    local TIMEFORMAT='%R %U %S'
+    local cxx="$1" src="$2" obj="$3" log="$4" opt="$5" extra="$6"
     # shellcheck disable=SC2086  # $extra is zero or more flags
-    if ! t="$({ time "$cxx" -std=c++20 -O2 $extra -I"$RESIL_ROOT/include" -c "$src" -o "$obj" >"$log" 2>&1; } 2>&1)"; then
+    if ! /usr/bin/time -f '%e %U %S %M' -o "$obj.time" \
+        "$cxx" -std=c++20 "$opt" $extra -I"$RESIL_ROOT/include" -c "$src" -o "$obj" >"$log" 2>&1; then
         return 1
     fi
-    awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' <<<"$t"
+    awk 'END { printf "%.3f %.3f %d\n", $1, $2 + $3, $4 }' "$obj.time"
 }
 
 # The median of the numbers on stdin, one a line.
@@ -172,42 +211,136 @@ median() {
     sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-load_before="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
-tables=""
-status=0
-for cxx in "${compiler_list[@]}"; do
-    version="$("$cxx" --version | head -n 1)"
-    echo "timing ${#sources[@]} translation units with $version, $runs run(s) each" >&2
-    rm -f "$work"/*.times
+# a / b to two decimals ("?" when b is 0).
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }'
+}
+
+# Compiles the units of one table $runs times each, interleaved, with
+# compiler $1 and optimization $2, in directory $3; the rows are the arrays
+# named by $4 (sources) and $5 (flags). Leaves "$3/<row>.times" (one
+# "wall cpu maxrss" line a run) and "$3/<row>.o"; sets status=1 when a unit
+# fails to compile.
+compile_rows() {
+    local cxx="$1" opt="$2" dir="$3" run i
+    local -n row_sources="$4" row_flags="$5"
+    mkdir -p "$dir"
+    rm -f "$dir"/*.times "$dir"/*.failed
     for ((run = 1; run <= runs; run++)); do
-        for i in "${!sources[@]}"; do
-            [[ -e "$work/$i.failed" ]] && continue
-            if ! time_compile "$cxx" "${sources[$i]}" "$work/$i.o" "$work/$i.log" "${flags[$i]}" >>"$work/$i.times"; then
-                echo "error: ${sources[$i]} does not compile with $cxx:" >&2
-                head -n 20 "$work/$i.log" >&2
-                touch "$work/$i.failed"
+        for i in "${!row_sources[@]}"; do
+            [[ -e "$dir/$i.failed" ]] && continue
+            if ! time_compile "$cxx" "${row_sources[$i]}" "$dir/$i.o" "$dir/$i.log" "$opt" "${row_flags[$i]}" >>"$dir/$i.times"; then
+                echo "error: ${row_sources[$i]} does not compile with $cxx:" >&2
+                head -n 20 "$dir/$i.log" >&2
+                touch "$dir/$i.failed"
                 status=1
             fi
         done
         echo "  run $run of $runs done" >&2
     done
-    rm -f "$work"/*.failed
+}
 
-    base_cpu="$(cut -d' ' -f2 "$work/0.times" | median)"
-    table="#### $version, \`-std=c++20 -O2 -c\`, median of $runs"$'\n\n'
-    table+="| translation unit | CPU s | wall s | × baseline (CPU) |"$'\n'
-    table+="|---|--:|--:|--:|"$'\n'
-    for i in "${!sources[@]}"; do
-        if [[ ! -s "$work/$i.times" ]]; then
-            table+="| ${labels[$i]} | failed | | |"$'\n'
-            continue
+# The median of column $2 (1 wall, 2 cpu, 3 maxrss) of times file $1.
+column_median() {
+    cut -d' ' -f"$2" "$1" | median
+}
+
+# The service's rows (--service): its floor first, the ratios are to it.
+service_src="$RESIL_ROOT/examples/service_checkout.cpp"
+service_one_source="$work/service_separate_source.cpp"
+{
+    echo "// The one source file of examples/service_checkout.cpp built with RESIL_SEPARATE_COMPILATION:"
+    echo "// every component's separate_compilation.hpp (generated by scripts/compile_time.sh)."
+    # The core's first: it must come before any other resil header.
+    [[ -e "$RESIL_ROOT/include/resil/separate_compilation.hpp" ]] && echo "#include <resil/separate_compilation.hpp>"
+    (cd "$RESIL_ROOT/include" && find resil -mindepth 2 -name separate_compilation.hpp -not -path 'resil/fmt/*' | sort) |
+        sed 's/.*/#include <&>/'
+} >"$service_one_source"
+asio_flags="-DASIO_STANDALONE -DASIO_NO_DEPRECATED"
+service_labels=(
+    "dependency floor (bench/compile_time/service_floor.cpp)"
+    "service, header-only"
+    "service, separate compilation (the service's file)"
+    "(separate compilation: the program's one source file, compiled once)"
+)
+service_sources=("$units_dir/service_floor.cpp" "$service_src" "$service_src" "$service_one_source")
+# shellcheck disable=SC2034  # read through compile_rows's nameref
+service_flags=("$asio_flags" "$asio_flags" "$asio_flags $separate" "$asio_flags $separate")
+service_goals=("" "≤ 2×" "≤ 1.3×" "")
+service_libs=(-lprometheus-cpp-pull -lprometheus-cpp-core -lhiredis -lcurl -pthread)
+
+# Links object files $3... with compiler $1 into executable $2; prints its
+# size in bytes (text + data + bss, as size(1) gives them) or "failed".
+linked_size() {
+    local cxx="$1" exe="$2"
+    shift 2
+    if "$cxx" "$@" -o "$exe" "${service_libs[@]}" >"$exe.log" 2>&1; then
+        size "$exe" | awk 'NR == 2 { print $4 }'
+    else
+        echo "error: linking $exe failed:" >&2
+        head -n 20 "$exe.log" >&2
+        echo failed
+    fi
+}
+
+load_before="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+tables=""
+status=0
+for cxx in "${compiler_list[@]}"; do
+    version="$("$cxx" --version | head -n 1)"
+    if ((small)); then
+        echo "timing ${#sources[@]} translation units with $version, $runs run(s) each" >&2
+        compile_rows "$cxx" -O2 "$work/small" sources flags
+        table="#### $version, \`-std=c++20 -O2 -c\`, median of $runs"$'\n\n'
+        table+="| translation unit | CPU s | wall s | × baseline (CPU) |"$'\n'
+        table+="|---|--:|--:|--:|"$'\n'
+        base_cpu="$(column_median "$work/small/0.times" 2)"
+        for i in "${!sources[@]}"; do
+            if [[ ! -s "$work/small/$i.times" ]]; then
+                table+="| ${labels[$i]} | failed | | |"$'\n'
+                continue
+            fi
+            cpu="$(column_median "$work/small/$i.times" 2)"
+            wall="$(column_median "$work/small/$i.times" 1)"
+            table+="| ${labels[$i]} | $(printf '%.2f' "$cpu") | $(printf '%.2f' "$wall") | $(ratio "$cpu" "$base_cpu") |"$'\n'
+        done
+        tables+="$table"$'\n'
+    fi
+    if ((service)); then
+        echo "timing the example service (${#service_sources[@]} translation units, -O3) with $version, $runs run(s) each" >&2
+        d="$work/service"
+        compile_rows "$cxx" -O3 "$d" service_sources service_flags
+        table="#### $version, \`-std=c++20 -O3 -c\`, examples/service_checkout.cpp against its dependency floor, median of $runs"$'\n\n'
+        table+="| translation unit | CPU s | wall s | peak MB | × floor (CPU) | goal | × floor (memory) | goal |"$'\n'
+        table+="|---|--:|--:|--:|--:|--:|--:|--:|"$'\n'
+        base_cpu=0 base_rss=0
+        if [[ -s "$d/0.times" ]]; then
+            base_cpu="$(column_median "$d/0.times" 2)"
+            base_rss="$(column_median "$d/0.times" 3)"
         fi
-        cpu="$(cut -d' ' -f2 "$work/$i.times" | median)"
-        wall="$(cut -d' ' -f1 "$work/$i.times" | median)"
-        ratio="$(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }')"
-        table+="| ${labels[$i]} | $(printf '%.2f' "$cpu") | $(printf '%.2f' "$wall") | $ratio |"$'\n'
-    done
-    tables+="$table"$'\n'
+        for i in "${!service_sources[@]}"; do
+            if [[ ! -s "$d/$i.times" ]]; then
+                table+="| ${service_labels[$i]} | failed | | | | | | |"$'\n'
+                continue
+            fi
+            cpu="$(column_median "$d/$i.times" 2)"
+            wall="$(column_median "$d/$i.times" 1)"
+            rss="$(column_median "$d/$i.times" 3)"
+            mem_goal=""
+            ((i == 1 || i == 2)) && mem_goal="≤ 1.5×"
+            table+="| ${service_labels[$i]} | $(printf '%.2f' "$cpu") | $(printf '%.2f' "$wall") | $(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }') | $(ratio "$cpu" "$base_cpu") | ${service_goals[$i]} | $(ratio "$rss" "$base_rss") | $mem_goal |"$'\n'
+        done
+        if [[ -s "$d/1.times" && -s "$d/2.times" && -s "$d/3.times" ]]; then
+            header_only_size="$(linked_size "$cxx" "$d/header_only" "$d/1.o")"
+            separate_size="$(linked_size "$cxx" "$d/separate" "$d/2.o" "$d/3.o")"
+            [[ "$header_only_size" == failed || "$separate_size" == failed ]] && status=1
+            table+=$'\n'"| executable (size: text + data + bss) | bytes | × header-only | goal |"$'\n'
+            table+="|---|--:|--:|--:|"$'\n'
+            table+="| service, header-only | $header_only_size | 1.00 | |"$'\n'
+            table+="| service, separate compilation | $separate_size | $(ratio "$separate_size" "$header_only_size") | ≤ 1.00 |"$'\n'
+        fi
+        tables+="$table"$'\n'
+    fi
 done
 load_after="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
 

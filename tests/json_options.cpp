@@ -106,7 +106,7 @@ constexpr std::size_t member_count() {
 // (pointers, callbacks), counted here: a member added without a key fails.
 template <class T>
 constexpr bool every_member_keyed(std::size_t code_members = 0) {
-    return member_count<T>() == std::tuple_size_v<decltype(rj::detail::fields<T>::list)> + code_members;
+    return member_count<T>() == rj::detail::fields<T>::list.size + code_members;
 }
 static_assert(every_member_keyed<resil::timeouts>());
 static_assert(every_member_keyed<resil::retry_options>(1));  // budget
@@ -182,18 +182,16 @@ bool same_member(const M& x, const M& y) {
 // Each field of T's table, compared: `same` for each, in the table's order.
 template <compare Mode, class T, class Combine>
 bool compare_fields(const T& a, const T& b, Combine combine) {
-    return std::apply(
-        [&](const auto&... f) {
-            const auto one = [&](const auto& field) {
-                using entry = std::remove_cvref_t<decltype(field)>;
-                if constexpr (Mode == compare::read_back && std::is_same_v<typename entry::codec, rj::detail::as_secret>)
-                    return std::pair{field.name, (a.*field.member).empty()};
-                else
-                    return std::pair{field.name, same_member<Mode>(a.*field.member, b.*field.member)};
-            };
-            return combine(one(f)...);
-        },
-        rj::detail::fields<T>::list);
+    return rj::detail::fields<T>::list.apply([&](const auto&... f) {
+        const auto one = [&](const auto& field) {
+            using entry = std::remove_cvref_t<decltype(field)>;
+            if constexpr (Mode == compare::read_back && std::is_same_v<typename entry::codec, rj::detail::as_secret>)
+                return std::pair{field.name, (a.*field.member).empty()};
+            else
+                return std::pair{field.name, same_member<Mode>(a.*field.member, b.*field.member)};
+        };
+        return combine(one(f)...);
+    });
 }
 template <compare Mode, class T>
 bool same_fields(const T& a, const T& b) {

@@ -11,7 +11,6 @@
 
 #include <array>
 #include <string_view>
-#include <tuple>
 
 #include "../adaptive_limit.hpp"
 #include "../adaptive_throttle.hpp"
@@ -33,7 +32,7 @@ template <>
 struct fields<paced_bucket_options> {
     using T = paced_bucket_options;
     static constexpr auto list =
-        std::tuple{key("rate", &T::rate),         key("burst", &T::burst),         key("min_rate", &T::min_rate),
+        field_list{key("rate", &T::rate),         key("burst", &T::burst),         key("min_rate", &T::min_rate),
                    key("max_rate", &T::max_rate), key("burst_window", &T::burst_window), key("max_pause", &T::max_pause),
                    key("max_wait", &T::max_wait)};
 };
@@ -41,7 +40,7 @@ struct fields<paced_bucket_options> {
 template <>
 struct fields<adaptive_limit_options> {
     using T = adaptive_limit_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("algorithm", &T::algorithm),
         key("initial_limit", &T::initial_limit),
         key("min_limit", &T::min_limit),
@@ -62,7 +61,7 @@ template <>
 struct fields<adaptive_throttle_options> {
     using T = adaptive_throttle_options;
     static constexpr auto list =
-        std::tuple{key("k", &T::k), key("window", &T::window), key("overload_verdicts", &T::overload_verdicts)};
+        field_list{key("k", &T::k), key("window", &T::window), key("overload_verdicts", &T::overload_verdicts)};
 };
 
 }  // namespace resil::json::detail

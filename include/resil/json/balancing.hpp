@@ -15,7 +15,6 @@
 #include <array>
 #include <span>
 #include <string_view>
-#include <tuple>
 
 #include "../balancer.hpp"
 #include "conversions.hpp"
@@ -48,7 +47,7 @@ struct fields<affinity_options> {
 template <>
 struct fields<outlier_detection_options> {
     using T = outlier_detection_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("consecutive_failures", &T::consecutive_failures),
         key("base_ejection_time", &T::base_ejection_time),
         key("max_ejection_time", &T::max_ejection_time),
@@ -62,7 +61,7 @@ struct fields<outlier_detection_options> {
 template <>
 struct fields<balancer_options> {
     using T = balancer_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("policy", &T::policy),
         key("decay_time", &T::decay_time),
         key("unmeasured_penalty", &T::unmeasured_penalty),
@@ -80,7 +79,7 @@ struct fields<balancer_options> {
 template <>
 struct fields<endpoint> {
     using T = endpoint;
-    static constexpr auto list = std::tuple{key("address", &T::address), key("weight", &T::weight),
+    static constexpr auto list = field_list{key("address", &T::address), key("weight", &T::weight),
                                             key("zone", &T::zone), key("priority", &T::priority),
                                             key("idempotency_scope", &T::idempotency_scope)};
 };
@@ -99,7 +98,7 @@ template <>
 struct fields<health_check_options> {
     using T = health_check_options;
     static constexpr auto list =
-        std::tuple{key("interval", &T::interval), key("timeout", &T::timeout),
+        field_list{key("interval", &T::interval), key("timeout", &T::timeout),
                    key("unhealthy_threshold", &T::unhealthy_threshold), key("healthy_threshold", &T::healthy_threshold)};
 };
 

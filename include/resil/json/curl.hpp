@@ -27,7 +27,6 @@
 
 #include <array>
 #include <string_view>
-#include <tuple>
 
 #include "../curl/connections.hpp"
 #include "../curl/options.hpp"
@@ -71,7 +70,7 @@ struct enumerators<curl::http_version> {
 template <>
 struct fields<curl::tls_options> {
     using T = curl::tls_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("ca_file", &T::ca_file),
         key("ca_directory", &T::ca_directory),
         key("client_certificate", &T::client_certificate),
@@ -87,14 +86,14 @@ struct fields<curl::tls_options> {
 template <>
 struct fields<curl::proxy_options> {
     using T = curl::proxy_options;
-    static constexpr auto list = std::tuple{key("url", &T::url), key("no_proxy", &T::no_proxy),
+    static constexpr auto list = field_list{key("url", &T::url), key("no_proxy", &T::no_proxy),
                                             key("username", &T::username), key<as_secret>("password", &T::password)};
 };
 
 template <>
 struct fields<curl::redirect_options> {
     using T = curl::redirect_options;
-    static constexpr auto list = std::tuple{key("max", &T::max), key("allow_https_to_http", &T::allow_https_to_http)};
+    static constexpr auto list = field_list{key("max", &T::max), key("allow_https_to_http", &T::allow_https_to_http)};
 };
 
 /// Durations libcurl applies are whole seconds ("90s", "5m"; "1.5s" is
@@ -102,7 +101,7 @@ struct fields<curl::redirect_options> {
 template <>
 struct fields<curl::connection_options> {
     using T = curl::connection_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("resolve", &T::resolve),
         key("connect_to", &T::connect_to),
         key("dns_cache_lifetime", &T::dns_cache_lifetime),
@@ -121,7 +120,7 @@ struct fields<curl::connection_options> {
 template <>
 struct fields<curl::client_options> {
     using T = curl::client_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("limits", &T::limits),
         key("idempotency_key", &T::idempotency_key),
         key("idempotency_key_header", &T::idempotency_key_header),
@@ -141,20 +140,20 @@ struct fields<curl::client_options> {
 template <>
 struct fields<curl::shared_cache_options> {
     using T = curl::shared_cache_options;
-    static constexpr auto list = std::tuple{key("dns", &T::dns), key("tls_sessions", &T::tls_sessions)};
+    static constexpr auto list = field_list{key("dns", &T::dns), key("tls_sessions", &T::tls_sessions)};
 };
 
 /// Both null for "no limit", as a timeout.
 template <>
 struct fields<curl::stream_options> {
     using T = curl::stream_options;
-    static constexpr auto list = std::tuple{key<as_limit>("first_byte", &T::first_byte), key<as_limit>("idle", &T::idle)};
+    static constexpr auto list = field_list{key<as_limit>("first_byte", &T::first_byte), key<as_limit>("idle", &T::idle)};
 };
 
 template <>
 struct fields<curl::sse_stream_options> {
     using T = curl::sse_stream_options;
-    static constexpr auto list = std::tuple{key("reader", &T::reader),
+    static constexpr auto list = field_list{key("reader", &T::reader),
                                             key("require_event_stream", &T::require_event_stream),
                                             key("resume", &T::resume)};
 };

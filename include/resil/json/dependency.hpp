@@ -27,7 +27,6 @@
 
 #include <span>
 #include <string_view>
-#include <tuple>
 
 #include "../http/dependency_options.hpp"
 #include "../validation.hpp"
@@ -47,7 +46,7 @@ namespace resil::json::detail {
 template <>
 struct fields<http::health_check_settings> {
     using T = http::health_check_settings;
-    static constexpr auto list = std::tuple{key("probe", &T::probe), key("path", &T::path)};
+    static constexpr auto list = field_list{key("probe", &T::probe), key("path", &T::path)};
 };
 
 /// Every member is configuration: the dependency's name, its endpoints and
@@ -55,7 +54,7 @@ struct fields<http::health_check_settings> {
 template <>
 struct fields<http::dependency_options> {
     using T = http::dependency_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("name", &T::name),
         key("endpoints", &T::endpoints),
         key("balancing", &T::balancing),

@@ -5,7 +5,6 @@
 //   // {"handles": ["circuit_open", "shed"]}
 #pragma once
 
-#include <tuple>
 
 #include "../fallback.hpp"
 #include "conversions.hpp"
@@ -18,7 +17,7 @@ namespace resil::json::detail {
 template <>
 struct fields<fallback_options> {
     using T = fallback_options;
-    static constexpr auto list = std::tuple{key("handles", &T::handles)};
+    static constexpr auto list = field_list{key("handles", &T::handles)};
 };
 
 }  // namespace resil::json::detail

@@ -11,7 +11,6 @@
 
 #include <array>
 #include <string_view>
-#include <tuple>
 
 #include "../fault_injection.hpp"
 #include "../outcome.hpp"
@@ -33,20 +32,20 @@ struct enumerators<verdict> {
 template <>
 struct fields<fault_injection_options::delay_fault> {
     using T = fault_injection_options::delay_fault;
-    static constexpr auto list = std::tuple{key("probability", &T::probability), key("latency", &T::latency)};
+    static constexpr auto list = field_list{key("probability", &T::probability), key("latency", &T::latency)};
 };
 
 template <>
 struct fields<fault_injection_options::abort_fault> {
     using T = fault_injection_options::abort_fault;
-    static constexpr auto list = std::tuple{key("probability", &T::probability), key("verdict", &T::verdict),
+    static constexpr auto list = field_list{key("probability", &T::probability), key("verdict", &T::verdict),
                                             key("never_sent", &T::never_sent), key("retry_after", &T::retry_after)};
 };
 
 template <>
 struct fields<fault_injection_options> {
     using T = fault_injection_options;
-    static constexpr auto list = std::tuple{key("enabled", &T::enabled), key("tag", &T::tag), key("delay", &T::delay),
+    static constexpr auto list = field_list{key("enabled", &T::enabled), key("tag", &T::tag), key("delay", &T::delay),
                                             key("abort", &T::abort)};
 };
 

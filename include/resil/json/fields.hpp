@@ -26,8 +26,8 @@
 #include <cstddef>
 #include <optional>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../backoff.hpp"
@@ -70,6 +70,34 @@ template <class Codec = as_value, class Owner, class Member>
 constexpr field<Owner, Member, Codec> key(std::string_view name, Member Owner::*member) noexcept {
     return {name, member};
 }
+
+template <std::size_t I, class F>
+struct field_slot {
+    F field;
+};
+template <class Indices, class... F>
+struct field_slots;
+template <std::size_t... I, class... F>
+struct field_slots<std::index_sequence<I...>, F...> : field_slot<I, F>... {
+    constexpr explicit field_slots(F... f) : field_slot<I, F>{f}... {}
+    /// fn(field...), in table order.
+    template <class Fn>
+    constexpr decltype(auto) apply(Fn&& fn) const {
+        return std::forward<Fn>(fn)(static_cast<const field_slot<I, F>&>(*this).field...);
+    }
+};
+
+/// A table's keys, in order: a flat list rather than a std::tuple, whose
+/// recursive layout and constrained constructors cost far more to compile
+/// for the 20-odd keys of the larger tables (and a table is instantiated in
+/// every file that reads or writes its type).
+template <class... F>
+struct field_list : field_slots<std::index_sequence_for<F...>, F...> {
+    static constexpr std::size_t size = sizeof...(F);
+    constexpr field_list(F... f) : field_slots<std::index_sequence_for<F...>, F...>(f...) {}  // NOLINT: implicit on purpose
+};
+template <class... F>
+field_list(F...) -> field_list<F...>;
 
 /// The table of T's keys; no primary definition, so a type without one is
 /// neither read nor written field by field.
@@ -128,7 +156,7 @@ struct enumerators<breaker_mode> {
 template <>
 struct fields<resil::timeouts> {
     using T = resil::timeouts;
-    static constexpr auto list = std::tuple{key<as_limit>("connect", &T::connect), key<as_limit>("read", &T::read),
+    static constexpr auto list = field_list{key<as_limit>("connect", &T::connect), key<as_limit>("read", &T::read),
                                             key<as_limit>("total", &T::total)};
 };
 
@@ -137,13 +165,13 @@ struct fields<resil::timeouts> {
 template <class Draw>
 struct fields<exponential_strategy<Draw>> {
     using T = exponential_strategy<Draw>;
-    static constexpr auto list = std::tuple{key("base", &T::base), key("cap", &T::cap), key("multiplier", &T::multiplier)};
+    static constexpr auto list = field_list{key("base", &T::base), key("cap", &T::cap), key("multiplier", &T::multiplier)};
 };
 
 template <>
 struct fields<decorrelated_jitter> {
     using T = decorrelated_jitter;
-    static constexpr auto list = std::tuple{key("base", &T::base), key("cap", &T::cap)};
+    static constexpr auto list = field_list{key("base", &T::base), key("cap", &T::cap)};
 };
 
 /// Every retry option but the budget pointer (code, not configuration).
@@ -151,7 +179,7 @@ template <>
 struct fields<retry_options> {
     using T = retry_options;
     static constexpr auto list =
-        std::tuple{key("max_attempts", &T::max_attempts), key("backoff", &T::backoff), key("retry_on", &T::retry_on),
+        field_list{key("max_attempts", &T::max_attempts), key("backoff", &T::backoff), key("retry_on", &T::retry_on),
                    key("max_wait", &T::max_wait), key("tell_callers_dont_retry", &T::tell_callers_dont_retry)};
 };
 
@@ -159,14 +187,14 @@ template <>
 struct fields<retry_budget_options> {
     using T = retry_budget_options;
     static constexpr auto list =
-        std::tuple{key("ratio", &T::ratio), key("min_per_second", &T::min_per_second), key("window", &T::window)};
+        field_list{key("ratio", &T::ratio), key("min_per_second", &T::min_per_second), key("window", &T::window)};
 };
 
 /// Every breaker option but on_state_change (code, not configuration).
 template <>
 struct fields<circuit_breaker_options> {
     using T = circuit_breaker_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("mode", &T::mode),
         key("failure_ratio", &T::failure_ratio),
         key("window", &T::window),
@@ -184,13 +212,13 @@ struct fields<circuit_breaker_options> {
 template <>
 struct fields<token_bucket_options> {
     using T = token_bucket_options;
-    static constexpr auto list = std::tuple{key("rate", &T::rate), key("burst", &T::burst), key("max_wait", &T::max_wait)};
+    static constexpr auto list = field_list{key("rate", &T::rate), key("burst", &T::burst), key("max_wait", &T::max_wait)};
 };
 
 template <>
 struct fields<concurrency_limit_options> {
     using T = concurrency_limit_options;
-    static constexpr auto list = std::tuple{key("max_in_flight", &T::max_in_flight)};
+    static constexpr auto list = field_list{key("max_in_flight", &T::max_in_flight)};
 };
 
 /// A deadline_policy's options: its one key. (The pipeline_config's
@@ -198,13 +226,13 @@ struct fields<concurrency_limit_options> {
 template <>
 struct fields<deadline_policy_options> {
     using T = deadline_policy_options;
-    static constexpr auto list = std::tuple{key("budget", &T::budget)};
+    static constexpr auto list = field_list{key("budget", &T::budget)};
 };
 
 template <>
 struct fields<pipeline_config> {
     using T = pipeline_config;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key<as_section>("deadline", &T::deadline),
         key<as_section>("timeouts", &T::timeouts),
         key<as_section>("retry", &T::retry),
@@ -246,15 +274,13 @@ inline constexpr bool is_vector<std::vector<T, A>> = true;
 /// T's keys in order, optionally after `before` (a backoff's "kind").
 template <class T, std::size_t N = 0>
 constexpr auto key_names(std::array<std::string_view, N> before = {}) noexcept {
-    return std::apply(
-        [&](const auto&... f) {
-            std::array<std::string_view, N + sizeof...(f)> out{};
-            std::size_t i = 0;
-            for (auto name : before) out[i++] = name;
-            ((out[i++] = f.name), ...);
-            return out;
-        },
-        fields<T>::list);
+    return fields<T>::list.apply([&](const auto&... f) {
+        std::array<std::string_view, N + sizeof...(f)> out{};
+        std::size_t i = 0;
+        for (auto name : before) out[i++] = name;
+        ((out[i++] = f.name), ...);
+        return out;
+    });
 }
 
 /// The keys of a backoff object: its kind, then the strategies' fields.

@@ -7,7 +7,6 @@
 //   resil::hedge_policy hedge{o};
 #pragma once
 
-#include <tuple>
 
 #include "../hedge.hpp"
 #include "conversions.hpp"
@@ -22,7 +21,7 @@ template <>
 struct fields<hedge_options> {
     using T = hedge_options;
     static constexpr auto list =
-        std::tuple{key("max_hedges", &T::max_hedges), key("delay", &T::delay),         key("percentile", &T::percentile),
+        field_list{key("max_hedges", &T::max_hedges), key("delay", &T::delay),         key("percentile", &T::percentile),
                    key("min_delay", &T::min_delay),   key("max_delay", &T::max_delay), key("window", &T::window),
                    key("min_samples", &T::min_samples)};
 };

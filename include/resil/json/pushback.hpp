@@ -6,7 +6,6 @@
 //   // {"floor": "50ms"}; {"floor": "2m"} → "pushback.floor: must be in [0s, 1m], got "2m""
 #pragma once
 
-#include <tuple>
 
 #include "../rate_limit_fields.hpp"
 #include "conversions.hpp"
@@ -19,7 +18,7 @@ namespace resil::json::detail {
 template <>
 struct fields<pushback_options> {
     using T = pushback_options;
-    static constexpr auto list = std::tuple{key("floor", &T::floor)};
+    static constexpr auto list = field_list{key("floor", &T::floor)};
 };
 
 }  // namespace resil::json::detail

@@ -23,7 +23,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -384,16 +383,14 @@ void read_as(const Json& v, const std::string& path, Member& out, read_state& st
 /// Every key of T's table that `r` holds, into `out`; the others keep their defaults.
 template <class T, class Json>
 void read_fields(const object_reader<Json>& r, T& out, read_state& state) {
-    std::apply(
-        [&](const auto&... f) {
-            const auto one = [&](const auto& field) {
-                using entry = std::remove_cvref_t<decltype(field)>;
-                if (const auto* v = r.find(field.name))
-                    read_as<typename entry::codec>(*v, r.path(field.name), out.*field.member, state);
-            };
-            (one(f), ...);
-        },
-        fields<T>::list);
+    fields<T>::list.apply([&](const auto&... f) {
+        const auto one = [&](const auto& field) {
+            using entry = std::remove_cvref_t<decltype(field)>;
+            if (const auto* v = r.find(field.name))
+                read_as<typename entry::codec>(*v, r.path(field.name), out.*field.member, state);
+        };
+        (one(f), ...);
+    });
 }
 
 template <class Json>

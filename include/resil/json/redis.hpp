@@ -12,7 +12,6 @@
 
 #include <array>
 #include <string_view>
-#include <tuple>
 
 #include "../redis/options.hpp"
 #include "conversions.hpp"
@@ -32,7 +31,7 @@ struct enumerators<redis::failure_policy> {
 template <>
 struct fields<redis::rate_limiter_options> {
     using T = redis::rate_limiter_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("rate", &T::rate),
         key("burst", &T::burst),
         key("host", &T::host),

@@ -7,7 +7,6 @@
 //   // {"max_line_bytes": 0} → config_error "events.max_line_bytes: must be at least 1, got 0"
 #pragma once
 
-#include <tuple>
 
 #include "../sse.hpp"
 #include "conversions.hpp"
@@ -21,7 +20,7 @@ template <>
 struct fields<sse::reader_options> {
     using T = sse::reader_options;
     static constexpr auto list =
-        std::tuple{key("max_line_bytes", &T::max_line_bytes), key("max_event_bytes", &T::max_event_bytes),
+        field_list{key("max_line_bytes", &T::max_line_bytes), key("max_event_bytes", &T::max_event_bytes),
                    key("max_body_bytes", &T::max_body_bytes), key("validate_utf8", &T::validate_utf8)};
 };
 

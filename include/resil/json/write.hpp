@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <variant>
 
@@ -115,15 +114,13 @@ void write_as(Json& j, std::string_view key, const Member& value) {
 /// Every key of T's table into `j`, in order.
 template <class T, class Json>
 void write_fields(Json& j, const T& options) {
-    std::apply(
-        [&](const auto&... f) {
-            const auto one = [&](const auto& field) {
-                using entry = std::remove_cvref_t<decltype(field)>;
-                write_as<typename entry::codec>(j, field.name, options.*field.member);
-            };
-            (one(f), ...);
-        },
-        fields<T>::list);
+    fields<T>::list.apply([&](const auto&... f) {
+        const auto one = [&](const auto& field) {
+            using entry = std::remove_cvref_t<decltype(field)>;
+            write_as<typename entry::codec>(j, field.name, options.*field.member);
+        };
+        (one(f), ...);
+    });
 }
 
 }  // namespace detail
