@@ -36,7 +36,7 @@ struct enumerators<balancing_policy> {
 template <>
 struct fields<affinity_options> {
     using T = affinity_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("min_ring_size", &T::min_ring_size),
         key("max_ring_size", &T::max_ring_size),
         key("maglev_table_size", &T::maglev_table_size),

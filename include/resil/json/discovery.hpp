@@ -12,7 +12,6 @@
 
 #include <array>
 #include <string_view>
-#include <tuple>
 
 #include "../discovery/options.hpp"
 #include "conversions.hpp"
@@ -31,7 +30,7 @@ struct enumerators<dns_records> {
 template <>
 struct fields<dns_discovery_options> {
     using T = dns_discovery_options;
-    static constexpr auto list = std::tuple{
+    static constexpr auto list = field_list{
         key("name", &T::name),
         key("records", &T::records),
         key("port", &T::port),
