@@ -3,6 +3,7 @@
 // which one answered and what Host they saw, and one serving TLS with a
 // certificate made by openssl at test time.
 #include <resil/curl.hpp>
+#include <resil/curl/detail/connection_setup.hpp>  // its checks, tested on their own below
 
 #include <atomic>
 #include <climits>
