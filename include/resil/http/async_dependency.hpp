@@ -80,13 +80,13 @@ public:
         : async_dependency(d, executor_type(io.get_executor()), limits) {}
 
     /// The executor its calls run on.
-    [[nodiscard]] executor_type get_executor() const { return executor_; }
+    [[nodiscard]] executor_type get_executor() const { return parts_->executor; }
 
     /// Any request, on this face's executor. Completion: void(std::exception_ptr, response).
     template <class CompletionToken>
     auto async_perform(request req, CompletionToken&& token) {
         return ::asio::async_initiate<CompletionToken, void(std::exception_ptr, response)>(
-            initiate{parts_, executor_}, token, std::move(req));
+            initiate{parts_}, token, std::move(req));
     }
     /// A GET of `path`. Completion: void(std::exception_ptr, response).
     template <class CompletionToken>
@@ -105,24 +105,26 @@ private:
     // What a face's calls use (its libcurl client, quota, pipeline), shared
     // with the calls in flight (each holds it until it completes), so that a
     // face destroyed or moved meanwhile leaves them whole.
-    // detail/async_dependency_impl.hpp.
-    struct parts;
+    // detail/async_dependency_impl.hpp. Its executor is seen here: each
+    // call's handler falls back on it.
+    struct parts_head {
+        executor_type executor;
+    };
+    struct parts;  // : parts_head
     using completion = resil::asio::detail::any_completion<response>;
 
     // Only the handler's adaptation is a template: the call itself is
     // started, and runs, in code compiled once.
     struct initiate {
-        std::shared_ptr<parts> held;
-        executor_type executor;
+        std::shared_ptr<parts_head> held;
         template <class Handler>
-        void operator()(Handler&& handler, request req) const {
-            start(held, std::move(req), completion(std::forward<Handler>(handler), executor));
+        void operator()(Handler&& handler, request&& req) const {
+            start(held, std::move(req), completion(std::forward<Handler>(handler), held->executor));
         }
     };
-    RESIL_DECL static void start(std::shared_ptr<parts> held, request req, completion handler);
+    RESIL_DECL static void start(const std::shared_ptr<parts_head>& held, request&& req, completion handler);
 
-    std::shared_ptr<parts> parts_;
-    executor_type executor_;
+    std::shared_ptr<parts_head> parts_;
 };
 
 }  // namespace resil::http

@@ -12,6 +12,8 @@
 // its associated allocator (Asio's per-thread recycling allocator when it
 // has none), as does the function dispatched to its executor. That memory
 // is the handler's own per-call allocation; it is freed before the upcall.
+// A handler without an executor of its own (or with the fallback) runs in
+// place: the caller runs on the fallback, so dispatch would run it there.
 #pragma once
 
 #include "../config.hpp"  // first: before any Asio header
@@ -42,7 +44,8 @@ public:
     using cancellation_slot_type = ::asio::cancellation_slot;
 
     /// Wraps `handler`; it runs on its associated executor, `fallback` when
-    /// it has none.
+    /// it has none. Invoke this object on `fallback` (as asio::co_spawn on
+    /// that executor does for a handler without an executor of its own).
     template <class Handler>
         requires(!std::is_same_v<std::decay_t<Handler>, any_completion>)
     any_completion(Handler&& handler, const ::asio::any_io_executor& fallback)
@@ -60,21 +63,18 @@ public:
 
     [[nodiscard]] cancellation_slot_type get_cancellation_slot() const noexcept { return slot_; }
 
-    /// Dispatches the handler, with `e` and `value`, to its executor (it runs
-    /// here when that executor is running this thread). Once only.
-    void operator()(std::exception_ptr e, T value) {
+    /// Runs the handler with `e` and `value`: here, when its executor is the
+    /// fallback (this runs on it); otherwise dispatched to its executor.
+    /// Once only.
+    void operator()(std::exception_ptr e, T&& value) {
         base* p = std::exchange(impl_, nullptr);
-        p->error = std::move(e);
-        p->value = std::move(value);
-        p->complete(p);
+        p->complete(p, std::move(e), std::move(value));
     }
 
 private:
     struct base {
-        void (*complete)(base*);
+        void (*complete)(base*, std::exception_ptr&&, T&&);
         void (*destroy)(base*) noexcept;
-        std::exception_ptr error{};
-        T value{};
     };
 
     template <class Handler>
@@ -85,10 +85,14 @@ private:
 
         Handler handler;
         ::asio::executor_work_guard<executor_type> work;
+        bool on_fallback;  // its executor is the fallback: run in place
 
         typed(Handler&& h, const ::asio::any_io_executor& fallback)
             : base{&typed::complete_it, &typed::destroy_it}, handler(std::move(h)),
-              work(::asio::get_associated_executor(handler, fallback)) {}
+              work(::asio::get_associated_executor(handler, fallback)), on_fallback(false) {
+            if constexpr (std::is_same_v<executor_type, ::asio::any_io_executor>)
+                on_fallback = ::asio::get_associated_executor(handler, fallback) == fallback;
+        }
 
         static base* make(Handler&& h, const ::asio::any_io_executor& fallback) {
             allocator_type alloc(::asio::get_associated_allocator(h, ::asio::recycling_allocator<void>()));
@@ -117,37 +121,41 @@ private:
             std::allocator_traits<allocator_type>::deallocate(alloc, self, 1);
         }
 
+        // Memory is freed before the upcall, for the handler's next call to reuse.
+        static void deliver(typed* self, std::exception_ptr&& e, T&& value) {
+            Handler h(std::move(self->handler));
+            destroy_it(self);
+            std::move(h)(std::move(e), std::move(value));
+        }
+
         // Owns the completion until it runs: an executor destroyed with it
         // still queued frees it (and the handler, e.g. a coroutine frame).
         struct dispatched {
             using allocator_type = handler_allocator;
             typed* self;
             allocator_type alloc;
-            dispatched(typed* p, allocator_type a) noexcept : self(p), alloc(std::move(a)) {}
+            std::exception_ptr error;
+            T value;
+            dispatched(typed* p, allocator_type a, std::exception_ptr&& e, T&& v) noexcept
+                : self(p), alloc(std::move(a)), error(std::move(e)), value(std::move(v)) {}
             dispatched(dispatched&& other) noexcept
-                : self(std::exchange(other.self, nullptr)), alloc(other.alloc) {}
+                : self(std::exchange(other.self, nullptr)), alloc(other.alloc), error(std::move(other.error)),
+                  value(std::move(other.value)) {}
             dispatched& operator=(dispatched&&) = delete;
             ~dispatched() {
                 if (self != nullptr) destroy_it(self);
             }
             [[nodiscard]] allocator_type get_allocator() const noexcept { return alloc; }
-            void operator()() {
-                typed* p = std::exchange(self, nullptr);
-                // Memory is freed before the upcall, for the handler's next call to reuse.
-                Handler h(std::move(p->handler));
-                std::exception_ptr e = std::move(p->error);
-                T v = std::move(p->value);
-                destroy_it(p);
-                std::move(h)(std::move(e), std::move(v));
-            }
+            void operator()() { deliver(std::exchange(self, nullptr), std::move(error), std::move(value)); }
         };
 
-        static void complete_it(base* b) {
+        static void complete_it(base* b, std::exception_ptr&& e, T&& value) {
             auto* self = static_cast<typed*>(b);
-            // The dispatch keeps the executor busy until the handler runs.
+            // Busy until the handler has run (or the dispatch has queued it, which keeps it busy).
             auto work_now = std::move(self->work);
+            if (self->on_fallback) return deliver(self, std::move(e), std::move(value));
             handler_allocator a = ::asio::get_associated_allocator(self->handler, ::asio::recycling_allocator<void>());
-            ::asio::dispatch(work_now.get_executor(), dispatched{self, std::move(a)});
+            ::asio::dispatch(work_now.get_executor(), dispatched{self, std::move(a), std::move(e), std::move(value)});
         }
     };
 

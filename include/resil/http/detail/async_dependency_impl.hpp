@@ -105,9 +105,9 @@ template <class Parts>
 
 }  // namespace detail
 
-struct async_dependency::parts {
+struct async_dependency::parts : parts_head {
     parts(const detail::dependency_state& s, executor_type ex, curl::async_options limits)
-        : state(&s), http(std::move(ex), s.curl_options, limits),
+        : parts_head{ex}, state(&s), http(std::move(ex), s.curl_options, limits),
           quota(detail::make_async_quota(s, http.get_executor())),
           pipeline(detail::make_async_pipeline(s, quota.get())) {}
     const detail::dependency_state* state;
@@ -117,11 +117,12 @@ struct async_dependency::parts {
 };
 
 RESIL_DECL async_dependency::async_dependency(const dependency& d, executor_type ex, curl::async_options limits)
-    : parts_(std::make_shared<parts>(d.state(), ex, limits)), executor_(std::move(ex)) {}
+    : parts_(std::make_shared<parts>(d.state(), std::move(ex), limits)) {}
 
-RESIL_DECL void async_dependency::start(std::shared_ptr<parts> held, request req, completion handler) {
-    auto ex = held->http.get_executor();
-    ::asio::co_spawn(std::move(ex), detail::run_async_call(std::move(held), std::move(req)), std::move(handler));
+RESIL_DECL void async_dependency::start(const std::shared_ptr<parts_head>& held, request&& req,
+                                        completion handler) {
+    ::asio::co_spawn(held->executor, detail::run_async_call(std::static_pointer_cast<parts>(held), std::move(req)),
+                     std::move(handler));
 }
 
 }  // namespace resil::http
