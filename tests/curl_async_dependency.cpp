@@ -4,13 +4,21 @@
 // servers on 127.0.0.1.
 #include <resil/http/async_dependency.hpp>
 
+#include <asio/bind_allocator.hpp>
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/bind_executor.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
 #include <asio/use_future.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <string>
 #include <optional>
 #include <vector>
@@ -45,6 +53,29 @@ std::vector<response> run_calls(::asio::io_context& io, resil::http::async_depen
     REQUIRE(done == requests.size());
     return out;
 }
+
+// An allocator that counts what it hands out and takes back.
+template <class T>
+struct counting_allocator {
+    using value_type = T;
+    std::size_t* allocated;
+    std::size_t* freed;
+    counting_allocator(std::size_t* a, std::size_t* f) noexcept : allocated(a), freed(f) {}
+    template <class U>
+    counting_allocator(const counting_allocator<U>& o) noexcept : allocated(o.allocated), freed(o.freed) {}
+    T* allocate(std::size_t n) {
+        ++*allocated;
+        return std::allocator<T>{}.allocate(n);
+    }
+    void deallocate(T* p, std::size_t n) noexcept {
+        ++*freed;
+        std::allocator<T>{}.deallocate(p, n);
+    }
+    template <class U>
+    bool operator==(const counting_allocator<U>& o) const noexcept {
+        return allocated == o.allocated;
+    }
+};
 
 }  // namespace
 
@@ -266,4 +297,67 @@ TEST_CASE("async dependency: a face destroyed while its call runs leaves the cal
     REQUIRE(got.has_value());
     CHECK(*got);
     CHECK(got->body() == "done");
+}
+
+TEST_CASE("async dependency: the handler's cancellation slot ends the call at once") {
+    fault_server s;
+    s.on("/slow", {action::respond_after(5000ms, 200, "late")});
+    dependency_options o;
+    o.name = "slow";
+    o.endpoints = {{.address = s.url("")}};
+    o.deadline.budget = 20s;
+    o.timeouts.total = 20s;
+    dependency d{o};
+    ::asio::io_context io{1};
+    auto face = d.on(io);
+    ::asio::cancellation_signal signal;
+    std::optional<response> got;
+    face.async_get("/slow", ::asio::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr e, response r) {
+                       REQUIRE(!e);
+                       got = std::move(r);
+                   }));
+    // Cancelled once the request reached the server.
+    ::asio::steady_timer poll(io);
+    std::function<void()> wait_for_request = [&] {
+        poll.expires_after(5ms);
+        poll.async_wait([&](std::error_code) {
+            if (s.requests("/slow").empty()) return wait_for_request();
+            signal.emit(::asio::cancellation_type::terminal);
+        });
+    };
+    wait_for_request();
+    const auto started = std::chrono::steady_clock::now();
+    io.run();
+    REQUIRE(got.has_value());
+    CHECK(got->reason() == resil::reason::cancelled);
+    CHECK(std::chrono::steady_clock::now() - started < 4s);  // not the server's 5 s
+}
+
+TEST_CASE("async dependency: the handler runs on its associated executor, in memory of its allocator") {
+    fault_server s;
+    s.on("/", {action::respond(200, "ok")});
+    dependency_options o;
+    o.name = "pricing";
+    o.endpoints = {{.address = s.url("")}};
+    dependency d{o};
+    ::asio::io_context io{1};
+    ::asio::io_context other{1};
+    auto face = d.on(io);
+    std::size_t allocated = 0;
+    std::size_t freed = 0;
+    std::optional<response> got;
+    face.async_get("/", ::asio::bind_executor(
+                            other, ::asio::bind_allocator(counting_allocator<void>(&allocated, &freed),
+                                                          [&](std::exception_ptr e, response r) {
+                                                              REQUIRE(!e);
+                                                              REQUIRE(other.get_executor().running_in_this_thread());
+                                                              got = std::move(r);
+                                                          })));
+    io.run();
+    CHECK_FALSE(got.has_value());  // not on the face's executor: waiting on its own
+    other.run();
+    REQUIRE(got.has_value());
+    CHECK(got->body() == "ok");
+    CHECK(allocated > 0);
+    CHECK(freed == allocated);
 }

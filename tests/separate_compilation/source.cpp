@@ -12,3 +12,9 @@
 #if RESIL_TEST_WITH_CURL && RESIL_TEST_WITH_JSON
 #include <resil/http/separate_compilation.hpp>  // resil::http::load_client
 #endif
+#if RESIL_TEST_WITH_ASIO
+#include <resil/curl_asio/separate_compilation.hpp>  // resil::http::dependency's Asio face
+#endif
+#if RESIL_TEST_WITH_REDIS
+#include <resil/http/async_redis_quota.hpp>  // its Redis quota on Asio
+#endif

@@ -21,58 +21,27 @@
 // factory set during static initialisation); a face of a dependency with a
 // shared quota in a program without this header throws
 // std::invalid_argument saying to include it.
+//
+// With RESIL_SEPARATE_COMPILATION, this header declares the registration
+// only: include it in the program's one source file too, after
+// <resil/curl_asio/separate_compilation.hpp>, where the quota's Asio side is
+// compiled (docs/compile_time.md).
 #pragma once
 
-#include "../asio/config.hpp"  // first: before any Asio header
-
-#include <chrono>
-#include <memory>
-#include <stdexcept>
-#include <stop_token>
-
-#include <asio/any_io_executor.hpp>
-#include <asio/awaitable.hpp>
-
-#include "../clock.hpp"
-#include "../deadline.hpp"
-#include "../detail/saturate.hpp"
-#include "../rate_limit_decision.hpp"
-#include "../redis/asio_rate_limiter.hpp"
+#include "../detail/platform.hpp"
 #include "async_dependency.hpp"
-#include "detail/async_shared_quota.hpp"
 #include "redis_quota.hpp"
 
 namespace resil::http::detail {
 
-/// The Asio face of a redis_quota: an async_rate_limiter of its limiter.
-class async_redis_quota final : public async_shared_quota {
-public:
-    async_redis_quota(const redis::rate_limiter& limiter, const ::asio::any_io_executor& ex) : limiter_(limiter, ex) {}
-
-    [[nodiscard]] ::asio::awaitable<rate_limit_decision> admit(time_point deadline,
-                                                              std::stop_token stop) const override {
-        const auto patience = limiter_.options().max_wait;
-        if (patience > std::chrono::milliseconds::zero()) {
-            const time_point until =
-                std::min(deadline, resil::detail::saturating_add(steady_clock{}.now(), duration{patience}));
-            co_return co_await limiter_.async_acquire(resil::deadline::at(until), 1, std::move(stop));
-        }
-        co_return co_await limiter_.async_try_acquire(resil::deadline::at(deadline));
-    }
-
-private:
-    redis::async_rate_limiter limiter_;
-};
-
-inline std::unique_ptr<async_shared_quota> make_async_redis_quota(const shared_quota& quota,
-                                                                  const ::asio::any_io_executor& ex) {
-    const auto* redis = dynamic_cast<const redis_quota*>(&quota);
-    if (redis == nullptr)
-        throw std::logic_error("resil::http::async_dependency: the shared quota is not the Redis one");
-    return std::make_unique<async_redis_quota>(redis->limiter(), ex);
-}
+/// Sets async_shared_quota_maker() to the Redis quota's Asio face; true.
+RESIL_DECL bool register_async_redis_quota() noexcept;
 
 /// Registers the factory once per program.
-inline const bool async_redis_quota_registered = (async_shared_quota_maker() = &make_async_redis_quota, true);
+inline const bool async_redis_quota_registered = register_async_redis_quota();
 
 }  // namespace resil::http::detail
+
+#if RESIL_DETAIL_BODIES
+#include "detail/async_redis_quota_impl.hpp"
+#endif
