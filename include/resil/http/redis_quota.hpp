@@ -40,8 +40,14 @@
 // every thread (resil::redis::rate_limiter is thread-safe).
 #pragma once
 
-#include <chrono>
 #include <memory>
+
+#include "../detail/platform.hpp"
+#include "../redis/options.hpp"
+#include "dependency.hpp"
+
+#if RESIL_DETAIL_BODIES
+#include <chrono>
 #include <stop_token>
 
 #include "../clock.hpp"
@@ -49,15 +55,26 @@
 #include "../detail/saturate.hpp"
 #include "../metrics.hpp"
 #include "../rate_limit_decision.hpp"
-#include "../redis/options.hpp"
 #include "../redis/rate_limiter.hpp"
-#include "dependency.hpp"
 #include "detail/dependency_state.hpp"
+#else
+// With RESIL_SEPARATE_COMPILATION the quota and its limiter are compiled
+// once (resil/http/redis_separate_compilation.hpp): a file that includes
+// this header parses neither hiredis nor the limiter.
+namespace resil::redis {
+class rate_limiter;
+}  // namespace resil::redis
+#endif
 
 namespace resil::http {
 
 namespace detail {
 
+/// Makes the dependencies of this program able to build a Redis quota
+/// (dependency_options::shared_quota); what including this header does, once.
+RESIL_DECL bool register_redis_quota() noexcept;
+
+#if RESIL_DETAIL_BODIES
 /// A dependency's shared quota in Redis: a resil::redis::rate_limiter on the
 /// options' key, asked as the limiter asks as a pipeline policy.
 class redis_quota final : public shared_quota {
@@ -87,18 +104,32 @@ inline std::unique_ptr<shared_quota> make_redis_quota(const redis::rate_limiter_
     return std::make_unique<redis_quota>(options);
 }
 
+RESIL_DECL bool register_redis_quota() noexcept {
+    shared_quota_maker() = &make_redis_quota;
+    return true;
+}
+#endif
+
 /// Registers the factory once per program (every file including this header
-/// sets the same pointer).
-inline const bool redis_quota_registered = (shared_quota_maker() = &make_redis_quota, true);
+/// sets the same pointer). Not in the compiled source of a
+/// RESIL_SEPARATE_COMPILATION program, which every such program links, with
+/// a Redis quota or not.
+#if !defined(RESIL_DETAIL_SOURCE)
+inline const bool redis_quota_registered = register_redis_quota();
+#endif
 
 }  // namespace detail
 
 /// The Redis limiter of `d`'s shared quota (its counters, redis_down(),
 /// last_error(), fallback bucket), or null when `d` has none. It lives as
 /// long as `d`. Throws std::logic_error on a moved-from dependency.
-[[nodiscard]] inline const redis::rate_limiter* shared_quota_limiter(const dependency& d) {
+[[nodiscard]] RESIL_DECL const redis::rate_limiter* shared_quota_limiter(const dependency& d);
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL const redis::rate_limiter* shared_quota_limiter(const dependency& d) {
     const auto* q = dynamic_cast<const detail::redis_quota*>(d.state().shared.get());
     return q != nullptr ? &q->limiter() : nullptr;
 }
+#endif
 
 }  // namespace resil::http

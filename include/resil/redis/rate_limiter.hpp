@@ -60,6 +60,7 @@
 
 #include "../clock.hpp"
 #include "../deadline.hpp"
+#include "../detail/platform.hpp"
 #include "../outcome.hpp"
 #include "../token_bucket.hpp"
 #include "detail/blocking_path.hpp"
@@ -201,19 +202,24 @@ private:
     }
 
     // The decision's steps (detail/decision.hpp) around a round trip on
-    // this thread; a wait is a sleep.
-    rate_limit_result decide(detail::decision& d, const std::stop_token& stop) const {
-        if (core_.begin(d, stop)) return d.result;
-        detail::script_answer a;
-        const detail::asked how = detail::ask_blocking(core_, pool_, d, a);
-        core_.answered(d, how, a, stop);
-        if (d.waits) core_.woke(d, resil::sleep_until(steady_clock{}, d.wake, stop));
-        return d.result;
-    }
+    // this thread; a wait is a sleep. Compiled once with
+    // RESIL_SEPARATE_COMPILATION (resil/redis/separate_compilation.hpp).
+    RESIL_DECL rate_limit_result decide(detail::decision& d, const std::stop_token& stop) const;
 
     detail::limiter_core core_;
     mutable detail::pool pool_;
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL rate_limit_result rate_limiter::decide(detail::decision& d, const std::stop_token& stop) const {
+    if (core_.begin(d, stop)) return d.result;
+    detail::script_answer a;
+    const detail::asked how = detail::ask_blocking(core_, pool_, d, a);
+    core_.answered(d, how, a, stop);
+    if (d.waits) core_.woke(d, resil::sleep_until(steady_clock{}, d.wake, stop));
+    return d.result;
+}
+#endif
 
 namespace detail {
 /// For tests only: decisions at a given Redis time instead of TIME, so that
