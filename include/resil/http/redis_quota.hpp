@@ -29,6 +29,11 @@
 // (resil/http/async_redis_quota.hpp) asks the same key through a
 // resil::redis::async_rate_limiter of the same limiter.
 //
+// With RESIL_SEPARATE_COMPILATION this header declares only (the quota is
+// compiled in resil/http/redis_separate_compilation.hpp): include
+// <resil/redis/rate_limiter.hpp> too to use the limiter shared_quota_limiter
+// returns.
+//
 // How it is found: this header registers a factory (a function pointer set
 // during static initialisation) that the dependency's constructor calls; a
 // dependency with a shared quota built in a program without this header
