@@ -12,3 +12,9 @@
 #if RESIL_TEST_WITH_CURL && RESIL_TEST_WITH_JSON
 #include <resil/http/separate_compilation.hpp>  // resil::http::load_client
 #endif
+#if RESIL_TEST_WITH_REDIS
+#include <resil/redis/separate_compilation.hpp>  // the blocking limiter's decision
+#endif
+#if RESIL_TEST_WITH_CURL && RESIL_TEST_WITH_REDIS
+#include <resil/http/redis_separate_compilation.hpp>  // a dependency's Redis quota
+#endif

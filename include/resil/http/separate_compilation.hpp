@@ -29,6 +29,7 @@ RESIL_JSON_DETAIL_INSTANTIATE_OPTIONS(resil::http::dependency_options)
 
 namespace resil::json {
 template service_config read_service_config<nlohmann::json>(const nlohmann::json&, std::string_view);
+template service_config read_service_config<nlohmann::ordered_json>(const nlohmann::ordered_json&, std::string_view);
 template service_config parse_service_config<nlohmann::json>(std::string_view);
 template service_config load_service_config<nlohmann::json>(const std::filesystem::path&);
 template http::dependency_options load_dependency_options<nlohmann::json>(const std::filesystem::path&,
