@@ -51,7 +51,10 @@
 #include "../redis/options.hpp"
 #include "dependency.hpp"
 
-#if RESIL_DETAIL_BODIES
+// The quota's class wherever the limiter's is parsed anyway (the Asio face,
+// resil/http/async_redis_quota.hpp, reads it), and header-only.
+#if RESIL_DETAIL_BODIES || defined(RESIL_DETAIL_REDIS_RATE_LIMITER)
+#define RESIL_DETAIL_REDIS_QUOTA_CLASS 1
 #include <chrono>
 #include <stop_token>
 
@@ -79,7 +82,7 @@ namespace detail {
 /// (dependency_options::shared_quota); what including this header does, once.
 RESIL_DECL bool register_redis_quota() noexcept;
 
-#if RESIL_DETAIL_BODIES
+#if defined(RESIL_DETAIL_REDIS_QUOTA_CLASS)
 /// A dependency's shared quota in Redis: a resil::redis::rate_limiter on the
 /// options' key, asked as the limiter asks as a pipeline policy.
 class redis_quota final : public shared_quota {
@@ -108,7 +111,9 @@ private:
 inline std::unique_ptr<shared_quota> make_redis_quota(const redis::rate_limiter_options& options) {
     return std::make_unique<redis_quota>(options);
 }
+#endif
 
+#if RESIL_DETAIL_BODIES
 RESIL_DECL bool register_redis_quota() noexcept {
     shared_quota_maker() = &make_redis_quota;
     return true;

@@ -47,6 +47,8 @@
 // calling thread over a pool of connections (detail/blocking_path.hpp,
 // detail/connection.hpp).
 #pragma once
+// (Tells resil/http/redis_quota.hpp that the limiter's class is here.)
+#define RESIL_DETAIL_REDIS_RATE_LIMITER 1
 
 #include <chrono>
 #include <concepts>
