@@ -23,7 +23,9 @@
 #                     components; the core alone without any integration's
 #                     dependency; COMPONENTS curl; a missing component
 #                     failing with its reason), add_subdirectory of this
-#                     tree, FetchContent of a tarball made from this tree
+#                     tree, FetchContent of a tarball made from this tree,
+#                     resil::compiled (RESIL_BUILD_COMPILED) installed and
+#                     as a subproject
 #                  e. fuzz harnesses (scripts/fuzz.sh --ci: clang++
 #                     libFuzzer, 15 s each)
 #                  f. clang++ 19 with libc++ 19 (-stdlib=libc++), Release,
@@ -441,6 +443,24 @@ consumer_add_subdirectory() {
         check_subproject_builds_nothing_extra "$CONSUMERS/add_subdirectory"
 }
 
+# resil::compiled (RESIL_BUILD_COMPILED=ON): installed and found with
+# find_package(resil COMPONENTS compiled), and as a subproject; the consumer
+# is compiled with RESIL_SEPARATE_COMPILATION (from the target) and links the
+# out-of-line parts from the library.
+consumer_compiled() {
+    local prefix="$CONSUMERS/prefix-compiled"
+    install_resil prefix-compiled -DRESIL_BUILD_COMPILED=ON || return 1
+    if ! compgen -G "$prefix/lib*/libresil_compiled.*" >/dev/null; then
+        echo "error: no libresil_compiled installed under $prefix"
+        return 1
+    fi
+    run_consumer compiled:find_package -DRESIL_CONSUMER_VIA=find_package -Uresil_DIR \
+        -DCMAKE_PREFIX_PATH="$prefix" || return 1
+    run_consumer compiled:add_subdirectory -DRESIL_CONSUMER_VIA=add_subdirectory \
+        -DRESIL_SOURCE_DIR="$RESIL_ROOT" &&
+        check_subproject_builds_nothing_extra "$CONSUMERS/compiled-add_subdirectory"
+}
+
 # Makes a tarball of the current sources: `git archive` of HEAD in a clean
 # checkout, otherwise the working tree without build output. Its name carries
 # its hash, so FetchContent fetches again exactly when the sources changed.
@@ -560,6 +580,7 @@ else
     run_step "d. consumer: find_package components (core alone, COMPONENTS curl, a missing one fails)" \
         consumer_find_package_components
     run_step "d. consumer: add_subdirectory" consumer_add_subdirectory
+    run_step "d. consumer: resil::compiled (find_package, add_subdirectory)" consumer_compiled
     run_step "d. consumer: FetchContent (URL tarball)" consumer_fetch_content
     run_step "e. fuzz harnesses (clang libFuzzer, 15 s each)" fuzz_ci
     run_step "f. clang++ 19 + libc++ Release: build core tests" libcxx_build

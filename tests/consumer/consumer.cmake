@@ -69,7 +69,7 @@ function(resil_consumer_check_subproject resil_dir)
   endif()
   get_property(_targets DIRECTORY "${resil_dir}" PROPERTY BUILDSYSTEM_TARGETS)
   list(REMOVE_ITEM _targets resil resil_curl resil_json resil_fmt resil_prometheus resil_asio resil_redis
-       resil_discovery)
+       resil_discovery resil_compiled)
   if(_targets)
     message(FATAL_ERROR "resil as a subproject defined extra targets: ${_targets}")
   endif()

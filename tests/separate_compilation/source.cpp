@@ -12,9 +12,15 @@
 #if RESIL_TEST_WITH_CURL && RESIL_TEST_WITH_JSON
 #include <resil/http/separate_compilation.hpp>  // resil::http::load_client
 #endif
+#if RESIL_TEST_WITH_REDIS
+#include <resil/redis/separate_compilation.hpp>  // the blocking limiter's decision
+#endif
+#if RESIL_TEST_WITH_CURL && RESIL_TEST_WITH_REDIS
+#include <resil/http/redis_separate_compilation.hpp>  // a dependency's Redis quota
+#endif
 #if RESIL_TEST_WITH_ASIO
 #include <resil/curl_asio/separate_compilation.hpp>  // resil::http::dependency's Asio face
 #endif
-#if RESIL_TEST_WITH_REDIS
+#if RESIL_TEST_WITH_ASIO && RESIL_TEST_WITH_REDIS
 #include <resil/http/async_redis_quota.hpp>  // its Redis quota on Asio
 #endif

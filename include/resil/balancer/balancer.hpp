@@ -91,6 +91,7 @@
 
 #include "../circuit_breaker.hpp"
 #include "../clock.hpp"
+#include "../detail/platform.hpp"
 #include "../detail/saturate.hpp"
 #include "../detail/stripes.hpp"
 #include "../detail/thread_jitter.hpp"
@@ -555,7 +556,12 @@ inline std::optional<events::endpoint_ejected> endpoint_lease::record_and_keep(t
 
 // ---- balancer ----
 
-inline void balancer::number_scopes(detail::balancer_snapshot& s, const detail::balancer_snapshot* old,
+// Building a set (construction, replace()) and recounting its health (after
+// an ejection or a health change) are compiled once with
+// RESIL_SEPARATE_COMPILATION (resil/separate_compilation.hpp); picking and
+// recording, on every call, stay inline.
+#if RESIL_DETAIL_BODIES
+RESIL_DECL void balancer::number_scopes(detail::balancer_snapshot& s, const detail::balancer_snapshot* old,
                                     std::span<const std::uint32_t> old_index) {
     constexpr auto none = std::numeric_limits<std::uint32_t>::max();
     const auto n = s.endpoints.size();
@@ -600,7 +606,7 @@ inline void balancer::number_scopes(detail::balancer_snapshot& s, const detail::
     }
 }
 
-inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<const endpoint> endpoints) {
+RESIL_DECL std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<const endpoint> endpoints) {
     auto s = std::make_unique<detail::balancer_snapshot>();
     s->endpoints.assign(endpoints.begin(), endpoints.end());
     std::stable_sort(s->endpoints.begin(), s->endpoints.end(),
@@ -669,7 +675,7 @@ inline std::unique_ptr<detail::balancer_snapshot> balancer::build(std::span<cons
     return s;
 }
 
-inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns) const {
+RESIL_DECL void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns) const {
     bool expected = false;
     if (!refreshing_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return;
     const auto changes = health_changes_.load(std::memory_order_acquire);
@@ -706,6 +712,7 @@ inline void balancer::refresh(detail::balancer_snapshot& s, std::int64_t now_ns)
     counted_changes_.store(changes, std::memory_order_release);
     refreshing_.store(false, std::memory_order_release);
 }
+#endif  // RESIL_DETAIL_BODIES
 
 inline std::optional<events::endpoint_ejected> balancer::record(detail::balancer_snapshot& s, std::uint32_t index,
                                                                 time_point started, time_point now,

@@ -29,6 +29,11 @@
 // (resil/http/async_redis_quota.hpp) asks the same key through a
 // resil::redis::async_rate_limiter of the same limiter.
 //
+// With RESIL_SEPARATE_COMPILATION this header declares only (the quota is
+// compiled in resil/http/redis_separate_compilation.hpp): include
+// <resil/redis/rate_limiter.hpp> too to use the limiter shared_quota_limiter
+// returns.
+//
 // How it is found: this header registers a factory (a function pointer set
 // during static initialisation) that the dependency's constructor calls; a
 // dependency with a shared quota built in a program without this header
@@ -40,8 +45,17 @@
 // every thread (resil::redis::rate_limiter is thread-safe).
 #pragma once
 
-#include <chrono>
 #include <memory>
+
+#include "../detail/platform.hpp"
+#include "../redis/options.hpp"
+#include "dependency.hpp"
+
+// The quota's class wherever the limiter's is parsed anyway (the Asio face,
+// resil/http/async_redis_quota.hpp, reads it), and header-only.
+#if RESIL_DETAIL_BODIES || defined(RESIL_DETAIL_REDIS_RATE_LIMITER)
+#define RESIL_DETAIL_REDIS_QUOTA_CLASS 1
+#include <chrono>
 #include <stop_token>
 
 #include "../clock.hpp"
@@ -49,15 +63,26 @@
 #include "../detail/saturate.hpp"
 #include "../metrics.hpp"
 #include "../rate_limit_decision.hpp"
-#include "../redis/options.hpp"
 #include "../redis/rate_limiter.hpp"
-#include "dependency.hpp"
 #include "detail/dependency_state.hpp"
+#else
+// With RESIL_SEPARATE_COMPILATION the quota and its limiter are compiled
+// once (resil/http/redis_separate_compilation.hpp): a file that includes
+// this header parses neither hiredis nor the limiter.
+namespace resil::redis {
+class rate_limiter;
+}  // namespace resil::redis
+#endif
 
 namespace resil::http {
 
 namespace detail {
 
+/// Makes the dependencies of this program able to build a Redis quota
+/// (dependency_options::shared_quota); what including this header does, once.
+RESIL_DECL bool register_redis_quota() noexcept;
+
+#if defined(RESIL_DETAIL_REDIS_QUOTA_CLASS)
 /// A dependency's shared quota in Redis: a resil::redis::rate_limiter on the
 /// options' key, asked as the limiter asks as a pipeline policy.
 class redis_quota final : public shared_quota {
@@ -86,19 +111,35 @@ private:
 inline std::unique_ptr<shared_quota> make_redis_quota(const redis::rate_limiter_options& options) {
     return std::make_unique<redis_quota>(options);
 }
+#endif
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL bool register_redis_quota() noexcept {
+    shared_quota_maker() = &make_redis_quota;
+    return true;
+}
+#endif
 
 /// Registers the factory once per program (every file including this header
-/// sets the same pointer).
-inline const bool redis_quota_registered = (shared_quota_maker() = &make_redis_quota, true);
+/// sets the same pointer). Not in the compiled source of a
+/// RESIL_SEPARATE_COMPILATION program, which every such program links, with
+/// a Redis quota or not.
+#if !defined(RESIL_DETAIL_SOURCE)
+inline const bool redis_quota_registered = register_redis_quota();
+#endif
 
 }  // namespace detail
 
 /// The Redis limiter of `d`'s shared quota (its counters, redis_down(),
 /// last_error(), fallback bucket), or null when `d` has none. It lives as
 /// long as `d`. Throws std::logic_error on a moved-from dependency.
-[[nodiscard]] inline const redis::rate_limiter* shared_quota_limiter(const dependency& d) {
+[[nodiscard]] RESIL_DECL const redis::rate_limiter* shared_quota_limiter(const dependency& d);
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL const redis::rate_limiter* shared_quota_limiter(const dependency& d) {
     const auto* q = dynamic_cast<const detail::redis_quota*>(d.state().shared.get());
     return q != nullptr ? &q->limiter() : nullptr;
 }
+#endif
 
 }  // namespace resil::http

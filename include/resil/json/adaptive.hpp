@@ -16,6 +16,7 @@
 #include "../adaptive_throttle.hpp"
 #include "../paced_bucket.hpp"
 #include "conversions.hpp"
+#include "detail/options_instances.hpp"
 #include "fields.hpp"
 #include "read.hpp"
 #include "write.hpp"
@@ -65,3 +66,8 @@ struct fields<adaptive_throttle_options> {
 };
 
 }  // namespace resil::json::detail
+
+// Compiled once with RESIL_SEPARATE_COMPILATION (json/detail/options_instances.hpp).
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::paced_bucket_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::adaptive_limit_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::adaptive_throttle_options)

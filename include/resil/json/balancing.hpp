@@ -18,6 +18,7 @@
 
 #include "../balancer.hpp"
 #include "conversions.hpp"
+#include "detail/options_instances.hpp"
 #include "fields.hpp"
 #include "read.hpp"
 #include "write.hpp"
@@ -103,3 +104,9 @@ struct fields<health_check_options> {
 };
 
 }  // namespace resil::json::detail
+
+// Compiled once with RESIL_SEPARATE_COMPILATION (json/detail/options_instances.hpp).
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::outlier_detection_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::balancer_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::endpoint)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::health_check_options)

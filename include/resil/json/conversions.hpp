@@ -25,6 +25,7 @@
 #include "../retry_budget.hpp"
 #include "../timeouts.hpp"
 #include "../token_bucket.hpp"
+#include "detail/options_instances.hpp"
 #include "pipeline_config.hpp"
 #include "read.hpp"
 #include "write.hpp"

@@ -35,6 +35,7 @@
 #include "../curl/streaming.hpp"
 #include "../curl/transport.hpp"
 #include "conversions.hpp"
+#include "detail/options_instances.hpp"
 #include "fields.hpp"
 #include "read.hpp"
 #include "sse.hpp"
@@ -159,3 +160,13 @@ struct fields<curl::sse_stream_options> {
 };
 
 }  // namespace resil::json::detail
+
+// Compiled once with RESIL_SEPARATE_COMPILATION (json/detail/options_instances.hpp).
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::curl::tls_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::curl::proxy_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::curl::redirect_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::curl::connection_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::curl::client_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::curl::shared_cache_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::curl::stream_options)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::curl::sse_stream_options)

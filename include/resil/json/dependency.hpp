@@ -33,6 +33,7 @@
 #include "adaptive.hpp"
 #include "balancing.hpp"
 #include "conversions.hpp"
+#include "detail/options_instances.hpp"
 #include "curl.hpp"
 #include "fault_injection.hpp"
 #include "fields.hpp"
@@ -80,3 +81,7 @@ struct fields<http::dependency_options> {
 // calls them (names at the path of the section read).
 
 }  // namespace resil::json::detail
+
+// Compiled once with RESIL_SEPARATE_COMPILATION (json/detail/options_instances.hpp).
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::http::health_check_settings)
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::http::dependency_options)

@@ -15,6 +15,7 @@
 #include "../fault_injection.hpp"
 #include "../outcome.hpp"
 #include "conversions.hpp"
+#include "detail/options_instances.hpp"
 #include "fields.hpp"
 #include "read.hpp"
 #include "write.hpp"
@@ -50,3 +51,6 @@ struct fields<fault_injection_options> {
 };
 
 }  // namespace resil::json::detail
+
+// Compiled once with RESIL_SEPARATE_COMPILATION (json/detail/options_instances.hpp).
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::fault_injection_options)

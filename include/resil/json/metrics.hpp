@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "../clock.hpp"
+#include "../detail/platform.hpp"
 #include "../metrics.hpp"
 #include "../outcome.hpp"
 
@@ -165,6 +166,13 @@ template <class Json = nlohmann::json>
 }
 
 }  // namespace resil::json
+
+// A metrics object's JSON is compiled once with RESIL_SEPARATE_COMPILATION
+// (resil/json/separate_compilation.hpp).
+#if RESIL_DETAIL_EXTERN_TEMPLATES
+extern template nlohmann::json resil::json::to_json<nlohmann::json>(const resil::metrics&);
+extern template nlohmann::json resil::json::to_json<nlohmann::json>(const resil::metrics&, resil::time_point);
+#endif
 
 // nlohmann's own conversions: `nlohmann::json j = m.snapshot();`.
 namespace nlohmann {

@@ -15,6 +15,7 @@
 
 #include "../redis/options.hpp"
 #include "conversions.hpp"
+#include "detail/options_instances.hpp"
 #include "fields.hpp"
 #include "read.hpp"
 #include "write.hpp"
@@ -56,3 +57,6 @@ struct fields<redis::rate_limiter_options> {
 };
 
 }  // namespace resil::json::detail
+
+// Compiled once with RESIL_SEPARATE_COMPILATION (json/detail/options_instances.hpp).
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::redis::rate_limiter_options)

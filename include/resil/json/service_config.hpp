@@ -25,28 +25,41 @@
 // in resil/json.hpp; link the resil::json and resil::curl CMake targets.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
-#include <array>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "../detail/platform.hpp"
+#include "../http/dependency_options.hpp"
+#include "../redis/options.hpp"
+#include "error.hpp"
+
+#if RESIL_DETAIL_BODIES
+#include <nlohmann/json.hpp>
+
+#include <array>
 #include <utility>
 #include <vector>
 
-#include "../http/dependency_options.hpp"
-#include "../redis/options.hpp"
 #include "dependency.hpp"
-#include "error.hpp"
 #include "detail/file_text.hpp"
 #include "fields.hpp"
 #include "parse.hpp"
 #include "read.hpp"
 #include "redis.hpp"
 #include "write.hpp"
+#else
+// With RESIL_SEPARATE_COMPILATION, the reader and the writer are compiled
+// once for nlohmann::json and nlohmann::ordered_json
+// (resil/http/separate_compilation.hpp): a file that loads a service file and
+// takes its dependencies' options does not parse nlohmann/json.hpp at all.
+// (Reading a dependency's section by hand, resil::json::read, needs
+// resil/json/dependency.hpp.)
+#include <nlohmann/json_fwd.hpp>
+#endif
 
 namespace resil::json {
 
@@ -66,6 +79,27 @@ struct service_config {
     std::string source{};
 };
 
+#if !RESIL_DETAIL_BODIES
+template <class Json>
+[[nodiscard]] service_config read_service_config(const Json& j, std::string_view path = {});
+template <class Json = nlohmann::json>
+[[nodiscard]] service_config parse_service_config(std::string_view text);
+template <class Json = nlohmann::json>
+[[nodiscard]] service_config load_service_config(const std::filesystem::path& file);
+template <class Json = nlohmann::json>
+[[nodiscard]] http::dependency_options load_dependency_options(const std::filesystem::path& file,
+                                                               std::string_view name);
+template <class Json = nlohmann::ordered_json>
+[[nodiscard]] Json write(const service_config& config);
+#endif
+
+/// The options of the dependency called `name`, ready to build it from
+/// (resil::http::dependency). Throws config_error for a name the service
+/// lacks, with "did you mean" and the names it has.
+[[nodiscard]] RESIL_DECL const http::dependency_options& dependency_options_of(const service_config& config,
+                                                                               std::string_view name);
+
+#if RESIL_DETAIL_BODIES
 namespace detail {
 
 /// The keys of a service file.
@@ -157,11 +191,7 @@ template <class Json = nlohmann::json>
     }
 }
 
-/// The options of the dependency called `name`, ready to build it from
-/// (resil::http::dependency). Throws config_error for a name the service
-/// lacks, with "did you mean" and the names it has.
-[[nodiscard]] inline const http::dependency_options& dependency_options_of(const service_config& config,
-                                                                           std::string_view name) {
+RESIL_DECL const http::dependency_options& dependency_options_of(const service_config& config, std::string_view name) {
     const auto it = config.dependencies.find(name);
     if (it == config.dependencies.end()) detail::unknown_dependency(config, name);
     return it->second;
@@ -196,5 +226,7 @@ template <class Json = nlohmann::ordered_json>
     j["dependencies"] = std::move(dependencies);
     return j;
 }
+
+#endif  // RESIL_DETAIL_BODIES
 
 }  // namespace resil::json

@@ -10,6 +10,7 @@
 
 #include "../sse.hpp"
 #include "conversions.hpp"
+#include "detail/options_instances.hpp"
 #include "fields.hpp"
 #include "read.hpp"
 #include "write.hpp"
@@ -25,3 +26,6 @@ struct fields<sse::reader_options> {
 };
 
 }  // namespace resil::json::detail
+
+// Compiled once with RESIL_SEPARATE_COMPILATION (json/detail/options_instances.hpp).
+RESIL_JSON_DETAIL_EXTERN_OPTIONS(resil::sse::reader_options)

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../clock.hpp"
+#include "../detail/platform.hpp"
 #include "../metrics.hpp"  // (which includes prometheus_text.hpp: written once this file is done, below)
 #include "../outcome.hpp"
 
@@ -97,6 +98,7 @@ inline constexpr std::string_view family_names[] = {
     "resil_call_duration_seconds",
 };
 
+#if RESIL_DETAIL_BODIES
 /// One dependency's figures, as read for an export.
 struct dependency_figures {
     std::string name;
@@ -338,23 +340,32 @@ private:
     std::vector<metric_family> out_;
 };
 
+#endif  // RESIL_DETAIL_BODIES
+
 }  // namespace detail
 
 /// The families and series of several dependencies' metrics (the
 /// Prometheus text, the prometheus-cpp collectable and the JSON all write
 /// these). Names must differ: a repeated one throws std::invalid_argument.
-[[nodiscard]] inline std::vector<metric_family> metric_families(
-    std::span<const std::reference_wrapper<const metrics>> deps, const metric_families_options& options = {}) {
+[[nodiscard]] RESIL_DECL std::vector<metric_family> metric_families(
+    std::span<const std::reference_wrapper<const metrics>> deps, const metric_families_options& options = {});
+/// The same, for a braced list of metrics objects: metric_families({inventory, payments}).
+[[nodiscard]] RESIL_DECL std::vector<metric_family> metric_families(
+    std::initializer_list<std::reference_wrapper<const metrics>> deps, const metric_families_options& options = {});
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL std::vector<metric_family> metric_families(std::span<const std::reference_wrapper<const metrics>> deps,
+                                                      const metric_families_options& options) {
     std::vector<detail::dependency_figures> figures;
     figures.reserve(deps.size());
     for (const metrics& m : deps) figures.push_back(detail::dependency_figures::of(m, options));
     return detail::family_builder{std::move(figures), options}.build();
 }
-/// The same, for a braced list of metrics objects: metric_families({inventory, payments}).
-[[nodiscard]] inline std::vector<metric_family> metric_families(
-    std::initializer_list<std::reference_wrapper<const metrics>> deps, const metric_families_options& options = {}) {
+RESIL_DECL std::vector<metric_family> metric_families(std::initializer_list<std::reference_wrapper<const metrics>> deps,
+                                                      const metric_families_options& options) {
     return metric_families(std::span<const std::reference_wrapper<const metrics>>(deps.begin(), deps.size()), options);
 }
+#endif
 
 }  // namespace resil
 

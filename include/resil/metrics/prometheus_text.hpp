@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "../clock.hpp"
+#include "../detail/platform.hpp"
 #include "../metrics.hpp"
 #include "../outcome.hpp"
 #include "exposition.hpp"
@@ -39,6 +40,7 @@
 
 namespace resil {
 
+#if RESIL_DETAIL_BODIES
 namespace detail {
 
 /// The text writer, over metric_families.
@@ -127,6 +129,7 @@ struct prometheus_text_writer {
 };
 
 }  // namespace detail
+#endif  // RESIL_DETAIL_BODIES
 
 /// Appends the Prometheus text (version 0.0.4) of several dependencies'
 /// metrics to `out` (reuse one string across scrapes): each family's HELP
@@ -137,45 +140,58 @@ struct prometheus_text_writer {
 /// resil_call_duration_seconds) for every dependency. With `now`, each
 /// breaker's current open period counts up to it. Names must differ: a
 /// repeated name throws std::invalid_argument, since its series would collide.
-inline void write_prometheus(std::string& out, std::span<const std::reference_wrapper<const metrics>> deps,
-                             std::optional<time_point> now = std::nullopt) {
-    metric_families_options o;
-    o.now = now;
-    detail::prometheus_text_writer::write(out, metric_families(deps, o));
-}
+RESIL_DECL void write_prometheus(std::string& out, std::span<const std::reference_wrapper<const metrics>> deps,
+                                 std::optional<time_point> now = std::nullopt);
 
 /// write_prometheus() from a braced list: `write_prometheus(out, {inventory,
 /// payments})`.
-inline void write_prometheus(std::string& out, std::initializer_list<std::reference_wrapper<const metrics>> deps,
-                             std::optional<time_point> now = std::nullopt) {
-    write_prometheus(out, std::span<const std::reference_wrapper<const metrics>>(deps.begin(), deps.size()), now);
-}
+RESIL_DECL void write_prometheus(std::string& out, std::initializer_list<std::reference_wrapper<const metrics>> deps,
+                                 std::optional<time_point> now = std::nullopt);
 
 /// The Prometheus text of several dependencies' metrics at once, as
 /// write_prometheus writes it.
 ///
 ///   out += resil::prometheus_text({inventory, payments});
-[[nodiscard]] inline std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps) {
-    std::string out;
-    write_prometheus(out, deps);
-    return out;
-}
+[[nodiscard]] RESIL_DECL std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps);
 /// The Prometheus text of `deps` (write_prometheus() into a new string).
-[[nodiscard]] inline std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps) {
+[[nodiscard]] RESIL_DECL std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps);
+/// The same, counting each breaker's current open period up to `now`.
+[[nodiscard]] RESIL_DECL std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps,
+                                                     time_point now);
+/// The Prometheus text of `deps`, the time open so far counted up to `now`.
+[[nodiscard]] RESIL_DECL std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps,
+                                                     time_point now);
+
+// With RESIL_SEPARATE_COMPILATION the writer is compiled once
+// (resil/separate_compilation.hpp); header-only, here.
+#if RESIL_DETAIL_BODIES
+RESIL_DECL void write_prometheus(std::string& out, std::span<const std::reference_wrapper<const metrics>> deps,
+                                 std::optional<time_point> now) {
+    metric_families_options o;
+    o.now = now;
+    detail::prometheus_text_writer::write(out, metric_families(deps, o));
+}
+RESIL_DECL void write_prometheus(std::string& out, std::initializer_list<std::reference_wrapper<const metrics>> deps,
+                                 std::optional<time_point> now) {
+    write_prometheus(out, std::span<const std::reference_wrapper<const metrics>>(deps.begin(), deps.size()), now);
+}
+RESIL_DECL std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps) {
     std::string out;
     write_prometheus(out, deps);
     return out;
 }
-/// The same, counting each breaker's current open period up to `now`.
-[[nodiscard]] inline std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps,
-                                                 time_point now) {
+RESIL_DECL std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps) {
+    std::string out;
+    write_prometheus(out, deps);
+    return out;
+}
+RESIL_DECL std::string prometheus_text(std::span<const std::reference_wrapper<const metrics>> deps, time_point now) {
     std::string out;
     write_prometheus(out, deps, now);
     return out;
 }
-/// The Prometheus text of `deps`, the time open so far counted up to `now`.
-[[nodiscard]] inline std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps,
-                                                 time_point now) {
+RESIL_DECL std::string prometheus_text(std::initializer_list<std::reference_wrapper<const metrics>> deps,
+                                       time_point now) {
     std::string out;
     write_prometheus(out, deps, now);
     return out;
@@ -184,7 +200,7 @@ inline void write_prometheus(std::string& out, std::initializer_list<std::refere
 // metrics' own text (declared in the class, in resil/metrics.hpp): the
 // counter families, labelled policy="<name>", no histograms. From a bare
 // snapshot every part it counts is taken as present.
-inline std::string metrics::to_prometheus(const metrics_snapshot& s, std::string_view name) {
+RESIL_DECL std::string metrics::to_prometheus(const metrics_snapshot& s, std::string_view name) {
     detail::dependency_figures f;
     f.name = std::string(name);
     f.parts = part::retry | part::breaker | part::adaptive_limiting | part::pacing | part::quota | part::fallback;
@@ -195,16 +211,17 @@ inline std::string metrics::to_prometheus(const metrics_snapshot& s, std::string
     detail::prometheus_text_writer::write(out, detail::family_builder{std::move(one), {"policy", false, {}}}.build());
     return out;
 }
-inline std::string metrics::prometheus() const {
+RESIL_DECL std::string metrics::prometheus() const {
     std::string out;
     detail::prometheus_text_writer::write(out, metric_families({*this}, {"policy", false, {}}));
     return out;
 }
-inline std::string metrics::prometheus(time_point now) const {
+RESIL_DECL std::string metrics::prometheus(time_point now) const {
     std::string out;
     detail::prometheus_text_writer::write(out, metric_families({*this}, {"policy", false, now}));
     return out;
 }
+#endif  // RESIL_DETAIL_BODIES
 
 }  // namespace resil
 

@@ -51,6 +51,8 @@
 // calling thread over a pool of connections (detail/blocking_path.hpp,
 // detail/connection.hpp).
 #pragma once
+// (Tells resil/http/redis_quota.hpp that the limiter's class is here.)
+#define RESIL_DETAIL_REDIS_RATE_LIMITER 1
 
 #include <chrono>
 #include <concepts>
@@ -66,6 +68,7 @@
 
 #include "../clock.hpp"
 #include "../deadline.hpp"
+#include "../detail/platform.hpp"
 #include "../outcome.hpp"
 #include "../token_bucket.hpp"
 #include "detail/blocking_path.hpp"
@@ -220,16 +223,9 @@ private:
     }
 
     // The decision's steps (detail/decision.hpp) around a round trip on
-    // this thread; a wait is a sleep.
-    rate_limit_result decide(detail::decision& d, const std::stop_token& stop) const {
-        if (core_.begin(d, stop)) return d.result;
-        detail::script_answer a;
-        const detail::asked how =
-            cluster_ ? detail::ask_cluster(core_, *cluster_, d, a) : detail::ask_blocking(core_, pool_, d, a);
-        core_.answered(d, how, a, stop);
-        if (d.waits) core_.woke(d, resil::sleep_until(steady_clock{}, d.wake, stop));
-        return d.result;
-    }
+    // this thread; a wait is a sleep. Compiled once with
+    // RESIL_SEPARATE_COMPILATION (resil/redis/separate_compilation.hpp).
+    RESIL_DECL rate_limit_result decide(detail::decision& d, const std::stop_token& stop) const;
 
     static std::unique_ptr<detail::cluster_map> make_cluster(const rate_limiter_options& o) {
         std::vector<detail::node_address> seeds;
@@ -246,6 +242,18 @@ private:
     mutable detail::pool pool_;                      // one server's connections
     std::unique_ptr<detail::cluster_map> cluster_;   // a cluster's map (or Sentinel's primary) and pools; null on one server
 };
+
+#if RESIL_DETAIL_BODIES
+RESIL_DECL rate_limit_result rate_limiter::decide(detail::decision& d, const std::stop_token& stop) const {
+    if (core_.begin(d, stop)) return d.result;
+    detail::script_answer a;
+    const detail::asked how =
+        cluster_ ? detail::ask_cluster(core_, *cluster_, d, a) : detail::ask_blocking(core_, pool_, d, a);
+    core_.answered(d, how, a, stop);
+    if (d.waits) core_.woke(d, resil::sleep_until(steady_clock{}, d.wake, stop));
+    return d.result;
+}
+#endif
 
 namespace detail {
 /// For tests only: decisions at a given Redis time instead of TIME, so that
