@@ -256,7 +256,11 @@ service_one_source="$work/service_separate_source.cpp"
     (cd "$RESIL_ROOT/include" && find resil -mindepth 2 -name separate_compilation.hpp -not -path 'resil/fmt/*' | sort) |
         sed 's/.*/#include <&>/'
 } >"$service_one_source"
-asio_flags="-DASIO_STANDALONE -DASIO_NO_DEPRECATED"
+# Functions and data in sections of their own, so that a link with
+# --gc-sections (as release links often are) can drop what the program never
+# calls: the one source file defines every out-of-line function of every
+# component, used or not.
+asio_flags="-DASIO_STANDALONE -DASIO_NO_DEPRECATED -ffunction-sections -fdata-sections"
 service_labels=(
     "dependency floor (bench/compile_time/service_floor.cpp)"
     "service, header-only"
@@ -269,12 +273,14 @@ service_flags=("$asio_flags" "$asio_flags" "$asio_flags $separate" "$asio_flags 
 service_goals=("" "≤ 2×" "≤ 1.3×" "")
 service_libs=(-lprometheus-cpp-pull -lprometheus-cpp-core -lhiredis -lcurl -pthread)
 
-# Links object files $3... with compiler $1 into executable $2; prints its
-# size in bytes (text + data + bss, as size(1) gives them) or "failed".
+# Links object files $4... with compiler $1 and link flags $3 (a word list,
+# may be empty) into executable $2; prints its size in bytes (text + data +
+# bss, as size(1) gives them) or "failed".
 linked_size() {
-    local cxx="$1" exe="$2"
-    shift 2
-    if "$cxx" "$@" -o "$exe" "${service_libs[@]}" >"$exe.log" 2>&1; then
+    local cxx="$1" exe="$2" link_flags="$3"
+    shift 3
+    # shellcheck disable=SC2086 # a list of words
+    if "$cxx" "$@" $link_flags -o "$exe" "${service_libs[@]}" >"$exe.log" 2>&1; then
         size "$exe" | awk 'NR == 2 { print $4 }'
     else
         echo "error: linking $exe failed:" >&2
@@ -333,15 +339,21 @@ for cxx in "${compiler_list[@]}"; do
         # The example's fake dependencies (examples/support/checkout_fakes.cpp,
         # not timed: they stand for the network) are linked into both.
         if [[ -s "$d/1.times" && -s "$d/2.times" && -s "$d/3.times" ]] &&
-            "$cxx" -std=c++20 -O3 -I"$RESIL_ROOT/include" -c "$RESIL_ROOT/examples/support/checkout_fakes.cpp" \
+            "$cxx" -std=c++20 -O3 -ffunction-sections -fdata-sections -I"$RESIL_ROOT/include" \
+                -c "$RESIL_ROOT/examples/support/checkout_fakes.cpp" \
                 -o "$d/fakes.o" >"$d/fakes.log" 2>&1; then
-            header_only_size="$(linked_size "$cxx" "$d/header_only" "$d/1.o" "$d/fakes.o")"
-            separate_size="$(linked_size "$cxx" "$d/separate" "$d/2.o" "$d/3.o" "$d/fakes.o")"
-            [[ "$header_only_size" == failed || "$separate_size" == failed ]] && status=1
             table+=$'\n'"| executable (size: text + data + bss) | bytes | × header-only | goal |"$'\n'
             table+="|---|--:|--:|--:|"$'\n'
-            table+="| service, header-only | $header_only_size | 1.00 | |"$'\n'
-            table+="| service, separate compilation | $separate_size | $(ratio "$separate_size" "$header_only_size") | ≤ 1.00 |"$'\n'
+            gc_flags=("" "-Wl,--gc-sections")
+            for gc in "${gc_flags[@]}"; do
+                header_only_size="$(linked_size "$cxx" "$d/header_only" "$gc" "$d/1.o" "$d/fakes.o")"
+                separate_size="$(linked_size "$cxx" "$d/separate" "$gc" "$d/2.o" "$d/3.o" "$d/fakes.o")"
+                [[ "$header_only_size" == failed || "$separate_size" == failed ]] && status=1
+                how="linked as is"
+                [[ -n "$gc" ]] && how="linked with --gc-sections"
+                table+="| service, header-only, $how | $header_only_size | 1.00 | |"$'\n'
+                table+="| service, separate compilation, $how | $separate_size | $(ratio "$separate_size" "$header_only_size") | ≤ 1.00 |"$'\n'
+            done
         fi
         tables+="$table"$'\n'
     fi
