@@ -16,6 +16,14 @@
 //                            event-loop interface (curl_multi_socket_action on
 //                            epoll readiness, its socket and timer callbacks),
 //                            without Asio or resil: what that interface costs
+//   baseline_raw_socket_action_64_client_work
+//                            that loop given the URL parsed once, the client's
+//                            limits, head and body kept, a callback before
+//                            each send
+//   baseline_raw_socket_action_64_same_work
+//                            the goal's floor: that loop doing all of the
+//                            client's libcurl work, its per-handle options and
+//                            its curl_easy_getinfo reads too (raw_setup)
 //   resil_async_64           one thread, resil::curl::async_client on an
 //                            io_context keeping 64 calls in flight (each with a
 //                            context and the timeout triad, responses recycled)
@@ -117,6 +125,20 @@ double process_cpu_seconds() {
            static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
+// The batches of the benchmark's iterations, until one fails (false). Out
+// of line, so that callgrind can count the steady state alone, without the
+// setup's construction, its first batch (it connects) or its teardown:
+// valgrind --tool=callgrind --toggle-collect='*timed_batches*' (under
+// valgrind a batch outlasts the 0.3 s minimum: one iteration, 512 GETs).
+template <class RunBatch, class Failed>
+[[gnu::noinline]] bool timed_batches(benchmark::State& state, RunBatch& run_batch, const Failed& failed) {
+    for (auto _ : state) {
+        run_batch();
+        if (failed()) return false;
+    }
+    return true;
+}
+
 // The timed part every kind shares: one batch outside the measurement (it
 // connects), then a batch per iteration until one fails; req/s and
 // allocations recorded for the side-by-side table.
@@ -127,14 +149,11 @@ void time_batches(benchmark::State& state, const std::string& kind, int round, R
     const auto before = resil_bench::allocations.load();
     const double cpu0 = process_cpu_seconds();
     const auto t0 = steady::now();
-    for (auto _ : state) {
-        run_batch();
-        if (failed()) {
-            state.SkipWithError(failure);
-            rates[kind].erase(round);  // no figure from a failed run, nor an earlier call's
-            cpu_per_get[kind].erase(round);
-            return;
-        }
+    if (!timed_batches(state, run_batch, failed)) {
+        state.SkipWithError(failure);
+        rates[kind].erase(round);  // no figure from a failed run, nor an earlier call's
+        cpu_per_get[kind].erase(round);
+        return;
     }
     const auto elapsed = steady::now() - t0;
     const double gets = static_cast<double>(state.iterations()) * batch;
@@ -169,7 +188,26 @@ struct raw_setup {
     // judged) is its own cost, not libcurl's. Its options that cost nothing
     // per transfer (an error buffer, the protocols allowed, ...) are left out.
     bool client_callbacks = false;
+    // With client_callbacks: everything else the client asks of libcurl
+    // for a GET with default client_options, as a raw loop would write it,
+    // so that what is left between the two is the client's own work. The
+    // options it sets once per handle (an error buffer, the protocols
+    // allowed, TLS verification, the HTTP version, redirects off, libcurl's
+    // DNS cache and connection age, CONNECT headers suppressed, a quick
+    // exit, a GET's method options) and its reads of each transfer
+    // (curl_easy_getinfo): before each send the connections opened; at the
+    // end the status, request size, connections opened, three timings, the
+    // HTTP version and the connection's addresses (the client's idle
+    // connection rule); and when libcurl lets go of a connection's socket
+    // (CURL_POLL_REMOVE) the transfer's private pointer and those addresses.
+    // The client sets no option per transfer in steady state (the same URL
+    // and limits each time) and, for this request, no header list and no
+    // user agent.
+    bool client_options = false;
 };
+
+// The goal's floor: a raw loop doing the client's libcurl work, all of it.
+constexpr raw_setup same_work{.limits = true, .parsed_url = true, .client_callbacks = true, .client_options = true};
 
 // Nothing may escape into libcurl's C frames: no memory ends the transfer.
 std::size_t keep(char* data, std::size_t size, std::size_t count, void* to) noexcept {
@@ -181,6 +219,20 @@ std::size_t keep(char* data, std::size_t size, std::size_t count, void* to) noex
     }
 }
 int go_ahead(void*, char*, char*, int, int) { return CURL_PREREQFUNC_OK; }
+
+// The reads the client makes of a transfer's connection (its idle
+// connection rule): the local and the peer's port, the peer's address.
+void read_connection(CURL* e) {
+    long local_port = 0;
+    long primary_port = 0;
+    const char* primary_ip = nullptr;
+    curl_easy_getinfo(e, CURLINFO_LOCAL_PORT, &local_port);
+    curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &primary_port);
+    curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &primary_ip);
+    benchmark::DoNotOptimize(local_port);
+    benchmark::DoNotOptimize(primary_port);
+    benchmark::DoNotOptimize(primary_ip);
+}
 
 // The raw baselines' 64 easy handles on one multi handle: a batch starts
 // them all, and each finished transfer's handle starts the next GET until
@@ -198,12 +250,18 @@ struct raw_transfers {
     struct kept {
         std::string head;
         std::string body;
+        CURL* easy = nullptr;
+        std::array<char, CURL_ERROR_SIZE> error{};
+        long connects_at_send = 0;
     };
     bool keeps = false;
+    bool reads = false;  // client_options: the client's reads of each transfer
     std::vector<kept> kept_by_handle;
 
     explicit raw_transfers(raw_setup setup = {})
-        : keeps(setup.client_callbacks), kept_by_handle(keeps ? static_cast<std::size_t>(in_flight) : 0) {
+        : keeps(setup.client_callbacks),
+          reads(setup.client_callbacks && setup.client_options),
+          kept_by_handle(keeps ? static_cast<std::size_t>(in_flight) : 0) {
         // Idle connections kept as the client keeps them (4 per transfer it
         // pools): libcurl's default counts only the handles in the multi at
         // that moment, so the end of each batch would close some, to be
@@ -234,9 +292,62 @@ struct raw_transfers {
                 curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &keep);
                 curl_easy_setopt(e, CURLOPT_WRITEDATA, &k.body);
                 curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &go_ahead);
+                k.easy = e;
+                if (setup.client_options) set_client_options(e, k);
             }
             easies.push_back(e);
         }
+    }
+    // The client's options for a new handle (setup::configure and what it
+    // calls, with default client_options), the values it gives them, and a
+    // GET's method options, set once here as the client sets them once for
+    // the handle's first GET.
+    static void set_client_options(CURL* e, kept& k) {
+        curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &count_connects);
+        curl_easy_setopt(e, CURLOPT_PREREQDATA, &k);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, k.error.data());
+        curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+        curl_easy_setopt(e, CURLOPT_PROXY_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(e, CURLOPT_PROXY_SSL_VERIFYHOST, 2L);
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, long{CURL_HTTP_VERSION_2TLS});
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(e, CURLOPT_DNS_CACHE_TIMEOUT, 60L);
+        curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, 118L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, static_cast<const char*>(nullptr));
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t{-1});
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, static_cast<const char*>(nullptr));
+    }
+    // Before each send, as the client's (capture::may_send): the
+    // connections opened so far.
+    static int count_connects(void* user, char*, char*, int, int) {
+        auto& k = *static_cast<kept*>(user);
+        curl_easy_getinfo(k.easy, CURLINFO_NUM_CONNECTS, &k.connects_at_send);
+        return CURL_PREREQFUNC_OK;
+    }
+    // At the end of a transfer, the client's reads besides the status
+    // (transfer_result::read, read_http_version; the connection's
+    // addresses, asio_multi::stamp_reused_idle).
+    static void read_outcome(CURL* e) {
+        long request_size = 0;
+        long new_connections = 0;
+        curl_off_t pretransfer = 0;
+        curl_off_t connect_us = 0;
+        curl_off_t first_byte_us = 0;
+        long version = 0;
+        curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &request_size);
+        curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &new_connections);
+        curl_easy_getinfo(e, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+        curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &connect_us);
+        curl_easy_getinfo(e, CURLINFO_STARTTRANSFER_TIME_T, &first_byte_us);
+        curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+        benchmark::DoNotOptimize(request_size + new_connections + pretransfer + connect_us + first_byte_us + version);
+        read_connection(e);
     }
     raw_transfers(const raw_transfers&) = delete;
     raw_transfers& operator=(const raw_transfers&) = delete;
@@ -267,6 +378,7 @@ struct raw_transfers {
             long status = 0;
             curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
             failed = failed || msg->data.result != CURLE_OK || status != 200;
+            if (reads) read_outcome(e);
             curl_multi_remove_handle(multi, e);
             ++done;
             if (keeps) {
@@ -326,6 +438,9 @@ struct socket_loop {
         bool ours = false;
     };
     std::vector<descriptor> descriptors;
+    // The client's reads when libcurl lets go of a connection's socket
+    // (raw_setup::client_options).
+    bool reads_at_remove = false;
     socket_loop() = default;
     socket_loop(const socket_loop&) = delete;
     socket_loop& operator=(const socket_loop&) = delete;
@@ -343,10 +458,14 @@ struct socket_loop {
         ev.data.fd = s;
         if (epoll_ctl(epoll, d.registered == none ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s, &ev) == 0) d.registered = events;
     }
-    static int on_socket(CURL*, curl_socket_t s, int what, void* user, void*) {
+    static int on_socket(CURL* easy, curl_socket_t s, int what, void* user, void*) {
         auto& loop = *static_cast<socket_loop*>(user);
         auto& d = loop.at(s);
         if (what == CURL_POLL_REMOVE) {
+            if (loop.reads_at_remove && easy) {
+                void* p = nullptr;
+                if (curl_easy_getinfo(easy, CURLINFO_PRIVATE, &p) == CURLE_OK && p) read_connection(easy);
+            }
             d.wanted = 0;
             if (!d.ours) {  // may be closed without on_close
                 epoll_ctl(loop.epoll, EPOLL_CTL_DEL, s, nullptr);
@@ -403,6 +522,7 @@ struct socket_action_calls {
     bool broken = loop.epoll < 0;
 
     explicit socket_action_calls(raw_setup setup = {}) : t(setup) {
+        loop.reads_at_remove = setup.client_callbacks && setup.client_options;
         curl_multi_setopt(t.multi, CURLMOPT_SOCKETFUNCTION, &socket_loop::on_socket);
         curl_multi_setopt(t.multi, CURLMOPT_SOCKETDATA, &loop);
         curl_multi_setopt(t.multi, CURLMOPT_TIMERFUNCTION, &socket_loop::on_timer);
@@ -446,7 +566,10 @@ struct socket_action_calls {
 
 void raw_socket_action(benchmark::State& state, const std::string& kind, int round) {
     const bool work = kind.ends_with("_client_work");
-    socket_action_calls calls(work ? raw_setup{.limits = true, .parsed_url = true, .client_callbacks = true} : raw_setup{});
+    const bool same = kind.ends_with("_same_work");
+    socket_action_calls calls(same   ? same_work
+                              : work ? raw_setup{.limits = true, .parsed_url = true, .client_callbacks = true}
+                                     : raw_setup{});
     if (calls.broken) {
         state.SkipWithError("raw socket_action: epoll_create1 failed");
         return;
@@ -691,7 +814,7 @@ turn_ratios async_to_beast;
 void side_by_side_beast(benchmark::State& state) {
     const auto all = {&async_to_socket_action_work, &beast_to_socket_action_work, &async_to_beast};
     for (auto* r : all) *r = {};
-    socket_action_calls socket_action({.limits = true, .parsed_url = true, .client_callbacks = true});
+    socket_action_calls socket_action(same_work);
     async_calls calls;
     beast_calls beast;
     if (socket_action.broken || beast.failed) {
@@ -783,7 +906,7 @@ void report_memory() {
     const std::size_t raw_before = heap();
     std::size_t raw_in_flight = 0;
     {
-        socket_action_calls raw({.limits = true, .parsed_url = true, .client_callbacks = true});
+        socket_action_calls raw(same_work);
         raw.run_batch();
         raw.t.start_batch();
         raw_in_flight = heap() - raw_before;
@@ -863,6 +986,10 @@ int main(int argc, char** argv) {
             ->MinTime(0.3);
         benchmark::RegisterBenchmark(("get64/baseline_raw_socket_action_64_client_work" + suffix).c_str(),
                                      raw_socket_action, std::string("baseline_raw_socket_action_64_client_work"), round)
+            ->UseRealTime()
+            ->MinTime(0.3);
+        benchmark::RegisterBenchmark(("get64/baseline_raw_socket_action_64_same_work" + suffix).c_str(),
+                                     raw_socket_action, std::string("baseline_raw_socket_action_64_same_work"), round)
             ->UseRealTime()
             ->MinTime(0.3);
         benchmark::RegisterBenchmark(("get64/resil_async_64" + suffix).c_str(), resil_async,
@@ -972,9 +1099,9 @@ int main(int argc, char** argv) {
     }
     if (!cpu_per_get["beast_64"].empty())
         std::printf("Rounds: CPU per GET, medians: beast_64 %.2f us, baseline_raw_socket_action_64_client_work %.2f us, "
-                    "resil_async_64 %.2f us\n",
+                    "baseline_raw_socket_action_64_same_work %.2f us, resil_async_64 %.2f us\n",
                     median("beast_64", cpu_per_get), median("baseline_raw_socket_action_64_client_work", cpu_per_get),
-                    median("resil_async_64", cpu_per_get));
+                    median("baseline_raw_socket_action_64_same_work", cpu_per_get), median("resil_async_64", cpu_per_get));
 #endif
     nginx.reset();
     return 0;

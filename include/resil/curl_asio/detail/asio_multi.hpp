@@ -24,7 +24,8 @@
 //  - a transfer's completion never runs inside libcurl or inside this
 //    code's own state changes, so a handler may start calls or destroy the
 //    client: it is posted, or, for the transfers a wake-up of the reactor
-//    finished, run once that wake-up's work is done (deliver_ready).
+//    or libcurl's "at once" action finished, run once that work is done
+//    (deliver_ready).
 #pragma once
 
 #include <curl/curl.h>
@@ -945,7 +946,7 @@ private:
                     self->zero_posted_ = false;
                     // Acts only while "at once" is still libcurl's latest wish.
                     if (self->closed_ || self->timer_generation_ != self->zero_due_) return;
-                    self->socket_action_on_timeout();
+                    self->timeout_action_now();
                 });
                 zero_posted_ = true;
                 return;
@@ -988,6 +989,19 @@ private:
         }
         curl_due_.reset();
         socket_action_on_timeout();
+    }
+
+    // libcurl's "at once" action, served as a wake-up of the sockets is
+    // (batch_scope): it runs on the client's executor too, so the calls it
+    // finished complete at its end, in place where their handler's
+    // executor is the client's (deliver_ready), rather than each posted.
+    void timeout_action_now() {
+        if (put_off(deferred_timeout)) return;  // inside libcurl: not a batch of its own
+        {
+            const batch_scope batch(*this);
+            socket_action(CURL_SOCKET_TIMEOUT, 0);
+        }
+        deliver_ready();
     }
 
     void socket_action_on_timeout() {
