@@ -104,7 +104,7 @@ void write_svg(const char* path, const counts& sticky, const counts& per_request
     constexpr int left = 60;
     constexpr int plot_w = 700;
     constexpr std::array<const char*, pods> colors{"#1f77b4", "#ff7f0e", "#2ca02c"};
-    example_svg::file svg{path, width, 2 * panel_h + 110};
+    example_svg::file svg{path, width, 2 * panel_h + 120};
     if (!svg) return;
     const std::array<const char*, 2> titles{
         "one long-lived connection per gateway, drawn by kube-proxy (max connection age 30 s from t = 120 s)",
@@ -125,6 +125,9 @@ void write_svg(const char* path, const counts& sticky, const counts& per_request
                     top + panel_h);
         }
         svg.add("<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", left, top, plot_w, panel_h);
+        // The time axis under each panel, outside it.
+        for (int s = 0; s <= 360; s += 60)
+            svg.add("<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", left + plot_w * s / run_s, top + panel_h + 15, s);
         for (int p = 0; p < pods; ++p) {
             std::vector<std::pair<double, double>> points;
             for (int b = 0; b < buckets; ++b) {
@@ -142,9 +145,7 @@ void write_svg(const char* path, const counts& sticky, const counts& per_request
             }
         }
     }
-    const int bottom = 30 + 2 * panel_h + 40;
-    for (int s = 0; s <= 360; s += 60)
-        svg.add("<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", left + plot_w * s / run_s, bottom - 22, s);
+    const int bottom = 30 + 2 * panel_h + 40 + 32;
     svg.add("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time (s): pod C ready at 60.5 s; share of the requests per 5 s</text>\n",
             left + plot_w / 2, bottom);
 }
