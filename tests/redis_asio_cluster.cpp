@@ -27,6 +27,7 @@
 #include "catch.hpp"
 #include "support/asio_runner.hpp"
 #include "support/fake_redis.hpp"
+#include "support/fault_server.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/redis_server.hpp"
 
@@ -187,6 +188,62 @@ TEST_CASE("redis asio cluster: a real cluster: keys on every primary decided rig
     CHECK(m.map_refreshes >= 1);
     std::cout << "asio cluster: 6 keys on 3 primaries, longest stall of the io_context's thread "
               << static_cast<double>(runner.longest_stall().count()) / 1000.0 << " ms, connects " << m.connects << "\n";
+
+    // NOSCRIPT on the key's node (its script cache flushed, as after a
+    // restart or a failover): EVAL runs and caches it again, Redis decides.
+    const auto owner = cluster.owner_port(rd::key_slot(limiter.redis_key()));
+    REQUIRE(reply_text(resil_test::redis_ask(owner, {"SCRIPT", "FLUSH"})) == "OK");
+    const auto loads_before = quota.metrics().script_loads;
+    const auto after_flush = runner.get(quota.async_try_acquire_for("tenant-flushed", 1, resil::deadline::after(5s)));
+    const auto again = runner.get(quota.async_try_acquire(resil::deadline::after(5s)));
+    CHECK(after_flush.source == decided_by::redis);
+    CHECK(again.source == decided_by::redis);
+    CHECK(quota.metrics().script_loads > loads_before);
+    CHECK(quota.metrics().store_failures == 0);
+}
+
+TEST_CASE("redis asio cluster: leasing on a cluster: one round trip leases, the next decisions spend locally") {
+    resil_test::redis_cluster cluster;
+    auto o = cluster_options(cluster.seeds());
+    o.rate = 1;
+    o.burst = 20;
+    o.lease = 5;
+    const rate_limiter limiter{o};
+    resil_test::asio_runner runner;
+    const async_rate_limiter quota{limiter, runner.io().get_executor()};
+    REQUIRE(decides(runner, quota));  // one permit spent, four leased
+    const auto trips = quota.metrics().round_trips;
+    for (int i = 0; i < 4; ++i) CHECK(runner.get(quota.async_try_acquire()).granted());
+    const auto m = quota.metrics();
+    CHECK(m.round_trips == trips);  // from the lease
+    CHECK(m.lease_grants >= 4);
+    // The quota in the key's node holds what was leased: 20 - 5 (at most one more refilled).
+    const auto owner = cluster.owner_port(rd::key_slot(limiter.redis_key()));
+    const auto r = runner.get(quota.async_try_acquire(resil::deadline::after(5s)));  // a round trip: the lease is spent
+    CHECK(r.source == decided_by::redis);
+    CHECK(r.remaining <= 15);
+    CHECK(resil_test::redis_ask(owner, {"EXISTS", limiter.redis_key()})->integer == 1);
+}
+
+TEST_CASE("redis asio cluster: no node reachable: failing open the fallback bucket decides, failing closed refuses") {
+    const std::string nodes = "127.0.0.1:" + std::to_string(resil_test::refused_port()) + ",127.0.0.1:" +
+                              std::to_string(resil_test::refused_port());
+    auto o = cluster_options(nodes);
+    o.on_failure = failure_policy::fail_open;
+    const rate_limiter open_limiter{o};
+    o.on_failure = failure_policy::fail_closed;
+    const rate_limiter closed_limiter{o};
+    resil_test::asio_runner runner;
+    const async_rate_limiter open_quota{open_limiter, runner.io().get_executor()};
+    const async_rate_limiter closed_quota{closed_limiter, runner.io().get_executor()};
+    const auto opened = runner.get(open_quota.async_try_acquire());
+    CHECK(opened.status == rate_limit_status::granted);
+    CHECK(opened.source == decided_by::fallback);
+    CHECK(open_quota.metrics().fail_open_admitted == 1);
+    const auto closed = runner.get(closed_quota.async_try_acquire());
+    CHECK(closed.status == rate_limit_status::unavailable);
+    CHECK(closed.source == decided_by::fallback);
+    CHECK(closed_limiter.last_error().find("Connection refused") != std::string::npos);
 }
 
 TEST_CASE("redis asio cluster: a slot resharded during a run: ASK followed while it migrates, MOVED after; every "
