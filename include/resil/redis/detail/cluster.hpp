@@ -1,14 +1,16 @@
-// resil/redis/detail/cluster.hpp — what the blocking Redis limiter needs to
-// talk to a Redis Cluster on hiredis 0.14 (which has no cluster client): a
-// key's slot (CRC16 of its hash tag), the node list of the options, the slot
-// map learnt with CLUSTER SLOTS, a pool of connections per node, and the
-// reading of a MOVED / ASK redirect.
+// resil/redis/detail/cluster.hpp — what the Redis limiter needs to talk to
+// a Redis Cluster, or to a primary behind Sentinel, on hiredis 0.14 (which
+// has no cluster client): a key's slot (CRC16 of its hash tag), the node
+// list of the options, the slot map learnt with CLUSTER SLOTS (or the
+// primary the sentinels name), a pool of blocking connections per node, and
+// the reading of a MOVED / ASK redirect and of the topology replies. The
+// map and the readers are shared by the blocking path (refresh() here) and
+// the Asio one (asio_cluster_path.hpp, which awaits the same steps).
 //
 // The map is read without a lock on every decision (one relaxed atomic per
 // slot, nodes never removed while the limiter lives); it is written by one
-// refresh at a time (CLUSTER SLOTS on a fresh connection to a seed or a
-// known node) and by a MOVED, which sets its slot at once and asks for a
-// refresh.
+// refresh at a time (CLUSTER SLOTS from a seed or a known node) and by a
+// MOVED, which sets its slot at once and asks for a refresh.
 #pragma once
 
 #include <hiredis/hiredis.h>
