@@ -863,21 +863,3 @@ TEST_CASE("redis asio adapter: a command larger than the socket takes is written
     ::close(peer);
     ::close(listener);
 }
-
-TEST_CASE("redis asio limiter: a limiter on a Redis Cluster or behind Sentinel is refused, naming the field") {
-    asio::io_context io;
-    resil::redis::rate_limiter_options o;
-    o.key = "k";
-    o.cluster_nodes = "127.0.0.1:7000";
-    const resil::redis::rate_limiter clustered{o};
-    CHECK_THROWS_WITH(resil::redis::async_rate_limiter(clustered, io.get_executor()),
-                      "resil::redis::async_rate_limiter: `cluster_nodes` must be empty (it talks to one Redis server; "
-                      "the blocking rate_limiter follows a cluster), got \"127.0.0.1:7000\"");
-    o.cluster_nodes.clear();
-    o.sentinels = "127.0.0.1:26379";
-    o.sentinel_master = "mymaster";
-    const resil::redis::rate_limiter watched{o};
-    CHECK_THROWS_WITH(resil::redis::async_rate_limiter(watched, io.get_executor()),
-                      "resil::redis::async_rate_limiter: `sentinels` must be empty (it talks to one Redis server; "
-                      "the blocking rate_limiter finds a primary from sentinels), got \"127.0.0.1:26379\"");
-}

@@ -21,6 +21,11 @@
 // deadline as the blocking path's waits do; a reservation's wait, or the
 // fallback bucket's, is a timer too (resil/asio/waiter.hpp).
 //
+// On a Redis Cluster or behind Sentinel (the limiter's cluster_nodes or
+// sentinels), the blocking limiter's way of following them, awaited
+// (redis/detail/asio_cluster_path.hpp): the same slot map, redirects and
+// bounds, a connection per node, map reads without blocking.
+//
 // Thread-safe: any coroutine, on any executor, may await it. The
 // rate_limiter must outlive it; destroy it when no decision is in flight.
 #pragma once
@@ -51,6 +56,7 @@
 #include "../clock.hpp"
 #include "../deadline.hpp"
 #include "../policy_steps.hpp"
+#include "detail/asio_cluster_path.hpp"
 #include "detail/asio_connection.hpp"
 #include "detail/asio_path.hpp"
 #include "detail/decision.hpp"
@@ -79,12 +85,20 @@ public:
 
     /// Decides for `limiter` without blocking: its round trips go over one
     /// connection of its own (opened by the first decision; `connections`
-    /// is the blocking pool's), on a strand of `ex`. `limiter` must outlive it.
+    /// is the blocking pool's), on a strand of `ex`; on a Redis Cluster or
+    /// behind Sentinel, one connection per node (and per sentinel), all on
+    /// that strand, and the limiter's own slot map (or primary), shared with
+    /// its blocking callers. `limiter` must outlive it.
     async_rate_limiter(const rate_limiter& limiter, const ::asio::any_io_executor& ex)
-        : limiter_(on_one_server(limiter)),
-          conn_(std::make_shared<detail::asio_connection>(ex, core().options().host, core().options().port,
-                                                          core().options().connect_timeout,
-                                                          core().options().reply_timeout)) {}
+        : limiter_(&limiter),
+          conn_(limiter.cluster_ ? nullptr
+                                 : std::make_shared<detail::asio_connection>(
+                                       ex, core().options().host, core().options().port,
+                                       core().options().connect_timeout, core().options().reply_timeout)),
+          cluster_(limiter.cluster_ ? std::make_shared<detail::asio_cluster>(ex, *limiter.cluster_,
+                                                                             core().options().connect_timeout,
+                                                                             core().options().reply_timeout)
+                                    : nullptr) {}
 
     async_rate_limiter(const async_rate_limiter&) = delete;
     async_rate_limiter& operator=(const async_rate_limiter&) = delete;
@@ -93,8 +107,11 @@ public:
     /// thread-safe); when the io_context no longer runs, once it is destroyed.
     ~async_rate_limiter() {
         try {
-            const auto ex = conn_->executor();
-            ::asio::post(ex, [c = std::move(conn_)] { c->close(); });
+            const auto ex = executor();
+            if (conn_)
+                ::asio::post(ex, [c = std::move(conn_)] { c->close(); });
+            else
+                ::asio::post(ex, [c = std::move(cluster_)] { c->close(); });
         } catch (...) {  // no memory to post: closed here, as the last owner
         }
     }
@@ -142,8 +159,10 @@ public:
     [[nodiscard]] const rate_limiter_options& options() const noexcept { return core().options(); }
     /// The limiter's counters: its decisions, blocking and asynchronous.
     [[nodiscard]] rate_limiter_metrics metrics() const noexcept { return core().metrics(); }
-    /// The strand its connection runs on.
-    [[nodiscard]] const detail::asio_connection::executor_type& executor() const noexcept { return conn_->executor(); }
+    /// The strand its connections run on.
+    [[nodiscard]] const detail::asio_connection::executor_type& executor() const noexcept {
+        return conn_ ? conn_->executor() : cluster_->executor();
+    }
 
     // As a policy of resil::asio::pipeline (resil/policy_steps.hpp): the
     // blocking limiter's execute() as steps, the round trip awaited in
@@ -203,20 +222,6 @@ private:
 
     const detail::limiter_core& core() const noexcept { return limiter_->core_; }
 
-    // The Asio path talks to one server: a limiter on a Redis Cluster or
-    // behind Sentinel is refused.
-    static const rate_limiter* on_one_server(const rate_limiter& l) {
-        if (!l.options().sentinels.empty())
-            throw std::invalid_argument(
-                "resil::redis::async_rate_limiter: `sentinels` must be empty (it talks to one Redis server; "
-                "the blocking rate_limiter finds a primary from sentinels), got \"" + l.options().sentinels + "\"");
-        if (!l.options().cluster_nodes.empty())
-            throw std::invalid_argument(
-                "resil::redis::async_rate_limiter: `cluster_nodes` must be empty (it talks to one Redis server; "
-                "the blocking rate_limiter follows a cluster), got \"" + l.options().cluster_nodes + "\"");
-        return &l;
-    }
-
     ::asio::awaitable<rate_limit_result> decide(std::optional<detail::key_text> other, std::int64_t n, time_point until,
                                                 bool waiting, std::stop_token stop,
                                                 std::int64_t now_override = detail::no_time_override) const {
@@ -235,15 +240,19 @@ private:
     // then a wait on a timer if it asks for one.
     ::asio::awaitable<void> run(detail::decision& d, const std::stop_token& stop) const {
         detail::script_answer a;
+        // (The round trip made first, then awaited: g++ 12 destroys a
+        // coroutine temporary chosen within a co_await's operand twice.)
+        auto round_trip = conn_ ? detail::ask_async(core(), conn_, d, a) : detail::ask_async_cluster(core(), cluster_, d, a);
         const detail::asked how = co_await ::asio::co_spawn(
-            conn_->executor(), detail::ask_async(core(), conn_, d, a),
+            executor(), std::move(round_trip),
             ::asio::bind_cancellation_slot(::asio::cancellation_slot{}, ::asio::use_awaitable));
         core().answered(d, how, a, stop);
         if (d.waits) core().woke(d, co_await resil::asio::wait_until(steady_clock{}, d.wake, stop));
     }
 
     const rate_limiter* limiter_;
-    std::shared_ptr<detail::asio_connection> conn_;
+    std::shared_ptr<detail::asio_connection> conn_;   // one server; null on a cluster or behind Sentinel
+    std::shared_ptr<detail::asio_cluster> cluster_;   // a cluster's (or Sentinel's) connections; null on one server
 };
 
 namespace detail {

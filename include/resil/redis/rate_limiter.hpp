@@ -42,7 +42,8 @@
 // primary, and finds it again after a failover (detail/cluster.hpp).
 //
 // On Asio, resil::redis::async_rate_limiter (resil/redis/asio_rate_limiter.hpp)
-// decides for the same limiter without blocking a thread (one server only).
+// decides for the same limiter without blocking a thread (on one server, a
+// cluster or behind Sentinel).
 //
 // The parts: the result types (result.hpp); the decision code every path
 // shares (detail/decision.hpp: steps, arguments, the answer's reading, the

@@ -75,7 +75,15 @@ public:
 
     asio_connection(const ::asio::any_io_executor& ex, std::string host, int port, std::chrono::milliseconds connect_timeout,
                     std::chrono::milliseconds reply_timeout)
-        : strand_(::asio::make_strand(ex)),
+        : asio_connection(::asio::make_strand(ex), std::move(host), port, connect_timeout, reply_timeout, true) {}
+
+    /// On a strand shared with other connections (a cluster's nodes, one
+    /// limiter's); `script` false: no SCRIPT LOAD (a sentinel), ready once
+    /// connected.
+    asio_connection(const executor_type& strand, std::string host, int port, std::chrono::milliseconds connect_timeout,
+                    std::chrono::milliseconds reply_timeout, bool script)
+        : strand_(strand),
+          script_(script),
           host_(std::move(host)),
           port_(port),
           connect_timeout_(connect_timeout),
@@ -91,6 +99,8 @@ public:
     ~asio_connection() { close(); }
 
     [[nodiscard]] const executor_type& executor() const noexcept { return strand_; }
+    /// The host it connects to, as given.
+    [[nodiscard]] const std::string& host() const noexcept { return host_; }
 
     // ---- on the strand only, below.
 
@@ -157,10 +167,13 @@ public:
     /// Sends one command (its arguments read now) and waits for its reply
     /// until `bound`; on arrival `read(reply)` (run on the strand, in the
     /// reply's callback: hiredis frees the reply after it) fills the
-    /// caller's storage. A reply that comes later is dropped.
+    /// caller's storage. A reply that comes later is dropped. `asking`:
+    /// ASKING goes right before it, queued in the same turn (no other
+    /// command between them), its reply not read (an error there shows in
+    /// the command's own reply).
     template <class Read>
     ::asio::awaitable<result> command(int argc, const char** argv, const std::size_t* lens, time_point bound,
-                                      Read read) {
+                                      Read read, bool asking = false) {
         result r;
         if (state_ != state::ready) {
             r.error = "connection lost";
@@ -171,7 +184,12 @@ public:
         p.slot = slot;
         redisAsyncContext* ac = ac_;
         asio_adapter::hold_writes(ac);
-        const int queued = redisAsyncCommandArgv(ac, on_reply, slot, argc, argv, lens);
+        const char* asking_argv[] = {"ASKING"};
+        const std::size_t asking_lens[] = {6};
+        const int queued =
+            asking && redisAsyncCommandArgv(ac, nullptr, nullptr, 1, asking_argv, asking_lens) != REDIS_OK
+                ? REDIS_ERR
+                : redisAsyncCommandArgv(ac, on_reply, slot, argc, argv, lens);
         if (queued != REDIS_OK) {
             delete slot;
             p.slot = nullptr;
@@ -228,6 +246,7 @@ private:
         state_ = state::connecting;
         redisAsyncSetConnectCallback(ac, on_connect);
         redisAsyncSetDisconnectCallback(ac, on_disconnect);
+        if (!script_) return true;
         const char* argv[] = {"SCRIPT", "LOAD", gcra_script.data()};
         const std::size_t lens[] = {6, 4, gcra_script.size()};
         if (redisAsyncCommandArgv(ac, on_loaded, this, 3, argv, lens) != REDIS_OK) {
@@ -325,6 +344,12 @@ private:
         asio_connection* self = of(ac);
         if (self->ac_ != ac) return;
         if (status == REDIS_OK) {
+            if (!self->script_) {
+                self->phase_timer_.cancel();
+                self->state_ = state::ready;
+                self->notify(true, {}, false);
+                return;
+            }
             self->state_ = state::loading;
             self->arm_phase(self->reply_timeout_);
             return;
@@ -424,6 +449,7 @@ private:
     }
 
     executor_type strand_;
+    bool script_ = true;  // SCRIPT LOAD once connected
     std::string host_;
     int port_;
     std::chrono::milliseconds connect_timeout_;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <asio/awaitable.hpp>
@@ -24,23 +25,27 @@
 #include "../../clock.hpp"
 #include "../../detail/fork_epoch.hpp"
 #include "asio_connection.hpp"
+#include "cluster_steps.hpp"
 #include "decision.hpp"
 #include "script.hpp"
 
 namespace resil::redis::detail {
 
-inline ::asio::awaitable<asked> ask_async(const limiter_core& core, std::shared_ptr<asio_connection> conn,
-                                          const decision& d, script_answer& out) {
+// One hop of a decision over `conn` (to the one server, or to one node of
+// a cluster: `h` says which and records what it came to, as the blocking
+// ask_node() does). On the connection's strand.
+inline ::asio::awaitable<asked> ask_async_node(const limiter_core& core, std::shared_ptr<asio_connection> conn,
+                                               const decision& d, script_answer& out, hop& h) {
     using ended = asio_connection::ended;
     const auto& options = core.options();
     const auto& health = core.health();
     const auto start = steady_clock{}.now();
     const time_point until = d.until;
     if (until <= start) co_return asked::no_time;
-    bool probe = false;
-    if (!health.may_ask(probe)) co_return asked::failed;
-    // The whole decision, retries included, fits in one connect and two
-    // replies, as well as in the caller's deadline.
+    const bool probe = h.probe;
+    // The whole hop, retries included, fits in one connect and two
+    // replies, as well as in the caller's deadline. (ASKING is pipelined
+    // with the command: no reply of its own to wait for.)
     const duration reply_cap = options.reply_timeout;
     const auto budget_end = start + duration{options.connect_timeout} + 2 * reply_cap;
     const bool until_bounds = until <= budget_end;
@@ -61,6 +66,7 @@ inline ::asio::awaitable<asked> ask_async(const limiter_core& core, std::shared_
     // A failed wait: a timeout the caller's deadline cut short, or anything
     // else (refused, closed, timed out in full, an error).
     const auto failed = [&](bool cut_short, std::string error) {
+        h.broken = true;
         if (cut_short) health.mark_cut_short(probe, std::move(error));
         else health.mark_down(probe, std::move(error));
         return asked::failed;
@@ -97,7 +103,14 @@ inline ::asio::awaitable<asked> ask_async(const limiter_core& core, std::shared_
         reading read;
         auto replied = co_await conn->command(
             args.argc(), args.argv(), args.lens(), cut ? until : std::min(end, now + reply_cap),
-            [&](const redisReply* reply) { read = read_answer(reply, core.params(), d.n, d.want, d.look_us); });
+            [&](const redisReply* reply) {
+                if (reply->type == REDIS_REPLY_ERROR) {
+                    h.read_error(std::string_view(reply->str, reply->len), conn->host());
+                    if (h.redirected) return;
+                }
+                read = read_answer(reply, core.params(), d.n, d.want, d.look_us);
+            },
+            h.asking);
         if (replied.how != ended::done) {
             // A connection that sat idle may have been closed by the
             // server: one fresh connection, then it counts as a failure.
@@ -105,6 +118,7 @@ inline ::asio::awaitable<asked> ask_async(const limiter_core& core, std::shared_
             if (replied.how == ended::failed && was_ready && tries == 0) continue;
             co_return failed(cut && replied.how == ended::own_bound, std::move(replied.error));
         }
+        if (h.redirected) co_return asked::failed;
         if (read.kind == reply_kind::noscript) {
             limiter_core::bump(core.count().script_loads);
             eval = true;
@@ -114,6 +128,15 @@ inline ::asio::awaitable<asked> ask_async(const limiter_core& core, std::shared_
     }
     health.remember("the script could not be run after reloading it");
     co_return asked::failed;
+}
+
+// A decision's round trip to the one server of the options.
+inline ::asio::awaitable<asked> ask_async(const limiter_core& core, std::shared_ptr<asio_connection> conn,
+                                          const decision& d, script_answer& out) {
+    if (d.until <= steady_clock{}.now()) co_return asked::no_time;
+    hop h;
+    if (!core.health().may_ask(h.probe)) co_return asked::failed;
+    co_return co_await ask_async_node(core, std::move(conn), d, out, h);
 }
 
 }  // namespace resil::redis::detail

@@ -17,23 +17,12 @@
 #include "../../clock.hpp"
 #include "../../detail/fork_epoch.hpp"
 #include "cluster.hpp"
+#include "cluster_steps.hpp"
 #include "connection.hpp"
 #include "decision.hpp"
 #include "script.hpp"
 
 namespace resil::redis::detail {
-
-/// One hop of a decision: to one server, or to one node of a cluster.
-struct hop {
-    bool probe = false;   ///< this decision probes a Redis left alone (health::may_ask)
-    bool follow = false;  ///< a cluster: MOVED and ASK are redirects to follow, not errors
-    bool asking = false;  ///< an ASK redirect: ASKING goes first, on the same connection
-    // What it came to, besides its `asked`:
-    bool redirected = false;  ///< MOVED or ASK (in `to`); nothing else recorded
-    bool broken = false;      ///< the node could not be reached or timed out
-    bool stale = false;       ///< CLUSTERDOWN, or READONLY (a primary demoted): the map may be old
-    redirect to{};
-};
 
 // One EVALSHA (plus a SCRIPT LOAD after NOSCRIPT, plus one reconnect when
 // an idle connection turns out closed; after an ASK, ASKING first) to
@@ -141,12 +130,8 @@ inline asked ask_node(const limiter_core& core, pool& connections, const std::st
             return failed(cut, std::move(error));
         }
         if (reply->type == REDIS_REPLY_ERROR) {
-            const std::string_view text(reply->str, reply->len);
-            if (h.follow && read_redirect(text, host, h.to)) {
-                h.redirected = true;
-                return asked::failed;
-            }
-            h.stale = text.substr(0, 11) == "CLUSTERDOWN" || text.substr(0, 8) == "READONLY";
+            h.read_error(std::string_view(reply->str, reply->len), host);
+            if (h.redirected) return asked::failed;
         }
         auto r = read_answer(reply.get(), core.params(), d.n, d.want, d.look_us);
         if (r.kind == reply_kind::noscript) {
@@ -184,58 +169,30 @@ inline asked ask_blocking(const limiter_core& core, pool& connections, const dec
 // Behind Sentinel the "map" is the primary the sentinels name (its ROLE
 // checked): found again after a lost connection or a READONLY reply.
 inline asked ask_cluster(const limiter_core& core, cluster_map& map, const decision& d, script_answer& out) {
-    const auto& options = core.options();
     if (d.until <= steady_clock{}.now()) return asked::no_time;
     hop h;
     if (!core.health().may_ask(h.probe)) return asked::failed;
     h.follow = !map.sentinel();
     const std::uint16_t slot = key_slot(d.key);
     std::string refresh_error;
-    if (map.begin_refresh(options.reconnect_backoff)) {
-        const auto now = steady_clock{}.now();
-        // One connect and reply; behind Sentinel two (the sentinel, then ROLE).
-        const auto refresh_end = std::min(
-            d.until, now + (map.sentinel() ? 2 : 1) * (duration{options.connect_timeout} + duration{options.reply_timeout}));
-        const bool ok = map.refresh(refresh_end, options.connect_timeout, options.reply_timeout, refresh_error);
+    if (map.begin_refresh(core.options().reconnect_backoff)) {
+        const bool ok = map.refresh(refresh_end(core, map, d.until), core.options().connect_timeout,
+                                    core.options().reply_timeout, refresh_error);
         map.end_refresh(ok);
         if (ok) limiter_core::bump(core.count().map_refreshes);
     }
     cluster_map::node* target = map.owner(slot);
-    if (target == nullptr && map.sentinel()) {
-        core.health().mark_down(h.probe, refresh_error.empty() ? std::string("no primary found from the sentinels yet")
-                                                               : "no primary found from the sentinels: " + refresh_error);
-        return asked::failed;
-    }
+    if (target == nullptr && map.sentinel()) return no_primary(core, h, refresh_error);
     if (target == nullptr) target = map.any();  // a seed: it redirects
     for (int redirections = 0;; ++redirections) {
-        h.redirected = false;
-        h.broken = false;
-        h.stale = false;
-        const asked how =
-            ask_node(core, target->pool, target->address.host, target->address.port, d, out, h);
+        h.restart();
+        const asked how = ask_node(core, target->pool, target->address.host, target->address.port, d, out, h);
         if (!h.redirected) {
-            if (h.broken || h.stale) map.mark_stale();
+            after_hop(map, h);
             return how;
         }
-        if (redirections == options.max_redirections) {
-            limiter_core::bump(core.count().error_replies);
-            core.health().remember("Redis Cluster redirected the key more than max_redirections (" +
-                                   std::to_string(options.max_redirections) + ") times; the last: " +
-                                   (h.to.ask ? "ASK " : "MOVED ") + std::to_string(h.to.slot) + " " + h.to.to.host +
-                                   ":" + std::to_string(h.to.to.port));
-            map.mark_stale();
-            return asked::failed;
-        }
-        limiter_core::bump(core.count().redirections);
-        cluster_map::node* next = map.intern(h.to.to);
-        if (next == nullptr) {
-            core.health().remember("Redis Cluster named more nodes than the limiter keeps (" +
-                                   std::to_string(cluster_map::max_nodes) + ")");
-            return asked::failed;
-        }
-        if (!h.to.ask) map.moved(slot, next);
-        h.asking = h.to.ask;
-        target = next;
+        target = follow_redirect(core, map, slot, h, redirections);
+        if (target == nullptr) return asked::failed;
     }
 }
 

@@ -1,14 +1,16 @@
-// resil/redis/detail/cluster.hpp — what the blocking Redis limiter needs to
-// talk to a Redis Cluster on hiredis 0.14 (which has no cluster client): a
-// key's slot (CRC16 of its hash tag), the node list of the options, the slot
-// map learnt with CLUSTER SLOTS, a pool of connections per node, and the
-// reading of a MOVED / ASK redirect.
+// resil/redis/detail/cluster.hpp — what the Redis limiter needs to talk to
+// a Redis Cluster, or to a primary behind Sentinel, on hiredis 0.14 (which
+// has no cluster client): a key's slot (CRC16 of its hash tag), the node
+// list of the options, the slot map learnt with CLUSTER SLOTS (or the
+// primary the sentinels name), a pool of blocking connections per node, and
+// the reading of a MOVED / ASK redirect and of the topology replies. The
+// map and the readers are shared by the blocking path (refresh() here) and
+// the Asio one (asio_cluster_path.hpp, which awaits the same steps).
 //
 // The map is read without a lock on every decision (one relaxed atomic per
 // slot, nodes never removed while the limiter lives); it is written by one
-// refresh at a time (CLUSTER SLOTS on a fresh connection to a seed or a
-// known node) and by a MOVED, which sets its slot at once and asks for a
-// refresh.
+// refresh at a time (CLUSTER SLOTS from a seed or a known node) and by a
+// MOVED, which sets its slot at once and asks for a refresh.
 #pragma once
 
 #include <hiredis/hiredis.h>
@@ -191,10 +193,10 @@ public:
     bool refresh(time_point end, std::chrono::microseconds connect_timeout, std::chrono::microseconds reply_timeout,
                  std::string& error) {
         if (sentinel()) return find_primary(end, connect_timeout, reply_timeout, error);
-        const auto n = count_.load(std::memory_order_acquire);
+        const auto n = sources();
         // The seeds first (they are the first nodes), then the nodes learnt.
         for (std::size_t i = 0; i < n; ++i) {
-            const node& source = *nodes_[(i + refresh_from_) % n];
+            const node& from = *source_node(i);
             const auto now = steady_clock{}.now();
             if (end <= now) {
                 if (error.empty()) error = "no time left to read the cluster's slot map";
@@ -202,21 +204,93 @@ public:
             }
             const auto left = std::chrono::duration_cast<std::chrono::microseconds>(end - now);
             connection c;
-            if (!c.connect(source.address.host, source.address.port, std::min(left, connect_timeout), reply_timeout,
+            if (!c.connect(from.address.host, from.address.port, std::min(left, connect_timeout), reply_timeout,
                            error))
                 continue;
+            const auto reply_end = std::min(end, steady_clock{}.now() + reply_timeout);
             const char* argv[] = {"CLUSTER", "SLOTS"};
             const std::size_t lens[] = {7, 5};
-            const auto reply_end = std::min(end, steady_clock{}.now() + reply_timeout);
             reply_ptr r = c.command(2, argv, lens, reply_end, error);
             if (!r) continue;
-            if (take_slots(r.get(), source.address.host, error)) {
-                // Next time start from this node: it answered.
-                refresh_from_ = (i + refresh_from_) % n;
+            if (take_slots(r.get(), from.address.host, error)) {
+                answered_by(i);
                 return true;
             }
         }
         return false;
+    }
+
+    // ---- The steps of a refresh, shared by the blocking refresh() above
+    // and the Asio path's (asio_cluster_path.hpp): whom to ask, in which
+    // order, and the reading of what they answer. Only the one refresher
+    // (begin_refresh() true) calls them.
+
+    /// How many sources a refresh may ask: the sentinels, or the nodes known.
+    [[nodiscard]] std::size_t sources() const noexcept {
+        return sentinel() ? seeds_.size() : count_.load(std::memory_order_acquire);
+    }
+    /// A cluster's i-th node to ask in turn (the one that last answered first).
+    [[nodiscard]] node* source_node(std::size_t i) const noexcept {
+        const auto n = count_.load(std::memory_order_acquire);
+        return nodes_[(i + refresh_from_) % n].get();
+    }
+    /// Sentinel: the i-th sentinel to ask in turn (the one that last answered first).
+    [[nodiscard]] const node_address& source_sentinel(std::size_t i) const noexcept {
+        return seeds_[(i + refresh_from_) % seeds_.size()];
+    }
+    /// The i-th source answered: the next refresh starts from it.
+    void answered_by(std::size_t i) noexcept { refresh_from_ = (i + refresh_from_) % sources(); }
+    /// The name the sentinels monitor the primary under.
+    [[nodiscard]] const std::string& sentinel_master() const noexcept { return sentinel_master_; }
+
+    /// SENTINEL get-master-addr-by-name's reply from sentinel `s`: the
+    /// primary's address in `out`, or false with `error`.
+    [[nodiscard]] bool read_primary_address(const redisReply* r, const node_address& s, node_address& out,
+                                            std::string& error) const {
+        if (r->type == REDIS_REPLY_ERROR) {
+            error = s.host + ":" + std::to_string(s.port) + " answered " + std::string(r->str, r->len);
+            return false;
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+            r->element[1]->type != REDIS_REPLY_STRING) {
+            error = "sentinel " + s.host + ":" + std::to_string(s.port) + " knows no primary named \"" +
+                    sentinel_master_ + "\"";
+            return false;
+        }
+        const std::string host(r->element[0]->str, r->element[0]->len);
+        const std::string port(r->element[1]->str, r->element[1]->len);
+        if (!parse_node_address(host + ":" + port, out)) {
+            error = "sentinel named a malformed address";
+            return false;
+        }
+        return true;
+    }
+
+    /// ROLE's reply from `primary`, named by sentinel `s`: whether it says
+    /// master (else `error`).
+    [[nodiscard]] static bool read_role(const redisReply* r, const node_address& s, const node_address& primary,
+                                        std::string& error) {
+        if (r->type == REDIS_REPLY_ERROR) {
+            error = primary.host + ":" + std::to_string(primary.port) + " answered " + std::string(r->str, r->len);
+            return false;
+        }
+        if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 && r->element[0]->type == REDIS_REPLY_STRING &&
+            std::string_view(r->element[0]->str, r->element[0]->len) == "master")
+            return true;
+        error = "the primary sentinel " + s.host + ":" + std::to_string(s.port) + " names, " + primary.host + ":" +
+                std::to_string(primary.port) + ", is not a master (yet)";
+        return false;
+    }
+
+    /// Sentinel: `primary` (its ROLE checked) decides from now on.
+    bool set_primary(const node_address& primary, std::string& error) {
+        node* p = intern(primary);
+        if (p == nullptr) {
+            error = "more than " + std::to_string(max_nodes) + " nodes named";
+            return false;
+        }
+        primary_.store(index_of(p), std::memory_order_release);
+        return true;
     }
 
     void end_refresh(bool ok) noexcept {
@@ -230,90 +304,9 @@ public:
         return n ? n->name : std::string{};
     }
 
-private:
-    // Sentinel: SENTINEL get-master-addr-by-name from each sentinel in turn
-    // (the last that answered first), then ROLE on the node it names, which
-    // must say master (a sentinel may not have seen the failover yet).
-    bool find_primary(time_point end, std::chrono::microseconds connect_timeout,
-                      std::chrono::microseconds reply_timeout, std::string& error) {
-        const auto n = seeds_.size();
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t which = (i + refresh_from_) % n;
-            const node_address& s = seeds_[which];
-            node_address primary;
-            if (!ask(s, {"SENTINEL", "get-master-addr-by-name", sentinel_master_}, end, connect_timeout,
-                     reply_timeout, error, [&](const redisReply* r) {
-                         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-                             r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING) {
-                             error = "sentinel " + s.host + ":" + std::to_string(s.port) + " knows no primary named \"" +
-                                     sentinel_master_ + "\"";
-                             return false;
-                         }
-                         primary.host.assign(r->element[0]->str, r->element[0]->len);
-                         const std::string port(r->element[1]->str, r->element[1]->len);
-                         return parse_node_address(primary.host + ":" + port, primary) ||
-                                (error = "sentinel named a malformed address", false);
-                     }))
-                continue;
-            const bool is_master =
-                ask(primary, {"ROLE"}, end, connect_timeout, reply_timeout, error, [&](const redisReply* r) {
-                    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 && r->element[0]->type == REDIS_REPLY_STRING &&
-                        std::string_view(r->element[0]->str, r->element[0]->len) == "master")
-                        return true;
-                    error = "the primary sentinel " + s.host + ":" + std::to_string(s.port) + " names, " +
-                            primary.host + ":" + std::to_string(primary.port) + ", is not a master (yet)";
-                    return false;
-                });
-            if (!is_master) continue;
-            node* p = intern(primary);
-            if (p == nullptr) {
-                error = "more than " + std::to_string(max_nodes) + " nodes named";
-                return false;
-            }
-            primary_.store(index_of(p), std::memory_order_release);
-            refresh_from_ = which;
-            return true;
-        }
-        return false;
-    }
-
-    // One command on a fresh connection, its reply given to `take`.
-    template <class Take>
-    static bool ask(const node_address& a, std::vector<std::string> args, time_point end,
-                    std::chrono::microseconds connect_timeout, std::chrono::microseconds reply_timeout,
-                    std::string& error, Take take) {
-        const auto now = steady_clock{}.now();
-        if (end <= now) {
-            error = "no time left to find the primary";
-            return false;
-        }
-        const auto left = std::chrono::duration_cast<std::chrono::microseconds>(end - now);
-        connection c;
-        if (!c.connect(a.host, a.port, std::min(left, connect_timeout), reply_timeout, error)) return false;
-        std::vector<const char*> argv;
-        std::vector<std::size_t> lens;
-        for (const auto& s : args) {
-            argv.push_back(s.data());
-            lens.push_back(s.size());
-        }
-        reply_ptr r = c.command(static_cast<int>(argv.size()), argv.data(), lens.data(),
-                                std::min(end, steady_clock{}.now() + reply_timeout), error);
-        if (!r) return false;
-        if (r->type == REDIS_REPLY_ERROR) {
-            error = a.host + ":" + std::to_string(a.port) + " answered " + std::string(r->str, r->len);
-            return false;
-        }
-        return take(r.get());
-    }
-
-    std::uint16_t index_of(const node* n) const noexcept {
-        const auto c = count_.load(std::memory_order_acquire);
-        for (std::size_t i = 0; i < c; ++i)
-            if (nodes_[i].get() == n) return static_cast<std::uint16_t>(i + 1);
-        return 0;
-    }
-
-    // CLUSTER SLOTS: [[start, end, [host, port, id, ...], replicas...], ...].
+    /// CLUSTER SLOTS's reply from a node of host `queried`: [[start, end,
+    /// [host, port, id, ...], replicas...], ...]; the map replaced, or false
+    /// (`error` set, the map unchanged).
     bool take_slots(const redisReply* r, const std::string& queried, std::string& error) {
         if (r->type == REDIS_REPLY_ERROR) {
             error = "CLUSTER SLOTS answered " + std::string(r->str, r->len);
@@ -358,6 +351,62 @@ private:
         }
         for (std::size_t s = 0; s < cluster_slots; ++s) owner_[s].store(next[s], std::memory_order_release);
         return true;
+    }
+
+private:
+    // Sentinel: SENTINEL get-master-addr-by-name from each sentinel in turn
+    // (the last that answered first), then ROLE on the node it names, which
+    // must say master (a sentinel may not have seen the failover yet).
+    bool find_primary(time_point end, std::chrono::microseconds connect_timeout,
+                      std::chrono::microseconds reply_timeout, std::string& error) {
+        const auto n = sources();
+        for (std::size_t i = 0; i < n; ++i) {
+            const node_address& s = source_sentinel(i);
+            node_address primary;
+            if (!ask(s, {"SENTINEL", "get-master-addr-by-name", sentinel_master_}, end, connect_timeout,
+                     reply_timeout, error,
+                     [&](const redisReply* r) { return read_primary_address(r, s, primary, error); }))
+                continue;
+            if (!ask(primary, {"ROLE"}, end, connect_timeout, reply_timeout, error,
+                     [&](const redisReply* r) { return read_role(r, s, primary, error); }))
+                continue;
+            if (!set_primary(primary, error)) return false;
+            answered_by(i);
+            return true;
+        }
+        return false;
+    }
+
+    // One command on a fresh connection, its reply given to `take`.
+    template <class Take>
+    static bool ask(const node_address& a, std::vector<std::string> args, time_point end,
+                    std::chrono::microseconds connect_timeout, std::chrono::microseconds reply_timeout,
+                    std::string& error, Take take) {
+        const auto now = steady_clock{}.now();
+        if (end <= now) {
+            error = "no time left to find the primary";
+            return false;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::microseconds>(end - now);
+        connection c;
+        if (!c.connect(a.host, a.port, std::min(left, connect_timeout), reply_timeout, error)) return false;
+        std::vector<const char*> argv;
+        std::vector<std::size_t> lens;
+        for (const auto& s : args) {
+            argv.push_back(s.data());
+            lens.push_back(s.size());
+        }
+        reply_ptr r = c.command(static_cast<int>(argv.size()), argv.data(), lens.data(),
+                                std::min(end, steady_clock{}.now() + reply_timeout), error);
+        if (!r) return false;
+        return take(r.get());
+    }
+
+    std::uint16_t index_of(const node* n) const noexcept {
+        const auto c = count_.load(std::memory_order_acquire);
+        for (std::size_t i = 0; i < c; ++i)
+            if (nodes_[i].get() == n) return static_cast<std::uint16_t>(i + 1);
+        return 0;
     }
 
     std::vector<node_address> seeds_;
