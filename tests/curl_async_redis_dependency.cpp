@@ -7,6 +7,7 @@
 #include <resil/http/async_redis_quota.hpp>
 #include <resil/http/dependency.hpp>
 #include <resil/http/redis_quota.hpp>
+#include <resil/redis/rate_limiter.hpp>  // the quota's limiter, read below (separate compilation declares it only)
 
 #include <asio/io_context.hpp>
 
