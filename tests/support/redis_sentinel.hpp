@@ -53,7 +53,10 @@ public:
     [[nodiscard]] static std::string name() { return "resil-primary"; }
     [[nodiscard]] std::string sentinels() const {
         std::string s;
-        for (const auto& n : sentinels_) s += (s.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(n.port);
+        for (const auto& n : sentinels_) {  // piece by piece: see redis_cluster::seeds()
+            if (!s.empty()) s.push_back(',');
+            s.append("127.0.0.1:").append(std::to_string(n.port));
+        }
         return s;
     }
     [[nodiscard]] std::uint16_t primary_port() const noexcept { return primary_.port; }
