@@ -27,6 +27,18 @@
 
 namespace resil_test {
 
+/// Asks `quota` on `runner`'s loop until Redis decides (the first decisions
+/// may fall back on a loaded machine), for up to `bound`: whether it did.
+[[nodiscard]] inline bool redis_decides_async(asio_runner& runner, const resil::redis::async_rate_limiter& quota,
+                                              std::chrono::milliseconds bound = std::chrono::seconds{20}) {
+    const auto end = std::chrono::steady_clock::now() + bound;
+    for (;;) {
+        if (runner.get(quota.async_try_acquire()).source == resil::redis::decided_by::redis) return true;
+        if (std::chrono::steady_clock::now() >= end) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    }
+}
+
 class redis_asio_run {
 public:
     using clock = std::chrono::steady_clock;
