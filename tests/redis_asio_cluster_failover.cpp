@@ -18,7 +18,6 @@
 #include "support/asio_runner.hpp"
 #include "support/redis_asio_run.hpp"
 #include "support/redis_cluster.hpp"
-#include "support/redis_failover_run.hpp"
 #include "support/redis_limiter_options.hpp"
 #include "support/timing.hpp"
 
@@ -54,13 +53,10 @@ TEST_CASE("redis asio cluster failover: a primary killed mid-run; the bound kept
     const auto new_owner = cluster.owner_port(slot);
 
     const auto m = quota.metrics();
-    std::cout << "asio cluster failover: back on " << limiter.current_node() << " " << run.back_after_s()
-              << " s after the kill; " << run.granted() << " granted of " << run.decisions() << " decisions in " << t
-              << " s (r·t + B = " << o.rate * t + static_cast<double>(o.burst) << "); longest call "
-              << static_cast<double>(run.longest_call().count()) / 1000.0 << " ms; longest stall of the loop "
-              << static_cast<double>(runner.longest_stall().count()) / 1000.0 << " ms; map refreshes "
-              << m.map_refreshes << ", redirections " << m.redirections << ", store failures " << m.store_failures
-              << "\n";
+    std::cout << "asio cluster failover: " << resil_test::failover_summary(limiter, run, t, o)
+              << "; longest stall of the loop " << static_cast<double>(runner.longest_stall().count()) / 1000.0
+              << " ms; map refreshes " << m.map_refreshes << ", redirections " << m.redirections
+              << ", store failures " << m.store_failures << "\n";
     INFO("back after " << run.back_after_s() << " s; granted " << run.granted() << " in " << t << " s; last error "
                        << limiter.last_error());
     CHECK(new_owner != 0);

@@ -20,7 +20,6 @@
 #include "support/fake_redis.hpp"
 #include "support/fault_server.hpp"
 #include "support/redis_asio_run.hpp"
-#include "support/redis_failover_run.hpp"
 #include "support/redis_limiter_options.hpp"
 #include "support/redis_sentinel.hpp"
 #include "support/redis_sentinel_checks.hpp"
@@ -103,12 +102,9 @@ TEST_CASE("redis asio sentinel failover: the primary killed mid-run; the bound k
     REQUIRE(run.ended());
 
     const auto m = quota.metrics();
-    std::cout << "asio sentinel failover: back on " << limiter.current_node() << " " << run.back_after_s()
-              << " s after the kill; " << run.granted() << " granted of " << run.decisions() << " decisions in " << t
-              << " s (r·t + B = " << o.rate * t + static_cast<double>(o.burst) << "); longest call "
-              << static_cast<double>(run.longest_call().count()) / 1000.0 << " ms; longest stall of the loop "
-              << static_cast<double>(runner.longest_stall().count()) / 1000.0 << " ms; primary lookups "
-              << m.map_refreshes << ", store failures " << m.store_failures << "\n";
+    std::cout << "asio sentinel failover: " << resil_test::failover_summary(limiter, run, t, o)
+              << "; longest stall of the loop " << static_cast<double>(runner.longest_stall().count()) / 1000.0
+              << " ms; primary lookups " << m.map_refreshes << ", store failures " << m.store_failures << "\n";
     INFO("back after " << run.back_after_s() << " s; granted " << run.granted() << " in " << t << " s; last error "
                        << limiter.last_error());
     CHECK(group.named_primary() == group.replica_port());

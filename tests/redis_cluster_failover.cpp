@@ -44,11 +44,9 @@ TEST_CASE("redis cluster failover: a primary killed mid-run; the bound kept, eve
     const auto new_owner = cluster.owner_port(slot);
 
     const auto m = limiter.metrics();
-    std::cout << "cluster failover: back on " << limiter.current_node() << " " << run.back_after_s()
-              << " s after the kill; " << run.granted() << " granted of " << run.decisions() << " decisions in " << t
-              << " s (r·t + B = " << o.rate * t + static_cast<double>(o.burst) << "); longest call "
-              << static_cast<double>(run.longest_call().count()) / 1000.0 << " ms; map refreshes " << m.map_refreshes
-              << ", redirections " << m.redirections << ", store failures " << m.store_failures << "\n";
+    std::cout << "cluster failover: " << resil_test::failover_summary(limiter, run, t, o)
+              << "; map refreshes " << m.map_refreshes << ", redirections " << m.redirections << ", store failures "
+              << m.store_failures << "\n";
     INFO("back after " << run.back_after_s() << " s; granted " << run.granted() << " in " << t << " s; longest call "
                        << run.longest_call().count() << " µs; last error " << limiter.last_error());
     CHECK(new_owner != 0);

@@ -101,11 +101,8 @@ TEST_CASE("redis sentinel failover: the primary killed mid-run; the bound kept, 
     const double t = run.stop();
 
     const auto m = limiter.metrics();
-    std::cout << "sentinel failover: back on " << limiter.current_node() << " " << run.back_after_s()
-              << " s after the kill; " << run.granted() << " granted of " << run.decisions() << " decisions in " << t
-              << " s (r·t + B = " << o.rate * t + static_cast<double>(o.burst) << "); longest call "
-              << static_cast<double>(run.longest_call().count()) / 1000.0 << " ms; primary lookups "
-              << m.map_refreshes << ", store failures " << m.store_failures << "\n";
+    std::cout << "sentinel failover: " << resil_test::failover_summary(limiter, run, t, o)
+              << "; primary lookups " << m.map_refreshes << ", store failures " << m.store_failures << "\n";
     INFO("back after " << run.back_after_s() << " s; granted " << run.granted() << " in " << t << " s; last error "
                        << limiter.last_error());
     CHECK(group.named_primary() == group.replica_port());
