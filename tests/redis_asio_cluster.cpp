@@ -41,7 +41,6 @@ using resil::redis::failure_policy;
 using resil::redis::rate_limit_result;
 using resil::redis::rate_limit_status;
 using resil::redis::rate_limiter;
-using resil::redis::rate_limiter_options;
 using resil_test::cluster_options;
 namespace rd = resil::redis::detail;
 

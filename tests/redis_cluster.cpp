@@ -25,7 +25,6 @@
 
 using namespace std::chrono_literals;
 using resil::redis::decided_by;
-using resil::redis::failure_policy;
 using resil::redis::rate_limit_status;
 using resil::redis::rate_limiter;
 using resil::redis::rate_limiter_options;
