@@ -19,6 +19,7 @@
 
 #include "catch.hpp"
 #include "support/fault_server.hpp"
+#include "support/redis_quota_dependency.hpp"
 #include "support/redis_server.hpp"
 
 using namespace std::chrono_literals;
@@ -28,26 +29,9 @@ using resil::http::dependency_options;
 using resil::http::response;
 using resil_test::action;
 using resil_test::fault_server;
+using resil_test::with_quota;
 
 namespace {
-
-// A dependency on `s` whose calls each take one permit of a quota of
-// `burst` in Redis that never refills during the test (0.001/s). Redis's
-// timeouts are generous: on a loaded machine Redis still decides.
-dependency_options with_quota(const fault_server& s, const resil_test::redis_server& redis, std::string key,
-                              std::int64_t burst) {
-    dependency_options o;
-    o.name = "pricing";
-    o.endpoints = {{.address = s.url("")}};
-    o.retry.max_attempts = 1;
-    o.shared_quota = resil::redis::rate_limiter_options{.rate = 0.001,
-                                                        .burst = burst,
-                                                        .port = redis.port(),
-                                                        .key = std::move(key),
-                                                        .connect_timeout = 2s,
-                                                        .reply_timeout = 2s};
-    return o;
-}
 
 // Runs `n` GETs of `face` at once on `io`; every one completes.
 std::vector<response> run_calls(::asio::io_context& io, resil::http::async_dependency& face, std::size_t n) {
@@ -103,12 +87,7 @@ TEST_CASE("dependency with a Redis quota: both faces and two dependency objects 
     CHECK(s.requests("/").size() == 4);
 
     // Redis decided every one of them: nothing fell back.
-    const auto* la = resil::http::shared_quota_limiter(a);
-    const auto* lb = resil::http::shared_quota_limiter(b);
-    REQUIRE(la != nullptr);
-    REQUIRE(lb != nullptr);
-    CHECK(la != lb);
-    CHECK(la->redis_key() == lb->redis_key());
+    const auto [la, lb] = resil_test::shared_limiters(a, b);
     CHECK(la->metrics().store_failures == 0);
     CHECK(lb->metrics().store_failures == 0);
     CHECK(la->metrics().granted + lb->metrics().granted == 4);

@@ -16,6 +16,7 @@
 
 #include "catch.hpp"
 #include "support/fault_server.hpp"
+#include "support/redis_quota_dependency.hpp"
 #include "support/redis_server.hpp"
 
 using namespace std::chrono_literals;
@@ -24,28 +25,7 @@ using resil::http::dependency;
 using resil::http::dependency_options;
 using resil_test::action;
 using resil_test::fault_server;
-
-namespace {
-
-// A dependency on `s` whose calls each take one permit of a quota of
-// `burst` in Redis that never refills during the test (0.001/s); generous
-// timeouts, so that Redis decides on a loaded machine.
-dependency_options with_quota(const fault_server& s, const resil_test::redis_server& redis, std::string key,
-                              std::int64_t burst) {
-    dependency_options o;
-    o.name = "pricing";
-    o.endpoints = {{.address = s.url("")}};
-    o.retry.max_attempts = 1;
-    o.shared_quota = resil::redis::rate_limiter_options{.rate = 0.001,
-                                                        .burst = burst,
-                                                        .port = redis.port(),
-                                                        .key = std::move(key),
-                                                        .connect_timeout = 2s,
-                                                        .reply_timeout = 2s};
-    return o;
-}
-
-}  // namespace
+using resil_test::with_quota;
 
 TEST_CASE("dependency with a Redis quota, blocking face: two objects share one quota, refused beyond its burst") {
     resil_test::redis_server redis;
@@ -64,12 +44,7 @@ TEST_CASE("dependency with a Redis quota, blocking face: two objects share one q
     CHECK(s.requests("/").size() == 3);
     CHECK(redis.command({"EXISTS", "resil:rl:{pricing-blocking}"}) == "1");
 
-    const auto* la = resil::http::shared_quota_limiter(a);
-    const auto* lb = resil::http::shared_quota_limiter(b);
-    REQUIRE(la != nullptr);
-    REQUIRE(lb != nullptr);
-    CHECK(la != lb);
-    CHECK(la->redis_key() == lb->redis_key());
+    const auto [la, lb] = resil_test::shared_limiters(a, b);
     CHECK(la->metrics().store_failures == 0);
     CHECK(la->metrics().granted + lb->metrics().granted == 3);
     CHECK(lb->metrics().rejected == 1);

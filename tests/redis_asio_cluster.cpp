@@ -26,9 +26,12 @@
 
 #include "catch.hpp"
 #include "support/asio_runner.hpp"
+#include "support/redis_asio_run.hpp"
 #include "support/fake_redis.hpp"
 #include "support/fault_server.hpp"
 #include "support/redis_cluster.hpp"
+#include "support/redis_cluster_checks.hpp"
+#include "support/redis_limiter_options.hpp"
 #include "support/redis_server.hpp"
 
 using namespace std::chrono_literals;
@@ -38,51 +41,12 @@ using resil::redis::failure_policy;
 using resil::redis::rate_limit_result;
 using resil::redis::rate_limit_status;
 using resil::redis::rate_limiter;
-using resil::redis::rate_limiter_options;
+using resil_test::cluster_options;
 namespace rd = resil::redis::detail;
-
-namespace {
-
-rate_limiter_options cluster_options(std::string nodes) {
-    rate_limiter_options o;
-    o.rate = 100;
-    o.burst = 10;
-    o.key = "clustered";
-    o.cluster_nodes = std::move(nodes);
-    o.on_failure = failure_policy::fail_closed;
-    // Generous: a loaded machine may not run a node for a while.
-    o.connect_timeout = 2s;
-    o.reply_timeout = 2s;
-    o.connections = 2;
-    return o;
-}
-
-int evals(const resil_test::fake_redis& node) {
-    int n = 0;
-    for (const auto& cmd : node.commands()) n += !cmd.empty() && (cmd[0] == "EVALSHA" || cmd[0] == "EVAL") ? 1 : 0;
-    return n;
-}
-
-// Asks until Redis decides (the first decisions may fall back on a loaded machine).
-bool decides(resil_test::asio_runner& runner, const async_rate_limiter& l) {
-    const auto end = std::chrono::steady_clock::now() + 20s;
-    for (;;) {
-        if (runner.get(l.async_try_acquire()).source == decided_by::redis) return true;
-        if (std::chrono::steady_clock::now() >= end) return false;
-        std::this_thread::sleep_for(2ms);
-    }
-}
-
-}  // namespace
 
 TEST_CASE("redis asio cluster: MOVED is followed to the named node, which then decides; the map keeps it") {
     resil_test::redis_server owner;
-    const std::string moved = "-MOVED 1234 127.0.0.1:" + std::to_string(owner.port()) + "\r\n";
-    resil_test::fake_redis seed([moved](const std::vector<std::string>& cmd) -> std::string {
-        if (!cmd.empty() && cmd[0] == "SCRIPT") return "$40\r\n" + std::string(40, 'a') + "\r\n";
-        if (!cmd.empty() && cmd[0] == "CLUSTER") return "-ERR This instance has cluster support disabled\r\n";
-        return moved;
-    });
+    resil_test::fake_redis seed(resil_test::moved_to(owner.port()));
     const rate_limiter limiter{cluster_options("127.0.0.1:" + std::to_string(seed.port()))};
     resil_test::asio_runner runner;
     const async_rate_limiter quota{limiter, runner.io().get_executor()};
@@ -93,24 +57,20 @@ TEST_CASE("redis asio cluster: MOVED is followed to the named node, which then d
     auto m = quota.metrics();
     CHECK(m.redirections == 1);
     CHECK(m.store_failures == 0);
-    CHECK(evals(seed) == 1);
+    CHECK(seed.count({"EVALSHA", "EVAL"}) == 1);
     // The next decision goes straight to the owner; so does the blocking
     // limiter's (one map).
     r = runner.get(quota.async_try_acquire());
     CHECK(r.source == decided_by::redis);
     CHECK(limiter.try_acquire().source == decided_by::redis);
     CHECK(quota.metrics().redirections == 1);
-    CHECK(evals(seed) == 1);
+    CHECK(seed.count({"EVALSHA", "EVAL"}) == 1);
     CHECK(owner.command({"EXISTS", limiter.redis_key()}) == "1");
 }
 
 TEST_CASE("redis asio cluster: a redirect loop ends after max_redirections; the failure policy decides") {
     int port = 0;
-    resil_test::fake_redis node([&port](const std::vector<std::string>& cmd) -> std::string {
-        if (!cmd.empty() && cmd[0] == "SCRIPT") return "$40\r\n" + std::string(40, 'a') + "\r\n";
-        if (!cmd.empty() && cmd[0] == "CLUSTER") return "-ERR no map here\r\n";
-        return "-MOVED 42 127.0.0.1:" + std::to_string(port) + "\r\n";  // to itself, again and again
-    });
+    resil_test::fake_redis node(resil_test::moved_to_itself(port));
     port = node.port();
     auto o = cluster_options("127.0.0.1:" + std::to_string(port));
     o.max_redirections = 3;
@@ -120,13 +80,8 @@ TEST_CASE("redis asio cluster: a redirect loop ends after max_redirections; the 
     const auto r = runner.get(quota.async_try_acquire());
     CHECK(r.status == rate_limit_status::unavailable);
     CHECK(r.source == decided_by::fallback);
-    CHECK(evals(node) == 4);  // the first ask and 3 redirections
-    const auto m = quota.metrics();
-    CHECK(m.redirections == 3);
-    CHECK(m.store_failures == 1);
-    CHECK(m.fail_closed_rejected == 1);
-    CHECK(limiter.last_error() == "Redis Cluster redirected the key more than max_redirections (3) times; the last: "
-                                  "MOVED 42 127.0.0.1:" + std::to_string(port));
+    CHECK(node.count({"EVALSHA", "EVAL"}) == 4);  // the first ask and 3 redirections
+    resil_test::check_redirect_loop(limiter, quota.metrics(), port, o.max_redirections);
 }
 
 TEST_CASE("redis asio cluster: a real cluster: keys on every primary decided right, each by its slot's owner") {
@@ -137,7 +92,7 @@ TEST_CASE("redis asio cluster: a real cluster: keys on every primary decided rig
     const rate_limiter limiter{o};
     resil_test::asio_runner runner;
     const async_rate_limiter quota{limiter, runner.io().get_executor()};
-    REQUIRE(decides(runner, quota));
+    REQUIRE(resil_test::redis_decides_async(runner, quota));
     CHECK(limiter.current_node() == resil_test::redis_cluster::address(cluster.owner_port(rd::key_slot(limiter.redis_key()))));
     // Tenant keys until every primary owns at least two of them.
     std::map<std::uint16_t, std::vector<std::string>> by_owner;
@@ -211,7 +166,7 @@ TEST_CASE("redis asio cluster: leasing on a cluster: one round trip leases, the 
     const rate_limiter limiter{o};
     resil_test::asio_runner runner;
     const async_rate_limiter quota{limiter, runner.io().get_executor()};
-    REQUIRE(decides(runner, quota));  // one permit spent, four leased
+    REQUIRE(resil_test::redis_decides_async(runner, quota));  // one permit spent, four leased
     const auto trips = quota.metrics().round_trips;
     for (int i = 0; i < 4; ++i) CHECK(runner.get(quota.async_try_acquire()).granted());
     const auto m = quota.metrics();
@@ -257,15 +212,9 @@ TEST_CASE("redis asio cluster: a slot resharded during a run: ASK followed while
     const rate_limiter limiter{o};
     resil_test::asio_runner runner;
     const async_rate_limiter quota{limiter, runner.io().get_executor()};
-    REQUIRE(decides(runner, quota));
-    const int slot = rd::key_slot(limiter.redis_key());
-    const auto src = cluster.owner_port(slot);
-    std::uint16_t dst = 0;
-    for (const auto p : cluster.primaries())
-        if (p != src) dst = p;
-    REQUIRE(src != 0);
-    REQUIRE(dst != 0);
-    REQUIRE(limiter.current_node() == resil_test::redis_cluster::address(src));
+    REQUIRE(resil_test::redis_decides_async(runner, quota));
+    auto move = resil_test::pick_slot_move(cluster, limiter.redis_key());
+    REQUIRE(limiter.current_node() == resil_test::redis_cluster::address(move.src));
 
     // A run: a coroutine on the loop asks as fast as it can; every decision counted.
     std::atomic<bool> stop{false}, ended{false};
@@ -289,35 +238,13 @@ TEST_CASE("redis asio cluster: a slot resharded during a run: ASK followed while
         [](std::exception_ptr) {});
     std::this_thread::sleep_for(300ms);
 
-    const std::string src_id = resil_test::redis_cluster::id_of(src);
-    const std::string dst_id = resil_test::redis_cluster::id_of(dst);
-    REQUIRE(src_id.size() == 40);
-    REQUIRE(dst_id.size() == 40);
-    const auto s = std::to_string(slot);
-    REQUIRE(reply_text(resil_test::redis_ask(dst, {"CLUSTER", "SETSLOT", s, "IMPORTING", src_id})) == "OK");
-    REQUIRE(reply_text(resil_test::redis_ask(src, {"CLUSTER", "SETSLOT", s, "MIGRATING", dst_id})) == "OK");
-    const auto asks_before = quota.metrics().redirections;
-    // NOKEY: the key had expired (a full quota is no key): the source asks all the same.
-    const std::string migrated = reply_text(resil_test::redis_ask(
-        src, {"MIGRATE", "127.0.0.1", std::to_string(dst), "", "0", "5000", "KEYS", limiter.redis_key()}));
-    REQUIRE((migrated == "OK" || migrated == "NOKEY"));
-    // While the slot migrates: ASK followed each time (ASKING + the script
-    // on the target, pipelined on its connection), the map unchanged.
-    const auto ask_phase_end = std::chrono::steady_clock::now() + 10s;
-    while (quota.metrics().redirections < asks_before + 3 && std::chrono::steady_clock::now() < ask_phase_end)
-        std::this_thread::sleep_for(5ms);
-    CHECK(quota.metrics().redirections >= asks_before + 3);
-    CHECK(limiter.current_node() == resil_test::redis_cluster::address(src));  // ASK changes no map
-    CHECK(reply_text(resil_test::redis_ask(src, {"EXISTS", limiter.redis_key()})).rfind("ASK ", 0) == 0);
-    CHECK(resil_test::redis_ask(dst, {"EXISTS", limiter.redis_key()})->type == REDIS_REPLY_ERROR);  // MOVED without ASKING
-    for (const auto p : cluster.primaries())
-        REQUIRE(reply_text(resil_test::redis_ask(p, {"CLUSTER", "SETSLOT", s, "NODE", dst_id})) == "OK");
-    // The source now answers MOVED: followed, and the map updated.
-    const auto moved_end = std::chrono::steady_clock::now() + 10s;
-    while (limiter.current_node() != resil_test::redis_cluster::address(dst) &&
-           std::chrono::steady_clock::now() < moved_end)
-        std::this_thread::sleep_for(5ms);
-    CHECK(limiter.current_node() == resil_test::redis_cluster::address(dst));
+    // ASK followed (ASKING + the script on the target, pipelined on its
+    // connection) while the slot migrates, the map unchanged.
+    resil_test::begin_slot_move(move, limiter, [&] { return quota.metrics().redirections; });
+    const auto unasked = resil_test::redis_ask(move.dst, {"EXISTS", limiter.redis_key()});
+    CHECK(unasked->type == REDIS_REPLY_ERROR);  // MOVED without ASKING
+    // Once the slot is the target's, the source answers MOVED: followed, and the map updated.
+    resil_test::finish_slot_move(cluster, move, limiter);
     std::this_thread::sleep_for(300ms);
     stop.store(true);
     const auto end_wait = std::chrono::steady_clock::now() + 10s;
@@ -334,7 +261,7 @@ TEST_CASE("redis asio cluster: a slot resharded during a run: ASK followed while
               << m.redirections << ", map refreshes " << m.map_refreshes << "\n";
     CHECK(m.store_failures == 0);
     CHECK(by_redis.load() == decisions.load());
-    CHECK(resil_test::redis_ask(dst, {"EXISTS", limiter.redis_key()})->integer == 1);
+    CHECK(resil_test::redis_ask(move.dst, {"EXISTS", limiter.redis_key()})->integer == 1);
     CHECK(static_cast<double>(m.granted - before) <= o.rate * t + static_cast<double>(o.burst));
     CHECK(granted.load() > 0);
 }

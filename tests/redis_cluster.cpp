@@ -19,39 +19,17 @@
 #include "catch.hpp"
 #include "support/fake_redis.hpp"
 #include "support/redis_cluster.hpp"
+#include "support/redis_cluster_checks.hpp"
+#include "support/redis_limiter_options.hpp"
 #include "support/redis_server.hpp"
 
 using namespace std::chrono_literals;
 using resil::redis::decided_by;
-using resil::redis::failure_policy;
 using resil::redis::rate_limit_status;
 using resil::redis::rate_limiter;
 using resil::redis::rate_limiter_options;
+using resil_test::cluster_options;
 namespace rd = resil::redis::detail;
-
-namespace {
-
-rate_limiter_options cluster_options(std::string nodes) {
-    rate_limiter_options o;
-    o.rate = 100;
-    o.burst = 10;
-    o.key = "clustered";
-    o.cluster_nodes = std::move(nodes);
-    o.on_failure = failure_policy::fail_closed;
-    // Generous: a loaded machine may not run a node for a while.
-    o.connect_timeout = 2s;
-    o.reply_timeout = 2s;
-    o.connections = 2;
-    return o;
-}
-
-int evalshas(const resil_test::fake_redis& node) {
-    int n = 0;
-    for (const auto& cmd : node.commands()) n += !cmd.empty() && cmd[0] == "EVALSHA" ? 1 : 0;
-    return n;
-}
-
-}  // namespace
 
 TEST_CASE("redis cluster: a key's slot is CRC16-XMODEM of its hash tag, as Redis computes it") {
     STATIC_REQUIRE(rd::crc16("123456789") == 0x31C3);
@@ -110,14 +88,7 @@ TEST_CASE("redis cluster: a redirect's text is read (an empty host is the node t
 
 TEST_CASE("redis cluster: MOVED is followed to the named node, which then decides; the map keeps it") {
     resil_test::redis_server owner;
-    // A node that owns nothing: no slot map (CLUSTER SLOTS fails), and every
-    // EVALSHA redirected to the real server.
-    const std::string moved = "-MOVED 1234 127.0.0.1:" + std::to_string(owner.port()) + "\r\n";
-    resil_test::fake_redis seed([moved](const std::vector<std::string>& cmd) -> std::string {
-        if (!cmd.empty() && cmd[0] == "SCRIPT") return "$40\r\n" + std::string(40, 'a') + "\r\n";
-        if (!cmd.empty() && cmd[0] == "CLUSTER") return "-ERR This instance has cluster support disabled\r\n";
-        return moved;
-    });
+    resil_test::fake_redis seed(resil_test::moved_to(owner.port()));
     rate_limiter limiter{cluster_options("127.0.0.1:" + std::to_string(seed.port()))};
     CHECK(limiter.current_node().empty());  // nothing learnt yet
     auto r = limiter.try_acquire();
@@ -128,23 +99,19 @@ TEST_CASE("redis cluster: MOVED is followed to the named node, which then decide
     CHECK(m.redirections == 1);
     CHECK(m.store_failures == 0);
     CHECK(m.map_refreshes == 0);  // the map came from the MOVED
-    CHECK(evalshas(seed) == 1);
+    CHECK(seed.count({"EVALSHA"}) == 1);
     // The next decision goes straight to the owner (the map may be read
     // again: the seed still has no map to give).
     r = limiter.try_acquire();
     CHECK(r.source == decided_by::redis);
     CHECK(limiter.metrics().redirections == 1);
-    CHECK(evalshas(seed) == 1);
+    CHECK(seed.count({"EVALSHA"}) == 1);
     CHECK(owner.command({"EXISTS", limiter.redis_key()}) == "1");
 }
 
 TEST_CASE("redis cluster: a redirect loop ends after max_redirections; the failure policy decides") {
     int port = 0;
-    resil_test::fake_redis node([&port](const std::vector<std::string>& cmd) -> std::string {
-        if (!cmd.empty() && cmd[0] == "SCRIPT") return "$40\r\n" + std::string(40, 'a') + "\r\n";
-        if (!cmd.empty() && cmd[0] == "CLUSTER") return "-ERR no map here\r\n";
-        return "-MOVED 42 127.0.0.1:" + std::to_string(port) + "\r\n";  // to itself, again and again
-    });
+    resil_test::fake_redis node(resil_test::moved_to_itself(port));
     port = node.port();
     auto o = cluster_options("127.0.0.1:" + std::to_string(port));
     o.max_redirections = 3;
@@ -152,13 +119,8 @@ TEST_CASE("redis cluster: a redirect loop ends after max_redirections; the failu
     const auto r = limiter.try_acquire();
     CHECK(r.status == rate_limit_status::unavailable);
     CHECK(r.source == decided_by::fallback);
-    CHECK(evalshas(node) == 4);  // the first ask and 3 redirections
-    const auto m = limiter.metrics();
-    CHECK(m.redirections == 3);
-    CHECK(m.store_failures == 1);
-    CHECK(m.fail_closed_rejected == 1);
-    CHECK(limiter.last_error() == "Redis Cluster redirected the key more than max_redirections (3) times; the last: "
-                                  "MOVED 42 127.0.0.1:" + std::to_string(port));
+    CHECK(node.count({"EVALSHA"}) == 4);  // the first ask and 3 redirections
+    resil_test::check_redirect_loop(limiter, limiter.metrics(), port, o.max_redirections);
 }
 
 TEST_CASE("redis cluster: a real cluster: the slot map read from a seed that does not own the key") {
@@ -196,14 +158,8 @@ TEST_CASE("redis cluster: a slot resharded during a run: ASK followed while it m
     o.reply_timeout = 1s;
     rate_limiter limiter{o};
     REQUIRE(resil_test::redis_decides(limiter));
-    const int slot = rd::key_slot(limiter.redis_key());
-    const auto src = cluster.owner_port(slot);
-    std::uint16_t dst = 0;
-    for (const auto p : cluster.primaries())
-        if (p != src) dst = p;
-    REQUIRE(src != 0);
-    REQUIRE(dst != 0);
-    REQUIRE(limiter.current_node() == resil_test::redis_cluster::address(src));
+    auto move = resil_test::pick_slot_move(cluster, limiter.redis_key());
+    REQUIRE(limiter.current_node() == resil_test::redis_cluster::address(move.src));
 
     // A run: one thread asks as fast as it can; every decision counted.
     std::atomic<bool> stop{false};
@@ -221,39 +177,10 @@ TEST_CASE("redis cluster: a slot resharded during a run: ASK followed while it m
     });
     std::this_thread::sleep_for(300ms);
 
-    // Migrate the slot: the target imports, the source migrates, the key moves.
-    const std::string src_id = resil_test::redis_cluster::id_of(src);
-    const std::string dst_id = resil_test::redis_cluster::id_of(dst);
-    REQUIRE(src_id.size() == 40);
-    REQUIRE(dst_id.size() == 40);
-    const auto s = std::to_string(slot);
-    REQUIRE(reply_text(resil_test::redis_ask(dst, {"CLUSTER", "SETSLOT", s, "IMPORTING", src_id})) == "OK");
-    REQUIRE(reply_text(resil_test::redis_ask(src, {"CLUSTER", "SETSLOT", s, "MIGRATING", dst_id})) == "OK");
-    const auto asks_before = limiter.metrics().redirections;
-    // NOKEY: the key had expired (a full quota is no key; a loaded machine
-    // may have paused the runner that long): the source asks all the same.
-    const std::string migrated = reply_text(resil_test::redis_ask(
-        src, {"MIGRATE", "127.0.0.1", std::to_string(dst), "", "0", "5000", "KEYS", limiter.redis_key()}));
-    REQUIRE((migrated == "OK" || migrated == "NOKEY"));
-    // While the slot migrates, the source answers ASK for the key it no
-    // longer holds: followed each time (ASKING + the script on the target),
-    // the map unchanged.
-    const auto ask_phase_end = std::chrono::steady_clock::now() + 10s;
-    while (limiter.metrics().redirections < asks_before + 3 && std::chrono::steady_clock::now() < ask_phase_end)
-        std::this_thread::sleep_for(5ms);
-    CHECK(limiter.metrics().redirections >= asks_before + 3);
-    CHECK(limiter.current_node() == resil_test::redis_cluster::address(src));  // ASK changes no map
-    // The source no longer holds the key: it sends its clients to the target.
-    CHECK(reply_text(resil_test::redis_ask(src, {"EXISTS", limiter.redis_key()})).rfind("ASK ", 0) == 0);
-    // Finish: the slot is the target's, on every primary.
-    for (const auto p : cluster.primaries())
-        REQUIRE(reply_text(resil_test::redis_ask(p, {"CLUSTER", "SETSLOT", s, "NODE", dst_id})) == "OK");
-    // The source now answers MOVED: followed, and the map updated.
-    const auto moved_end = std::chrono::steady_clock::now() + 10s;
-    while (limiter.current_node() != resil_test::redis_cluster::address(dst) &&
-           std::chrono::steady_clock::now() < moved_end)
-        std::this_thread::sleep_for(5ms);
-    CHECK(limiter.current_node() == resil_test::redis_cluster::address(dst));
+    // ASK followed while the slot migrates, the map unchanged.
+    resil_test::begin_slot_move(move, limiter, [&] { return limiter.metrics().redirections; });
+    // Once the slot is the target's, the source answers MOVED: followed, and the map updated.
+    resil_test::finish_slot_move(cluster, move, limiter);
     std::this_thread::sleep_for(300ms);
     stop.store(true);
     runner.join();

@@ -23,14 +23,21 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 namespace resil_test {
+
+/// `s` as a RESP bulk string ("$<length>\r\n<s>\r\n").
+[[nodiscard]] inline std::string bulk(const std::string& s) {
+    return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
 
 class fake_redis {
 public:
@@ -65,6 +72,15 @@ public:
     [[nodiscard]] std::vector<std::vector<std::string>> commands() const {
         std::lock_guard<std::mutex> lock(mutex_);
         return commands_;
+    }
+
+    /// How many of the commands read so far are named one of `names`
+    /// (e.g. {"EVALSHA", "EVAL"}: the scripts a limiter ran here).
+    [[nodiscard]] int count(std::initializer_list<std::string_view> names) const {
+        int n = 0;
+        for (const auto& cmd : commands())
+            for (const auto name : names) n += !cmd.empty() && cmd[0] == name ? 1 : 0;
+        return n;
     }
 
 private:

@@ -19,18 +19,28 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <exception>
 #include <thread>
 
 #include "asio_runner.hpp"
+#include "redis_run_tally.hpp"
 
 namespace resil_test {
 
-class redis_asio_run {
-public:
-    using clock = std::chrono::steady_clock;
+/// Asks `quota` on `runner`'s loop until Redis decides (the first decisions
+/// may fall back on a loaded machine), for up to `bound`: whether it did.
+[[nodiscard]] inline bool redis_decides_async(asio_runner& runner, const resil::redis::async_rate_limiter& quota,
+                                              std::chrono::milliseconds bound = std::chrono::seconds{20}) {
+    const auto end = std::chrono::steady_clock::now() + bound;
+    for (;;) {
+        if (runner.get(quota.async_try_acquire()).source == resil::redis::decided_by::redis) return true;
+        if (std::chrono::steady_clock::now() >= end) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    }
+}
 
+class redis_asio_run : public run_tally {
+public:
     redis_asio_run(asio_runner& runner, const resil::redis::async_rate_limiter& quota,
                    std::chrono::milliseconds deadline, int callers = 2)
         : quota_(quota), deadline_(deadline), callers_(callers), t0_(clock::now()) {
@@ -44,12 +54,12 @@ public:
     /// From now on, a decision Redis makes counts as "back".
     void kill_now() {
         killed_ = clock::now();
-        killed_ns_.store(ns(killed_));
+        mark_kill(killed_);
     }
     /// Waits until Redis decided again after kill_now(), at most `bound`: whether it did.
     bool wait_back(std::chrono::seconds bound) const {
-        while (back_ns_.load() == 0 && clock::now() - killed_ < bound) std::this_thread::sleep_for(std::chrono::milliseconds{10});
-        return back_ns_.load() != 0;
+        while (back_ns() == 0 && clock::now() - killed_ < bound) std::this_thread::sleep_for(std::chrono::milliseconds{10});
+        return back_ns() != 0;
     }
     /// Ends the run (waits for the callers, 10 s at most); its length in seconds.
     double stop() {
@@ -60,34 +70,19 @@ public:
         return length_s_;
     }
 
-    [[nodiscard]] std::int64_t granted() const noexcept { return granted_.load(); }
-    [[nodiscard]] std::int64_t decisions() const noexcept { return decisions_.load(); }
-    [[nodiscard]] std::chrono::microseconds longest_call() const noexcept {
-        return std::chrono::microseconds{longest_us_.load()};
-    }
     /// Seconds from kill_now() to Redis deciding again.
     [[nodiscard]] double back_after_s() const noexcept {
-        return static_cast<double>(back_ns_.load() - killed_ns_.load()) / 1e9;
+        return static_cast<double>(back_ns() - killed_ns()) / 1e9;
     }
     [[nodiscard]] bool ended() const noexcept { return ended_.load() == callers_; }
 
 private:
-    static std::int64_t ns(clock::time_point t) noexcept { return t.time_since_epoch().count(); }
-
     asio::awaitable<void> caller() {
         asio::steady_timer pause(co_await asio::this_coro::executor);
         while (!stop_.load()) {
             const auto start = clock::now();
             const auto r = co_await quota_.async_try_acquire(resil::deadline::after(deadline_));
-            const auto took = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - start).count();
-            decisions_.fetch_add(1);
-            if (r.granted()) granted_.fetch_add(1);
-            if (took > longest_us_.load()) longest_us_.store(took);  // one loop thread: no race
-            const auto killed = killed_ns_.load();
-            if (killed != 0 && ns(start) > killed && r.source == resil::redis::decided_by::redis) {
-                std::int64_t none = 0;
-                back_ns_.compare_exchange_strong(none, ns(clock::now()));
-            }
+            record(start, r);
             pause.expires_after(std::chrono::milliseconds{1});
             co_await pause.async_wait(asio::use_awaitable);
         }
@@ -100,7 +95,6 @@ private:
     clock::time_point killed_{};
     std::atomic<bool> stop_{false};
     std::atomic<int> ended_{0};
-    std::atomic<std::int64_t> granted_{0}, decisions_{0}, longest_us_{0}, killed_ns_{0}, back_ns_{0};
     double length_s_ = 0;
 };
 
