@@ -84,7 +84,12 @@ resil_build() {
         Ninja*) keep_going=(-- -k 0) ;;
         *Makefiles) keep_going=(-- -k) ;;
     esac
-    cmake --build "$dir" "${targets[@]}" -j "$RESIL_JOBS" "${keep_going[@]}"
+    # RESIL_BUILD_NICENESS (e.g. 10): the build yields the cores to whatever
+    # runs beside it at normal priority (scripts/test.sh: a ctest run whose
+    # timers must fire on time).
+    local prefix=()
+    [[ -n "${RESIL_BUILD_NICENESS:-}" ]] && prefix=(nice -n "$RESIL_BUILD_NICENESS")
+    "${prefix[@]}" cmake --build "$dir" "${targets[@]}" -j "$RESIL_JOBS" "${keep_going[@]}"
 }
 
 # Seconds since the epoch, for step timings.

@@ -103,7 +103,10 @@ run_step() {
 # next build uses the cores. One at a time: two ctest runs at once would
 # only compete for the same ports and servers. Its output goes to a log,
 # printed whole when the step is joined; its time is its own, from start
-# to end.
+# to end. The builds, the benchmark smoke and the fuzzing run niced
+# (RESIL_BUILD_NICENESS, nice -n 10), so that the tests beside them get a
+# core when their timers fire, as on an idle machine.
+export RESIL_BUILD_NICENESS="${RESIL_BUILD_NICENESS:-10}"
 bg_name=""
 bg_pid=""
 bg_log=""
@@ -210,7 +213,7 @@ bench_smoke() {
             continue
         fi
         started=$(date +%s%N)
-        if timeout 120 "$dir/$name" --benchmark_min_time=0.001 >"$log" 2>&1; then
+        if timeout 120 nice -n "$RESIL_BUILD_NICENESS" "$dir/$name" --benchmark_min_time=0.001 >"$log" 2>&1; then
             echo "ok      $name ($((($(date +%s%N) - started) / 1000000)) ms)"
         else
             echo "FAILED  $name (exit $?); last lines of $log:"
@@ -500,7 +503,7 @@ fuzz_ci() {
         echo "error: scripts/fuzz.sh missing"
         return 1
     fi
-    FUZZ_BUILD_DIR="$BUILD/fuzz" bash "$RESIL_ROOT/scripts/fuzz.sh" --ci
+    FUZZ_BUILD_DIR="$BUILD/fuzz" nice -n "$RESIL_BUILD_NICENESS" bash "$RESIL_ROOT/scripts/fuzz.sh" --ci
 }
 
 # --- f. Release builds ---------------------------------------------------
