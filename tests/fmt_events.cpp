@@ -65,6 +65,7 @@ constexpr std::tuple listed{
     named<events::limit_changed>{"limit_changed"},
     named<events::pace_changed>{"pace_changed"},
     named<events::fault_injected>{"fault_injected"},
+    named<events::dns_lookup>{"dns_lookup"},
 };
 
 template <class Tuple>
@@ -170,6 +171,15 @@ TEST_CASE("fmt: injected faults, as lines") {
     CHECK(fmt::format("{}", events::fault_injected{resil::fault_kind::abort, {}, resil::verdict::ambiguous}) ==
           "fault injected: abort (ambiguous)");
     CHECK(fmt::format("{:>6}|", resil::fault_kind::abort) == " abort|");
+}
+
+TEST_CASE("fmt: DNS lookups, as lines") {
+    CHECK(fmt::format("{}", events::dns_lookup{"pods.test", resil::dns_lookup_outcome::resolved, 3, 1, 0, 5s, {}}) ==
+          "dns lookup pods.test: resolved, 3 found (+1 -0), next in 5s");
+    CHECK(fmt::format("{}", events::dns_lookup{"pods.test", resil::dns_lookup_outcome::failed, 0, 0, 0, 2s, "timed out"}) ==
+          "dns lookup pods.test: failed (timed out), next in 2s");
+    CHECK(fmt::format("{}", events::dns_lookup{"pods.test", resil::dns_lookup_outcome::empty, 0, 0, 0, 1s, {}}) ==
+          "dns lookup pods.test: empty, next in 1s");
 }
 
 TEST_CASE("fmt: the log listener as a health checker's listener") {

@@ -453,24 +453,24 @@ TEST_CASE("json options: every options type round-trips, every field away from i
     using faults = resil::fault_injection_options;
     round_trip(faults::delay_fault{.probability = 0.5, .latency = 20ms});
     round_trip(faults::abort_fault{.probability = 1, .verdict = verdict::permanent, .never_sent = true, .retry_after = 250ms});
-    const resil::redis::rate_limiter_options quota{.rate = 20,
-                                                   .burst = 40,
-                                                   .host = "10.0.0.7",
-                                                   .port = 6380,
-                                                   .cluster_nodes = "10.0.0.7:7000,10.0.0.8:7000",
-                                                   .max_redirections = 3,
-                                                   .key = "llm-api",
-                                                   .key_prefix = "svc:",
-                                                   .connect_timeout = 30ms,
-                                                   .reply_timeout = 15ms,
-                                                   .connections = 4,
-                                                   .reconnect_backoff = 100ms,
-                                                   .reconnect_backoff_max = 3s,
-                                                   .on_failure = resil::redis::failure_policy::fail_closed,
-                                                   .expected_pods = 10,
-                                                   .lease = 5,
-                                                   .lease_ttl = 500ms,
-                                                   .max_wait = 2s};
+    const auto quota = resil::redis::rate_limiter_options{.rate = 20,
+                                                          .burst = 40,
+                                                          .host = "10.0.0.7",
+                                                          .port = 6380,
+                                                          .cluster_nodes = "10.0.0.7:7000,10.0.0.8:7000",
+                                                          .max_redirections = 3,
+                                                          .key = "llm-api",
+                                                          .key_prefix = "svc:",
+                                                          .connect_timeout = 30ms,
+                                                          .reply_timeout = 15ms,
+                                                          .connections = 4,
+                                                          .reconnect_backoff = 100ms,
+                                                          .reconnect_backoff_max = 3s,
+                                                          .on_failure = resil::redis::failure_policy::fail_closed,
+                                                          .expected_pods = 10,
+                                                          .lease = 5,
+                                                          .lease_ttl = 500ms,
+                                                          .max_wait = 2s};
     round_trip(quota, {"sentinels", "sentinel_master"});
     auto watched = quota;  // Sentinel instead of a cluster
     watched.cluster_nodes.clear();

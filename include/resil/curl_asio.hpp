@@ -9,4 +9,5 @@
 #pragma once
 
 #include "curl_asio/async_client.hpp"
+#include "curl_asio/async_options.hpp"
 #include "curl_asio/async_hedged_client.hpp"

@@ -14,6 +14,7 @@
 // resil/fmt.hpp formats each one, and resil::log_listener takes each one.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -243,6 +244,51 @@ struct fault_injected {
 template <class... Events>
 struct event_list {};
 
+// DNS discovery (resil/discovery/).
+/// What one lookup came to.
+enum class dns_lookup_outcome : std::uint8_t {
+    /// Records found: the set is the one they name.
+    resolved,
+    /// The name has no address (NXDOMAIN, or no record of the type asked
+    /// for; Kubernetes answers NXDOMAIN when no pod is ready): the last good
+    /// set is kept.
+    empty,
+    /// No usable answer (timeout, the server down, SERVFAIL, a malformed
+    /// reply): the last good set is kept, and the next lookup comes sooner.
+    failed,
+};
+
+/// The outcome's name, e.g. "failed".
+[[nodiscard]] constexpr enum_name to_string(dns_lookup_outcome o) noexcept {
+    switch (o) {
+        case dns_lookup_outcome::resolved: return "resolved";
+        case dns_lookup_outcome::empty: return "empty";
+        case dns_lookup_outcome::failed: return "failed";
+    }
+    return "unknown";
+}
+
+namespace events {
+/// One lookup of a DNS discovery source, whatever it came to.
+struct dns_lookup {
+    /// The name looked up.
+    std::string_view name;
+    /// What it came to.
+    dns_lookup_outcome outcome = dns_lookup_outcome::resolved;
+    /// Endpoints the lookup found (0 unless resolved).
+    std::size_t found = 0;
+    /// Endpoints added to the set (0 when it was kept).
+    std::size_t added = 0;
+    /// Endpoints removed from the set (0 when it was kept).
+    std::size_t removed = 0;
+    /// Until the next lookup (the records' TTL clamped, the interval, or the
+    /// wait after a failure).
+    duration next_in{};
+    /// Why it failed or was empty ("timed out", "NXDOMAIN", ...); empty when resolved.
+    std::string_view error;
+};
+}  // namespace events
+
 namespace events {
 
 /// Every event resil emits, each once: the one list that resil/fmt.hpp's
@@ -252,7 +298,7 @@ using all = event_list<attempt_started, attempt_finished, retry_scheduled, retri
                        breaker_state_changed, rejected, quota_store_failed, fallback_used, call_finished,
                        deadline_exceeded, endpoint_ejected, endpoint_returned, endpoint_health_changed,
                        hedge_started, hedge_refused, hedge_cancelled, hedge_won, limit_changed, pace_changed,
-                       fault_injected>;
+                       fault_injected, dns_lookup>;
 
 }  // namespace events
 

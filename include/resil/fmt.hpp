@@ -392,6 +392,21 @@ struct fmt::formatter<resil::events::fault_injected> : resil::detail::spec_free_
     }
 };
 
+// "dns lookup svc.test: resolved, 3 found (+1 -0), next in 5s" and
+// "dns lookup svc.test: failed (timed out), next in 2s".
+template <>
+struct fmt::formatter<resil::events::dns_lookup> : resil::detail::spec_free_formatter {
+    template <class FormatContext>
+    auto format(const resil::events::dns_lookup& e, FormatContext& ctx) const {
+        auto out = fmt::format_to(ctx.out(), "dns lookup {}: {}", e.name, std::string_view{resil::to_string(e.outcome)});
+        if (e.outcome == resil::dns_lookup_outcome::resolved)
+            out = fmt::format_to(out, ", {} found (+{} -{})", e.found, e.added, e.removed);
+        else if (!e.error.empty())
+            out = fmt::format_to(out, " ({})", e.error);
+        return fmt::format_to(out, ", next in {}", resil::detail::readable_duration{e.next_in});
+    }
+};
+
 // ---------------------------------------------------------------------------
 // A metrics snapshot: one line, counts by reason listed only when non-zero.
 //   calls 7: 2 ok, 5 failed (retries_exhausted 1, circuit_open 1, ...); attempts 12; ...

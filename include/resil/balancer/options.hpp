@@ -122,7 +122,7 @@ struct affinity_options {
 
     static constexpr std::uint64_t max_ring_limit = 8388608;  ///< the largest max_ring_size validate() accepts
     static constexpr std::uint64_t max_maglev_table_size = 5000011;  ///< Envoy's largest (a prime)
-    static constexpr double max_load_bound_factor = 100.0;
+    static constexpr double max_load_bound_factor = 100.0;  ///< the largest load_bound_factor validate() accepts
 
     /// The first field out of its range; nothing when every field is valid.
     [[nodiscard]] validation_result validate() const {

@@ -17,6 +17,7 @@
 
 #include "../clock.hpp"
 #include "../enum_name.hpp"
+#include "../events.hpp"
 #include "../balancer/endpoint.hpp"
 #include "../validation.hpp"
 
@@ -42,49 +43,8 @@ enum class dns_records : std::uint8_t {
     return "unknown";
 }
 
-/// What one lookup came to.
-enum class dns_lookup_outcome : std::uint8_t {
-    /// Records found: the set is the one they name.
-    resolved,
-    /// The name has no address (NXDOMAIN, or no record of the type asked
-    /// for; Kubernetes answers NXDOMAIN when no pod is ready): the last good
-    /// set is kept.
-    empty,
-    /// No usable answer (timeout, the server down, SERVFAIL, a malformed
-    /// reply): the last good set is kept, and the next lookup comes sooner.
-    failed,
-};
-
-/// The outcome's name, e.g. "failed".
-[[nodiscard]] constexpr enum_name to_string(dns_lookup_outcome o) noexcept {
-    switch (o) {
-        case dns_lookup_outcome::resolved: return "resolved";
-        case dns_lookup_outcome::empty: return "empty";
-        case dns_lookup_outcome::failed: return "failed";
-    }
-    return "unknown";
-}
-
-namespace events {
-/// One lookup of a DNS discovery source, whatever it came to.
-struct dns_lookup {
-    /// The name looked up.
-    std::string_view name;
-    /// What it came to.
-    dns_lookup_outcome outcome = dns_lookup_outcome::resolved;
-    /// Endpoints the lookup found (0 unless resolved).
-    std::size_t found = 0;
-    /// Endpoints added to the set (0 when it was kept).
-    std::size_t added = 0;
-    /// Endpoints removed from the set (0 when it was kept).
-    std::size_t removed = 0;
-    /// Until the next lookup (the records' TTL clamped, the interval, or the
-    /// wait after a failure).
-    duration next_in{};
-    /// Why it failed or was empty ("timed out", "NXDOMAIN", ...); empty when resolved.
-    std::string_view error;
-};
-}  // namespace events
+// dns_lookup_outcome and events::dns_lookup are in resil/events.hpp, with
+// every event resil emits.
 
 /// What a DNS discovery source (resil/discovery/dns_discovery.hpp) is told.
 /// Defaults follow CoreDNS's TTL floor (5 s) and stay below gRPC's 30 s
