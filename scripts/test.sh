@@ -358,6 +358,8 @@ install_resil() {
     cmake -S "$RESIL_ROOT" -B "$prefix-build" -DCMAKE_BUILD_TYPE=Release \
         -DRESIL_BUILD_TESTS=OFF -DRESIL_BUILD_EXAMPLES=OFF -DRESIL_BUILD_BENCH=OFF -DRESIL_INSTALL=ON "$@" ||
         return 1
+    # Nothing to build header-only; resil::compiled (RESIL_BUILD_COMPILED) is.
+    resil_build "$prefix-build" || return 1
     rm -rf "$prefix"
     cmake --install "$prefix-build" --prefix "$prefix"
 }
