@@ -14,15 +14,18 @@ RESIL_CORE_PACKAGES=(cmake g++ make)
 # FetchContent tarball, tzdata so that the sanitizer run's non-UTC TZ really
 # names a zone, clang 19 with its libc++ for the libc++ build (libc++ 14 has
 # no <stop_token>), and MinGW-w64 with POSIX threads (std::thread,
-# std::mutex) for the Windows cross build.
+# std::mutex) for the Windows cross build. The Redis tests start clusters
+# (redis-cli from redis-tools creates them) and sentinels (redis-server
+# --sentinel; redis-sentinel is Debian's package for that mode, installed so
+# the mode is there however Debian splits it).
 RESIL_TEST_PACKAGES=(
     cmake g++ clang libclang-rt-14-dev lld make git tzdata
     clang-19 libc++-19-dev libc++abi-19-dev g++-mingw-w64-x86-64-posix
     catch2 libbenchmark-dev
     libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev prometheus-cpp-dev libasio-dev libhiredis-dev
     uuid-dev libboost-dev
-    nginx libnginx-mod-http-echo redis-server redis-tools haproxy tinyproxy openssl prometheus dnsmasq-base
-    doxygen
+    nginx libnginx-mod-http-echo redis-server redis-tools redis-sentinel haproxy tinyproxy openssl prometheus
+    dnsmasq-base doxygen
 )
 
 RESIL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
